@@ -1,0 +1,14 @@
+// One jest run over every project. Each test file isolates itself (own vhost / database),
+// so files may run in parallel; --runInBand is not required.
+const { pathsToModuleNameMapper } = require('./scripts/dev/jest-paths.js');
+
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }] },
+  moduleNameMapper: pathsToModuleNameMapper(),
+  testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts', '<rootDir>/{apps,libs}/**/*.test.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  testTimeout: 60_000,
+  maxWorkers: 2,
+};
