@@ -1,0 +1,44 @@
+import { Limiter } from './limiter';
+
+/**
+ * Collects items until `size` are there or `maxWaitMs` passed since the first, then hands them to
+ * `run`, with at most `concurrency` batches running. Buffered (unstarted) items can be taken back
+ * at shutdown.
+ */
+export class Batcher<T> {
+  private buffer: T[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private readonly limiter: Limiter<T[]>;
+
+  constructor(
+    private readonly size: number,
+    private readonly maxWaitMs: number,
+    concurrency: number,
+    private readonly run: (items: T[]) => Promise<void>,
+  ) {
+    this.limiter = new Limiter<T[]>(concurrency);
+  }
+
+  add(item: T): void {
+    this.buffer.push(item);
+    if (this.buffer.length >= this.size) this.flush();
+    else if (this.buffer.length === 1) this.timer = setTimeout(() => this.flush(), this.maxWaitMs);
+  }
+
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.buffer.length === 0) return;
+    const items = this.buffer;
+    this.buffer = [];
+    this.limiter.submit(items, () => this.run(items));
+  }
+
+  /** Everything not yet handed to `run`: the current buffer and batches waiting for a slot. */
+  drainBuffered(): T[] {
+    clearTimeout(this.timer);
+    const items = [...this.buffer, ...this.limiter.drainWaiting().flat()];
+    this.buffer = [];
+    return items;
+  }
+}

@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+
+/** What a handler sees besides the event. No channel, no delivery tag: the runtime owns those. */
+export interface MessageContext {
+  logger: Logger;
+  /** Aborted when the handler's deadline passes (the visibility-timeout analogue) or on forced shutdown. */
+  signal: AbortSignal;
+  /** 1 on the first try, 2 after the first delayed retry, … */
+  attempt: number;
+  /** Deliveries of this copy by the broker (> 1 after a crash or a lost connection). */
+  deliveryCount: number;
+  queue: string;
+  handler: string;
+  eventId: string;
+  correlationId: string;
+}
+
+/** How a handler says it went (metrics label). Failures are thrown, and classified by type. */
+export type Outcome = 'processed' | 'duplicate' | 'skipped';
+
+export type Handler<E> = (event: E, ctx: MessageContext) => Promise<Outcome | void>;
+
+export interface BatchItem<E> {
+  event: E;
+  ctx: MessageContext;
+}
+
+export interface BatchContext {
+  logger: Logger;
+  signal: AbortSignal;
+  queue: string;
+  handler: string;
+}
+
+/**
+ * A batch handler commits the effects of many messages together. It returns one entry per item:
+ * an Outcome, or the Error that item failed with (only that item is retried or dead-lettered).
+ * Returning nothing means every item succeeded; throwing fails every item with that error.
+ */
+export type BatchHandler<E> = (items: BatchItem<E>[], ctx: BatchContext) => Promise<ReadonlyArray<Outcome | Error | void> | void>;
+
+interface ConsumerCommon<E> {
+  queue: string;
+  /** Names the handler in logs, metrics and dead-letter headers. */
+  name: string;
+  /** Unacked messages the broker may push to this consumer. Default 32. */
+  prefetch?: number;
+  /** Deadline per handler call (or per batch). Default 30 s. */
+  timeoutMs?: number;
+  /** Parses and validates the body; must throw a permanent error for bad input. */
+  validate: (body: Buffer) => E;
+}
+
+export interface SingleConsumerOptions<E> extends ConsumerCommon<E> {
+  handle: Handler<E>;
+  /** Handler calls at once. Default = prefetch. */
+  concurrency?: number;
+}
+
+export interface BatchConsumerOptions<E> extends ConsumerCommon<E> {
+  batch: {
+    /** Flush when this many messages are collected… (≤ prefetch) */
+    size: number;
+    /** …or this long after the first one arrived. */
+    maxWaitMs: number;
+    handle: BatchHandler<E>;
+    /** Batches in flight at once. Default 1 (more needs prefetch ≥ size × concurrency). */
+    concurrency?: number;
+  };
+}
+
+export type ConsumerOptions<E> = SingleConsumerOptions<E> | BatchConsumerOptions<E>;

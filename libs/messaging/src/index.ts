@@ -1,0 +1,10 @@
+export * from './errors';
+export * from './topology';
+export * from './metrics';
+export * from './publisher';
+export * from './consumer/types';
+export { H as DeadLetterHeaders } from './consumer/headers';
+export type { Consumer } from './consumer/consumer';
+export * from './runtime';
+export { connect } from './connection';
+export { COMMUNITY_TOPOLOGY } from './community-topology';

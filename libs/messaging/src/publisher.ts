@@ -1,0 +1,115 @@
+import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
+import type { ConfirmChannel, Message, Options } from 'amqplib';
+import type { Logger } from 'pino';
+import { PublishRejectedError, PublishTimeoutError, UnroutableError } from './errors';
+import type { RuntimeMetrics } from './metrics';
+import { assertExchangeDeclared, declareTopology, type Topology, type TopologyPlan } from './topology';
+
+/** The envelope fields the publisher maps to AMQP properties (see ARCHITECTURE.md "Broker contract"). */
+export interface EnvelopeLike {
+  id: string;
+  type: string;
+  version: number;
+  occurredAt: string;
+  correlationId: string;
+}
+
+export const EVENTS_EXCHANGE = 'community.events';
+
+export interface PublishOptions {
+  exchange?: string;
+  /** Defaults to the event type (the contract: routing key = type). */
+  routingKey?: string;
+  headers?: Record<string, unknown>;
+  timeoutMs?: number;
+}
+
+export interface Publisher {
+  /**
+   * Resolves only when the broker confirmed the message. Rejects with UnroutableError when no queue
+   * is bound for it, PublishRejectedError on a broker nack, PublishTimeoutError when no confirm
+   * came in time (the message may still have been stored: callers that must not lose it, like
+   * the outbox relay, retry, and consumers absorb the duplicate).
+   */
+  publish(event: EnvelopeLike, options?: PublishOptions): Promise<void>;
+  /** Resolves once connected and the topology is declared. */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface PublisherDeps {
+  connection: AmqpConnectionManager;
+  topology: Topology;
+  plan: TopologyPlan;
+  logger: Logger;
+  metrics: RuntimeMetrics;
+  defaultTimeoutMs?: number;
+}
+
+export function createPublisher(deps: PublisherDeps): Publisher {
+  const { connection, topology, plan, logger, metrics } = deps;
+  const defaultTimeoutMs = deps.defaultTimeoutMs ?? 10_000;
+  // basic.return arrives before the basic.ack of the same message on the same channel, so by the
+  // time the confirm resolves we know whether it was returned.
+  const returned = new Map<string, string>();
+
+  const channel: ChannelWrapper = connection.createChannel({
+    name: 'publisher',
+    confirm: true,
+    setup: async (ch: ConfirmChannel) => {
+      await declareTopology(ch, plan);
+      ch.on('return', (msg: Message) => {
+        const id = msg.properties.messageId as string | undefined;
+        if (id) returned.set(id, (msg.fields as unknown as { replyText?: string }).replyText ?? 'NO_ROUTE');
+      });
+    },
+  });
+  channel.on('error', (err) => logger.error({ err }, 'publisher channel setup failed'));
+
+  async function publish(event: EnvelopeLike, options: PublishOptions = {}): Promise<void> {
+    const exchange = options.exchange ?? EVENTS_EXCHANGE;
+    const routingKey = options.routingKey ?? event.type;
+    // Publishing to an undeclared exchange is a channel error that would take the channel down.
+    assertExchangeDeclared(topology, exchange);
+    const props: Options.Publish = {
+      mandatory: true,
+      persistent: true,
+      contentType: 'application/json',
+      messageId: event.id,
+      type: event.type,
+      timestamp: Math.floor(Date.parse(event.occurredAt) / 1000) || Math.floor(Date.now() / 1000),
+      correlationId: event.correlationId,
+      headers: { ...options.headers, 'x-schema-version': event.version },
+    };
+    const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+    const stop = metrics.publishDuration.startTimer({ exchange, message_type: event.type });
+    try {
+      await channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(event)), { ...props, timeout: timeoutMs });
+    } catch (err) {
+      returned.delete(event.id);
+      const mapped = mapPublishError(err, exchange, routingKey, timeoutMs);
+      metrics.published.inc({ exchange, message_type: event.type, outcome: mapped.name });
+      throw mapped;
+    } finally {
+      stop();
+    }
+    const replyText = returned.get(event.id);
+    if (replyText !== undefined) {
+      returned.delete(event.id);
+      metrics.published.inc({ exchange, message_type: event.type, outcome: 'unroutable' });
+      throw new UnroutableError(exchange, routingKey, replyText);
+    }
+    metrics.published.inc({ exchange, message_type: event.type, outcome: 'confirmed' });
+  }
+
+  return { publish, ready: () => channel.waitForConnect(), close: () => channel.close() };
+}
+
+function mapPublishError(err: unknown, exchange: string, routingKey: string, timeoutMs: number): Error {
+  const message = err instanceof Error ? err.message : String(err);
+  // amqp-connection-manager rejects with a bare Error('timeout'); amqplib's confirm callback with
+  // Error('message nacked'). These two strings are the libraries' API, not free text.
+  if (message === 'timeout') return new PublishTimeoutError(timeoutMs);
+  if (message === 'message nacked') return new PublishRejectedError(exchange, routingKey);
+  return err instanceof Error ? err : new Error(message);
+}

@@ -1,0 +1,6 @@
+export * from './types';
+export * from './names';
+export * from './validate';
+export * from './plan';
+export * from './declare';
+export * from './policies';

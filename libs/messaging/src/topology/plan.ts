@@ -1,0 +1,75 @@
+import { DEAD_LETTER_EXCHANGE, dlqName, escapeRegex, policyName, retryQueueName } from './names';
+import type { Topology, TopologyPlan } from './types';
+
+export const DEFAULT_DELIVERY_LIMIT = 10;
+export const DEFAULT_MAX_LENGTH = 1_000_000;
+
+/**
+ * Spells out everything the broker needs. Why each piece is where it is:
+ *
+ * - Every queue is a quorum queue: only quorum queues dead-letter at-least-once and enforce a
+ *   delivery limit. `x-queue-type` can only be an argument.
+ * - Work-queue tunables (dead-letter exchange, delivery-limit, max-length, overflow,
+ *   dead-letter-strategy) live in a policy, so an operator can change them in the management UI
+ *   without a redeploy. `dead-letter-strategy=at-least-once` requires `overflow=reject-publish`.
+ * - Retry tiers carry their TTL and their way home as arguments: they are the tier's identity
+ *   (the name says "5s"), and a retry returns to its own work queue through the default exchange,
+ *   never through the topic exchange (which would redeliver it to every other consumer).
+ *   One fixed TTL per tier, because a quorum queue only expires messages at its head.
+ * - No `x-expires` anywhere: a retry queue or DLQ must never vanish with messages in it.
+ */
+export function plan(topology: Topology): TopologyPlan {
+  const result: TopologyPlan = {
+    exchanges: [...topology.exchanges, { name: DEAD_LETTER_EXCHANGE, type: 'direct' }],
+    queues: [],
+    bindings: [],
+    policies: [],
+  };
+  for (const q of topology.queues) {
+    result.queues.push({
+      name: q.name,
+      role: 'work',
+      arguments: {
+        'x-queue-type': 'quorum',
+        ...(q.singleActiveConsumer ? { 'x-single-active-consumer': true } : {}),
+      },
+    });
+    for (const delay of q.retryDelaysMs) {
+      result.queues.push({
+        name: retryQueueName(q.name, delay),
+        role: 'retry',
+        arguments: {
+          'x-queue-type': 'quorum',
+          'x-message-ttl': delay,
+          'x-dead-letter-exchange': '',
+          'x-dead-letter-routing-key': q.name,
+          'x-dead-letter-strategy': 'at-least-once',
+          'x-overflow': 'reject-publish',
+        },
+      });
+    }
+    result.queues.push({ name: dlqName(q.name), role: 'dlq', arguments: { 'x-queue-type': 'quorum' } });
+
+    for (const b of q.bindings) {
+      for (const routingKey of b.routingKeys) result.bindings.push({ exchange: b.exchange, queue: q.name, routingKey });
+    }
+    // Broker dead-lettering (delivery limit) reaches the DLQ through the DLX, keyed by queue name.
+    result.bindings.push({ exchange: DEAD_LETTER_EXCHANGE, queue: dlqName(q.name), routingKey: q.name });
+
+    result.policies.push({
+      name: policyName(q.name),
+      pattern: `^${escapeRegex(q.name)}$`,
+      applyTo: 'queues',
+      priority: 10,
+      definition: {
+        'dead-letter-exchange': DEAD_LETTER_EXCHANGE,
+        'dead-letter-routing-key': q.name,
+        'dead-letter-strategy': 'at-least-once',
+        overflow: 'reject-publish',
+        'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
+        'max-length': q.maxLength ?? DEFAULT_MAX_LENGTH,
+      },
+    });
+  }
+  return result;
+}

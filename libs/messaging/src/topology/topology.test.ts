@@ -1,0 +1,74 @@
+import { COMMUNITY_TOPOLOGY } from '../community-topology';
+import { plan } from './plan';
+import { TopologyError, validateTopology } from './validate';
+
+const valid = () => ({
+  exchanges: [{ name: 'community.events', type: 'topic' }],
+  queues: [{ name: 'svc.work', bindings: [{ exchange: 'community.events', routingKeys: ['user.mentioned'] }], retryDelaysMs: [1000, 5000] }],
+});
+
+function problemsOf(raw: unknown): string[] {
+  try {
+    validateTopology(raw);
+  } catch (err) {
+    expect(err).toBeInstanceOf(TopologyError);
+    return (err as TopologyError).problems;
+  }
+  throw new Error('expected the topology to be refused');
+}
+
+describe('validateTopology', () => {
+  it('accepts the system topology', () => {
+    expect(() => validateTopology(COMMUNITY_TOPOLOGY)).not.toThrow();
+  });
+
+  it('names an unknown key and the queue it is in', () => {
+    const t = valid();
+    (t.queues[0] as Record<string, unknown>).retryDelay = [1];
+    expect(problemsOf(t)).toEqual(['topology.queues[0] ("svc.work"): unknown key "retryDelay"']);
+  });
+
+  it('names a binding to an undeclared exchange', () => {
+    const t = valid();
+    t.queues[0].bindings[0].exchange = 'community.event';
+    expect(problemsOf(t)).toEqual(['queues[0] ("svc.work").bindings[0]: exchange "community.event" is not declared']);
+  });
+
+  it('names duplicate queue names', () => {
+    const t = valid();
+    t.queues.push({ ...t.queues[0] });
+    expect(problemsOf(t)).toEqual(['duplicate name "svc.work" (queues[1], already used by queues[0])']);
+  });
+
+  it('refuses wrong types and reports every problem at once', () => {
+    const t = valid() as unknown as { exchanges: Array<{ type: string }>; queues: Array<{ retryDelaysMs: unknown }> };
+    t.exchanges[0].type = 'fan-out';
+    t.queues[0].retryDelaysMs = [-5];
+    const problems = problemsOf(t);
+    expect(problems.some((p) => p.startsWith('topology.exchanges[0] ("community.events").type'))).toBe(true);
+    expect(problems.some((p) => p.startsWith('topology.queues[0] ("svc.work").retryDelaysMs[0]'))).toBe(true);
+  });
+
+  it('refuses declaring a derived name', () => {
+    const t = valid();
+    t.queues[0].name = 'svc.work.dlq';
+    expect(problemsOf(t)[0]).toMatch(/derived, not declared/);
+  });
+});
+
+describe('plan', () => {
+  it('derives retry tiers that return to their own queue, a DLQ, and a policy', () => {
+    const p = plan(validateTopology(valid()));
+    expect(p.queues.map((q) => q.name)).toEqual(['svc.work', 'svc.work.retry.1s', 'svc.work.retry.5s', 'svc.work.dlq']);
+    const retry = p.queues.find((q) => q.name === 'svc.work.retry.5s')!;
+    expect(retry.arguments).toMatchObject({ 'x-message-ttl': 5000, 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': 'svc.work' });
+    expect(p.queues.every((q) => q.arguments['x-queue-type'] === 'quorum' && !('x-expires' in q.arguments))).toBe(true);
+    expect(p.policies).toEqual([
+      expect.objectContaining({
+        pattern: '^svc\\.work$',
+        definition: expect.objectContaining({ 'dead-letter-strategy': 'at-least-once', overflow: 'reject-publish', 'delivery-limit': 10 }),
+      }),
+    ]);
+    expect(p.bindings).toContainEqual({ exchange: 'community.dlx', queue: 'svc.work.dlq', routingKey: 'svc.work' });
+  });
+});

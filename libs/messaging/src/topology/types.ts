@@ -1,0 +1,59 @@
+/**
+ * The broker topology as data. `community-topology.ts` declares the whole system with these types;
+ * tests declare small ones. Everything the broker needs (queues, retry tiers, DLQs, bindings,
+ * policies) is derived from it by `plan()` — nobody calls assertQueue anywhere else.
+ */
+export type ExchangeType = 'topic' | 'direct' | 'fanout' | 'headers' | 'x-consistent-hash';
+
+export interface ExchangeSpec {
+  name: string;
+  type: ExchangeType;
+}
+
+export interface BindingSpec {
+  exchange: string;
+  /** Routing keys (event types, or topic patterns such as `user.*`). */
+  routingKeys: string[];
+}
+
+/** One work queue of one service. Its retry tiers and DLQ are derived from it. */
+export interface QueueSpec {
+  /** `<service>.<purpose>`, e.g. `notification-service.critical`. */
+  name: string;
+  bindings: BindingSpec[];
+  /**
+   * Delays of the delayed-retry tiers, in ms. A transient failure goes to the next tier; after the
+   * last one the message goes to the DLQ. `[]` means: no retries, straight to the DLQ.
+   */
+  retryDelaysMs: number[];
+  /**
+   * Quorum-queue delivery limit (applied as a policy): a message redelivered more often than this
+   * — typically because it crashes its consumer — is dead-lettered by the broker.
+   */
+  deliveryLimit?: number;
+  /** Max ready messages (applied as a policy with overflow=reject-publish, so publishers see a nack). */
+  maxLength?: number;
+  /** One active consumer at a time, for strict per-queue ordering. */
+  singleActiveConsumer?: boolean;
+}
+
+export interface Topology {
+  exchanges: ExchangeSpec[];
+  queues: QueueSpec[];
+}
+
+/** What the broker gets: every queue, exchange, binding and policy, fully spelled out. */
+export interface TopologyPlan {
+  exchanges: ExchangeSpec[];
+  queues: Array<{ name: string; role: 'work' | 'retry' | 'dlq'; arguments: Record<string, unknown> }>;
+  bindings: Array<{ exchange: string; queue: string; routingKey: string }>;
+  policies: PolicyPlan[];
+}
+
+export interface PolicyPlan {
+  name: string;
+  pattern: string;
+  applyTo: 'queues';
+  priority: number;
+  definition: Record<string, string | number>;
+}
