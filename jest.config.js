@@ -9,6 +9,8 @@ module.exports = {
   moduleNameMapper: pathsToModuleNameMapper(),
   testMatch: ['<rootDir>/{apps,libs}/**/*.spec.ts', '<rootDir>/{apps,libs}/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
+  // cookie 2.x (used by fastify's inject) is ESM-only; let swc compile it for jest's CommonJS.
+  transformIgnorePatterns: ['/node_modules/(?!cookie/)'],
   testTimeout: 60_000,
   maxWorkers: 2,
 };

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
+import amqplib from 'amqplib';
 import { managementRequest, managementTargetFor, type ManagementTarget } from '@community/messaging';
 
 const run = promisify(execFile);
@@ -13,6 +14,8 @@ export interface TestVhost {
   management: ManagementTarget;
   /** Messages in a queue (ready + unacked), from the management API. */
   depth(queue: string): Promise<{ ready: number; unacked: number; total: number }>;
+  /** Ready messages in a queue, asked over AMQP (fast; excludes unacked). */
+  ready(queue: string): Promise<number>;
   /** Takes up to `count` messages off a queue (acked), with their properties and headers. */
   take(queue: string, count?: number): Promise<PeekedMessage[]>;
   /** Closes this vhost's client connections, as `rabbitmqctl close_all_connections --vhost` does. */
@@ -51,6 +54,15 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
       const ready = Number(line[1]);
       const unacked = Number(line[2]);
       return { ready, unacked, total: ready + unacked };
+    },
+    async ready(queue) {
+      const conn = await amqplib.connect(url);
+      try {
+        const ch = await conn.createChannel();
+        return (await ch.checkQueue(queue)).messageCount;
+      } finally {
+        await conn.close().catch(() => undefined);
+      }
     },
     async take(queue, count = 100) {
       const res = await expectOk(

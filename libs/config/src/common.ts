@@ -1,0 +1,49 @@
+// The variables every service shares, with the local defaults from ARCHITECTURE.md ("Configuration").
+// A service loads `[...commonConfig(name), ...its own entries]`.
+import type { ConfigSpec } from './spec';
+
+export const SERVICE_NAMES = [
+  'notification-service',
+  'email-service',
+  'feed-service',
+  'reconciler',
+  'demo-community-api',
+] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+/** Contract ports (ARCHITECTURE.md "HTTP contract"). */
+export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = {
+  'notification-service': 3001,
+  'email-service': 3002,
+  'feed-service': 3003,
+  reconciler: 3004,
+  'demo-community-api': 3000,
+};
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Well known on purpose: it only exists so a laptop starts without setup, and production refuses it. */
+export const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
+
+export function commonConfig(service: ServiceName) {
+  return [
+    { name: 'AMQP_URL', kind: 'url', default: 'amqp://guest:guest@127.0.0.1:5672', protocols: ['amqp:', 'amqps:'] },
+    {
+      name: 'DATABASE_URL',
+      kind: 'url',
+      default: 'postgresql://postgres@127.0.0.1:5432/community',
+      protocols: ['postgresql:', 'postgres:'],
+    },
+    { name: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', protocols: ['redis:', 'rediss:'] },
+    { name: 'SMTP_URL', kind: 'url', default: 'smtp://127.0.0.1:1025', protocols: ['smtp:', 'smtps:'] },
+    { name: 'JWT_SECRET', kind: 'string', default: DEV_JWT_SECRET, secret: true, refuseDefaultInProduction: true },
+    { name: 'LOG_LEVEL', kind: 'enum', values: LOG_LEVELS, default: 'info' },
+    // 0 is allowed so tests can ask the OS for a free port.
+    { name: 'PORT', kind: 'int', default: DEFAULT_PORTS[service], min: 0, max: 65535 },
+    // How long SIGTERM may take (stop consuming, finish in-flight work, close) before exiting 1.
+    { name: 'SHUTDOWN_TIMEOUT_MS', kind: 'duration-ms', default: 10_000, min: 1 },
+  ] as const satisfies ConfigSpec;
+}
+
+export type CommonConfigSpec = ReturnType<typeof commonConfig>;

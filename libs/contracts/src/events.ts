@@ -1,0 +1,138 @@
+import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox';
+import { IdSchema, envelopeSchema } from './envelope';
+import { EmailChannelSchema, NotificationTypeSchema } from './idempotency-keys';
+
+// `data` schemas of every event type, version 1, field names exactly as in ARCHITECTURE.md.
+// Objects keep TypeBox's default (extra properties allowed): see the note in envelope.ts.
+
+/** Excerpts are previews, not content: bounded so one message cannot carry a whole post. */
+export const EXCERPT_MAX_LENGTH = 500;
+const Excerpt = Type.String({ maxLength: EXCERPT_MAX_LENGTH });
+
+export const UserUpsertedV1 = Type.Object({
+  userId: IdSchema,
+  email: Type.String({ format: 'email', maxLength: 254 }),
+  displayName: Type.String({ minLength: 1, maxLength: 200 }),
+  locale: Type.Optional(Type.String({ minLength: 2, maxLength: 35 })),
+});
+
+export const UserMentionedV1 = Type.Object({
+  commentId: IdSchema,
+  postId: IdSchema,
+  actorId: IdSchema,
+  mentionedUserId: IdSchema,
+  excerpt: Excerpt,
+});
+
+export const CommentCreatedV1 = Type.Object({
+  commentId: IdSchema,
+  postId: IdSchema,
+  postAuthorId: IdSchema,
+  authorId: IdSchema,
+  parentCommentId: Type.Optional(IdSchema),
+  parentAuthorId: Type.Optional(IdSchema),
+  excerpt: Excerpt,
+});
+
+export const ReactionAddedV1 = Type.Object({
+  reactionId: IdSchema,
+  actorId: IdSchema,
+  targetType: Type.Union([Type.Literal('post'), Type.Literal('comment')]),
+  targetId: IdSchema,
+  targetAuthorId: IdSchema,
+  emoji: Type.String({ minLength: 1, maxLength: 64 }),
+});
+
+export const UserFollowedV1 = Type.Object({ followerId: IdSchema, followeeId: IdSchema });
+export const UserUnfollowedV1 = Type.Object({ followerId: IdSchema, followeeId: IdSchema });
+
+export const PostPublishedV1 = Type.Object({
+  postId: IdSchema,
+  authorId: IdSchema,
+  title: Type.String({ minLength: 1, maxLength: 300 }),
+  excerpt: Excerpt,
+});
+
+export const SecurityAlertV1 = Type.Object({
+  alertId: IdSchema,
+  userId: IdSchema,
+  kind: Type.String({ minLength: 1, maxLength: 100 }),
+  detail: Type.String({ maxLength: 2000 }),
+});
+
+export const NotificationCreatedV1 = Type.Object({
+  notificationId: IdSchema,
+  userId: IdSchema,
+  type: NotificationTypeSchema,
+  idempotencyKey: Type.String({ minLength: 1, maxLength: 1024 }),
+  actorId: Type.Optional(IdSchema),
+  resourceType: Type.String({ minLength: 1, maxLength: 64 }),
+  resourceId: IdSchema,
+  emailChannel: EmailChannelSchema,
+  excerpt: Type.Optional(Excerpt),
+});
+
+function entry<const V extends number, D extends TObject<TProperties>>(version: V, dataSchema: D) {
+  return { version, dataSchema } as const;
+}
+
+/** Every event type of the contract with its current version and `data` schema. */
+export const EVENT_TYPES = {
+  'user.upserted': entry(1, UserUpsertedV1),
+  'user.mentioned': entry(1, UserMentionedV1),
+  'comment.created': entry(1, CommentCreatedV1),
+  'reaction.added': entry(1, ReactionAddedV1),
+  'user.followed': entry(1, UserFollowedV1),
+  'user.unfollowed': entry(1, UserUnfollowedV1),
+  'post.published': entry(1, PostPublishedV1),
+  'security.alert': entry(1, SecurityAlertV1),
+  'notification.created': entry(1, NotificationCreatedV1),
+} as const;
+
+export type EventType = keyof typeof EVENT_TYPES;
+export const EVENT_TYPE_NAMES = Object.freeze(Object.keys(EVENT_TYPES)) as readonly EventType[];
+
+/** Routing keys on `community.events`: the routing key of a message is its event type. */
+export const RoutingKey = {
+  UserUpserted: 'user.upserted',
+  UserMentioned: 'user.mentioned',
+  CommentCreated: 'comment.created',
+  ReactionAdded: 'reaction.added',
+  UserFollowed: 'user.followed',
+  UserUnfollowed: 'user.unfollowed',
+  PostPublished: 'post.published',
+  SecurityAlert: 'security.alert',
+  NotificationCreated: 'notification.created',
+} as const satisfies Record<string, EventType>;
+export type RoutingKey = (typeof RoutingKey)[keyof typeof RoutingKey];
+
+// Every event type has a routing key (compile-time exhaustiveness check).
+type MissingRoutingKey = Exclude<EventType, RoutingKey>;
+const _allRouted: MissingRoutingKey extends never ? true : never = true;
+void _allRouted;
+
+export function isEventType(type: unknown): type is EventType {
+  return typeof type === 'string' && Object.prototype.hasOwnProperty.call(EVENT_TYPES, type);
+}
+
+/** Full envelope schema of each type, e.g. for documentation or JSON Schema export. */
+export function eventSchemaOf<T extends EventType>(type: T) {
+  const entry: (typeof EVENT_TYPES)[T] = EVENT_TYPES[type];
+  return envelopeSchema(type, entry.version, entry.dataSchema);
+}
+
+export type EventVersion<T extends EventType> = (typeof EVENT_TYPES)[T]['version'];
+export type EventData<T extends EventType> = Static<(typeof EVENT_TYPES)[T]['dataSchema']>;
+
+export interface EventOf<T extends EventType> {
+  id: string;
+  type: T;
+  version: EventVersion<T>;
+  occurredAt: string;
+  producer: string;
+  correlationId: string;
+  data: EventData<T>;
+}
+
+/** Discriminated union (on `type`) of every event of the contract. */
+export type AnyEvent = { [T in EventType]: EventOf<T> }[EventType];

@@ -1,0 +1,7 @@
+export * from './envelope';
+export * from './events';
+export * from './errors';
+export * from './validate';
+export * from './build';
+export * from './idempotency-keys';
+export { isUuid, isDateTime, isEmail, registerFormats } from './formats';

@@ -1,0 +1,127 @@
+import { createLogger, messageLogger, type LoggerOptions } from './logger';
+import { redactString } from './redact';
+
+// A real JWT shape (header.payload.signature), so the test exercises the actual pattern.
+const JWT =
+  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c2VyLTEiLCJpYXQiOjE3MDAwMDAwMDB9.c2lnbmF0dXJlLXNpZ25hdHVyZQ';
+
+function capture(options: Partial<LoggerOptions> = {}) {
+  const raw: string[] = [];
+  const logger = createLogger({ service: 'test-service', destination: { write: (s: string) => raw.push(s) }, ...options });
+  const lines = () => raw.map((s) => JSON.parse(s) as Record<string, unknown>);
+  return { logger, raw, lines };
+}
+
+describe('redactString', () => {
+  it.each([
+    ['mail alice@example.com now', 'mail a***@example.com now'],
+    ['two: bob.smith+x@mail.example.co.id, c@d.io', 'two: b***@mail.example.co.id, c***@d.io'],
+    [`Authorization: Bearer ${JWT}`, 'Authorization: Bearer [REDACTED]'],
+    ['bearer opaque-token_123.abc==', 'bearer [REDACTED]'],
+    [`token in url /stream?access_token=${JWT}&x=1`, 'token in url /stream?access_token=[REDACTED]&x=1'],
+    ['amqp://app:s3cret@rabbit:5672/vhost', 'amqp://app:***@rabbit:5672/vhost'],
+    ['postgresql://postgres:pw@db.example.com:5432/x', 'postgresql://postgres:***@db.example.com:5432/x'],
+    ['nothing to hide: amqp://guest@127.0.0.1:5672 user-1', 'nothing to hide: amqp://guest@127.0.0.1:5672 user-1'],
+  ])('%j → %j', (input, expected) => {
+    expect(redactString(input)).toBe(expected);
+  });
+
+  it.each([
+    ['a long local-part run, then an @', `${'a'.repeat(200_000)}! @`],
+    ['JWT-like prefixes', `${'eyJ-'.repeat(50_000)}.`],
+    ['URL-like prefixes', `${'//a:b'.repeat(50_000)}`],
+    ['bearer prefixes', `${'Bearer '.repeat(50_000)}`],
+  ])('stays fast on a pathological line: %s (no quadratic backtracking)', (_name, line) => {
+    const started = process.hrtime.bigint();
+    redactString(line);
+    expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(200);
+  });
+});
+
+describe('createLogger', () => {
+  it('writes JSON with service, ISO time and level name', () => {
+    const { logger, lines } = capture();
+    logger.info('hello');
+    const [line] = lines();
+    expect(line).toMatchObject({ service: 'test-service', level: 'info', msg: 'hello' });
+    expect(line['time']).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it('removes values under secret keys', () => {
+    const { logger, lines } = capture();
+    logger.info(
+      {
+        email: 'alice@example.com',
+        user: { email: 'bob@example.com', password: 'pw', id: 'user-1' },
+        smtp: { smtpPassword: 'x' },
+        req: { headers: { authorization: `Bearer ${JWT}`, host: 'h' } },
+      },
+      'user upserted',
+    );
+    const [line] = lines();
+    expect(line['email']).toBe('[REDACTED]');
+    expect(line['user']).toEqual({ email: '[REDACTED]', password: '[REDACTED]', id: 'user-1' });
+    expect(line['smtp']).toEqual({ smtpPassword: '[REDACTED]' });
+    expect(line['req']).toEqual({ headers: { authorization: '[REDACTED]', host: 'h' } });
+  });
+
+  it('masks emails and tokens inside messages, interpolations, nested strings, bindings and errors', () => {
+    const { logger, raw, lines } = capture();
+    const child = logger.child({ recipient: 'carol@example.com' });
+    child.warn(
+      { detail: { note: `sent to dave@example.org with Bearer ${JWT}` }, list: ['erin@example.net'] },
+      'delivery to %s failed',
+      'frank@example.com',
+    );
+    child.error(new Error(`SMTP 550 for grace@example.com token=${JWT}`), 'send failed');
+
+    const output = raw.join('');
+    for (const secret of ['carol@', 'dave@', 'erin@', 'frank@', 'grace@', JWT]) {
+      expect(output).not.toContain(secret);
+    }
+    const [warn, error] = lines();
+    expect(warn).toMatchObject({
+      recipient: 'c***@example.com',
+      msg: 'delivery to f***@example.com failed',
+      detail: { note: 'sent to d***@example.org with Bearer [REDACTED]' },
+      list: ['e***@example.net'],
+    });
+    expect((error['err'] as { message: string }).message).toBe('SMTP 550 for g***@example.com token=[REDACTED]');
+  });
+
+  it('respects the level', () => {
+    const { logger, lines } = capture({ level: 'warn' });
+    logger.info('hidden');
+    logger.warn('shown');
+    expect(lines().map((l) => l['msg'])).toEqual(['shown']);
+  });
+});
+
+describe('messageLogger', () => {
+  it('binds per-message fields to every line and drops undefined ones', () => {
+    const { logger, lines } = capture();
+    const log = messageLogger(logger, {
+      eventId: 'evt-1',
+      correlationId: 'corr-1',
+      queue: 'notification-service.critical',
+      handler: 'mention',
+      attempt: 2,
+      idempotencyKey: 'mention:c1:u2',
+    });
+    log.info('handled');
+    messageLogger(logger, { eventId: 'evt-2', queue: 'email-service.send' }).info('handled');
+
+    const [first, second] = lines();
+    expect(first).toMatchObject({
+      service: 'test-service',
+      eventId: 'evt-1',
+      correlationId: 'corr-1',
+      queue: 'notification-service.critical',
+      handler: 'mention',
+      attempt: 2,
+      idempotencyKey: 'mention:c1:u2',
+    });
+    expect(Object.keys(second)).not.toContain('handler');
+    expect(second).toMatchObject({ eventId: 'evt-2', queue: 'email-service.send' });
+  });
+});

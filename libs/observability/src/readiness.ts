@@ -1,0 +1,48 @@
+export type ReadinessChecks = Record<string, boolean>;
+export type ReadinessProbe = () => Promise<ReadinessChecks> | ReadinessChecks;
+
+export interface ReadinessState {
+  /** Record a named dependency's state (e.g. set('amqp', true) on connect, false on close). */
+  set(name: string, ok: boolean): void;
+  /** Irreversible: from now on the service reports not ready, whatever the other checks say. */
+  markShuttingDown(): void;
+  readonly shuttingDown: boolean;
+  /** A snapshot of all checks; pass it as `readiness` to buildServer. */
+  checks: () => ReadinessChecks;
+  isReady(): boolean;
+}
+
+/** The pseudo-check that turns false on shutdown, visible in /readyz bodies. */
+export const ACCEPTING_CHECK = 'accepting';
+
+/**
+ * Readiness as state that the parts push into (connection events, consumer start), rather than
+ * probes that ping dependencies on every /readyz: a probe then answers instantly and never hangs
+ * on a slow database. Starts with `accepting: true`; add checks before traffic should arrive.
+ *
+ * On SIGTERM, readiness must go false before anything stops, so the load balancer stops routing
+ * to this replica while in-flight work drains.
+ */
+export function readinessState(initial: ReadinessChecks = {}): ReadinessState {
+  const state = new Map<string, boolean>(Object.entries(initial));
+  state.set(ACCEPTING_CHECK, true);
+  let shuttingDown = false;
+
+  const checks = (): ReadinessChecks => Object.fromEntries(state);
+  return {
+    set(name, ok) {
+      // Keeps a late "connected" event from re-opening a replica that is shutting down.
+      if (name === ACCEPTING_CHECK && shuttingDown) return;
+      state.set(name, ok);
+    },
+    markShuttingDown() {
+      shuttingDown = true;
+      state.set(ACCEPTING_CHECK, false);
+    },
+    get shuttingDown() {
+      return shuttingDown;
+    },
+    checks,
+    isReady: () => [...state.values()].every(Boolean),
+  };
+}

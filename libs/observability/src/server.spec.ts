@@ -1,0 +1,142 @@
+import type { FastifyInstance } from 'fastify';
+import { createLogger } from './logger';
+import { createRegistry } from './metrics';
+import { readinessState, type ReadinessProbe } from './readiness';
+import { buildServer, type ServerOptions } from './server';
+
+function setup(readiness: ReadinessProbe, extra: Partial<ServerOptions> = {}) {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({
+    service: 'test-service',
+    destination: { write: (s: string) => lines.push(JSON.parse(s)) },
+  });
+  const registry = createRegistry({ service: 'test-service' });
+  const app = buildServer({ logger, registry, readiness, ...extra });
+  return { app, lines, registry };
+}
+
+describe('buildServer ops routes', () => {
+  let app: FastifyInstance | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  it('GET /healthz answers 200 { status: ok } without consulting readiness', async () => {
+    const readiness = jest.fn(() => ({ amqp: false }));
+    ({ app } = setup(readiness));
+    const res = await app.inject({ method: 'GET', url: '/healthz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok' });
+    expect(readiness).not.toHaveBeenCalled();
+  });
+
+  it('GET /readyz answers 200 with the checks when all pass', async () => {
+    const state = readinessState();
+    state.set('amqp', true);
+    state.set('database', true);
+    ({ app } = setup(state.checks));
+    const res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ready', checks: { accepting: true, amqp: true, database: true } });
+  });
+
+  it('GET /readyz answers 503 naming the failing check, and after shutdown starts', async () => {
+    const state = readinessState({ amqp: true, database: false });
+    ({ app } = setup(state.checks));
+    let res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ status: 'not_ready', checks: { amqp: true, database: false, accepting: true } });
+
+    state.set('database', true);
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+
+    state.markShuttingDown();
+    res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(res.statusCode).toBe(503);
+    expect(res.json()).toEqual({ status: 'not_ready', checks: { amqp: true, database: true, accepting: false } });
+  });
+
+  it('GET /readyz accepts an async probe and treats a failing or hanging one as not ready', async () => {
+    ({ app } = setup(async () => ({ redis: true })));
+    expect((await app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({
+      status: 'ready',
+      checks: { redis: true },
+    });
+    await app.close();
+
+    ({ app } = setup(async () => Promise.reject(new Error('db down'))));
+    let res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect([res.statusCode, res.json()]).toEqual([503, { status: 'not_ready', checks: {} }]);
+    await app.close();
+
+    ({ app } = setup(() => new Promise(() => undefined), { readinessTimeoutMs: 20 }));
+    res = await app.inject({ method: 'GET', url: '/readyz' });
+    expect([res.statusCode, res.json()]).toEqual([503, { status: 'not_ready', checks: {} }]);
+  });
+
+  it('GET /metrics serves Prometheus text with default process metrics labelled by service', async () => {
+    ({ app } = setup(() => ({})));
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toContain('text/plain');
+    expect(res.body).toContain('# TYPE process_cpu_user_seconds_total counter');
+    expect(res.body).toMatch(/^process_cpu_user_seconds_total\{service="test-service"\} [\d.e+-]+$/m);
+    expect(res.body).toMatch(/^nodejs_heap_size_used_bytes\{service="test-service"\} \d+/m);
+  });
+
+  it('does not log ops requests at info, but does log app requests', async () => {
+    let lines: Record<string, unknown>[];
+    ({ app, lines } = setup(() => ({})));
+    app.get('/v1/thing', async () => ({ ok: true }));
+    for (const url of ['/healthz', '/readyz', '/metrics']) await app.inject({ method: 'GET', url });
+    expect(lines.filter((l) => l['msg'] === 'incoming request')).toEqual([]);
+
+    await app.inject({ method: 'GET', url: '/v1/thing' });
+    const logged = lines.filter((l) => l['msg'] === 'incoming request');
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ service: 'test-service', req: { url: '/v1/thing' } });
+  });
+
+  it("keeps fastify's error shape", async () => {
+    ({ app } = setup(() => ({})));
+    app.get('/boom', async () => {
+      throw new Error('kaput');
+    });
+    const missing = await app.inject({ method: 'GET', url: '/nope' });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ statusCode: 404, error: 'Not Found' });
+    const boom = await app.inject({ method: 'GET', url: '/boom' });
+    expect(boom.json()).toEqual({ statusCode: 500, error: 'Internal Server Error', message: 'kaput' });
+  });
+
+  it('can leave out the ops routes', async () => {
+    ({ app } = setup(() => ({}), { healthRoutes: false }));
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(404);
+  });
+
+  it('under pressure, sheds app routes with 503 + Retry-After but keeps ops routes up', async () => {
+    let registry;
+    ({ app, registry } = setup(() => ({ ok: true }), {
+      // An unhealthy external check is the deterministic way to put the plugin under pressure.
+      underPressure: { healthCheck: async () => false, healthCheckInterval: 1000, retryAfter: 7 },
+    }));
+    app.get('/v1/thing', async () => ({ ok: true }));
+    await app.ready(); // the plugin runs healthCheck once during registration
+
+    const shed = await app.inject({ method: 'GET', url: '/v1/thing' });
+    expect(shed.statusCode).toBe(503);
+    expect(shed.headers['retry-after']).toBe('7');
+    expect(shed.json()).toEqual({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      message: 'Service Unavailable: server under pressure',
+    });
+    for (const url of ['/healthz', '/readyz', '/metrics']) {
+      expect((await app.inject({ method: 'GET', url })).statusCode).toBe(200);
+    }
+    expect(await registry.metrics()).toMatch(
+      /^http_requests_shed_total\{reason="healthCheck",service="test-service"\} 1$/m,
+    );
+  });
+});
