@@ -23,7 +23,8 @@ export interface MessagingOptions {
 }
 
 /** Consumer options where `validate` defaults to the v1 contract validator. */
-export type ConsumeOptions<E = AnyEvent> = Omit<ConsumerOptions<E>, 'validate'> & { validate?: (body: Buffer) => E };
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+export type ConsumeOptions<E = AnyEvent> = DistributiveOmit<ConsumerOptions<E>, 'validate'> & { validate?: (body: Buffer) => E };
 
 export interface Messaging {
   readonly publisher: Publisher;

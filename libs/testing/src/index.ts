@@ -1,3 +1,3 @@
 export * from './amqp';
 export * from './logger';
-// export * from './db';
+export * from './db';

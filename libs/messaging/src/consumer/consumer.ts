@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
@@ -9,7 +10,7 @@ import { contextFor, lagSeconds, type Delivery } from './delivery';
 import { failureHeaders, publishCopy, routeFailure } from './failure';
 import { Limiter } from './limiter';
 import { withTimeout } from './timeout';
-import type { ConsumerOptions, Outcome } from './types';
+import type { ConsumerOptions, MessageContext, Outcome } from './types';
 
 export interface Consumer {
   readonly queue: string;
@@ -45,6 +46,29 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     throw new Error(`consumer ${handler} on ${queue}: batch.size (${batch.size}) must not exceed prefetch (${prefetch})`);
   }
   const labels = (type: string | undefined) => ({ queue, handler, message_type: type ?? 'unknown' });
+  // Labelled children of the per-message series, resolved once per message type and outcome:
+  // looking labels up costs more than everything else the runtime does for a successful message.
+  type CounterChild = ReturnType<RuntimeMetrics['consumed']['labels']>;
+  type HistogramChild = ReturnType<RuntimeMetrics['lag']['labels']>;
+  const series = new Map<string, { consumed: CounterChild; lag: HistogramChild; done: Map<string, [CounterChild, HistogramChild]> }>();
+  const seriesFor = (type = 'unknown') => {
+    let s = series.get(type);
+    if (!s) {
+      s = { consumed: metrics.consumed.labels(labels(type)), lag: metrics.lag.labels({ queue, message_type: type }), done: new Map() };
+      series.set(type, s);
+    }
+    return s;
+  };
+  const doneSeries = (type: string | undefined, outcome: string) => {
+    const s = seriesFor(type);
+    let pair = s.done.get(outcome);
+    if (!pair) {
+      pair = [metrics.succeeded.labels({ ...labels(type), outcome }), metrics.handlerDuration.labels({ ...labels(type), outcome })];
+      s.done.set(outcome, pair);
+    }
+    return pair;
+  };
+  const inFlightGauge = metrics.inFlight.labels({ queue });
 
   let channel: ConfirmChannel | undefined;
   let consumerTag: string | undefined;
@@ -52,6 +76,8 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   let stopping = false;
   // Aborted only when the shutdown deadline passes: tells every running handler to give up.
   const forced = new AbortController();
+  // Every running handler listens to it (through withTimeout): no listener limit applies.
+  setMaxListeners(0, forced.signal);
   const deliveries = new Set<Delivery<E>>();
   let onIdle: (() => void) | undefined;
 
@@ -60,7 +86,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     if (d.settled) return;
     d.settled = true;
     deliveries.delete(d);
-    metrics.inFlight.dec({ queue });
+    inFlightGauge.dec();
     try {
       if (action === 'ack') d.channel.ack(d.msg);
       else d.channel.nack(d.msg, false, true);
@@ -74,8 +100,9 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
 
   function succeed(d: Delivery<E>, outcome: Outcome | void, startedAt: number): void {
     const o = outcome ?? 'processed';
-    metrics.succeeded.inc({ ...labels(d.msg.properties.type), outcome: o });
-    metrics.handlerDuration.observe({ ...labels(d.msg.properties.type), outcome: o }, (performance.now() - startedAt) / 1000);
+    const [count, duration] = doneSeries(d.msg.properties.type, o);
+    count.inc();
+    duration.observe((performance.now() - startedAt) / 1000);
     settle(d, 'ack');
   }
 
@@ -109,10 +136,10 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     if (d.settled || !handle) return;
     const startedAt = performance.now();
     try {
-      const outcome = await withTimeout(timeoutMs, forced.signal, (signal) => handle(d.event as E, { ...d.ctx, signal }));
+      const outcome = await withTimeout(timeoutMs, forced.signal, (signal) => handle(d.event as E, withSignal(d.ctx, signal)));
       succeed(d, outcome, startedAt);
     } catch (err) {
-      metrics.handlerDuration.observe({ ...labels(d.msg.properties.type), outcome: 'failed' }, (performance.now() - startedAt) / 1000);
+      doneSeries(d.msg.properties.type, 'failed')[1].observe((performance.now() - startedAt) / 1000);
       await fail(d, err);
     }
   }
@@ -125,7 +152,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     let results: ReadonlyArray<Outcome | Error | void> | void;
     try {
       results = await withTimeout(timeoutMs, forced.signal, (signal) =>
-        batch.handle(live.map((d) => ({ event: d.event as E, ctx: { ...d.ctx, signal } })), { logger: log, signal, queue, handler }),
+        batch.handle(live.map((d) => ({ event: d.event as E, ctx: withSignal(d.ctx, signal) })), { logger: log, signal, queue, handler }),
       );
     } catch (err) {
       await Promise.all(live.map((d) => fail(d, err)));
@@ -151,11 +178,12 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
       consumerTag = undefined;
       return;
     }
-    metrics.inFlight.inc({ queue });
+    inFlightGauge.inc();
     const d: Delivery<E> = { channel: ch, msg, receivedAt: Date.now(), ctx: contextFor(msg, log, queue, handler, forced.signal), settled: false };
     deliveries.add(d);
     if (stopping) return settle(d, 'requeue');
-    metrics.consumed.inc(labels(msg.properties.type));
+    const s = seriesFor(msg.properties.type);
+    s.consumed.inc();
     try {
       d.event = options.validate(msg.content);
     } catch (err) {
@@ -163,7 +191,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
       return;
     }
     const lag = lagSeconds(msg, d.event, d.receivedAt);
-    if (lag !== undefined) metrics.lag.observe({ queue, message_type: msg.properties.type ?? 'unknown' }, lag);
+    if (lag !== undefined) s.lag.observe(lag);
     if (batcher) batcher.add(d);
     else limiter.submit(d, () => runSingle(d));
   }
@@ -246,6 +274,11 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     isHealthy: () => paused || consumerTag !== undefined,
     inFlight: () => deliveries.size,
   };
+}
+
+/** The context with the handler's own signal; keeps the lazy logger lazy (a spread would evaluate it). */
+function withSignal(ctx: MessageContext, signal: AbortSignal): MessageContext {
+  return Object.create(ctx, { signal: { value: signal, enumerable: true } }) as MessageContext;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());

@@ -18,8 +18,13 @@ export function contextFor(msg: ConsumeMessage, base: Logger, queue: string, han
   const eventId = String(msg.properties.messageId ?? '');
   const correlationId = String(msg.properties.correlationId ?? eventId);
   const attempt = attemptOf(msg);
+  let logger: Logger | undefined;
   return {
-    logger: base.child({ eventId, correlationId, queue, handler, attempt, messageType: msg.properties.type }),
+    // Created on first use: a pino child per message costs more than the rest of the runtime's
+    // per-message work, and most successful messages never log.
+    get logger() {
+      return (logger ??= base.child({ eventId, correlationId, attempt, messageType: msg.properties.type }));
+    },
     signal,
     attempt,
     deliveryCount: deliveryCountOf(msg),

@@ -1,0 +1,18 @@
+// Prisma 7 configuration, shared by `prisma generate` and by our offline migration runner
+// (scripts/db/migrate.ts), which loads this very file through @prisma/config.
+//
+// DATABASE_URL is read from process.env directly on purpose: `env()` from prisma/config throws
+// when the variable is unset, which would break `prisma generate` on a machine without a database.
+import { defineConfig } from 'prisma/config';
+
+export const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/community';
+
+export default defineConfig({
+  schema: 'prisma/schema.prisma',
+  migrations: {
+    path: 'prisma/migrations',
+  },
+  datasource: {
+    url: process.env.DATABASE_URL || DEFAULT_DATABASE_URL,
+  },
+});

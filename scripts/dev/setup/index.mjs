@@ -1,0 +1,28 @@
+// The setup shared by `npm start` and `npm test`. Node built-ins only, so it runs on a fresh clone.
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { ensureDependencies } from './deps.mjs';
+import { ensureRabbitPlugins, ensureServices } from './services.mjs';
+import { ensureDatabase } from './database.mjs';
+import { log } from './log.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/**
+ * 1. dependencies (npm ci when node_modules is missing or stale)
+ * 2. RabbitMQ, PostgreSQL, Redis reachable (start / docker compose / apt, see services.mjs)
+ * 3. RabbitMQ plugins enabled, management API answering
+ * 4. Prisma client generated, database created and migrated
+ * Returns the management API URL.
+ */
+export async function setup({ services = true } = {}) {
+  process.chdir(ROOT);
+  const started = Date.now();
+  ensureDependencies(ROOT);
+  if (!services) return null;
+  await ensureServices(ROOT, process.env);
+  const mgmt = await ensureRabbitPlugins(process.env);
+  ensureDatabase(ROOT);
+  log.ok(`setup done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return mgmt;
+}

@@ -1,0 +1,2 @@
+// `npm test`, second run (--runInBand): only *.disruptive.test.ts. See jest-suites.cjs.
+module.exports = require('./jest-suites.cjs').derive('disruptive');

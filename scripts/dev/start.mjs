@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+// `npm start`: from a fresh clone to every app running locally. See docs/OPERATIONS-LOCAL.md.
+// Node built-ins only (dependencies may not be installed yet when this starts).
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setup, ROOT } from './setup/index.mjs';
+import { c, log, runMain } from './setup/log.mjs';
+import { ensureMaildev } from './setup/maildev.mjs';
+import { APP_PORTS, appCommand, discoverApps } from './setup/apps.mjs';
+import { Supervisor, onShutdownSignals } from './setup/processes.mjs';
+import { httpGet } from './setup/net.mjs';
+
+runMain(async () => {
+  const supervisor = new Supervisor({ graceMs: 15_000 });
+  let shuttingDown = null;
+  const shutdown = (code) => {
+    shuttingDown ??= supervisor.stopAll().then(() => process.exit(code));
+    return shuttingDown;
+  };
+  onShutdownSignals(
+    (signal) => shutdown(signal === 'SIGINT' ? 130 : 143),
+    () => {
+      supervisor.killAllNow();
+      process.exit(137);
+    },
+  );
+
+  // `npm start` runs this under `sh -c`; when npm is killed (SIGTERM to npm), the shell dies and the
+  // signal never reaches us. Noticing the parent change keeps the children from being left behind.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {}); // EPIPE once the reader is gone
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) {
+      log.warn('the parent process (npm) has gone: stopping');
+      shutdown(143);
+    }
+  }, 1000).unref();
+
+  process.env.NODE_ENV ||= 'development';
+  let mail;
+  try {
+    await setup();
+    mail = await ensureMaildev(ROOT, supervisor, process.env);
+  } catch (err) {
+    await supervisor.stopAll();
+    throw err;
+  }
+
+  const apps = discoverApps(ROOT);
+  const appEnv = { ...process.env };
+  if (appEnv.PORT) {
+    log.warn(`PORT=${appEnv.PORT} is set in your shell; not passing it on (each app has its own default port)`);
+    delete appEnv.PORT;
+  }
+  for (const name of apps) {
+    const { command, args } = appCommand(name);
+    log.step(`starting ${name}: node ${args.join(' ')}`);
+    supervisor.spawn(name, command, args, { cwd: ROOT, env: appEnv });
+  }
+
+  printSummary(apps, mail);
+  if (!apps.length && !mail?.started) {
+    log.info('nothing to supervise (no apps, MailDev already running elsewhere): done');
+    return 0;
+  }
+  supervisor.onAllExited = () => {
+    log.error('every process has exited; stopping');
+    shutdown(1);
+  };
+  watchHealth(apps, supervisor);
+  await new Promise(() => {}); // run until a signal arrives
+});
+
+function printSummary(apps, mail) {
+  const line = (label, value) => console.log(`  ${label.padEnd(22)} ${value}`);
+  console.log(`\n${c.bold('Where to look')}`);
+  if (apps.length) {
+    for (const name of apps) {
+      const port = APP_PORTS[name];
+      line(name, port ? `http://127.0.0.1:${port}  (/healthz, /readyz, /metrics)` : 'port: see its log lines');
+    }
+  } else {
+    line('apps', 'none yet: no apps/*/src/main.ts in this checkout');
+  }
+  line('RabbitMQ management', 'http://127.0.0.1:15672  (guest / guest)');
+  line('RabbitMQ metrics', 'http://127.0.0.1:15692/metrics');
+  if (mail) line('MailDev (emails)', `${mail.webUrl}  (REST: ${mail.webUrl}/api/email)`);
+  else line('SMTP', process.env.SMTP_URL);
+  console.log(`  ${c.dim('Stop everything with Ctrl-C.')}\n`);
+}
+
+/** Logs once per app when its /healthz first answers (for up to 2 minutes). */
+async function watchHealth(apps, supervisor) {
+  const pending = new Set(apps.filter((n) => APP_PORTS[n]));
+  const deadline = Date.now() + 120_000;
+  while (pending.size && Date.now() < deadline) {
+    await sleep(1000);
+    for (const name of [...pending]) {
+      if (!supervisor.alive(name)) {
+        pending.delete(name);
+        continue;
+      }
+      const res = await httpGet(`http://127.0.0.1:${APP_PORTS[name]}/healthz`, 800);
+      if (res?.status === 200) {
+        log.ok(`${name} is up: http://127.0.0.1:${APP_PORTS[name]}`);
+        pending.delete(name);
+      }
+    }
+  }
+  for (const name of pending) log.warn(`${name}: /healthz on port ${APP_PORTS[name]} has not answered after 2 minutes`);
+}
