@@ -8,7 +8,8 @@ import { defineConfig } from 'prisma/config';
 export const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/community';
 
 export default defineConfig({
-  schema: 'prisma/schema.prisma',
+  // A folder: each service keeps its models in a file of its own (prisma/schema/<area>.prisma).
+  schema: 'prisma/schema',
   migrations: {
     path: 'prisma/migrations',
   },

@@ -17,7 +17,7 @@ Commands:
   deploy   Create the database if missing and apply all pending migrations.
   status   Show applied/pending migrations, failed or edited ones, and schema drift.
            Exit code 0 only when the database is in sync with the migrations folder.
-  create   Generate a migration from the changes in prisma/schema.prisma (--name required).
+  create   Generate a migration from the changes in prisma/schema/ (--name required).
   resolve  After repairing a failed migration by hand: --rolled-back <name> (deploy re-runs it)
            or --applied <name> (deploy skips it).
 

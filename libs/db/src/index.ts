@@ -3,7 +3,7 @@
 // DO NOTHING`, which TOOLCHAIN.md measured ~25x faster than one transaction per event).
 //
 // The client is generated into ./generated/prisma (gitignored) by `npm run db:generate`; run it after
-// changing prisma/schema.prisma. Schema and migrations: docs/DATABASE.md.
+// changing prisma/schema/. Schema and migrations: docs/DATABASE.md.
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/prisma/client';

@@ -197,11 +197,10 @@ describe('scripts/db/migrate.ts create', () => {
     const dir = await copyMigrations();
     const schemaDir = await mkdtemp(path.join(os.tmpdir(), 'schema-'));
     tempDirs.push(schemaDir);
-    const schema = path.join(schemaDir, 'schema.prisma');
-    await writeFile(
-      schema,
-      `${await readFile(path.join(ROOT, 'prisma/schema.prisma'), 'utf8')}\nmodel Widget {\n  id   String @id\n  name String\n\n  @@map("widgets")\n}\n`,
-    );
+    // the project's schema folder plus one new model file
+    const schema = path.join(schemaDir, 'schema');
+    await cp(path.join(ROOT, 'prisma/schema'), schema, { recursive: true });
+    await writeFile(path.join(schema, 'widget.prisma'), `model Widget {\n  id   String @id\n  name String\n\n  @@map("widgets")\n}\n`);
 
     const before = await migrationNames(dir);
     const run = await cli(url, ['create', '--name', 'Add widgets', '--migrations-dir', dir, '--schema', schema]);
