@@ -57,8 +57,9 @@ export type FailureKind = 'permanent' | 'transient';
 
 // PostgreSQL SQLSTATE classes: 22 data exception and 23 integrity violation will fail the same
 // way every time; 08 connection, 40 serialization/deadlock, 53 resources, 57 operator
-// intervention are about the moment, not the message.
-const PG_PERMANENT_CLASSES = ['22', '23', '42'];
+// intervention are about the moment, not the message. Class 42 (undefined table/column) is left
+// transient on purpose: during a rolling deploy it is about the moment too.
+const PG_PERMANENT_CLASSES = ['22', '23'];
 const PG_TRANSIENT_CLASSES = ['08', '40', '53', '57', '58'];
 
 export function classify(err: unknown): FailureKind {

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { errorClass, errorMessage } from '../errors';
 import type { RuntimeMetrics } from '../metrics';
 import { declareTopology, type QueueSpec, type TopologyPlan } from '../topology';
+import { Acker } from './acker';
 import { Batcher } from './batcher';
 import { contextFor, lagSeconds, type Delivery } from './delivery';
 import { failureHeaders, publishCopy, routeFailure } from './failure';
@@ -71,6 +72,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   const inFlightGauge = metrics.inFlight.labels({ queue });
 
   let channel: ConfirmChannel | undefined;
+  const ackers = new WeakMap<ConfirmChannel, Acker>();
   let consumerTag: string | undefined;
   let paused = false;
   let stopping = false;
@@ -88,8 +90,8 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     deliveries.delete(d);
     inFlightGauge.dec();
     try {
-      if (action === 'ack') d.channel.ack(d.msg);
-      else d.channel.nack(d.msg, false, true);
+      if (action === 'ack') d.acker.ack(d.msg);
+      else d.acker.requeue(d.msg);
     } catch {
       // The channel closed under us (connection loss). The broker already requeued the message and
       // will redeliver it; handlers are idempotent, so the second run is absorbed.
@@ -101,8 +103,11 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   function succeed(d: Delivery<E>, outcome: Outcome | void, startedAt: number): void {
     const o = outcome ?? 'processed';
     const [count, duration] = doneSeries(d.msg.properties.type, o);
+    const seconds = (performance.now() - startedAt) / 1000;
     count.inc();
-    duration.observe((performance.now() - startedAt) / 1000);
+    duration.observe(seconds);
+    // One line per message only at debug: at thousands of messages per second, info would drown the rest.
+    if (log.isLevelEnabled('debug')) d.ctx.logger.debug({ outcome: o, durationMs: Math.round(seconds * 1000) }, 'handled');
     settle(d, 'ack');
   }
 
@@ -171,7 +176,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   const batcher = batch ? new Batcher<Delivery<E>>(batch.size, batch.maxWaitMs, batch.concurrency ?? 1, runBatch) : undefined;
 
   // ---- receiving ----------------------------------------------------------------------------------
-  function onMessage(ch: ConfirmChannel, msg: ConsumeMessage | null): void {
+  function onMessage(ch: ConfirmChannel, acker: Acker, msg: ConsumeMessage | null): void {
     if (msg === null) {
       // The broker cancelled us (queue deleted or node shutting down); the next reconnect resubscribes.
       log.warn('consumer cancelled by the broker');
@@ -179,7 +184,8 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
       return;
     }
     inFlightGauge.inc();
-    const d: Delivery<E> = { channel: ch, msg, receivedAt: Date.now(), ctx: contextFor(msg, log, queue, handler, forced.signal), settled: false };
+    acker.received(msg);
+    const d: Delivery<E> = { channel: ch, acker, msg, receivedAt: Date.now(), ctx: contextFor(msg, log, queue, handler, forced.signal), settled: false };
     deliveries.add(d);
     if (stopping) return settle(d, 'requeue');
     const s = seriesFor(msg.properties.type);
@@ -197,7 +203,9 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   }
 
   async function subscribe(ch: ConfirmChannel): Promise<void> {
-    const ok = await ch.consume(queue, (msg) => onMessage(ch, msg), { noAck: false });
+    const acker = ackers.get(ch) ?? new Acker(ch);
+    ackers.set(ch, acker);
+    const ok = await ch.consume(queue, (msg) => onMessage(ch, acker, msg), { noAck: false });
     consumerTag = ok.consumerTag;
     log.info({ prefetch, consumerTag }, 'consuming');
   }
@@ -268,6 +276,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
           forced.abort(new Error('shutdown deadline'));
         }
       }
+      if (channel) ackers.get(channel)?.flush();
       await wrapper.close().catch(() => undefined);
       log.info('stopped');
     },

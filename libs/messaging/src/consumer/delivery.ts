@@ -1,11 +1,13 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
+import type { Acker } from './acker';
 import type { MessageContext } from './types';
 import { attemptOf, deliveryCountOf } from './failure';
 
 /** One message as received, bound to the channel it came on (acks must go back on that channel). */
 export interface Delivery<E> {
   channel: ConfirmChannel;
+  acker: Acker;
   msg: ConsumeMessage;
   receivedAt: number;
   /** Set once parsed; undefined when the body failed validation. */
