@@ -6,7 +6,7 @@
  */
 import { Registry } from 'prom-client';
 import pino from 'pino';
-import { createMessaging } from '@community/messaging';
+import { createMessaging } from '../src';
 import { testTopology } from './fixtures';
 
 const queue = process.env.CHILD_QUEUE ?? 'test.child';

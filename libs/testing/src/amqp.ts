@@ -2,9 +2,41 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import amqplib from 'amqplib';
-import { managementRequest, managementTargetFor, type ManagementTarget } from '@community/messaging';
 
 const run = promisify(execFile);
+
+/**
+ * The management API of the test broker. Written here rather than imported from libs/messaging
+ * (which has its own for policies) because messaging's tests depend on this lib: importing back
+ * would make the two libs a cycle.
+ */
+export interface ManagementTarget {
+  baseUrl: string;
+  username: string;
+  password: string;
+}
+
+function managementTarget(amqpUrl: string): ManagementTarget {
+  const amqp = new URL(amqpUrl);
+  const mgmt = new URL(process.env.RABBITMQ_MANAGEMENT_URL ?? `http://${amqp.hostname}:15672`);
+  return {
+    baseUrl: `${mgmt.protocol}//${mgmt.host}`,
+    username: decodeURIComponent(mgmt.username || amqp.username || 'guest'),
+    password: decodeURIComponent(mgmt.password || amqp.password || 'guest'),
+  };
+}
+
+export function managementRequest(target: ManagementTarget, method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(`${target.baseUrl}/api${path}`, {
+    method,
+    headers: {
+      authorization: `Basic ${Buffer.from(`${target.username}:${target.password}`).toString('base64')}`,
+      'content-type': 'application/json',
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  });
+}
 const BASE_AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 export interface TestVhost {
@@ -34,7 +66,7 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
   const vhost = `test-${prefix}-${randomBytes(4).toString('hex')}`;
   const base = new URL(BASE_AMQP_URL);
   const url = `${base.protocol}//${base.username}:${base.password}@${base.host}/${encodeURIComponent(vhost)}`;
-  const management = managementTargetFor(url, process.env.RABBITMQ_MANAGEMENT_URL);
+  const management = managementTarget(url);
   const v = encodeURIComponent(vhost);
   await expectOk(managementRequest(management, 'PUT', `/vhosts/${v}`, {}), `create vhost ${vhost}`);
   await expectOk(
