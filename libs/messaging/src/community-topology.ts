@@ -39,5 +39,13 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       retryDelaysMs: RETRY_DELAYS_MS,
       deliveryLimit: 5,
     },
+    {
+      // Bound now so every event type a producer emits has a queue (an unroutable event holds back
+      // its user's outbox). feed-service consumes it; until it runs, the backlog waits here for it.
+      name: 'feed-service.activity',
+      bindings: [{ exchange: 'community.events', routingKeys: ['post.published', 'user.followed', 'user.unfollowed'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+      deliveryLimit: 5,
+    },
   ],
 };

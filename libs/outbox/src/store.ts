@@ -1,0 +1,139 @@
+import type { PoolClient } from 'pg';
+import type { EnvelopeLike } from '@community/messaging';
+
+export interface ClaimedRow {
+  id: string;
+  aggregateId: string;
+  eventId: string;
+  eventType: string;
+  routingKey: string;
+  payload: EnvelopeLike;
+  attempts: number;
+}
+
+export interface Head {
+  id: string;
+  aggregateId: string;
+  /** Until its backoff ends (database clock); <= 0 when it may be published now. */
+  dueInMs: number;
+}
+
+/**
+ * The head (oldest unsent row) of each aggregate with a backlog, for up to `limit` aggregates whose
+ * id sorts after `afterAggregate`. A loose index scan over the partial index
+ * (producer, aggregate_id, id) WHERE sent_at IS NULL: one index descent per aggregate, so the cost
+ * is O(limit · log n) however deep any single aggregate's backlog is. (Scanning rows in id order
+ * instead would wade through every queued row of a busy aggregate to find the few heads behind it.)
+ *
+ * Only heads are ever published: the next row of an aggregate becomes a head when this one's
+ * `sent_at` is committed, which happens only after its broker confirm. Per aggregate, at most one
+ * message is in flight across all relays, and it is in the queue before its successor is sent.
+ */
+export async function findHeads(tx: PoolClient, producer: string, afterAggregate: string, limit: number): Promise<Head[]> {
+  const { rows } = await tx.query<{ id: string; aggregate_id: string; due_in_ms: number }>(
+    `WITH RECURSIVE heads(aggregate_id, id, next_attempt_at, n) AS (
+       (SELECT aggregate_id, id, next_attempt_at, 1 FROM outbox_messages
+        WHERE producer = $1 AND sent_at IS NULL AND aggregate_id > $2
+        ORDER BY aggregate_id, id LIMIT 1)
+       UNION ALL
+       SELECT nxt.aggregate_id, nxt.id, nxt.next_attempt_at, h.n + 1
+       FROM heads h
+       CROSS JOIN LATERAL (
+         SELECT aggregate_id, id, next_attempt_at FROM outbox_messages
+         WHERE producer = $1 AND sent_at IS NULL AND aggregate_id > h.aggregate_id
+         ORDER BY aggregate_id, id LIMIT 1
+       ) nxt
+       WHERE h.n < $3
+     )
+     SELECT id, aggregate_id, (extract(epoch FROM next_attempt_at - now()) * 1000)::float8 AS due_in_ms FROM heads`,
+    [producer, afterAggregate, limit],
+  );
+  return rows.map((r) => ({ id: r.id, aggregateId: r.aggregate_id, dueInMs: r.due_in_ms }));
+}
+
+/**
+ * Locks the given heads for the rest of the transaction, in id order. `SKIP LOCKED`: a head another
+ * relay is publishing is skipped, not waited for (and its successors are not heads, so they cannot
+ * be taken here either). A head sent by another relay since `findHeads` is re-checked against
+ * `sent_at IS NULL` under the lock and dropped.
+ */
+export async function lockHeads(tx: PoolClient, ids: string[]): Promise<ClaimedRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await tx.query<{
+    id: string;
+    aggregate_id: string;
+    event_id: string;
+    event_type: string;
+    routing_key: string;
+    payload: EnvelopeLike;
+    attempts: number;
+  }>(
+    `SELECT id, aggregate_id, event_id, event_type, routing_key, payload, attempts
+     FROM outbox_messages
+     WHERE id = ANY($1::bigint[]) AND sent_at IS NULL AND next_attempt_at <= now()
+     ORDER BY id
+     FOR UPDATE SKIP LOCKED`,
+    [ids],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    aggregateId: r.aggregate_id,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    routingKey: r.routing_key,
+    payload: r.payload,
+    attempts: r.attempts,
+  }));
+}
+
+export async function markSent(tx: PoolClient, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await tx.query(`UPDATE outbox_messages SET sent_at = now(), last_error = NULL WHERE id = ANY($1::bigint[])`, [ids]);
+}
+
+export interface Failure {
+  id: string;
+  error: string;
+  retryInMs: number;
+}
+
+/** The rows stay unsent: one more attempt counted, the reason kept for operators, a backoff set. */
+export async function markFailed(tx: PoolClient, failures: Failure[]): Promise<void> {
+  if (failures.length === 0) return;
+  await tx.query(
+    `UPDATE outbox_messages o
+     SET attempts = o.attempts + 1,
+         last_error = f.error,
+         next_attempt_at = now() + make_interval(secs => f.retry_ms / 1000.0)
+     FROM unnest($1::bigint[], $2::text[], $3::float8[]) AS f(id, error, retry_ms)
+     WHERE o.id = f.id`,
+    [failures.map((f) => f.id), failures.map((f) => f.error), failures.map((f) => f.retryInMs)],
+  );
+}
+
+/**
+ * Retention: deletes sent rows older than the horizon in small batches (short transactions, no long
+ * locks on a hot table). Unsent rows are never deleted, however old. Returns how many were removed.
+ */
+export async function purgeSent(
+  pool: { query: PoolClient['query'] },
+  producer: string,
+  olderThanMs: number,
+  batchSize = 5000,
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const res = await pool.query(
+      `DELETE FROM outbox_messages WHERE id IN (
+         SELECT id FROM outbox_messages
+         WHERE producer = $1 AND sent_at IS NOT NULL
+           AND sent_at < now() - make_interval(secs => $2::float8 / 1000)
+         ORDER BY sent_at
+         LIMIT $3
+       )`,
+      [producer, olderThanMs, batchSize],
+    );
+    total += res.rowCount ?? 0;
+    if ((res.rowCount ?? 0) < batchSize) return total;
+  }
+}
