@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { buildServer } from '@community/observability';
+import { registerOpsRoutes } from './http/ops';
+import { registerUnsubscribeRoutes, type UnsubscribeRouteDeps } from './http/unsubscribe';
+
+export interface AppDeps {
+  logger: Logger;
+  registry: Registry;
+  /** Readiness checks; all true = ready. */
+  checks: () => Record<string, boolean>;
+  /** Extra /readyz information that does not decide readiness (breaker state). */
+  details: () => Record<string, unknown>;
+  unsubscribe: UnsubscribeRouteDeps;
+}
+
+/** The HTTP surface, without listening: ops routes and the unsubscribe endpoint. */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.checks, healthRoutes: false });
+  registerOpsRoutes(app, { registry: deps.registry, checks: deps.checks, details: deps.details });
+  registerUnsubscribeRoutes(app, deps.unsubscribe);
+  return app;
+}

@@ -1,0 +1,63 @@
+import { commonConfig, ConfigError, loadConfig, type ConfigOf } from '@community/config';
+
+const HTTP = ['http:', 'https:'];
+
+/** Everything email-service reads from the environment (common entries first). */
+export const EMAIL_CONFIG_SPEC = [
+  ...commonConfig('email-service'),
+  // Links in emails point to the community site; unsubscribe links to this service.
+  { name: 'PUBLIC_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3000', protocols: HTTP },
+  { name: 'UNSUBSCRIBE_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3002', protocols: HTTP },
+  { name: 'NOTIFICATION_SERVICE_URL', kind: 'url', default: 'http://127.0.0.1:3001', protocols: HTTP },
+  { name: 'EMAIL_FROM', kind: 'string', default: 'Community <notifications@community.local>', minLength: 3 },
+
+  // The provider's limits. 0 disables the rate limit (a local sink, benchmarks).
+  { name: 'SMTP_RATE_PER_SECOND', kind: 'int', default: 20, min: 0 },
+  { name: 'SMTP_RATE_BURST', kind: 'int', default: 1, min: 1 },
+  { name: 'SMTP_POOL_SIZE', kind: 'int', default: 5, min: 1, max: 100 },
+  { name: 'SMTP_CONNECTION_TIMEOUT_MS', kind: 'duration-ms', default: 10_000, min: 100 },
+  { name: 'SMTP_SOCKET_TIMEOUT_MS', kind: 'duration-ms', default: 30_000, min: 100 },
+
+  // Circuit breaker: opens after this many consecutive transient provider failures, then probes
+  // with exponential backoff between MIN and MAX until a probe succeeds.
+  { name: 'SMTP_BREAKER_THRESHOLD', kind: 'int', default: 5, min: 1 },
+  { name: 'SMTP_BREAKER_PROBE_MIN_MS', kind: 'duration-ms', default: 1_000, min: 10 },
+  { name: 'SMTP_BREAKER_PROBE_MAX_MS', kind: 'duration-ms', default: 30_000, min: 10 },
+  // How long an in-flight message may wait for the breaker to close before it goes to a retry
+  // tier after all. Below RabbitMQ's consumer_timeout (30 min), which would close the channel.
+  { name: 'SMTP_BREAKER_MAX_HOLD_MS', kind: 'duration-ms', default: 600_000, min: 100, max: 1_200_000 },
+
+  // A 'sending' ledger row older than this is presumed abandoned (crash) and re-attempted with the
+  // same Message-ID. Must exceed the longest possible SMTP exchange (checked below).
+  { name: 'EMAIL_LEASE_MS', kind: 'duration-ms', default: 120_000, min: 100 },
+  { name: 'EMAIL_CONSUMER_CONCURRENCY', kind: 'int', default: 16, min: 1, max: 1000 },
+  // A notification for a user whose address has not arrived yet is retried for this long (the
+  // user.upserted event travels on another queue), then recorded as undeliverable.
+  { name: 'USER_ADDRESS_GRACE_MS', kind: 'duration-ms', default: 300_000, min: 0 },
+
+  { name: 'DIGEST_PERIOD', kind: 'enum', values: ['daily', 'hourly'], default: 'daily' },
+  { name: 'DIGEST_FLUSH_INTERVAL_MS', kind: 'duration-ms', default: 60_000, min: 10 },
+  { name: 'DIGEST_MAX_ATTEMPTS', kind: 'int', default: 8, min: 1 },
+  { name: 'DIGEST_BATCH_SIZE', kind: 'int', default: 100, min: 1, max: 10_000 },
+] as const;
+
+export type EmailConfig = ConfigOf<typeof EMAIL_CONFIG_SPEC>;
+
+export function loadEmailConfig(env: Record<string, string | undefined> = process.env): EmailConfig {
+  const config = loadConfig(EMAIL_CONFIG_SPEC, env);
+  const issues = [];
+  // The lease must outlive a slow but alive send, or a second sender would take the row over while
+  // the first one is still talking to the server: a duplicate with no crash at all.
+  const longestSend = config.SMTP_CONNECTION_TIMEOUT_MS * 2 + config.SMTP_SOCKET_TIMEOUT_MS;
+  if (config.EMAIL_LEASE_MS <= longestSend) {
+    issues.push({
+      name: 'EMAIL_LEASE_MS',
+      message: `EMAIL_LEASE_MS: ${config.EMAIL_LEASE_MS} must exceed the longest SMTP exchange, 2 × SMTP_CONNECTION_TIMEOUT_MS + SMTP_SOCKET_TIMEOUT_MS = ${longestSend}`,
+    });
+  }
+  if (config.SMTP_BREAKER_PROBE_MAX_MS < config.SMTP_BREAKER_PROBE_MIN_MS) {
+    issues.push({ name: 'SMTP_BREAKER_PROBE_MAX_MS', message: 'SMTP_BREAKER_PROBE_MAX_MS: must be >= SMTP_BREAKER_PROBE_MIN_MS' });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return config;
+}

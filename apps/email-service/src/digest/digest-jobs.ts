@@ -1,0 +1,116 @@
+import type { Logger } from 'pino';
+import { attemptSend } from '../delivery/attempt';
+import type { Composer } from '../delivery/compose';
+import type { EmailMetrics } from '../metrics';
+import type { CircuitBreaker } from '../smtp/breaker';
+import { SmtpPermanentError } from '../smtp/errors';
+import type { Sender } from '../smtp/sender';
+import type { DigestStore } from '../store/digests';
+import type { DigestLease, LedgerStore } from '../store/ledger';
+import type { UsersStore } from '../store/users';
+import type { NotificationView } from '../templates/notification';
+
+export interface DigestJobDeps {
+  digests: DigestStore;
+  ledger: LedgerStore;
+  users: UsersStore;
+  sender: Sender;
+  breaker: CircuitBreaker;
+  composer: Composer;
+  metrics: EmailMetrics;
+  logger: Logger;
+  leaseMs: number;
+  maxAttempts: number;
+  batchSize: number;
+  /** Digest sends running at once (the rate limiter paces them anyway). */
+  concurrency: number;
+}
+
+/** Closes every due window, a batch per transaction, until none is left. */
+export async function flushDueWindows(deps: DigestJobDeps, now: Date): Promise<{ flushed: number; empty: number }> {
+  const total = { flushed: 0, empty: 0 };
+  for (;;) {
+    const r = await deps.digests.flushDue(now, deps.batchSize, (key) => deps.composer.digestMessageId(key));
+    total.flushed += r.flushed;
+    total.empty += r.empty;
+    deps.metrics.digestWindows.inc({ outcome: 'flushed' }, r.flushed);
+    deps.metrics.digestWindows.inc({ outcome: 'empty' }, r.empty);
+    if (r.flushed + r.empty < deps.batchSize) return total;
+  }
+}
+
+/** Next try of a digest after a transient failure: 30 s, 1 min, 2 min, … capped at 1 h. */
+export function digestBackoffMs(attempts: number): number {
+  return Math.min(3_600_000, 30_000 * 2 ** Math.max(0, attempts - 1));
+}
+
+/**
+ * Sends the digest deliveries that are due. The broker is not involved (no message carries a
+ * digest), so retries live in the ledger: `next_attempt_at` with backoff, `DIGEST_MAX_ATTEMPTS`,
+ * then failed. Nothing is attempted while the breaker is open.
+ */
+export async function sendDueDigests(deps: DigestJobDeps, now: Date): Promise<number> {
+  let sent = 0;
+  while (!deps.breaker.isOpen()) {
+    const leases = await deps.ledger.claimDueDigests(now, deps.batchSize, deps.leaseMs);
+    await forEachLimit(leases, deps.concurrency, async (lease) => {
+      if (await sendOne(deps, lease, now)) sent += 1;
+    });
+    if (leases.length < deps.batchSize) break;
+  }
+  return sent;
+}
+
+async function sendOne(deps: DigestJobDeps, lease: DigestLease, now: Date): Promise<boolean> {
+  const log = deps.logger.child({ idempotencyKey: lease.idempotencyKey, deliveryId: lease.id });
+  if (deps.breaker.isOpen()) {
+    await deps.ledger.release(lease, 'SMTP circuit breaker open', { refundAttempt: true });
+    return false;
+  }
+  const user = await deps.users.get(lease.userId);
+  if (!user || user.email.trim() === '') {
+    await deps.ledger.markFailed(lease, `no_address: no address known for user ${lease.userId}`);
+    deps.metrics.undeliverable.inc({ reason: user ? 'empty_address' : 'unknown_user' });
+    log.warn('digest undeliverable: no address; recorded as failed');
+    return false;
+  }
+  const items = lease.digestWindowId ? await deps.digests.liveItems(lease.digestWindowId) : [];
+  if (items.length === 0) {
+    await deps.ledger.markSuppressed(lease, 'every item of the window was opted out before sending');
+    return false;
+  }
+  const names = await deps.users.displayNames(items.flatMap((i) => (i.actorId ? [i.actorId] : [])));
+  const views: NotificationView[] = items.map((i) => ({
+    type: i.notificationType,
+    notificationId: i.notificationId,
+    actorName: i.actorId ? names.get(i.actorId) : undefined,
+    resourceType: i.resourceType,
+    excerpt: i.excerpt ?? undefined,
+  }));
+  const mail = deps.composer.digest(user, views, lease.idempotencyKey);
+  try {
+    const result = await attemptSend(deps, lease, mail, 'digest');
+    if (result.outcome === 'sent') return true;
+    if (lease.attempts >= deps.maxAttempts) {
+      await deps.ledger.markFailed(lease, `gave up after ${lease.attempts} attempts: ${result.error.message}`);
+      log.error({ err: result.error.message }, 'digest failed for good');
+    } else {
+      // An attempt refused because the provider is down (the breaker opened) is not counted.
+      const refundAttempt = deps.breaker.isOpen();
+      await deps.ledger.release(lease, result.error.message, { nextAttemptAt: new Date(now.getTime() + digestBackoffMs(lease.attempts)), refundAttempt });
+      log.warn({ err: result.error.message, attempts: lease.attempts }, 'digest send failed; rescheduled');
+    }
+  } catch (err) {
+    if (!(err instanceof SmtpPermanentError)) throw err;
+    log.error({ err: err.message }, 'digest refused by the SMTP server (permanent); recorded as failed');
+  }
+  return false;
+}
+
+async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]);
+  });
+  await Promise.all(workers);
+}

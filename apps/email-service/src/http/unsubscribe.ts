@@ -1,0 +1,71 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { SuppressionStore } from '../store/suppressions';
+import { escapeHtml } from '../templates/escape';
+import { unsubscribeLabel } from '../templates/notification';
+import { syncOne, type SyncDeps } from '../unsubscribe/sync';
+import type { UnsubscribeClaim, UnsubscribeTokens } from '../unsubscribe/token';
+
+export interface UnsubscribeRouteDeps extends SyncDeps {
+  tokens: UnsubscribeTokens;
+  suppressions: SuppressionStore;
+  now: () => Date;
+}
+
+const what = (claim: UnsubscribeClaim) => (claim.scope === 'digest' ? 'digest emails' : unsubscribeLabel(claim.scope));
+
+function page(reply: FastifyReply, title: string, bodyHtml: string): FastifyReply {
+  const html = `<!doctype html><html><head><meta charset="utf-8"><meta name="robots" content="noindex"><title>${escapeHtml(title)}</title></head>
+<body style="font-family:sans-serif;max-width:600px;margin:2em auto">${bodyHtml}</body></html>`;
+  return reply.type('text/html; charset=utf-8').send(html);
+}
+
+/**
+ * GET  /v1/unsubscribe?token=…  a confirmation page (a GET never changes anything: link scanners
+ *                              and previews fetch links in emails);
+ * POST /v1/unsubscribe?token=…  performs it: the page's button, or a mail client's RFC 8058
+ *                              one-click POST with body `List-Unsubscribe=One-Click`.
+ *
+ * Performing it records the opt-out locally first (it takes effect for emails already decided),
+ * then updates the preferences in notification-service; if that call fails, the scheduler retries
+ * it, and the user still gets the confirmation: the opt-out is in force either way.
+ */
+export function registerUnsubscribeRoutes(app: FastifyInstance, deps: UnsubscribeRouteDeps): void {
+  // RFC 8058 allows both encodings; the token is in the URL, so the body's content is not needed.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_req, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(String(body))));
+  });
+  app.addContentTypeParser('multipart/form-data', { parseAs: 'string', bodyLimit: 65536 }, (_req, _body, done) => done(null, {}));
+
+  const querySchema = {
+    type: 'object',
+    required: ['token'],
+    properties: { token: { type: 'string', minLength: 1, maxLength: 2048 } },
+  } as const;
+
+  const verify = (token: string): UnsubscribeClaim => {
+    const claim = deps.tokens.verify(token);
+    if (!claim) throw Object.assign(new Error('invalid or tampered unsubscribe token'), { statusCode: 400 });
+    return claim;
+  };
+
+  app.get<{ Querystring: { token: string } }>('/v1/unsubscribe', { schema: { querystring: querySchema } }, async (request, reply) => {
+    const claim = verify(request.query.token);
+    const action = `/v1/unsubscribe?token=${encodeURIComponent(request.query.token)}`;
+    return page(
+      reply,
+      'Unsubscribe',
+      `<h1>Unsubscribe</h1>
+<p>Stop receiving <strong>${escapeHtml(what(claim))}</strong>? You can turn them back on in your notification settings.</p>
+<form method="post" action="${escapeHtml(action)}"><input type="hidden" name="List-Unsubscribe" value="One-Click">
+<button type="submit">Unsubscribe</button></form>`,
+    );
+  });
+
+  app.post<{ Querystring: { token: string } }>('/v1/unsubscribe', { schema: { querystring: querySchema } }, async (request, reply) => {
+    const claim = verify(request.query.token);
+    await deps.suppressions.add(claim.userId, claim.scope);
+    const synced = await syncOne(deps, claim.userId, claim.scope, 1, deps.now());
+    request.log.info({ userId: claim.userId, scope: claim.scope, synced }, 'unsubscribed');
+    return page(reply, 'Unsubscribed', `<h1>Unsubscribed</h1><p>You will no longer receive <strong>${escapeHtml(what(claim))}</strong>.</p>`);
+  });
+}

@@ -1,0 +1,78 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/**
+ * email-service's own series (the messaging runtime adds messaging_*). Base units, bounded labels:
+ * channel (immediate|digest), outcome, reason (a fixed vocabulary), never ids or addresses.
+ */
+export interface EmailMetrics {
+  decisions: Counter<'decision'>;
+  sends: Counter<'channel' | 'outcome'>;
+  sendDuration: Histogram<'channel'>;
+  rateLimitWait: Histogram;
+  undeliverable: Counter<'reason'>;
+  breakerOpen: Gauge;
+  breakerTransitions: Counter<'to'>;
+  breakerProbes: Counter<'outcome'>;
+  breakerHeld: Gauge;
+  digestWindows: Counter<'outcome'>;
+  suppressionSyncs: Counter<'outcome'>;
+}
+
+const cache = new WeakMap<Registry, EmailMetrics>();
+
+export function emailMetrics(registry: Registry): EmailMetrics {
+  const existing = cache.get(registry);
+  if (existing) return existing;
+  const registers = [registry];
+  const m: EmailMetrics = {
+    decisions: new Counter({
+      name: 'email_decisions_total',
+      help: 'notification.created events by decision (immediate, digest, off, suppressed)',
+      labelNames: ['decision'],
+      registers,
+    }),
+    sends: new Counter({
+      name: 'email_sends_total',
+      help: 'SMTP send attempts by channel and outcome (sent, transient, permanent)',
+      labelNames: ['channel', 'outcome'],
+      registers,
+    }),
+    sendDuration: new Histogram({
+      name: 'email_smtp_send_duration_seconds',
+      help: 'Time of one SMTP send (pool queue + exchange), excluding the rate-limit wait',
+      labelNames: ['channel'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    rateLimitWait: new Histogram({
+      name: 'email_rate_limit_wait_seconds',
+      help: 'Time a send waited for the provider rate limit',
+      buckets: [0, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    undeliverable: new Counter({
+      name: 'email_undeliverable_total',
+      help: 'Emails recorded as failed without an SMTP attempt (no_address, unknown_user)',
+      labelNames: ['reason'],
+      registers,
+    }),
+    breakerOpen: new Gauge({ name: 'email_smtp_breaker_open', help: '1 while the SMTP circuit breaker is open (email queue paused)', registers }),
+    breakerTransitions: new Counter({ name: 'email_smtp_breaker_transitions_total', help: 'Circuit breaker state changes', labelNames: ['to'], registers }),
+    breakerProbes: new Counter({ name: 'email_smtp_breaker_probes_total', help: 'SMTP probes while open, by outcome', labelNames: ['outcome'], registers }),
+    breakerHeld: new Gauge({ name: 'email_smtp_breaker_held_messages', help: 'In-flight messages waiting for the breaker to close', registers }),
+    digestWindows: new Counter({
+      name: 'email_digest_windows_total',
+      help: 'Digest windows flushed, by outcome (flushed, empty)',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    suppressionSyncs: new Counter({
+      name: 'email_suppression_syncs_total',
+      help: 'Opt-outs pushed to notification-service preferences, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    }),
+  };
+  cache.set(registry, m);
+  return m;
+}

@@ -1,0 +1,212 @@
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
+import { createPgPool } from '@community/db';
+import { COMMUNITY_TOPOLOGY, createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
+import { readinessState, type ReadinessState } from '@community/observability';
+import { buildApp } from './app';
+import type { EmailConfig } from './config';
+import { Composer } from './delivery/compose';
+import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
+import { Scheduler } from './digest/scheduler';
+import { notificationCreatedHandler } from './handlers/notification-created';
+import { userUpsertedHandler } from './handlers/user-upserted';
+import { messageIdDomain } from './message-id';
+import { emailMetrics } from './metrics';
+import { CircuitBreaker } from './smtp/breaker';
+import { createRateLimiter } from './smtp/rate-limiter';
+import { createSender } from './smtp/sender';
+import { createTransport } from './smtp/transport';
+import { DigestStore } from './store/digests';
+import { LedgerStore } from './store/ledger';
+import { SuppressionStore } from './store/suppressions';
+import { UsersStore } from './store/users';
+import { PreferencesClient } from './unsubscribe/preferences-client';
+import { syncDueSuppressions } from './unsubscribe/sync';
+import { UnsubscribeTokens } from './unsubscribe/token';
+
+export const SEND_QUEUE = 'email-service.send';
+export const USERS_QUEUE = 'email-service.users';
+
+export interface EmailServiceOptions {
+  config: EmailConfig;
+  logger: Logger;
+  registry: Registry;
+  /** COMMUNITY_TOPOLOGY unless a test passes one with short retry delays. */
+  topology?: Topology;
+  /** "Now" for digest windows and the user grace period; injectable for tests. */
+  clock?: () => Date;
+  /** Run the digest/opt-out scheduler loop (tests drive `scheduler.tick()` by hand). Default true. */
+  runScheduler?: boolean;
+}
+
+export interface EmailService {
+  app: FastifyInstance;
+  messaging: Messaging;
+  breaker: CircuitBreaker;
+  scheduler: Scheduler;
+  sendConsumer: Consumer;
+  pool: Pool;
+  readiness: ReadinessState;
+  digestJobs: DigestJobDeps;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A validator that also refuses a valid event of another type (a binding mistake): permanent. */
+function only<T extends EventType>(type: T) {
+  return (body: Buffer): EventOf<T> => {
+    const event = validateOrThrow(body);
+    if (event.type !== type) {
+      throw new ContractError('UNKNOWN_TYPE', '/type', `unexpected event type '${event.type}' on this queue (expected '${type}')`, { eventId: event.id, eventType: event.type });
+    }
+    return event as EventOf<T>;
+  };
+}
+
+/** The composition of the service; main.ts adds the process lifecycle around it. */
+export function createEmailService(options: EmailServiceOptions): EmailService {
+  const { config, logger, registry } = options;
+  const clock = options.clock ?? (() => new Date());
+  const metrics = emailMetrics(registry);
+  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: 'email-service' });
+  const users = new UsersStore(pool);
+  const ledger = new LedgerStore(pool);
+  const digests = new DigestStore(pool);
+  const suppressions = new SuppressionStore(pool);
+
+  const transport = createTransport({
+    url: config.SMTP_URL,
+    poolSize: config.SMTP_POOL_SIZE,
+    connectionTimeoutMs: config.SMTP_CONNECTION_TIMEOUT_MS,
+    socketTimeoutMs: config.SMTP_SOCKET_TIMEOUT_MS,
+  });
+  const breaker = new CircuitBreaker({
+    threshold: config.SMTP_BREAKER_THRESHOLD,
+    probeMinMs: config.SMTP_BREAKER_PROBE_MIN_MS,
+    probeMaxMs: config.SMTP_BREAKER_PROBE_MAX_MS,
+    probe: () => transport.verify(),
+    logger: logger.child({ component: 'smtp-breaker' }),
+    metrics,
+  });
+  const limiter = createRateLimiter(config.SMTP_RATE_PER_SECOND, config.SMTP_RATE_BURST);
+  const sender = createSender({ transport, limiter, breaker, metrics, from: config.EMAIL_FROM });
+  const tokens = new UnsubscribeTokens(config.JWT_SECRET);
+  const composer = new Composer({
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    unsubscribeBaseUrl: config.UNSUBSCRIBE_BASE_URL,
+    messageIdDomain: messageIdDomain(config.EMAIL_FROM),
+    digestPeriod: config.DIGEST_PERIOD,
+    tokens,
+  });
+
+  const messaging = createMessaging({ url: config.AMQP_URL, service: 'email-service', topology: options.topology ?? COMMUNITY_TOPOLOGY, logger, registry });
+  const handlerDeps = {
+    users,
+    ledger,
+    suppressions,
+    digests,
+    sender,
+    breaker,
+    composer,
+    metrics,
+    logger,
+    leaseMs: config.EMAIL_LEASE_MS,
+    breakerMaxHoldMs: config.SMTP_BREAKER_MAX_HOLD_MS,
+    userGraceMs: config.USER_ADDRESS_GRACE_MS,
+    digestPeriod: config.DIGEST_PERIOD,
+    now: clock,
+  };
+  const sendConsumer = messaging.consume<EventOf<'notification.created'>>({
+    queue: SEND_QUEUE,
+    name: 'send-email',
+    prefetch: config.EMAIL_CONSUMER_CONCURRENCY,
+    concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
+    // Covers a breaker hold, waiting out a crashed sender's lease, and the send itself.
+    timeoutMs: config.SMTP_BREAKER_MAX_HOLD_MS + 2 * config.EMAIL_LEASE_MS + 30_000,
+    validate: only('notification.created'),
+    handle: notificationCreatedHandler(handlerDeps),
+  });
+  messaging.consume<EventOf<'user.upserted'>>({
+    queue: USERS_QUEUE,
+    name: 'user-projection',
+    prefetch: 32,
+    timeoutMs: 10_000,
+    validate: only('user.upserted'),
+    handle: userUpsertedHandler(users),
+  });
+
+  // The breaker pauses this service's SMTP-bound queue only; the user projection and any other
+  // consumer on the same connection keep going. Transitions are serialised: a close that follows
+  // an open quickly must resume after the pause finished, not before.
+  let transition = Promise.resolve();
+  const enqueue = (what: 'pause' | 'resume') => {
+    transition = transition
+      .then(() => (what === 'pause' ? sendConsumer.pause() : sendConsumer.resume()))
+      .catch((err: Error) => logger.error({ err: err.message }, `could not ${what} the email queue`));
+  };
+  breaker.on('open', () => enqueue('pause'));
+  breaker.on('close', () => enqueue('resume'));
+
+  const digestJobs: DigestJobDeps = {
+    digests,
+    ledger,
+    users,
+    sender,
+    breaker,
+    composer,
+    metrics,
+    logger: logger.child({ component: 'digest' }),
+    leaseMs: config.EMAIL_LEASE_MS,
+    maxAttempts: config.DIGEST_MAX_ATTEMPTS,
+    batchSize: config.DIGEST_BATCH_SIZE,
+    concurrency: config.SMTP_POOL_SIZE,
+  };
+  const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.JWT_SECRET);
+  const syncDeps = { suppressions, preferences, metrics, logger: logger.child({ component: 'preferences-sync' }) };
+  const scheduler = new Scheduler({
+    intervalMs: config.DIGEST_FLUSH_INTERVAL_MS,
+    clock,
+    logger: logger.child({ component: 'scheduler' }),
+    steps: [
+      { name: 'flush-digest-windows', run: (now) => flushDueWindows(digestJobs, now) },
+      { name: 'send-digests', run: (now) => sendDueDigests(digestJobs, now) },
+      { name: 'sync-opt-outs', run: (now) => syncDueSuppressions(syncDeps, now) },
+    ],
+  });
+
+  const readiness = readinessState();
+  const app = buildApp({
+    logger,
+    registry,
+    checks: () => ({ ...readiness.checks(), ...messaging.readiness() }),
+    details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming' }),
+    unsubscribe: { ...syncDeps, tokens, suppressions, now: clock },
+  });
+
+  return {
+    app,
+    messaging,
+    breaker,
+    scheduler,
+    sendConsumer,
+    pool,
+    readiness,
+    digestJobs,
+    async start() {
+      await messaging.start();
+      if (options.runScheduler !== false) scheduler.start();
+    },
+    async stop() {
+      readiness.markShuttingDown();
+      await scheduler.stop();
+      await messaging.stop(config.SHUTDOWN_TIMEOUT_MS);
+      await breaker.stop();
+      sender.close();
+      await transition;
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import type { Transporter } from 'nodemailer';
+import type { EmailMetrics } from '../metrics';
+import type { CircuitBreaker } from './breaker';
+import { SmtpPermanentError, toSmtpError } from './errors';
+import type { RateLimiter } from './rate-limiter';
+
+/** A rendered email. Every header value in here is already free of CR/LF (templates/escape.ts). */
+export interface OutgoingEmail {
+  /** `<...@...>`, derived from the ledger key (message-id.ts). */
+  messageId: string;
+  to: { name: string; address: string };
+  subject: string;
+  text: string;
+  html: string;
+  headers: Record<string, string>;
+}
+
+export interface SendResult {
+  /** The server's final reply, e.g. `250 OK: queued as 1234`. */
+  response: string;
+}
+
+export interface Sender {
+  /**
+   * Waits for the rate limit, sends, and reports the outcome to the breaker. Throws
+   * SmtpPermanentError (5xx) or SmtpTransientError (4xx, connection, timeout).
+   */
+  send(mail: OutgoingEmail, channel: 'immediate' | 'digest', signal?: AbortSignal): Promise<SendResult>;
+  close(): void;
+}
+
+export interface SenderDeps {
+  transport: Transporter;
+  limiter: RateLimiter;
+  /** Told about every outcome; absent only in the benchmark's bare path. */
+  breaker?: CircuitBreaker;
+  metrics: EmailMetrics;
+  from: string;
+}
+
+export function createSender(deps: SenderDeps): Sender {
+  const { transport, limiter, metrics, from } = deps;
+  return {
+    async send(mail, channel, signal) {
+      const waitStarted = performance.now();
+      await limiter.acquire(signal);
+      metrics.rateLimitWait.observe((performance.now() - waitStarted) / 1000);
+      const stopTimer = metrics.sendDuration.startTimer({ channel });
+      try {
+        const info = await transport.sendMail({
+          from,
+          to: mail.to,
+          subject: mail.subject,
+          text: mail.text,
+          html: mail.html,
+          headers: mail.headers,
+          messageId: mail.messageId,
+          signal,
+        } as Parameters<Transporter['sendMail']>[0]);
+        deps.breaker?.recordSuccess();
+        metrics.sends.inc({ channel, outcome: 'sent' });
+        return { response: String((info as { response?: unknown }).response ?? '') };
+      } catch (err) {
+        const smtpErr = toSmtpError(err);
+        if (smtpErr instanceof SmtpPermanentError) {
+          // A definitive refusal of this message means the provider is up: not a breaker failure.
+          deps.breaker?.recordSuccess();
+          metrics.sends.inc({ channel, outcome: 'permanent' });
+        } else {
+          deps.breaker?.recordFailure(smtpErr);
+          metrics.sends.inc({ channel, outcome: 'transient' });
+        }
+        throw smtpErr;
+      } finally {
+        stopTimer();
+      }
+    },
+    close() {
+      transport.close();
+    },
+  };
+}

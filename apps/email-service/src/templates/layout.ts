@@ -1,0 +1,47 @@
+import { escapeHtml } from './escape';
+
+/** What every rendered email has: a subject and its two parts. */
+export interface RenderedEmail {
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface Footer {
+  /** Absent for security alerts, which cannot be unsubscribed from. */
+  unsubscribeUrl?: string;
+  /** "mention emails", "the digest", ... */
+  unsubscribeWhat?: string;
+  /** Why the user gets this email. */
+  reason: string;
+}
+
+/**
+ * The HTML shell. `bodyHtml` must already be escaped by the caller; only constants and escaped
+ * values are interpolated here.
+ */
+export function htmlDocument(title: string, bodyHtml: string, footer: Footer): string {
+  const unsubscribe = footer.unsubscribeUrl
+    ? ` <a href="${escapeHtml(footer.unsubscribeUrl)}">Unsubscribe from ${escapeHtml(footer.unsubscribeWhat ?? 'these emails')}</a>.`
+    : '';
+  return [
+    '<!doctype html>',
+    '<html><head><meta charset="utf-8">',
+    `<title>${escapeHtml(title)}</title></head>`,
+    '<body style="font-family:sans-serif;line-height:1.5;color:#222;max-width:600px">',
+    bodyHtml,
+    `<hr><p style="font-size:12px;color:#666">${escapeHtml(footer.reason)}${unsubscribe}</p>`,
+    '</body></html>',
+  ].join('\n');
+}
+
+export function textFooter(footer: Footer): string {
+  const lines = ['--', footer.reason];
+  if (footer.unsubscribeUrl) lines.push(`Unsubscribe from ${footer.unsubscribeWhat ?? 'these emails'}: ${footer.unsubscribeUrl}`);
+  return lines.join('\n');
+}
+
+/** `PUBLIC_BASE_URL/notifications/<id>`: every email links to the notification it is about. */
+export function notificationUrl(publicBaseUrl: string, notificationId: string): string {
+  return `${publicBaseUrl.replace(/\/+$/, '')}/notifications/${encodeURIComponent(notificationId)}`;
+}
