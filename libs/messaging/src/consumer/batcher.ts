@@ -13,7 +13,7 @@ export class Batcher<T> {
   constructor(
     private readonly size: number,
     private readonly maxWaitMs: number,
-    concurrency: number,
+    private readonly concurrency: number,
     private readonly run: (items: T[]) => Promise<void>,
   ) {
     this.limiter = new Limiter<T[]>(concurrency);
@@ -29,9 +29,21 @@ export class Batcher<T> {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.buffer.length === 0) return;
+    // Every slot busy and the batch not full: keep filling it. Cutting it now would only queue a
+    // small batch behind the running ones, and many small transactions are slower than one big one.
+    // The batch goes as soon as a slot frees (see below) or it reaches `size`.
+    if (this.limiter.active >= this.concurrency && this.buffer.length < this.size) return;
     const items = this.buffer;
     this.buffer = [];
-    this.limiter.submit(items, () => this.run(items));
+    this.limiter.submit(items, () =>
+      this.run(items).finally(() => {
+        // A slot frees once this settles (the limiter counts it down right after): then send what
+        // waited for it. No timer pending means its wait is already over.
+        setImmediate(() => {
+          if (this.buffer.length > 0 && this.timer === undefined) this.flush();
+        });
+      }),
+    );
   }
 
   /** Everything not yet handed to `run`: the current buffer and batches waiting for a slot. */
