@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import { buildServer, type ReadinessProbe } from '@community/observability';
+import { registerAuth } from './http/auth';
+import { registerNotificationRoutes } from './http/notification-routes';
+import { registerPreferenceRoutes } from './http/preference-routes';
+import { registerStreamRoute } from './http/stream-route';
+import type { NotificationMetrics } from './metrics';
+import type { InboxHub } from './sse/hub';
+
+export interface AppDeps {
+  pool: Pool;
+  logger: Logger;
+  registry: Registry;
+  metrics: NotificationMetrics;
+  hub: InboxHub;
+  jwtSecret: string;
+  readiness: ReadinessProbe;
+}
+
+/** The HTTP API (ARCHITECTURE.md "HTTP contract"), built without listening: tests use inject(). */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness });
+  await registerAuth(app, deps.jwtSecret);
+  registerNotificationRoutes(app, deps);
+  registerPreferenceRoutes(app, deps);
+  registerStreamRoute(app, deps);
+  // preClose runs before the server stops accepting and waits for open connections: SSE streams
+  // never end on their own, so end them here (clients reconnect to another replica and resume).
+  app.addHook('preClose', async () => deps.hub.closeStreams());
+  return app;
+}

@@ -1,0 +1,31 @@
+import { commonConfig, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
+
+/** The shared variables (ARCHITECTURE.md "Configuration") plus this service's tunables. */
+export const NOTIFICATION_CONFIG = [
+  ...commonConfig('notification-service'),
+  { name: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 2, max: 200, description: 'pg pool size (consumers + HTTP + relay)' },
+  {
+    name: 'CONSUMER_BATCH_SIZE',
+    kind: 'int',
+    default: 250,
+    min: 1,
+    max: 2000,
+    description: 'events committed per transaction (the throughput lever: one transaction per event caps near 3 k/s)',
+  },
+  {
+    name: 'CONSUMER_BATCH_WAIT_MS',
+    kind: 'duration-ms',
+    default: 5,
+    min: 1,
+    max: 1000,
+    description: 'longest a message waits for its batch to fill: bounds the latency added at low rates',
+  },
+  { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 3, min: 1, max: 16, description: 'batches in flight per queue' },
+  { name: 'SSE_HEARTBEAT_MS', kind: 'duration-ms', default: 15_000, min: 100, description: 'heartbeat comment interval on SSE streams' },
+] as const satisfies ConfigSpec;
+
+export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
+
+export function loadNotificationConfig(env: Record<string, string | undefined> = process.env): NotificationConfig {
+  return loadConfig(NOTIFICATION_CONFIG, env);
+}

@@ -1,0 +1,87 @@
+import pg from 'pg';
+import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
+import { createLogger, createRegistry, readinessState, runService } from '@community/observability';
+import { createRelay } from '@community/outbox';
+import { buildApp } from './app';
+import { loadNotificationConfig } from './config';
+import { registerConsumers } from './consumers';
+import { notificationMetrics } from './metrics';
+import { SERVICE_NAME } from './service-name';
+import { createInboxHub } from './sse/hub';
+
+/**
+ * Composition root: config → logger → registry → pool → messaging → consumers → relay → SSE hub →
+ * HTTP → runService. Nothing here is logic; each part is built where it is defined.
+ */
+async function main(): Promise<void> {
+  const config = loadNotificationConfig();
+  const logger = createLogger({ service: SERVICE_NAME, level: config.LOG_LEVEL });
+  const registry = createRegistry({ service: SERVICE_NAME });
+  const metrics = notificationMetrics(registry);
+  // A plain pg pool rather than @community/db: this service only runs raw batched SQL, and
+  // importing the generated Prisma client would cost ~10 MB of RSS for nothing.
+  const pool = new pg.Pool({ connectionString: config.DATABASE_URL, max: config.DATABASE_POOL_MAX, application_name: SERVICE_NAME });
+  // A broken idle connection is discarded by the pool; unhandled, the event would crash the process.
+  pool.on('error', (err) => logger.warn({ err }, 'idle database connection failed'));
+
+  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: COMMUNITY_TOPOLOGY, logger, registry });
+  registerConsumers(messaging, { pool, metrics }, {
+    batchSize: config.CONSUMER_BATCH_SIZE,
+    batchWaitMs: config.CONSUMER_BATCH_WAIT_MS,
+    batchConcurrency: config.CONSUMER_BATCH_CONCURRENCY,
+  });
+  const relay = createRelay({ pool, publisher: messaging.publisher, producer: SERVICE_NAME, logger, registry, databaseUrl: config.DATABASE_URL });
+  const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS });
+
+  const state = readinessState();
+  const app = await buildApp({
+    pool,
+    logger,
+    registry,
+    metrics,
+    hub,
+    jwtSecret: config.JWT_SECRET,
+    readiness: async () => ({
+      ...state.checks(),
+      ...messaging.readiness(),
+      database: await databaseAnswers(pool),
+      relay: relay.isHealthy(),
+    }),
+  });
+  // Last, after the HTTP server stopped: requests still running during the drain need the pool.
+  app.addHook('onClose', async () => pool.end());
+
+  await runService({
+    name: SERVICE_NAME,
+    logger,
+    app,
+    port: config.PORT,
+    readiness: state,
+    shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
+    start: async () => {
+      await hub.start();
+      await messaging.start();
+      await relay.start();
+    },
+    stop: async () => {
+      // Streams end first (clients reconnect to another replica and resume with Last-Event-ID).
+      // The relay stops before messaging closes its publisher, so its last cycle still gets its
+      // confirms. Rows that consumers commit while draining stay in the outbox: every replica's
+      // relay publishes all of this producer's rows, and so does this one at its next start.
+      await hub.stop();
+      await relay.stop();
+      await messaging.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
+    },
+  });
+}
+
+async function databaseAnswers(pool: pg.Pool): Promise<boolean> {
+  try {
+    await pool.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+main();

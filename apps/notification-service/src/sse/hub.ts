@@ -1,0 +1,216 @@
+import type { ServerResponse } from 'node:http';
+import pg, { type Pool } from 'pg';
+import type { Logger } from 'pino';
+import type { NotificationMetrics } from '../metrics';
+import { inboxChangesSince } from '../store/inbox';
+import { INBOX_CHANNEL } from '../store/ingest';
+
+/**
+ * Server-Sent Events for inboxes, correct across replicas.
+ *
+ * Every change of an inbox commits a Postgres NOTIFY on `notification_inbox` naming the user (see
+ * notifyInboxes). Each replica keeps ONE LISTEN connection; on a notification it re-reads, for
+ * every stream of that user it holds, what changed since the version that stream last sent. So
+ * whichever replica committed the change, the replica holding the stream pushes it, and what it
+ * pushes is read from the database, never from a message that could be lost.
+ *
+ * Events: `notification` (a new in-app notification, no id), `count` (`{ count, version }`,
+ * id = the inbox version) and `reset` (more was missed than is replayed: reload the list). Only `count` carries an id, and it is written after the notifications it
+ * covers: a client resuming with Last-Event-ID gets every notification created after that version.
+ * A resume after a cut in the middle of a burst may repeat a notification (clients de-duplicate
+ * by its id); it never skips one.
+ */
+export interface InboxHubOptions {
+  databaseUrl: string;
+  pool: Pool;
+  logger: Logger;
+  metrics: NotificationMetrics;
+  /** Comment lines at this interval keep proxies from closing idle streams. */
+  heartbeatMs: number;
+  /** At most this many notifications are replayed on resume (the newest). */
+  backlogLimit?: number;
+  /** A client whose unsent output grows past this is disconnected (it reconnects and resumes). */
+  maxBufferedBytes?: number;
+}
+
+export interface InboxHub {
+  /** Resolves once listening; reconnects on its own afterwards. */
+  start(): Promise<void>;
+  /** Ends every stream and the LISTEN connection. */
+  stop(): Promise<void>;
+  /** Ends every stream (clients reconnect elsewhere); the listener stays. */
+  closeStreams(): void;
+  /** Takes over `res` (already authorised) and streams the user's inbox on it. */
+  open(userId: string, res: ServerResponse, lastEventId?: number): void;
+  isListening(): boolean;
+}
+
+interface Stream {
+  userId: string;
+  res: ServerResponse;
+  /** Inbox version this stream has sent the state of; undefined until the first sync. */
+  sentVersion?: number;
+  /** The first pass always sends the state, even when nothing changed since Last-Event-ID. */
+  synced: boolean;
+  syncing: boolean;
+  again: boolean;
+  closed: boolean;
+}
+
+export function createInboxHub(options: InboxHubOptions): InboxHub {
+  const { pool, metrics } = options;
+  const logger = options.logger.child({ component: 'sse' });
+  const backlogLimit = options.backlogLimit ?? 100;
+  const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
+  const streams = new Map<string, Set<Stream>>();
+  let listener: pg.Client | undefined;
+  let listening = false;
+  let stopping = false;
+  let reconnectAttempt = 0;
+  let heartbeat: NodeJS.Timeout | undefined;
+
+  function write(s: Stream, event: string, data: unknown, id?: number): void {
+    if (s.closed) return;
+    const text = `event: ${event}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`;
+    s.res.write(text);
+    metrics.sseEvents.inc({ event });
+    if (s.res.writableLength > maxBuffered) {
+      logger.warn({ userId: s.userId, buffered: s.res.writableLength }, 'SSE client too slow; disconnecting it (it will resume)');
+      s.res.destroy();
+    }
+  }
+
+  async function sync(s: Stream): Promise<void> {
+    if (s.syncing) {
+      s.again = true; // coalesce: one more pass after the running one
+      return;
+    }
+    s.syncing = true;
+    try {
+      do {
+        s.again = false;
+        const changes = await inboxChangesSince(pool, s.userId, s.sentVersion, backlogLimit);
+        if (s.closed) return;
+        if (s.synced && changes.version === s.sentVersion) continue;
+        // Too much was missed to replay: say so, so the client reloads its list, then send the newest.
+        if (changes.truncated) write(s, 'reset', { reason: `more than ${backlogLimit} notifications since the last event; reload the list` });
+        for (const item of changes.items) write(s, 'notification', item);
+        write(s, 'count', { count: changes.count, version: changes.version }, changes.version);
+        s.sentVersion = changes.version;
+        s.synced = true;
+      } while (s.again && !s.closed);
+    } catch (err) {
+      // Ending the stream is the recovery: the client reconnects with Last-Event-ID and resumes.
+      logger.warn({ err, userId: s.userId }, 'SSE sync failed; closing the stream');
+      s.res.end();
+    } finally {
+      s.syncing = false;
+    }
+  }
+
+  function onNotification(payload: string | undefined): void {
+    let ids: unknown;
+    try {
+      ids = JSON.parse(payload ?? '[]');
+    } catch {
+      logger.warn({ payload }, 'ignoring a malformed inbox notification');
+      return;
+    }
+    if (!Array.isArray(ids)) return;
+    for (const id of ids) for (const s of streams.get(String(id)) ?? []) void sync(s);
+  }
+
+  async function connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: options.databaseUrl, application_name: 'notification-service-sse' });
+    client.on('notification', (msg) => onNotification(msg.payload));
+    client.on('error', (err) => logger.warn({ err }, 'SSE listener connection error'));
+    client.on('end', () => {
+      if (listener !== client) return;
+      listener = undefined;
+      listening = false;
+      metrics.sseListenerConnected.set(0);
+      if (!stopping) scheduleReconnect();
+    });
+    await client.connect();
+    await client.query(`LISTEN ${INBOX_CHANNEL}`);
+    listener = client;
+    listening = true;
+    reconnectAttempt = 0;
+    metrics.sseListenerConnected.set(1);
+    // Whatever committed while nobody listened was not announced: re-read every open stream.
+    for (const set of streams.values()) for (const s of set) void sync(s);
+  }
+
+  function scheduleReconnect(): void {
+    const delay = Math.min(10_000, 250 * 2 ** reconnectAttempt++) * (0.5 + Math.random() / 2);
+    logger.warn({ delayMs: Math.round(delay) }, 'SSE listener disconnected; reconnecting');
+    setTimeout(() => {
+      if (stopping) return;
+      connect().catch((err) => {
+        logger.warn({ err }, 'SSE listener reconnect failed');
+        scheduleReconnect();
+      });
+    }, delay).unref();
+  }
+
+  function close(s: Stream): void {
+    if (s.closed) return;
+    s.closed = true;
+    const set = streams.get(s.userId);
+    set?.delete(s);
+    if (set?.size === 0) streams.delete(s.userId);
+    metrics.sseConnections.dec();
+  }
+
+  function closeStreams(): void {
+    for (const set of [...streams.values()]) {
+      for (const s of [...set]) {
+        close(s);
+        s.res.end();
+      }
+    }
+  }
+
+  return {
+    async start() {
+      stopping = false;
+      await connect();
+      heartbeat = setInterval(() => {
+        const line = `: heartbeat ${new Date().toISOString()}\n\n`;
+        for (const set of streams.values()) for (const s of set) s.res.write(line);
+      }, options.heartbeatMs);
+      heartbeat.unref();
+    },
+    async stop() {
+      stopping = true;
+      clearInterval(heartbeat);
+      closeStreams();
+      const client = listener;
+      listener = undefined;
+      listening = false;
+      metrics.sseListenerConnected.set(0);
+      await client?.end().catch(() => undefined);
+    },
+    closeStreams,
+    open(userId, res, lastEventId) {
+      const s: Stream = { userId, res, sentVersion: lastEventId, synced: false, syncing: false, again: false, closed: false };
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        // nginx and similar proxies buffer responses unless told not to.
+        'x-accel-buffering': 'no',
+      });
+      // Tells EventSource how long to wait before reconnecting.
+      res.write('retry: 2000\n\n');
+      res.on('close', () => close(s));
+      let set = streams.get(userId);
+      if (!set) streams.set(userId, (set = new Set()));
+      set.add(s);
+      metrics.sseConnections.inc();
+      // Registered before the first read: a change committed meanwhile triggers another pass.
+      void sync(s);
+    },
+    isListening: () => listening,
+  };
+}

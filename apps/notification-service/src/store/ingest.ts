@@ -1,0 +1,215 @@
+import type { PoolClient } from 'pg';
+import type { EmailChannel, NotificationType } from '@community/contracts';
+import type { StoredPreference } from '../domain/preferences';
+
+/**
+ * The SQL of the consumers' batch transaction, one statement per step, each covering the whole
+ * batch (unnest arrays, never one statement per event). The order of the steps is the lock order
+ * every writer of a user's inbox follows: the counter row first, then notification rows. Rows are
+ * locked in sorted order, so two concurrent batches never wait on each other in a cycle.
+ */
+
+/** The Postgres NOTIFY channel the SSE hub listens on; payload: JSON array of user ids. */
+export const INBOX_CHANNEL = 'notification_inbox';
+
+export interface NotificationRow {
+  userId: string;
+  type: NotificationType;
+  idempotencyKey: string;
+  slotKey: string;
+  slotRank: number;
+  actorId?: string;
+  resourceType: string;
+  resourceId: string;
+  excerpt?: string;
+  inApp: boolean;
+  emailChannel: EmailChannel;
+  sourceEventId: string;
+}
+
+export interface WrittenRow {
+  id: string;
+  userId: string;
+  type: NotificationType;
+  idempotencyKey: string;
+  actorId: string | null;
+  resourceType: string;
+  resourceId: string;
+  excerpt: string | null;
+  inApp: boolean;
+  emailChannel: EmailChannel;
+  sourceEventId: string;
+  /** false: an existing lower-ranked notification of the same slot was upgraded in place. */
+  inserted: boolean;
+}
+
+export interface LockedInbox {
+  /** The inbox version rows inserted in this transaction carry. */
+  version: number;
+  preferences: StoredPreference[];
+}
+
+/**
+ * Locks each recipient's counter row (creating it if needed), advances their inbox version and
+ * reads their stored preferences, in one statement. Rows are locked in user-id order, the order
+ * every writer uses, so concurrent batches never deadlock on each other.
+ */
+export async function lockInboxes(tx: PoolClient, userIds: string[]): Promise<Map<string, LockedInbox>> {
+  const res = await tx.query<{ user_id: string; version: string; type: string | null; in_app: boolean | null; email: string | null }>({
+    // Named: prepared once per connection, planned once, not parsed again for every batch.
+    name: 'ns-lock-inboxes',
+    text: `WITH locked AS (
+             INSERT INTO notification_counters AS c (user_id, version)
+             SELECT u, 1 FROM unnest($1::text[]) AS t(u) ORDER BY u
+             ON CONFLICT (user_id) DO UPDATE SET version = c.version + 1, updated_at = now()
+             RETURNING c.user_id, c.version
+           )
+           SELECT l.user_id, l.version, p.type, p.in_app, p.email
+           FROM locked l LEFT JOIN notification_preferences p ON p.user_id = l.user_id`,
+    values: [[...new Set(userIds)]],
+  });
+  const out = new Map<string, LockedInbox>();
+  for (const r of res.rows) {
+    let inbox = out.get(r.user_id);
+    if (!inbox) out.set(r.user_id, (inbox = { version: Number(r.version), preferences: [] }));
+    if (r.type !== null) inbox.preferences.push({ type: r.type, inApp: r.in_app === true, email: r.email ?? '' });
+  }
+  return out;
+}
+
+/** The Postgres NOTIFY payload limit is 8000 bytes; JSON escaping can double an id's length. */
+const NOTIFY_CHUNK_BYTES = 3500;
+
+/**
+ * Inserts the notifications, adds the inserted in-app ones to their users' unread counters and
+ * announces the changed inboxes, in ONE statement: the counter cannot change without the rows it
+ * counts, and NOTIFY (delivered at commit, dropped on rollback) goes with them.
+ *
+ * ON CONFLICT on the slot: a duplicate (same business key, whatever its event id) inserts nothing;
+ * a higher-ranked notification of the same slot (a mention after a reply) upgrades the existing row
+ * in place and leaves the counter alone (the row was counted when inserted).
+ */
+export async function writeNotifications(tx: PoolClient, rows: NotificationRow[], versions: Map<string, number>): Promise<WrittenRow[]> {
+  if (rows.length === 0) return [];
+  const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
+  const res = await tx.query({
+    name: 'ns-write-notifications',
+    text: `WITH input AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::text[],
+                            $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[], $13::int8[])
+         AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
+              excerpt, in_app, email_channel, source_event_id, version)
+     ),
+     written AS (
+       INSERT INTO notification_items AS n (user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
+              resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version)
+       SELECT user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id, excerpt,
+              in_app, email_channel, source_event_id, version, version
+       FROM input ORDER BY slot_key
+       ON CONFLICT (slot_key) DO UPDATE
+         SET type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
+             actor_id = EXCLUDED.actor_id, excerpt = EXCLUDED.excerpt, source_event_id = EXCLUDED.source_event_id
+         WHERE n.slot_rank < EXCLUDED.slot_rank
+       RETURNING n.id, n.user_id, n.type, n.idempotency_key, n.actor_id, n.resource_type, n.resource_id, n.excerpt,
+                 n.in_app, n.email_channel, n.source_event_id, (n.xmax = 0) AS inserted
+     ),
+     counted AS (
+       UPDATE notification_counters AS c SET unread_count = c.unread_count + d.added
+       FROM (SELECT user_id, count(*)::int AS added FROM written WHERE inserted AND in_app GROUP BY user_id) AS d
+       WHERE c.user_id = d.user_id
+       RETURNING 1
+     ),
+     notified AS (
+       -- One NOTIFY per chunk of changed in-app inboxes (none when nothing changed).
+       SELECT pg_notify($14, json_agg(user_id)::text) FROM (
+         SELECT user_id, sum(2 * octet_length(user_id) + 4) OVER (ORDER BY user_id) / $15 AS chunk
+         FROM (SELECT DISTINCT user_id FROM written WHERE in_app) AS changed
+       ) AS chunks GROUP BY chunk
+     )
+     SELECT w.* FROM written w, (SELECT count(*) FROM notified) AS announce`,
+    values: [
+      col('userId'),
+      col('type'),
+      col('idempotencyKey'),
+      col('slotKey'),
+      col('slotRank'),
+      col('actorId'),
+      col('resourceType'),
+      col('resourceId'),
+      col('excerpt'),
+      col('inApp'),
+      col('emailChannel'),
+      col('sourceEventId'),
+      rows.map((r) => versions.get(r.userId)),
+      INBOX_CHANNEL,
+      NOTIFY_CHUNK_BYTES,
+    ],
+  });
+  return res.rows.map((r) => ({
+    id: r.id,
+    userId: r.user_id,
+    type: r.type,
+    idempotencyKey: r.idempotency_key,
+    actorId: r.actor_id,
+    resourceType: r.resource_type,
+    resourceId: r.resource_id,
+    excerpt: r.excerpt,
+    inApp: r.in_app,
+    emailChannel: r.email_channel,
+    sourceEventId: r.source_event_id,
+    inserted: r.inserted,
+  }));
+}
+
+export interface UserUpsert {
+  userId: string;
+  displayName: string;
+  locale?: string;
+  occurredAt: string;
+}
+
+/** The display-name projection; last write wins on occurredAt, so a late older event changes nothing. */
+export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<void> {
+  // One row per user (ON CONFLICT DO UPDATE may not touch a row twice): the newest event wins.
+  const newest = new Map<string, UserUpsert>();
+  for (const u of users) {
+    const seen = newest.get(u.userId);
+    if (!seen || Date.parse(u.occurredAt) >= Date.parse(seen.occurredAt)) newest.set(u.userId, u);
+  }
+  const list = [...newest.values()];
+  if (list.length === 0) return;
+  await tx.query(
+    `INSERT INTO notification_users AS u (user_id, display_name, locale, source_occurred_at)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) ORDER BY 1
+     ON CONFLICT (user_id) DO UPDATE
+       SET display_name = EXCLUDED.display_name, locale = EXCLUDED.locale,
+           source_occurred_at = EXCLUDED.source_occurred_at, updated_at = now()
+       WHERE u.source_occurred_at <= EXCLUDED.source_occurred_at`,
+    [list.map((u) => u.userId), list.map((u) => u.displayName), list.map((u) => u.locale ?? null), list.map((u) => u.occurredAt)],
+  );
+}
+
+
+/**
+ * Tells every replica's SSE hub which inboxes changed (the read-state path; the consumers' batch
+ * sends its NOTIFY from inside writeNotifications). NOTIFY is transactional: it is delivered
+ * at commit and dropped on rollback, so a stream never shows a change that did not happen.
+ */
+export async function notifyInboxes(tx: PoolClient, userIds: Iterable<string>): Promise<void> {
+  const payloads: string[] = [];
+  let chunk: string[] = [];
+  let size = 2;
+  for (const id of new Set(userIds)) {
+    const cost = JSON.stringify(id).length + 1;
+    if (chunk.length > 0 && size + cost > NOTIFY_CHUNK_BYTES) {
+      payloads.push(JSON.stringify(chunk));
+      chunk = [];
+      size = 2;
+    }
+    chunk.push(id);
+    size += cost;
+  }
+  if (chunk.length > 0) payloads.push(JSON.stringify(chunk));
+  if (payloads.length === 0) return;
+  await tx.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [INBOX_CHANNEL, payloads]);
+}

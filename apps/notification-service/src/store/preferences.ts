@@ -1,0 +1,41 @@
+import type { Pool } from 'pg';
+import { withTransaction } from '@community/idempotency';
+import { effectivePreferences, type PreferenceMap, type PreferenceUpdate, type StoredPreference } from '../domain/preferences';
+
+async function stored(db: Pick<Pool, 'query'>, userId: string): Promise<StoredPreference[]> {
+  const res = await db.query<{ type: string; in_app: boolean; email: string }>(
+    'SELECT type, in_app, email FROM notification_preferences WHERE user_id = $1',
+    [userId],
+  );
+  return res.rows.map((r) => ({ type: r.type, inApp: r.in_app, email: r.email }));
+}
+
+export async function getPreferences(pool: Pool, userId: string): Promise<PreferenceMap> {
+  return effectivePreferences(await stored(pool, userId));
+}
+
+/**
+ * Applies a validated update: each given type gets a full row (the unchanged channel keeps its
+ * current effective value), so a later change of DEFAULT_PREFERENCES never half-applies to it.
+ */
+export async function updatePreferences(pool: Pool, userId: string, updates: PreferenceUpdate[]): Promise<PreferenceMap> {
+  return withTransaction(pool, async (tx) => {
+    if (updates.length > 0) {
+      // Serialises concurrent PUTs of one user (the row-level upserts alone could interleave reads).
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`notification-preferences:${userId}`]);
+      const current = effectivePreferences(await stored(tx, userId));
+      const rows = updates.map((u) => ({
+        type: u.type,
+        inApp: u.inApp ?? current[u.type].inApp,
+        email: u.email ?? current[u.type].email,
+      }));
+      await tx.query(
+        `INSERT INTO notification_preferences (user_id, type, in_app, email)
+         SELECT $1, * FROM unnest($2::text[], $3::bool[], $4::text[])
+         ON CONFLICT (user_id, type) DO UPDATE SET in_app = EXCLUDED.in_app, email = EXCLUDED.email, updated_at = now()`,
+        [userId, rows.map((r) => r.type), rows.map((r) => r.inApp), rows.map((r) => r.email)],
+      );
+    }
+    return effectivePreferences(await stored(tx, userId));
+  });
+}

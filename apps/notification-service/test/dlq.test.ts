@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import { eventually, type PeekedMessage } from '@community/testing';
+import { bearer, event, mention, startHarness, type Harness } from './harness';
+
+/**
+ * Bad input ends in the DLQ of the queue it arrived on, with a header saying why, within a second,
+ * and the service goes on processing what comes after it.
+ */
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness('dlq');
+});
+afterAll(async () => h.close());
+
+const valid = mention('c-ok', 'actor-1', 'someone');
+const violation = { ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: undefined } };
+
+/** Polls the DLQ until the message with `messageId` is there; returns it and how long it took. */
+async function dead(queue: string, messageId: string, since: number): Promise<{ msg: PeekedMessage; ms: number }> {
+  const seen: PeekedMessage[] = [];
+  const msg = await eventually(
+    `${messageId} in ${queue}`,
+    async () => {
+      if (!h.vhost) throw new Error('harness without AMQP');
+      seen.push(...(await h.vhost.take(queue, 50)));
+      return seen.find((m) => m.properties.message_id === messageId);
+    },
+    5000,
+    25,
+  );
+  return { msg, ms: Date.now() - since };
+}
+
+it.each([
+  ['malformed JSON', 'user.mentioned', '{"id": "x", "type": ', 'notification-service.critical.dlq', 'ContractError', /not valid JSON/],
+  ['a schema violation', 'user.mentioned', JSON.stringify(violation), 'notification-service.critical.dlq', 'ContractError', /\/data\/mentionedUserId: Expected required property/],
+  ['an unknown event type', 'user.followed', JSON.stringify({ ...valid, id: randomUUID(), type: 'user.teleported' }), 'notification-service.standard.dlq', 'ContractError', /Unknown event type 'user.teleported'/],
+  ['an unknown version', 'security.alert', JSON.stringify({ ...event('security.alert', { alertId: 'a1', userId: 'u1', kind: 'k', detail: '' }), version: 9 }), 'notification-service.critical.dlq', 'ContractError', /Unsupported version 9/],
+  ['a valid event this service does not handle', 'comment.created', JSON.stringify(event('post.published', { postId: 'p', authorId: 'a', title: 't', excerpt: 'e' })), 'notification-service.standard.dlq', 'PermanentError', /does not handle event type 'post.published'/],
+  ['text Postgres cannot store (NUL byte)', 'user.mentioned', JSON.stringify(mention('c-nul', 'actor-1', 'victim\u0000')), 'notification-service.critical.dlq', 'PermanentError', /SQLSTATE 22021/],
+])('%s lands in the right DLQ with a reason within a second', async (_what, routingKey, body, dlq, errorClass, reason) => {
+  const messageId = randomUUID();
+  const t0 = Date.now();
+  await h.publishRaw(routingKey, body, messageId);
+  const { msg, ms } = await dead(dlq, messageId, t0);
+  expect(ms).toBeLessThan(1000);
+  expect(msg.properties.headers).toMatchObject({ 'x-error-class': errorClass, 'x-error-kind': 'permanent' });
+  expect(String(msg.properties.headers?.['x-error-message'])).toMatch(reason);
+
+  // The service keeps serving: a valid message right after is processed.
+  const user = `u-${randomUUID()}`;
+  await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user));
+  await eventually('the next valid mention is visible', async () => {
+    const res = await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) });
+    return res.json().count === 1;
+  }, 5000, 20);
+});
+
+it('a bad event in a batch sends only itself to the DLQ; the rest of the batch commits', async () => {
+  const users = Array.from({ length: 20 }, () => `u-${randomUUID()}`);
+  const poison = mention('c-poison', 'actor-1', 'bad\u0000user');
+  const good = users.map((u) => mention(`c-${randomUUID()}`, 'actor-1', u));
+  // Published back to back so they share batches with the poison.
+  await Promise.all([...good.slice(0, 10), poison, ...good.slice(10)].map((e) => h.publish(e)));
+
+  await dead('notification-service.critical.dlq', poison.id, Date.now());
+  await eventually('all good mentions committed', async () => {
+    const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM notification_items WHERE user_id = ANY($1)', [users]);
+    return rows[0].n === users.length;
+  });
+});

@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
+import { eventually, testLogger } from '@community/testing';
+import { buildApp } from '../src/app';
+import { notificationMetrics } from '../src/metrics';
+import { createInboxHub, type InboxHub } from '../src/sse/hub';
+import { bearer, JWT_SECRET, mention, startHarness, type Harness } from './harness';
+
+/**
+ * The SSE stream, read with a plain HTTP client and parsed by hand: notifications published over
+ * AMQP arrive, count changes arrive, heartbeats arrive, Last-Event-ID resumes without loss, and a
+ * second replica (its own app and LISTEN connection) pushes changes another replica committed.
+ */
+let h: Harness;
+let port: number;
+
+beforeAll(async () => {
+  h = await startHarness('sse', { heartbeatMs: 150, backlogLimit: 3 });
+  await h.app.listen({ port: 0, host: '127.0.0.1' });
+  port = (h.app.server.address() as AddressInfo).port;
+});
+afterAll(async () => h.close());
+
+interface SseEvent {
+  event?: string;
+  id?: string;
+  data?: unknown;
+  comment?: string;
+}
+
+/** A minimal EventSource: one request, the body split into events as the spec defines them. */
+class SseClient {
+  readonly events: SseEvent[] = [];
+  ended = false;
+  private buffer = '';
+  private req?: http.ClientRequest;
+  status = 0;
+
+  constructor(private readonly target: { port: number; user: string; token: string; lastEventId?: string }) {}
+
+  open(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${this.target.token}`, accept: 'text/event-stream' };
+      if (this.target.lastEventId !== undefined) headers['last-event-id'] = this.target.lastEventId;
+      this.req = http.get({ host: '127.0.0.1', port: this.target.port, path: `/v1/users/${this.target.user}/notifications/stream`, headers }, (res) => {
+        this.status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => this.feed(chunk));
+        res.on('end', () => (this.ended = true));
+        res.on('close', () => (this.ended = true));
+        resolve();
+      });
+      this.req.on('error', (err) => (this.ended ? undefined : reject(err)));
+    });
+  }
+
+  private feed(chunk: string): void {
+    this.buffer += chunk;
+    let cut: number;
+    while ((cut = this.buffer.indexOf('\n\n')) >= 0) {
+      const block = this.buffer.slice(0, cut);
+      this.buffer = this.buffer.slice(cut + 2);
+      const ev: SseEvent = {};
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) ev.comment = line.slice(1).trim();
+        else if (line.startsWith('event: ')) ev.event = line.slice(7);
+        else if (line.startsWith('id: ')) ev.id = line.slice(4);
+        else if (line.startsWith('data: ')) ev.data = JSON.parse(line.slice(6));
+      }
+      this.events.push(ev);
+    }
+  }
+
+  named(name: string): SseEvent[] {
+    return this.events.filter((e) => e.event === name);
+  }
+
+  /** The Last-Event-ID a browser would send after this point. */
+  lastId(): string | undefined {
+    return this.events.filter((e) => e.id !== undefined).at(-1)?.id;
+  }
+
+  close(): void {
+    this.req?.destroy();
+  }
+}
+
+const client = (user: string, lastEventId?: string, p = port) => new SseClient({ port: p, user, token: h.token(user), lastEventId });
+
+it('pushes a notification published over AMQP, then the new count, and heartbeats', async () => {
+  const user = `u-${randomUUID()}`;
+  const c = client(user);
+  await c.open();
+  expect(c.status).toBe(200);
+  await eventually('initial state', () => c.named('count').length === 1);
+  expect(c.named('count')[0]).toMatchObject({ id: '0', data: { count: 0, version: 0 } });
+
+  const m = mention(`c-${randomUUID()}`, 'actor-1', user);
+  await h.publish(m);
+  await eventually('notification pushed', () => c.named('notification').length === 1, 5000, 10);
+  await eventually('count pushed', () => c.named('count').length === 2, 5000, 10);
+  expect(c.named('notification')[0].data).toMatchObject({ type: 'mention', actorId: 'actor-1', resourceType: 'comment', resourceId: m.data.commentId, readAt: null });
+  expect(c.named('count')[1].data).toMatchObject({ count: 1 });
+  // The notification comes before the count whose id covers it.
+  expect(c.events.findIndex((e) => e.event === 'notification')).toBeLessThan(c.events.findIndex((e) => e.event === 'count' && e.id !== '0'));
+
+  await eventually('a heartbeat', () => c.events.some((e) => e.comment?.startsWith('heartbeat')), 2000, 20);
+
+  // A read elsewhere (HTTP) reaches the stream as a count change.
+  const id = (c.named('notification')[0].data as { id: string }).id;
+  await h.app.inject({ method: 'POST', url: `/v1/users/${user}/notifications/${id}/read`, headers: bearer(h.token(user)) });
+  await eventually('count after read', () => c.named('count').some((e) => (e.data as { count: number }).count === 0 && e.id !== '0'), 5000, 10);
+  c.close();
+});
+
+it('resumes with Last-Event-ID: exactly the notifications missed while disconnected', async () => {
+  const user = `u-${randomUUID()}`;
+  const first = client(user);
+  await first.open();
+  await h.publish(mention(`c-before-${randomUUID()}`, 'actor-1', user));
+  await eventually('first notification', () => first.named('notification').length === 1, 5000, 10);
+  await eventually('its count', () => first.named('count').length === 2, 5000, 10);
+  const lastId = first.lastId();
+  first.close();
+
+  const missed = [mention(`c-missed-1-${randomUUID()}`, 'actor-2', user), mention(`c-missed-2-${randomUUID()}`, 'actor-3', user)];
+  for (const m of missed) await h.publish(m);
+  await eventually('both committed', async () => {
+    const res = await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) });
+    return res.json().count === 3;
+  });
+
+  const resumed = client(user, lastId);
+  await resumed.open();
+  await eventually('replayed state', () => resumed.named('count').length >= 1, 5000, 10);
+  const replayed = resumed.named('notification').map((e) => (e.data as { resourceId: string }).resourceId).sort();
+  expect(replayed).toEqual(missed.map((m) => m.data.commentId).sort());
+  expect(resumed.named('count')[0].data).toMatchObject({ count: 3 });
+  resumed.close();
+});
+
+it('a resume that missed more than it replays says so (reset), then sends the newest', async () => {
+  const user = `u-${randomUUID()}`;
+  const first = client(user);
+  await first.open();
+  await eventually('initial state', () => first.named('count').length === 1);
+  const lastId = first.lastId();
+  first.close();
+  const missed = Array.from({ length: 5 }, (_, i) => mention(`c-${i}-${randomUUID()}`, 'actor-1', user));
+  await h.publish(missed[0]);
+  await eventually('first committed', async () => (await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) })).json().count === 1);
+  for (const m of missed.slice(1)) await h.publish(m); // later batches: later versions
+  await eventually('all committed', async () => (await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) })).json().count === 5);
+
+  const resumed = client(user, lastId);
+  await resumed.open();
+  await eventually('replayed state', () => resumed.named('count').length >= 1, 5000, 10);
+  expect(resumed.events.filter((e) => e.event !== undefined).map((e) => e.event)).toEqual(['reset', 'notification', 'notification', 'notification', 'count']);
+  const replayed = resumed.named('notification').map((e) => (e.data as { resourceId: string }).resourceId);
+  expect(replayed).not.toContain(missed[0].data.commentId); // the oldest is the one left out
+  resumed.close();
+});
+
+describe('another replica', () => {
+  let app2: FastifyInstance;
+  let hub2: InboxHub;
+  let port2: number;
+
+  beforeAll(async () => {
+    const registry = new Registry();
+    const metrics = notificationMetrics(registry);
+    hub2 = createInboxHub({ databaseUrl: h.db.url, pool: h.pool, logger: testLogger(), metrics, heartbeatMs: 60_000 });
+    await hub2.start();
+    app2 = await buildApp({ pool: h.pool, logger: testLogger(), registry, metrics, hub: hub2, jwtSecret: JWT_SECRET, readiness: () => ({ ok: true }) });
+    await app2.listen({ port: 0, host: '127.0.0.1' });
+    port2 = (app2.server.address() as AddressInfo).port;
+  });
+  afterAll(async () => hub2.stop());
+
+  it('streams what a different replica committed, and closing the app ends its streams', async () => {
+    const user = `u-${randomUUID()}`;
+    const c = client(user, undefined, port2);
+    await c.open();
+    await eventually('initial state', () => c.named('count').length === 1);
+    await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user)); // consumed by the first replica
+    await eventually('pushed by the second replica', () => c.named('notification').length === 1, 5000, 10);
+
+    const t0 = Date.now();
+    await app2.close();
+    expect(Date.now() - t0).toBeLessThan(2000);
+    await eventually('stream ended by the server', () => c.ended, 2000, 10);
+  });
+});

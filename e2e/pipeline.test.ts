@@ -1,0 +1,82 @@
+import { createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost } from '@community/testing';
+import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
+
+/**
+ * The whole path, as a user of the community would notice it: a comment with a mention in the
+ * community API → an in-app notification in the inbox API → one email. Then the notification
+ * service is killed with SIGKILL while events keep coming, and restarted: nothing lost, nothing twice.
+ */
+const SECRET = 'e2e-secret-e2e-secret-e2e-secret-123';
+let vhost: TestVhost;
+let db: TestDatabase;
+let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
+const apps: Record<string, App> = {};
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  [vhost, db, smtp] = await Promise.all([createTestVhost('e2e'), createTestDatabase('e2e'), startSmtpSink()]);
+  const [api, notifications, email] = await Promise.all([freePort(), freePort(), freePort()]);
+  env = {
+    AMQP_URL: vhost.url,
+    DATABASE_URL: db.url,
+    JWT_SECRET: SECRET,
+    SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+    SMTP_RATE_PER_SECOND: '0',
+    NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
+    DEMO_TRAFFIC_RATE: '0',
+  };
+  // notification-service first: its queues must exist before the first event is published.
+  apps.notifications = await startApp('notification-service', notifications, env);
+  [apps.email, apps.api] = await Promise.all([startApp('email-service', email, env), startApp('demo-community-api', api, env)]);
+}, 90_000);
+
+afterAll(async () => {
+  await Promise.all(Object.values(apps).map((a) => stopApp(a)));
+  await smtp.close();
+  await Promise.all([vhost.delete(), db.drop()]);
+});
+
+const inbox = async (userId: string) =>
+  (await http<{ items: Array<{ type: string; actorId: string; resourceId: string }> }>('GET', `${apps.notifications.url}/v1/users/${userId}/notifications?limit=100`, undefined, {
+    authorization: `Bearer ${jwt(SECRET, { sub: userId })}`,
+  })).body.items;
+
+async function comment(postId: string, authorId: string, body: string): Promise<string> {
+  const res = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts/${postId}/comments`, { body }, { 'x-user-id': authorId });
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+it('a mention reaches the inbox and the mailbox once, and survives a SIGKILL of the notification service', async () => {
+  for (const [id, name] of [['ada', 'Ada'], ['bob', 'Bob'], ['cy', 'Cy']]) {
+    expect((await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status).toBe(201);
+  }
+  const post = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts`, { title: 'Queues', body: 'How do you retry?' }, { 'x-user-id': 'cy' });
+  const first = await comment(post.body.id, 'bob', 'Good question, @ada knows');
+
+  await eventually('the mention in ada\'s inbox', async () => (await inbox('ada')).some((n) => n.type === 'mention' && n.resourceId === first));
+  await eventually('one email to ada', () => smtp.mails.some((m) => m.to.includes('ada@example.test')), 30_000);
+
+  // Fault: the notification service dies without a chance to ack or drain.
+  expect(await stopApp(apps.notifications, 'SIGKILL')).toBe('SIGKILL');
+  const during: string[] = [];
+  for (let i = 0; i < 5; i++) during.push(await comment(post.body.id, 'cy', `@ada and @bob, round ${i}`));
+  apps.notifications = await startApp('notification-service', apps.notifications.port, env);
+
+  await eventually('every mention delivered after the restart', async () => {
+    const [ada, bob] = [await inbox('ada'), await inbox('bob')];
+    return during.every((c) => ada.some((n) => n.type === 'mention' && n.resourceId === c) && bob.some((n) => n.type === 'mention' && n.resourceId === c));
+  }, 30_000);
+  const ada = await inbox('ada');
+  const adaMentions = ada.filter((n) => n.type === 'mention');
+  expect(adaMentions).toHaveLength(6); // nothing twice
+  const unread = await http<{ count: number }>('GET', `${apps.notifications.url}/v1/users/ada/notifications/unread-count`, undefined, {
+    authorization: `Bearer ${jwt(SECRET, { sub: 'ada' })}`,
+  });
+  expect(unread.body.count).toBe(ada.length); // the counter equals the rows
+
+  // Mentions are immediate email by default: one email per mention, never two with one Message-ID.
+  await eventually('six mention emails to ada', () => smtp.mails.filter((m) => m.to.includes('ada@example.test') && /mention/i.test(m.subject ?? '')).length >= 6, 30_000);
+  const ids = smtp.mails.filter((m) => m.to.includes('ada@example.test')).map((m) => m.messageId);
+  expect(new Set(ids).size).toBe(ids.length);
+}, 120_000);

@@ -1,0 +1,383 @@
+/**
+ * npm run bench:notifications — the notification-service as a real child process (main.ts) on its
+ * own vhost and database, measured three ways in one run:
+ *
+ * 1. Sustained throughput: N user.mentioned events published with confirms → committed
+ *    notification row + unread counter + outbox row (one transaction per batch), beside a bare
+ *    amqplib pipeline on the same broker (publish with confirms → quorum queue → consume + ack).
+ *    Both publish the same prebuilt bodies through the same windowed publisher, while consuming.
+ * 2. Latency at a fixed offered rate (default 1,000 events/s): publish → committed and visible.
+ *    "Visible" is the service's own inbox NOTIFY (sent at commit, the signal SSE streams push on),
+ *    received by the bench on a LISTEN connection; every event targets its own user, so each
+ *    notification names exactly one event.
+ * 3. The service's resident memory (VmRSS of the child's /proc/<pid>/status), sampled throughout.
+ *
+ * Between 1 and 2 the bench waits for the relay to publish phase 1's outbox backlog (and prints
+ * how fast it did), so phase 2 measures the service at the offered rate, not a drain.
+ *
+ * The child runs as BENCH_RUNNER says: `bundle` (default; the esbuild bundle of
+ * `nx run notification-service:build`, run by plain node, as a production image would) or `swc`
+ * (node -r @swc-node/register, as `npm start` runs it; the on-the-fly compiler adds ~100 MB of RSS).
+ *
+ * Env: BENCH_EVENTS (default 60000), BENCH_RATE (1000), BENCH_LATENCY_SECONDS (10),
+ * BENCH_USERS (10000 recipients in phase 1), BENCH_WINDOW (publisher confirms outstanding, 2000),
+ * BENCH_RUNNER (bundle | swc); the service's own tunables (CONSUMER_BATCH_SIZE, ...) pass through.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { build } from 'esbuild';
+import { readdirSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import amqplib from 'amqplib';
+import pg from 'pg';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { buildEvent } from '@community/contracts';
+import { createMessaging, type Topology } from '@community/messaging';
+import { createTestDatabase, createTestVhost } from '@community/testing';
+
+const N = Number(process.env.BENCH_EVENTS ?? 60_000);
+const RATE = Number(process.env.BENCH_RATE ?? 1000);
+const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10);
+const USERS = Number(process.env.BENCH_USERS ?? 10_000);
+const WINDOW = Number(process.env.BENCH_WINDOW ?? 2000);
+const ROOT = path.resolve(__dirname, '../..');
+const RUNNER = process.env.BENCH_RUNNER === 'swc' ? 'swc' : 'bundle';
+
+function mentionBody(i: number, user: string, run: string): Buffer {
+  const e = buildEvent(
+    'user.mentioned',
+    { commentId: `c-${run}-${i}`, postId: 'post-42', actorId: 'actor-1', mentionedUserId: user, excerpt: 'x'.repeat(80) },
+    { producer: 'bench' },
+  );
+  return Buffer.from(JSON.stringify(e));
+}
+
+/** Publishes every body with confirms, at most WINDOW unconfirmed at a time. */
+async function publishAll(ch: amqplib.ConfirmChannel, exchange: string, routingKey: string, bodies: Buffer[]): Promise<void> {
+  let outstanding = 0;
+  let wake: (() => void) | undefined;
+  let failed: Error | undefined;
+  for (const body of bodies) {
+    while (outstanding >= WINDOW) await new Promise<void>((r) => (wake = r));
+    if (failed) throw failed;
+    outstanding++;
+    const ok = ch.publish(exchange, routingKey, body, { persistent: true, contentType: 'application/json', type: routingKey }, (err) => {
+      if (err) failed = err;
+      outstanding--;
+      wake?.();
+    });
+    if (!ok) await new Promise((r) => ch.once('drain', r));
+  }
+  await ch.waitForConfirms();
+  if (failed) throw failed;
+}
+
+/** Bare amqplib: publish with confirms into a quorum queue while a consumer acks each message. */
+async function bare(url: string): Promise<number> {
+  const topology: Topology = {
+    exchanges: [{ name: 'community.events', type: 'topic' }],
+    queues: [{ name: 'bench.bare', bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare'] }], retryDelaysMs: [1000] }],
+  };
+  const setup = createMessaging({ url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry() });
+  await setup.start();
+  await setup.stop();
+  const bodies = Array.from({ length: N }, (_, i) => mentionBody(i, `user-${i % USERS}`, 'bare'));
+  const consumerConn = await amqplib.connect(url);
+  const cch = await consumerConn.createChannel();
+  await cch.prefetch(500);
+  let acked = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await cch.consume('bench.bare', (msg) => {
+    if (!msg) return;
+    JSON.parse(msg.content.toString()); // the least any real consumer does
+    cch.ack(msg);
+    if (++acked === N) done();
+  });
+  const publisherConn = await amqplib.connect(url);
+  const pch = await publisherConn.createConfirmChannel();
+  const t0 = performance.now();
+  await publishAll(pch, 'community.events', 'bench.bare', bodies);
+  await finished;
+  const rate = N / ((performance.now() - t0) / 1000);
+  await Promise.all([consumerConn.close(), publisherConn.close()]);
+  return rate;
+}
+
+/** Waits until the relay has published every outbox row; returns rows/s over the wait. */
+async function relayDrain(pool: pg.Pool): Promise<{ seconds: number; rate: number }> {
+  const t0 = performance.now();
+  const sql = "SELECT count(*) AS n FROM outbox_messages WHERE producer = 'notification-service' AND sent_at IS NULL";
+  const left = await count(pool, sql);
+  for (let n = left; n > 0; n = await count(pool, sql)) {
+    if (performance.now() - t0 > 300_000) throw new Error(`relay still has ${n} unsent rows after 300 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { seconds, rate: left / Math.max(seconds, 0.001) };
+}
+
+async function count(pool: pg.Pool, sql: string): Promise<number> {
+  return Number((await pool.query(sql)).rows[0].n);
+}
+
+/** Service pipeline: publish N mentions with confirms; done when N notification rows are committed. */
+async function pipeline(url: string, pool: pg.Pool): Promise<number> {
+  const bodies = Array.from({ length: N }, (_, i) => mentionBody(i, `user-${i % USERS}`, 'tp'));
+  const conn = await amqplib.connect(url);
+  const ch = await conn.createConfirmChannel();
+  const t0 = performance.now();
+  const publishing = publishAll(ch, 'community.events', 'user.mentioned', bodies);
+  let committed = 0;
+  let tLast = t0;
+  while (committed < N) {
+    await new Promise((r) => setTimeout(r, 50));
+    committed = await count(pool, 'SELECT count(*) AS n FROM notification_items');
+    tLast = performance.now();
+  }
+  await publishing;
+  await conn.close();
+  // The invariant the rate is about: every row counted, every row announced in the outbox.
+  const counters = await count(pool, 'SELECT coalesce(sum(unread_count), 0) AS n FROM notification_counters');
+  const outbox = await count(pool, "SELECT count(*) AS n FROM outbox_messages WHERE producer = 'notification-service'");
+  if (counters !== N || outbox !== N) throw new Error(`invariant broken: rows ${N}, counters ${counters}, outbox rows ${outbox}`);
+  return N / ((tLast - t0) / 1000);
+}
+
+/** Offered load at RATE/s for LATENCY_SECONDS; latency = publish → the commit's NOTIFY arrives. */
+async function latency(url: string, databaseUrl: string): Promise<{ p50: number; p99: number; max: number; offered: number; samples: number }> {
+  const total = RATE * LATENCY_SECONDS;
+  const bodies = Array.from({ length: total }, (_, i) => mentionBody(i, `lat-${i}`, 'lat'));
+  const sentAt = new Float64Array(total);
+  const seenAt = new Float64Array(total);
+  let seen = 0;
+  const listener = new pg.Client({ connectionString: databaseUrl });
+  await listener.connect();
+  listener.on('notification', (msg) => {
+    const now = performance.now();
+    for (const id of JSON.parse(msg.payload ?? '[]') as string[]) {
+      if (!id.startsWith('lat-')) continue;
+      const i = Number(id.slice(4));
+      if (seenAt[i] === 0) {
+        seenAt[i] = now;
+        seen++;
+      }
+    }
+  });
+  await listener.query('LISTEN notification_inbox');
+  const conn = await amqplib.connect(url);
+  const ch = await conn.createConfirmChannel();
+  const t0 = performance.now();
+  let next = 0;
+  // Paced every 5 ms to the schedule start + i/RATE, so a slow tick is caught up, not dropped.
+  await new Promise<void>((resolve) => {
+    const timer = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * RATE));
+      for (; next < due; next++) {
+        sentAt[next] = performance.now();
+        ch.publish('community.events', 'user.mentioned', bodies[next], { persistent: true, contentType: 'application/json', type: 'user.mentioned' });
+      }
+      if (next >= total) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 5);
+  });
+  const offered = total / ((performance.now() - t0) / 1000);
+  await ch.waitForConfirms();
+  const deadline = Date.now() + 30_000;
+  while (seen < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await conn.close();
+  await listener.end();
+  if (seen < total) throw new Error(`only ${seen} of ${total} events became visible within 30 s`);
+  const lat = Array.from(sentAt, (s, i) => seenAt[i] - s).sort((a, b) => a - b);
+  const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
+  return { p50: q(0.5), p99: q(0.99), max: lat[lat.length - 1], offered, samples: total };
+}
+
+function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0; // the process is gone
+  }
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return 0;
+  }
+}
+
+/** Busy and total jiffies of the whole machine, from /proc/stat. */
+function machineCpu(): { busy: number; total: number } {
+  const cols = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = cols[3] + cols[4];
+  const total = cols.reduce((a, b) => a + b, 0);
+  return { busy: total - idle, total };
+}
+
+/** Pids whose command name is `comm` (e.g. every postgres backend). */
+function pidsOf(comm: string): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** CPU seconds of the service, the broker, every postgres process (whatever database) and this script. */
+function cpuSnapshot(servicePid: number): Record<string, number> {
+  const sum = (pids: number[]) => pids.reduce((a, p) => a + cpuSeconds(p), 0);
+  return { service: cpuSeconds(servicePid), rabbitmq: sum(pidsOf('beam.smp')), postgres: sum(pidsOf('postgres')), bench: cpuSeconds(process.pid) };
+}
+
+/** Runs `fn` and says where the CPU went meanwhile (percent of one core), and how busy the machine was. */
+async function measured<T>(pid: number, fn: () => Promise<T>): Promise<{ result: T; usage: string }> {
+  const [c0, m0, t0] = [cpuSnapshot(pid), machineCpu(), performance.now()];
+  const result = await fn();
+  const [c1, m1, seconds] = [cpuSnapshot(pid), machineCpu(), (performance.now() - t0) / 1000];
+  const parts = Object.keys(c0).map((k) => `${k} ${(((c1[k] - c0[k]) / seconds) * 100).toFixed(0)}%`);
+  const machine = ((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100;
+  return { result, usage: `CPU (% of one core): ${parts.join(', ')}; machine ${machine.toFixed(0)}% busy over both cores` };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/**
+ * The same bundle as `nx run notification-service:build`: main.ts and the @community libs (tsconfig
+ * paths) in one file, npm packages external (resolved from the repository's node_modules).
+ */
+async function bundle(): Promise<string> {
+  const outfile = path.join(ROOT, 'dist/apps/notification-service/main.js');
+  await build({
+    entryPoints: [path.join(ROOT, 'apps/notification-service/src/main.ts')],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    packages: 'external',
+    tsconfig: path.join(ROOT, 'tsconfig.base.json'),
+    outfile,
+    logLevel: 'warning',
+  });
+  return outfile;
+}
+
+async function startService(env: Record<string, string>): Promise<ChildProcess> {
+  const args = RUNNER === 'swc' ? ['-r', '@swc-node/register', 'apps/notification-service/src/main.ts'] : [await bundle()];
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`notification-service exited with ${child.exitCode} during start`);
+    try {
+      if ((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200) return child;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error('notification-service not ready within 60 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Sums of a Prometheus series (all label sets) from the service's /metrics. */
+async function scrape(port: number): Promise<(name: string, filter?: string) => number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  return (name, filter = '') =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`) && l.includes(filter))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+/** What the consumer did between two scrapes: batches, their size and duration. */
+function consumerDelta(a: (n: string, f?: string) => number, b: (n: string, f?: string) => number): string {
+  const d = (n: string, f?: string) => b(n, f) - a(n, f);
+  const q = 'queue="notification-service.critical"';
+  const batches = d('messaging_batch_size_count', q);
+  const size = d('messaging_batch_size_sum', q) / Math.max(1, batches);
+  const tx = (d('messaging_handler_duration_seconds_sum', q) / Math.max(1, d('messaging_handler_duration_seconds_count', q))) * 1000;
+  return `${batches} batches, ${size.toFixed(0)} events/batch, batch transaction ${tx.toFixed(1)} ms avg`;
+}
+
+async function main(): Promise<void> {
+  const [svcVhost, bareVhost, db] = await Promise.all([createTestVhost('bench-ns'), createTestVhost('bench-bare'), createTestDatabase('bench_ns')]);
+  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  let child: ChildProcess | undefined;
+  const peaks = { started: 0, throughput: 0, relayDrain: 0, latency: 0 };
+  let phase: keyof typeof peaks = 'started';
+  let sampler: NodeJS.Timeout | undefined;
+  try {
+    const port = await freePort();
+    child = await startService({ AMQP_URL: svcVhost.url, DATABASE_URL: db.url, PORT: String(port) });
+    const pid = child.pid ?? 0;
+    sampler = setInterval(() => (peaks[phase] = Math.max(peaks[phase], rssMb(pid))), 100);
+    await new Promise((r) => setTimeout(r, 1000));
+
+    console.log(`bare amqplib pipeline: ${N} messages ...`);
+    const bareRate = await bare(bareVhost.url);
+    console.log(`notification-service pipeline: ${N} mentions to ${USERS} users ...`);
+    phase = 'throughput';
+    const m0 = await scrape(port);
+    const { result: svcRate, usage: usage1 } = await measured(pid, () => pipeline(svcVhost.url, pool));
+    const m1 = await scrape(port);
+    phase = 'relayDrain';
+    const drain = await relayDrain(pool);
+    console.log(`latency: ${RATE} events/s offered for ${LATENCY_SECONDS} s ...`);
+    phase = 'latency';
+    const m2 = await scrape(port);
+    const { result: lat, usage: usage2 } = await measured(pid, () => latency(svcVhost.url, db.url));
+    const m3 = await scrape(port);
+
+    console.log(`\nResults (one run; ${RUNNER} runner; 2 cores shared by broker, Postgres, service and this script)`);
+    console.log(`  bare publish(confirm) -> quorum queue -> ack : ${bareRate.toFixed(0)} msg/s`);
+    console.log(`  mention -> row + counter + outbox row        : ${svcRate.toFixed(0)} events/s (target >= 10000)`);
+    console.log(`    consumer during phase 1: ${consumerDelta(m0, m1)}`);
+    console.log(`    ${usage1}`);
+    console.log(`  ratio service / bare                         : ${(svcRate / bareRate).toFixed(2)} (target >= 0.5)`);
+    console.log(`  relay backlog after phase 1 published in    : ${drain.seconds.toFixed(1)} s (${drain.rate.toFixed(0)} rows/s while draining)`);
+    console.log(`  latency at ${lat.offered.toFixed(0)} events/s offered (${lat.samples} events): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms (target p99 <= 50)`);
+    console.log(`    consumer during phase 2: ${consumerDelta(m2, m3)}`);
+    console.log(`    ${usage2}`);
+    console.log(`  service RSS peak (${RUNNER} runner): started ${peaks.started.toFixed(0)} MB, phase 1 ${peaks.throughput.toFixed(0)} MB, relay drain ${peaks.relayDrain.toFixed(0)} MB, phase 2 ${peaks.latency.toFixed(0)} MB (target <= 250)`);
+  } finally {
+    clearInterval(sampler);
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child?.once('exit', r));
+    }
+    await pool.end();
+    await Promise.all([db.drop(), svcVhost.delete(), bareVhost.delete()]);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
