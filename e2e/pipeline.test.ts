@@ -23,6 +23,7 @@ beforeAll(async () => {
     SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
     SMTP_RATE_PER_SECOND: '0',
     NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
+    UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
     DEMO_TRAFFIC_RATE: '0',
   };
   // notification-service first: its queues must exist before the first event is published.
@@ -80,3 +81,21 @@ it('a mention reaches the inbox and the mailbox once, and survives a SIGKILL of 
   const ids = smtp.mails.filter((m) => m.to.includes('ada@example.test')).map((m) => m.messageId);
   expect(new Set(ids).size).toBe(ids.length);
 }, 120_000);
+
+it('one-click unsubscribe from a mention email turns mention emails off in notification-service', async () => {
+  const mail = await eventually('a mention email to bob', () => smtp.mails.find((m) => m.to.includes('bob@example.test') && /mention/i.test(m.subject ?? '')), 30_000);
+  // RFC 8058: the mail client POSTs "List-Unsubscribe=One-Click" to the header's URL.
+  const header = mail.raw.replace(/\r\n[ \t]+/g, ' ').match(/^List-Unsubscribe:\s*<([^>]+)>/im)?.[1];
+  expect(header).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
+  expect(mail.raw).toMatch(/^List-Unsubscribe-Post:\s*List-Unsubscribe=One-Click/im);
+  const res = await fetch(header!.replace(/&amp;/g, '&'), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'List-Unsubscribe=One-Click',
+  });
+  expect(res.status).toBeLessThan(300);
+  const prefs = await http<{ preferences: Record<string, { inApp: boolean; email: string }> }>('GET', `${apps.notifications.url}/v1/users/bob/preferences`, undefined, {
+    authorization: `Bearer ${jwt(SECRET, { sub: 'bob' })}`,
+  });
+  expect(prefs.body.preferences.mention).toMatchObject({ email: 'off', inApp: true });
+}, 60_000);
