@@ -20,7 +20,7 @@ export const NOTIFICATION_CONFIG = [
     max: 1000,
     description: 'longest a message waits for its batch to fill: bounds the latency added at low rates',
   },
-  { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 3, min: 1, max: 16, description: 'batches in flight per queue' },
+  { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 2, min: 1, max: 16, description: 'batches in flight per queue' },
   { name: 'SSE_HEARTBEAT_MS', kind: 'duration-ms', default: 15_000, min: 100, description: 'heartbeat comment interval on SSE streams' },
 ] as const satisfies ConfigSpec;
 
