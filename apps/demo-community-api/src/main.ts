@@ -7,21 +7,12 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@community/config';
 import { createPgPool } from '@community/db';
 import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
-import { createLogger, createRegistry, readinessState, runService } from '@community/observability';
+import { answers, createLogger, createRegistry, readinessState, runService } from '@community/observability';
 import { createRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { DEMO_CONFIG, SERVICE } from './config';
 import { PRODUCER } from './events';
 import { startTraffic, type Traffic } from './traffic/generator';
-
-async function databaseReachable(pool: ReturnType<typeof createPgPool>): Promise<boolean> {
-  try {
-    await pool.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function main(): Promise<void> {
   const config = loadConfig(DEMO_CONFIG);
@@ -47,7 +38,7 @@ async function main(): Promise<void> {
     jwtSecret: config.JWT_SECRET,
     readiness: async () => ({
       ...state.checks(),
-      database: await databaseReachable(pool),
+      database: await answers(() => pool.query('SELECT 1')),
       amqp: messaging.readiness().amqp,
       relay: relay.isHealthy(),
     }),

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
-import { createLogger, createRegistry, readinessState, runService } from '@community/observability';
+import { answers, createLogger, createRegistry, readinessState, runService } from '@community/observability';
 import { createRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { loadNotificationConfig } from './config';
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
     readiness: async () => ({
       ...state.checks(),
       ...messaging.readiness(),
-      database: await databaseAnswers(pool),
+      database: await answers(() => pool.query('SELECT 1')),
       relay: relay.isHealthy(),
     }),
   });
@@ -73,15 +73,6 @@ async function main(): Promise<void> {
       await messaging.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
     },
   });
-}
-
-async function databaseAnswers(pool: pg.Pool): Promise<boolean> {
-  try {
-    await pool.query('SELECT 1');
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 main();

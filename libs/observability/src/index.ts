@@ -3,7 +3,7 @@ export type { Logger, LoggerOptions, LogLevel, MessageLogBindings } from './logg
 export { REDACT_PATHS, REDACTED, redactString } from './redact';
 export { createRegistry } from './metrics';
 export type { RegistryOptions } from './metrics';
-export { ACCEPTING_CHECK, readinessState } from './readiness';
+export { ACCEPTING_CHECK, answers, readinessState } from './readiness';
 export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readiness';
 export { buildServer, listen, registerOpsRoutes } from './server';
 export type { ServerOptions, UnderPressureOptions } from './server';

@@ -46,3 +46,13 @@ export function readinessState(initial: ReadinessChecks = {}): ReadinessState {
     isReady: () => [...state.values()].every(Boolean),
   };
 }
+
+/** A dependency check for /readyz: true when `check` resolves, false when it throws or rejects. */
+export async function answers(check: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch {
+    return false;
+  }
+}
