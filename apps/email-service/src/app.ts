@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { buildServer } from '@community/observability';
-import { registerOpsRoutes } from './http/ops';
 import { registerUnsubscribeRoutes, type UnsubscribeRouteDeps } from './http/unsubscribe';
 
 export interface AppDeps {
@@ -17,8 +16,9 @@ export interface AppDeps {
 
 /** The HTTP surface, without listening: ops routes and the unsubscribe endpoint. */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.checks, healthRoutes: false });
-  registerOpsRoutes(app, { registry: deps.registry, checks: deps.checks, details: deps.details });
+  // The breaker's state goes in `details`, not among the checks: a paused email queue is the
+  // intended behaviour during an outage, and an unready pod would also hide the unsubscribe endpoint.
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.checks, readinessDetails: deps.details });
   registerUnsubscribeRoutes(app, deps.unsubscribe);
   return app;
 }

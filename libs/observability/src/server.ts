@@ -21,6 +21,11 @@ export interface ServerOptions {
   underPressure?: UnderPressureOptions;
   /** A readiness probe slower than this counts as not ready (default 2000 ms). */
   readinessTimeoutMs?: number;
+  /**
+   * Extra information shown in /readyz that never decides readiness (e.g. a circuit breaker's
+   * state: an open breaker affects every replica alike, so taking a pod out of rotation fixes nothing).
+   */
+  readinessDetails?: () => Record<string, unknown>;
   /** Other fastify options (trustProxy, bodyLimit, ...); the logger is always `logger`. */
   fastifyOptions?: Omit<FastifyServerOptions, 'logger' | 'loggerInstance'>;
 }
@@ -50,7 +55,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
 
 export function registerOpsRoutes(
   app: FastifyInstance,
-  options: Pick<ServerOptions, 'registry' | 'readiness' | 'readinessTimeoutMs'>,
+  options: Pick<ServerOptions, 'registry' | 'readiness' | 'readinessTimeoutMs' | 'readinessDetails'>,
 ): void {
   const { registry, readiness } = options;
   const timeoutMs = options.readinessTimeoutMs ?? 2000;
@@ -67,7 +72,8 @@ export function registerOpsRoutes(
       return reply.code(503).send({ status: 'not_ready', checks: {} });
     }
     const ready = Object.values(checks).every(Boolean);
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks });
+    const details = options.readinessDetails?.();
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks, ...(details ? { details } : {}) });
   });
 
   app.get('/metrics', OPS_ROUTE, async (_request, reply) => {
