@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { TransientError, type MessageContext } from '@community/messaging';
+import { TransientError, type MessageContext, type Outcome } from '@community/messaging';
 import type { EventOf } from '@community/contracts';
 import type { EmailMetrics } from '../metrics';
 import type { CircuitBreaker } from '../smtp/breaker';
@@ -24,8 +24,6 @@ export interface ImmediateDeps {
   userGraceMs: number;
   now: () => Date;
 }
-
-type Outcome = 'processed' | 'duplicate' | 'skipped';
 
 /**
  * Sends one notification email, at most once per idempotency key:
