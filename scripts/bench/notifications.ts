@@ -21,7 +21,7 @@
  *
  * Env: BENCH_EVENTS (default 60000), BENCH_RATE (1000), BENCH_LATENCY_SECONDS (10),
  * BENCH_USERS (10000 recipients in phase 1), BENCH_WINDOW (publisher confirms outstanding, 2000),
- * BENCH_RUNNER (bundle | swc); the service's own tunables (CONSUMER_BATCH_SIZE, ...) pass through.
+ * BENCH_RUNNER (bundle | swc), BENCH_NODE_ARGS (node flags for the service); the service's own tunables (CONSUMER_BATCH_SIZE, ...) pass through.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { build } from 'esbuild';
@@ -284,7 +284,9 @@ async function bundle(): Promise<string> {
 }
 
 async function startService(env: Record<string, string>): Promise<ChildProcess> {
-  const args = RUNNER === 'swc' ? ['-r', '@swc-node/register', 'apps/notification-service/src/main.ts'] : [await bundle()];
+  // BENCH_NODE_ARGS: extra node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const args = [...nodeArgs, ...(RUNNER === 'swc' ? ['-r', '@swc-node/register', 'apps/notification-service/src/main.ts'] : [await bundle()])];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn' },

@@ -87,3 +87,16 @@ it('purges only rows past the retention horizon, and refuses a horizon that coul
   const left = await pool.query("SELECT event_id FROM processed_events WHERE consumer = 'p'");
   expect(left.rows.map((r) => r.event_id)).toEqual(['new-1']);
 });
+
+it('commits asynchronously only when asked, and only that transaction', async () => {
+  const single = new Pool({ connectionString: db.url, max: 1 }); // one connection: the setting must not leak to the next user
+  try {
+    const show = async (tx: import('pg').PoolClient) => (await tx.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string;
+    expect(await withTransaction(single, { synchronousCommit: false }, show)).toBe('off');
+    expect(await withTransaction(single, show)).toBe('on');
+    await withTransaction(single, { synchronousCommit: false }, addEffect('async-1'));
+    expect(await effectsOf('async-1')).toBe(1);
+  } finally {
+    await single.end();
+  }
+});

@@ -36,8 +36,10 @@ export async function enqueueEvents(tx: PoolClient, producer: string, items: Out
     types.push(event.type);
     payloads.push(JSON.stringify(event));
   }
-  await tx.query(
-    `WITH inserted AS (
+  await tx.query({
+    // Named: prepared once per connection (this runs in every producer's hot transaction).
+    name: 'outbox-enqueue',
+    text: `WITH inserted AS (
        INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload)
        SELECT $1, r.aggregate_id, r.event_id, r.event_type, r.event_type, r.payload
        FROM unnest($2::text[], $3::uuid[], $4::text[], $5::jsonb[]) WITH ORDINALITY
@@ -46,6 +48,6 @@ export async function enqueueEvents(tx: PoolClient, producer: string, items: Out
        RETURNING 1
      )
      SELECT pg_notify($6, $1) FROM (SELECT count(*) FROM inserted) AS done`,
-    [producer, aggregateIds, eventIds, types, payloads, OUTBOX_CHANNEL],
-  );
+    values: [producer, aggregateIds, eventIds, types, payloads, OUTBOX_CHANNEL],
+  });
 }

@@ -5,7 +5,7 @@ import { withTransaction } from '@community/idempotency';
 import { errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';
-import { findHeads, lockHeads, markFailed, markSent, purgeSent, type ClaimedRow, type Failure } from './store';
+import { claimHeads, markFailed, markSent, purgeSent, type ClaimedRow, type Failure } from './store';
 
 export interface RelayOptions {
   pool: Pool;
@@ -142,20 +142,23 @@ export function createRelay(options: RelayOptions): OutboxRelay {
 
   /**
    * One cycle, in one short transaction: find the next `batchSize` aggregates' heads (round robin
-   * over aggregates, from where the last cycle stopped), lock those that are due, publish them,
-   * await every confirm, mark, commit.
+   * over aggregates, from where the last cycle stopped) and lock those that are due (one
+   * statement), publish them, await every confirm, mark, commit.
    */
   async function cycle(): Promise<CycleResult> {
     let stopTimer: (() => void) | undefined;
-    const result = await withTransaction(pool, async (tx): Promise<CycleResult> => {
+    // Asynchronous commit: this transaction only records what the broker already confirmed. Should
+    // PostgreSQL crash before the mark reaches disk, the rows are published again: a duplicate that
+    // consumers absorb (they deduplicate on the event id), never a loss. The producers' outbox
+    // inserts keep synchronous commit. The relay's commit then waits for no WAL flush.
+    const result = await withTransaction(pool, { synchronousCommit: false }, async (tx): Promise<CycleResult> => {
       const from = cursor;
-      const heads = await findHeads(tx, producer, from, batchSize);
+      const { heads, rows } = await claimHeads(tx, producer, from, batchSize);
       // A full page: more aggregates may follow it. A short page: the end was reached, so the scan
       // wraps around; the aggregates before `from` have not been looked at in this pass yet.
       const fullPage = heads.length === batchSize;
       cursor = fullPage ? heads[heads.length - 1].aggregateId : '';
       const more = fullPage || from !== '';
-      const rows = await lockHeads(tx, heads.filter((h) => h.dueInMs <= 0).map((h) => h.id));
       if (rows.length === 0) {
         const waits = heads.map((h) => h.dueInMs).filter((ms) => ms > 0);
         return { claimed: 0, more, retryInMs: waits.length ? Math.min(...waits) : null };
