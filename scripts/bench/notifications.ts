@@ -9,7 +9,8 @@
  * 2. Latency at a fixed offered rate (default 1,000 events/s): publish → committed and visible.
  *    "Visible" is the service's own inbox NOTIFY (sent at commit, the signal SSE streams push on),
  *    received by the bench on a LISTEN connection; every event targets its own user, so each
- *    notification names exactly one event.
+ *    notification names exactly one event. Baseline in the same run: the same publisher at the
+ *    same rate into a quorum queue with a bare amqplib consumer (publish → delivered).
  * 3. The service's resident memory (VmRSS of the child's /proc/<pid>/status), sampled throughout.
  *
  * Between 1 and 2 the bench waits for the relay to publish phase 1's outbox backlog (and prints
@@ -168,15 +169,66 @@ async function latency(url: string, databaseUrl: string): Promise<{ p50: number;
   await listener.query('LISTEN notification_inbox');
   const conn = await amqplib.connect(url);
   const ch = await conn.createConfirmChannel();
+  const offered = await publishPaced(ch, 'user.mentioned', bodies, sentAt);
+  await waitUntil(() => seen === total, `only ${seen} of ${total} events became visible within 30 s`);
+  await conn.close();
+  await listener.end();
+  return { ...percentiles(sentAt, seenAt), offered, samples: total };
+}
+
+/**
+ * The baseline for the latency phase, in the same run: the same bodies at the same offered rate,
+ * published the same way into a quorum queue on the bare vhost, and a bare amqplib consumer
+ * (prefetch 100) that parses and acks each; latency = publish → delivered to that consumer. What
+ * the broker and this machine cost before any service work.
+ */
+async function bareLatency(url: string): Promise<{ p50: number; p99: number; max: number; offered: number; samples: number }> {
+  const total = RATE * LATENCY_SECONDS;
+  const bodies = Array.from({ length: total }, (_, i) => mentionBody(i, `lat-${i}`, 'bare-lat'));
+  const sentAt = new Float64Array(total);
+  const seenAt = new Float64Array(total);
+  let seen = 0;
+  const consumerConn = await amqplib.connect(url);
+  const cch = await consumerConn.createChannel();
+  await cch.prefetch(100);
+  await cch.consume('bench.bare', (msg) => {
+    if (!msg) return;
+    const i = Number(msg.properties.messageId);
+    JSON.parse(msg.content.toString());
+    if (seenAt[i] === 0) {
+      seenAt[i] = performance.now();
+      seen++;
+    }
+    cch.ack(msg);
+  });
+  const publisherConn = await amqplib.connect(url);
+  const pch = await publisherConn.createConfirmChannel();
+  const offered = await publishPaced(pch, 'bench.bare', bodies, sentAt);
+  await waitUntil(() => seen === total, `only ${seen} of ${total} bare messages delivered within 30 s`);
+  await Promise.all([consumerConn.close(), publisherConn.close()]);
+  return { ...percentiles(sentAt, seenAt), offered, samples: total };
+}
+
+/**
+ * Publishes `bodies` at RATE/s, paced every 5 ms to the schedule start + i/RATE (a slow tick is
+ * caught up, not dropped), recording each publish time; messageId = the index. Returns the rate
+ * achieved once every confirm arrived.
+ */
+async function publishPaced(ch: amqplib.ConfirmChannel, routingKey: string, bodies: Buffer[], sentAt: Float64Array): Promise<number> {
+  const total = bodies.length;
   const t0 = performance.now();
   let next = 0;
-  // Paced every 5 ms to the schedule start + i/RATE, so a slow tick is caught up, not dropped.
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * RATE));
       for (; next < due; next++) {
         sentAt[next] = performance.now();
-        ch.publish('community.events', 'user.mentioned', bodies[next], { persistent: true, contentType: 'application/json', type: 'user.mentioned' });
+        ch.publish('community.events', routingKey, bodies[next], {
+          persistent: true,
+          contentType: 'application/json',
+          type: routingKey,
+          messageId: String(next),
+        });
       }
       if (next >= total) {
         clearInterval(timer);
@@ -186,14 +238,19 @@ async function latency(url: string, databaseUrl: string): Promise<{ p50: number;
   });
   const offered = total / ((performance.now() - t0) / 1000);
   await ch.waitForConfirms();
+  return offered;
+}
+
+async function waitUntil(done: () => boolean, failure: string): Promise<void> {
   const deadline = Date.now() + 30_000;
-  while (seen < total && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  await conn.close();
-  await listener.end();
-  if (seen < total) throw new Error(`only ${seen} of ${total} events became visible within 30 s`);
+  while (!done() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  if (!done()) throw new Error(failure);
+}
+
+function percentiles(sentAt: Float64Array, seenAt: Float64Array): { p50: number; p99: number; max: number } {
   const lat = Array.from(sentAt, (s, i) => seenAt[i] - s).sort((a, b) => a - b);
   const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { p50: q(0.5), p99: q(0.99), max: lat[lat.length - 1], offered, samples: total };
+  return { p50: q(0.5), p99: q(0.99), max: lat[lat.length - 1] };
 }
 
 function rssMb(pid: number): number {
@@ -348,6 +405,8 @@ async function main(): Promise<void> {
     const m1 = await scrape(port);
     phase = 'relayDrain';
     const drain = await relayDrain(pool);
+    console.log(`latency baseline (bare amqplib): ${RATE} messages/s offered for ${LATENCY_SECONDS} s ...`);
+    const bareLat = await bareLatency(bareVhost.url);
     console.log(`latency: ${RATE} events/s offered for ${LATENCY_SECONDS} s ...`);
     phase = 'latency';
     const m2 = await scrape(port);
@@ -362,6 +421,7 @@ async function main(): Promise<void> {
     console.log(`  ratio service / bare                         : ${(svcRate / bareRate).toFixed(2)} (target >= 0.5)`);
     console.log(`  relay backlog after phase 1 published in    : ${drain.seconds.toFixed(1)} s (${drain.rate.toFixed(0)} rows/s while draining)`);
     console.log(`  latency at ${lat.offered.toFixed(0)} events/s offered (${lat.samples} events): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms (target p99 <= 50)`);
+    console.log(`    bare baseline, same rate and run: p50 ${bareLat.p50.toFixed(1)} ms, p99 ${bareLat.p99.toFixed(1)} ms, max ${bareLat.max.toFixed(1)} ms (publish -> delivered to a bare consumer)`);
     console.log(`    consumer during phase 2: ${consumerDelta(m2, m3)}`);
     console.log(`    ${usage2}`);
     console.log(`  service RSS peak (${RUNNER} runner): started ${peaks.started.toFixed(0)} MB, phase 1 ${peaks.throughput.toFixed(0)} MB, relay drain ${peaks.relayDrain.toFixed(0)} MB, phase 2 ${peaks.latency.toFixed(0)} MB (target <= 250)`);
