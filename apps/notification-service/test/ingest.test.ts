@@ -67,6 +67,15 @@ it('a redelivered event and the same fact under a new event id make one notifica
   expect(await rowsOf(user)).toEqual([{ type: 'mention', idempotency_key: `mention:c-dup:${user}`, in_app: true, email_channel: 'immediate' }]);
   expect(await unreadCount(user)).toBe(1);
   expect(await outboxOf(user)).toHaveLength(1);
+  // The event names the row it announces, and carries the outbox row's event id as its own.
+  const { rows } = await h.pool.query(
+    `SELECT o.event_id, o.payload->>'id' AS envelope_id, o.payload->'data'->>'notificationId' AS notification_id, n.id AS row_id
+     FROM outbox_messages o JOIN notification_items n ON n.user_id = o.aggregate_id WHERE o.aggregate_id = $1`,
+    [user],
+  );
+  expect(rows).toHaveLength(1);
+  expect(rows[0].notification_id).toBe(rows[0].row_id);
+  expect(rows[0].envelope_id).toBe(rows[0].event_id);
 });
 
 it('nobody is notified of their own action', async () => {

@@ -28,13 +28,24 @@ export async function claimEvents(tx: PoolClient, consumer: string, eventIds: st
     // Named: a prepared statement per connection, so the hot path is not parsed and planned again
     // for every batch (planning costs PostgreSQL more than executing a small batch).
     name: 'idempotency-claim-events',
-    text: `INSERT INTO processed_events (consumer, event_id)
-           SELECT $1, id FROM unnest($2::text[]) AS t(id)
-           ON CONFLICT DO NOTHING
-           RETURNING event_id`,
+    text: inboxClaimSql('$1', '$2'),
     values: [consumer, eventIds],
   });
   return new Set(res.rows.map((r) => r.event_id));
+}
+
+/**
+ * The batch claim as SQL, for a consumer that puts it in a WITH clause of its own first statement
+ * so that claiming costs no round trip of its own: `WITH claimed AS (${inboxClaimSql('$1', '$2')})
+ * ...`. `consumer` and `eventIds` are parameter placeholders (text, text[]); the CTE yields
+ * `event_id` for each id claimed now. The same rules as claimEvents: same transaction as the
+ * effects, and only the claimed (fresh) events may have effects.
+ */
+export function inboxClaimSql(consumer: string, eventIds: string): string {
+  return `INSERT INTO processed_events (consumer, event_id)
+          SELECT ${consumer}, id FROM unnest(${eventIds}::text[]) AS t(id)
+          ON CONFLICT DO NOTHING
+          RETURNING event_id`;
 }
 
 export type RunOnceResult<T> = { duplicate: true } | { duplicate: false; result: T };

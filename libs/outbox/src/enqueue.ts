@@ -39,15 +39,40 @@ export async function enqueueEvents(tx: PoolClient, producer: string, items: Out
   await tx.query({
     // Named: prepared once per connection (this runs in every producer's hot transaction).
     name: 'outbox-enqueue',
-    text: `WITH inserted AS (
-       INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload)
-       SELECT $1, r.aggregate_id, r.event_id, r.event_type, r.event_type, r.payload
-       FROM unnest($2::text[], $3::uuid[], $4::text[], $5::jsonb[]) WITH ORDINALITY
-            AS r(aggregate_id, event_id, event_type, payload, ord)
-       ORDER BY r.ord
-       RETURNING 1
-     )
-     SELECT pg_notify($6, $1) FROM (SELECT count(*) FROM inserted) AS done`,
+    text: `WITH items AS (
+             SELECT * FROM unnest($2::text[], $3::uuid[], $4::text[], $5::jsonb[]) WITH ORDINALITY
+               AS r(aggregate_id, event_id, event_type, payload, ord)
+           ),
+           ${outboxWriteSql({ from: 'items', producer: '$1', channel: '$6' })}
+           SELECT count(*) FROM outbox_notified`,
     values: [producer, aggregateIds, eventIds, types, payloads, OUTBOX_CHANNEL],
   });
+}
+
+/**
+ * The outbox write as two CTEs, for a producer that writes its state and its events in ONE
+ * statement (one round trip instead of two; notification-service's batch does). `enqueueEvents`
+ * is built on it too, so there is one definition of how a row is written.
+ *
+ * - `from` names a relation of the statement with columns `aggregate_id text, event_id uuid,
+ *   event_type text, payload jsonb, ord bigint` (rows get ids, hence publish order, by `ord`);
+ * - `producer` and `channel` are parameter placeholders (`$n`) holding the producer name and
+ *   OUTBOX_CHANNEL.
+ *
+ * Defines `outbox_inserted` and `outbox_notified`. The statement's final SELECT must read
+ * `outbox_notified` (e.g. `(SELECT count(*) FROM outbox_notified)`): a CTE without a data change
+ * runs only when read, and it is what wakes the relays (NOTIFY at commit, and only if a row was
+ * written). Validating the events against the contract is the caller's job here (buildEvent does).
+ */
+export function outboxWriteSql(o: { from: string; producer: string; channel: string }): string {
+  return `outbox_inserted AS (
+       INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload)
+       SELECT ${o.producer}, s.aggregate_id, s.event_id, s.event_type, s.event_type, s.payload
+       FROM ${o.from} AS s
+       ORDER BY s.ord
+       RETURNING 1
+     ),
+     outbox_notified AS (
+       SELECT pg_notify(${o.channel}, ${o.producer}) FROM (SELECT count(*) AS n FROM outbox_inserted) AS c WHERE c.n > 0
+     )`;
 }

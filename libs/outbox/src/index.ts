@@ -1,4 +1,4 @@
-export { enqueueEvents, OUTBOX_CHANNEL } from './enqueue';
+export { enqueueEvents, outboxWriteSql, OUTBOX_CHANNEL } from './enqueue';
 export type { OutboxItem } from './enqueue';
 export { createRelay, retryDelayMs } from './relay';
 export type { OutboxRelay, RelayOptions } from './relay';

@@ -1,13 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { buildEvent, type AnyEvent, type EventOf } from '@community/contracts';
-import { runBatchOnce } from '@community/idempotency';
+import { withTransaction } from '@community/idempotency';
 import { classify, PermanentError, type BatchContext, type BatchHandler, type BatchItem, type Outcome } from '@community/messaging';
-import { enqueueEvents } from '@community/outbox';
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import { onePerSlot, planNotifications } from '../domain/plan';
 import type { NotificationMetrics } from '../metrics';
 import { SERVICE_NAME } from '../service-name';
-import { lockInboxes, upsertUsers, writeNotifications, type NotificationRow, type WrittenRow } from '../store/ingest';
+import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
 
 export interface NotificationBatchDeps {
   pool: Pool;
@@ -24,17 +24,17 @@ interface Input {
 }
 
 /**
- * The consumers' batch handler (both queues): one transaction for the whole batch.
+ * The consumers' batch handler (both queues): one transaction for the whole batch, two statements.
  *
- * 1. claim the event ids (processed_events): redelivered events are duplicates at once;
- * 2. user.upserted → the display-name projection;
- * 3. plan the notifications (self-actions plan nothing);
- * 4. lock the recipients' counter rows, advance their inbox versions, read their preferences;
- * 5. apply preferences, keep one notification per slot;
- * 6. insert the notifications + add the inserted ones to the counters + NOTIFY the SSE hubs
- *    (one statement);
- * 7. notification.created into the outbox, for the inserted rows only; COMMIT. The runtime acks
- *    the messages only after this returns.
+ * 1. plan the notifications (pure; self-actions plan nothing);
+ * 2. claim the event ids (processed_events: redelivered events are duplicates at once) + lock the
+ *    recipients' counter rows, advance their inbox versions, read their preferences (one statement);
+ * 3. user.upserted → the display-name projection (only when the batch has some);
+ * 4. apply preferences to the fresh events' notifications, keep one per slot, build each one's
+ *    notification.created;
+ * 5. insert the notifications + add the inserted ones to the counters + NOTIFY the SSE hubs +
+ *    notification.created into the outbox for the inserted rows only (one statement); COMMIT. The
+ *    runtime acks the messages only after this returns.
  *
  * A batch that fails with a permanent error (say one event whose text Postgres refuses) is rerun
  * one event per transaction, so only the culprit is dead-lettered and the rest commit.
@@ -74,47 +74,53 @@ function describeFailure(err: unknown): Error {
 
 async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEvent>[]): Promise<Array<Outcome | Error>> {
   const results: Array<Outcome | Error> = items.map(() => 'duplicate');
-  const inputs: Input[] = [];
+  const events = new Map<string, AnyEvent>();
   items.forEach(({ event }, i) => {
     // Refused before the claim: a claimed event would count as a duplicate when replayed after a fix.
-    if (HANDLED.has(event.type)) inputs.push({ eventId: event.id, event });
+    if (HANDLED.has(event.type)) events.set(event.id, event);
     else results[i] = new PermanentError(`notification-service does not handle event type '${event.type}'`, 'UNHANDLED_EVENT_TYPE');
   });
-  if (inputs.length === 0) return results;
+  if (events.size === 0) return results;
 
-  const { fresh, result: changedByEvent } = await runBatchOnce(deps.pool, deps.consumer, inputs, (tx, freshItems) =>
-    applyEvents(tx, freshItems.map((f) => f.event), deps.metrics),
-  );
-  const freshIds = new Set(fresh.map((f) => f.eventId));
+  const outcomes = await withTransaction(deps.pool, (tx) => applyEvents(tx, deps, [...events.values()]));
+  const decided = new Set<string>();
   items.forEach(({ event }, i) => {
-    if (results[i] instanceof Error || !freshIds.has(event.id)) return;
-    freshIds.delete(event.id); // the same id twice in one batch: the second copy is the duplicate
-    results[i] = changedByEvent.get(event.id) ?? 'skipped';
+    if (results[i] instanceof Error || decided.has(event.id)) return; // the same id twice in one batch: the second copy is the duplicate
+    decided.add(event.id);
+    results[i] = outcomes.get(event.id) ?? 'duplicate';
   });
   return results;
 }
 
-/** Applies fresh events inside the transaction; returns each event's outcome (absent = skipped). */
-async function applyEvents(tx: PoolClient, events: AnyEvent[], metrics: NotificationMetrics): Promise<Map<string, Outcome>> {
+/**
+ * The batch transaction: claim + lock (one statement), the users projection if any, decisions,
+ * then rows + counters + outbox (one statement). Returns the outcome of each fresh event; an event
+ * id absent from the map was already processed (a duplicate).
+ */
+async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: AnyEvent[]): Promise<Map<string, Outcome>> {
+  const planned = events.flatMap((e) => (planNotifications(e) ?? []).map((p) => ({ ...p, sourceEventId: e.id })));
+  const { fresh, inboxes } = await claimAndLockInboxes(
+    tx,
+    deps.consumer,
+    events.map((e) => e.id),
+    planned.map((p) => p.userId),
+  );
   const outcomes = new Map<string, Outcome>();
-  const users = events.filter((e): e is EventOf<'user.upserted'> => e.type === 'user.upserted');
+  for (const e of events) if (fresh.has(e.id)) outcomes.set(e.id, 'skipped');
+
+  const users = events.filter((e): e is EventOf<'user.upserted'> => e.type === 'user.upserted' && fresh.has(e.id));
   if (users.length) {
     await upsertUsers(tx, users.map((e) => ({ userId: e.data.userId, displayName: e.data.displayName, locale: e.data.locale, occurredAt: e.occurredAt })));
     for (const e of users) outcomes.set(e.id, 'processed');
   }
 
-  const correlationOf = new Map(events.map((e) => [e.id, e.correlationId]));
-  const planned = events.flatMap((e) => (planNotifications(e) ?? []).map((p) => ({ ...p, sourceEventId: e.id })));
-  if (planned.length === 0) return outcomes;
   // Planned but not written (all duplicates by business key) → 'duplicate'; changed rows → 'processed'.
-  for (const p of planned) outcomes.set(p.sourceEventId, 'duplicate');
-
-  // Every recipient is locked, also one whose preferences turn out to want nothing: harmless (its
-  // version advances), and it saves a round trip to read preferences before locking.
-  const inboxes = await lockInboxes(tx, planned.map((p) => p.userId));
-  const prefsOf = new Map<string, ReturnType<typeof effectivePreferences>>();
+  const correlationOf = new Map(events.map((e) => [e.id, e.correlationId]));
   const rows: NotificationRow[] = [];
+  const prefsOf = new Map<string, ReturnType<typeof effectivePreferences>>();
   for (const p of planned) {
+    if (!fresh.has(p.sourceEventId)) continue; // a redelivered event has no second effect
+    outcomes.set(p.sourceEventId, 'duplicate');
     let prefs = prefsOf.get(p.userId);
     if (!prefs) prefsOf.set(p.userId, (prefs = effectivePreferences(inboxes.get(p.userId)?.preferences ?? [])));
     const delivery = deliveryFor(prefs, p.type);
@@ -122,36 +128,35 @@ async function applyEvents(tx: PoolClient, events: AnyEvent[], metrics: Notifica
       outcomes.set(p.sourceEventId, 'skipped'); // the user wants neither: nothing to record or send
       continue;
     }
-    rows.push({ ...p, inApp: delivery.inApp, emailChannel: delivery.email });
+    rows.push({ ...p, id: randomUUID(), inApp: delivery.inApp, emailChannel: delivery.email });
   }
   const unique = onePerSlot(rows);
+  if (unique.length === 0) return outcomes;
   const versions = new Map([...inboxes].map(([user, inbox]) => [user, inbox.version]));
-  const written = await writeNotifications(tx, unique, versions);
+  // Built (and validated against the contract) for every candidate; the statement keeps those of
+  // the rows it actually inserts.
+  const created = new Map(unique.map((r) => [r.id, notificationCreated(r, correlationOf.get(r.sourceEventId) ?? r.sourceEventId)]));
+  const written = await writeNotifications(tx, unique, versions, created);
   const inserted = written.filter((w) => w.inserted);
-  await enqueueEvents(
-    tx,
-    SERVICE_NAME,
-    inserted.map((w) => ({ event: notificationCreated(w, correlationOf.get(w.sourceEventId) ?? w.sourceEventId), aggregateId: w.userId })),
-  );
   for (const w of written) outcomes.set(w.sourceEventId, 'processed');
-  for (const w of inserted) metrics.created.inc({ type: w.type, in_app: String(w.inApp) });
-  metrics.upgraded.inc(written.length - inserted.length);
+  for (const w of inserted) deps.metrics.created.inc({ type: w.type, in_app: String(w.inApp) });
+  deps.metrics.upgraded.inc(written.length - inserted.length);
   return outcomes;
 }
 
-function notificationCreated(w: WrittenRow, correlationId: string): EventOf<'notification.created'> {
+function notificationCreated(r: NotificationRow, correlationId: string): EventOf<'notification.created'> {
   return buildEvent(
     'notification.created',
     {
-      notificationId: w.id,
-      userId: w.userId,
-      type: w.type,
-      idempotencyKey: w.idempotencyKey,
-      actorId: w.actorId ?? undefined,
-      resourceType: w.resourceType,
-      resourceId: w.resourceId,
-      emailChannel: w.emailChannel,
-      excerpt: w.excerpt ?? undefined,
+      notificationId: r.id,
+      userId: r.userId,
+      type: r.type,
+      idempotencyKey: r.idempotencyKey,
+      actorId: r.actorId,
+      resourceType: r.resourceType,
+      resourceId: r.resourceId,
+      emailChannel: r.emailChannel,
+      excerpt: r.excerpt,
     },
     // The source event's correlation id: one id follows a comment from the API to the email.
     { producer: SERVICE_NAME, correlationId },

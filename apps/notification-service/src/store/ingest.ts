@@ -1,18 +1,29 @@
 import type { PoolClient } from 'pg';
-import type { EmailChannel, NotificationType } from '@community/contracts';
+import type { EmailChannel, EventOf, NotificationType } from '@community/contracts';
+import { inboxClaimSql } from '@community/idempotency';
+import { OUTBOX_CHANNEL, outboxWriteSql } from '@community/outbox';
 import type { StoredPreference } from '../domain/preferences';
+import { SERVICE_NAME } from '../service-name';
 
 /**
- * The SQL of the consumers' batch transaction, one statement per step, each covering the whole
- * batch (unnest arrays, never one statement per event). The order of the steps is the lock order
- * every writer of a user's inbox follows: the counter row first, then notification rows. Rows are
- * locked in sorted order, so two concurrent batches never wait on each other in a cycle.
+ * The SQL of the consumers' batch transaction: two statements, each covering the whole batch
+ * (unnest arrays, never one statement per event), because under load every round trip to
+ * PostgreSQL costs milliseconds of waiting (docs/BENCHMARKS.md):
+ *
+ * 1. claimAndLockInboxes: the inbox claim + the recipients' counter locks + their preferences;
+ * 2. writeNotifications: the rows + the counters + the SSE NOTIFY + the outbox rows + its NOTIFY.
+ *
+ * The order of the steps is the lock order every writer of a user's inbox follows: the counter row
+ * first, then notification rows. Rows are locked in sorted order, so two concurrent batches never
+ * wait on each other in a cycle.
  */
 
 /** The Postgres NOTIFY channel the SSE hub listens on; payload: JSON array of user ids. */
 export const INBOX_CHANNEL = 'notification_inbox';
 
 export interface NotificationRow {
+  /** Chosen here, not by the database, so the notification.created event can be built before the insert. */
+  id: string;
   userId: string;
   type: NotificationType;
   idempotencyKey: string;
@@ -49,61 +60,95 @@ export interface LockedInbox {
   preferences: StoredPreference[];
 }
 
+export interface ClaimedAndLocked {
+  /** The event ids claimed now (libs/idempotency's inbox): only these may have effects. */
+  fresh: Set<string>;
+  inboxes: Map<string, LockedInbox>;
+}
+
 /**
- * Locks each recipient's counter row (creating it if needed), advances their inbox version and
- * reads their stored preferences, in one statement. Rows are locked in user-id order, the order
- * every writer uses, so concurrent batches never deadlock on each other.
+ * In one statement: claims the events in the inbox (processed_events), locks each recipient's
+ * counter row (creating it if needed), advances their inbox version and reads their stored
+ * preferences. Rows are locked in user-id order, the order every writer uses, so concurrent batches
+ * never deadlock on each other.
+ *
+ * `userIds` are the recipients of every planned notification, a redelivered event's too (whether
+ * it is one is only known from this very statement): locking a recipient who then gets nothing only
+ * advances their version, which is harmless.
  */
-export async function lockInboxes(tx: PoolClient, userIds: string[]): Promise<Map<string, LockedInbox>> {
-  const res = await tx.query<{ user_id: string; version: string; type: string | null; in_app: boolean | null; email: string | null }>({
+export async function claimAndLockInboxes(tx: PoolClient, consumer: string, eventIds: string[], userIds: string[]): Promise<ClaimedAndLocked> {
+  const res = await tx.query<{ claimed: string | null; user_id: string | null; version: string | null; type: string | null; in_app: boolean | null; email: string | null }>({
     // Named: prepared once per connection, planned once, not parsed again for every batch.
-    name: 'ns-lock-inboxes',
-    text: `WITH locked AS (
+    name: 'ns-claim-and-lock',
+    text: `WITH claimed AS (${inboxClaimSql('$1', '$2')}),
+           locked AS (
              INSERT INTO notification_counters AS c (user_id, version)
-             SELECT u, 1 FROM unnest($1::text[]) AS t(u) ORDER BY u
+             SELECT u, 1 FROM unnest($3::text[]) AS t(u) ORDER BY u
              ON CONFLICT (user_id) DO UPDATE SET version = c.version + 1, updated_at = now()
              RETURNING c.user_id, c.version
            )
-           SELECT l.user_id, l.version, p.type, p.in_app, p.email
+           SELECT event_id AS claimed, NULL AS user_id, NULL::int8 AS version, NULL AS type, NULL::bool AS in_app, NULL AS email FROM claimed
+           UNION ALL
+           SELECT NULL, l.user_id, l.version, p.type, p.in_app, p.email
            FROM locked l LEFT JOIN notification_preferences p ON p.user_id = l.user_id`,
-    values: [[...new Set(userIds)]],
+    values: [consumer, [...new Set(eventIds)], [...new Set(userIds)]],
   });
-  const out = new Map<string, LockedInbox>();
+  const fresh = new Set<string>();
+  const inboxes = new Map<string, LockedInbox>();
   for (const r of res.rows) {
-    let inbox = out.get(r.user_id);
-    if (!inbox) out.set(r.user_id, (inbox = { version: Number(r.version), preferences: [] }));
+    if (r.claimed !== null) {
+      fresh.add(r.claimed);
+      continue;
+    }
+    const userId = r.user_id as string;
+    let inbox = inboxes.get(userId);
+    if (!inbox) inboxes.set(userId, (inbox = { version: Number(r.version), preferences: [] }));
     if (r.type !== null) inbox.preferences.push({ type: r.type, inApp: r.in_app === true, email: r.email ?? '' });
   }
-  return out;
+  return { fresh, inboxes };
 }
 
 /** The Postgres NOTIFY payload limit is 8000 bytes; JSON escaping can double an id's length. */
 const NOTIFY_CHUNK_BYTES = 3500;
 
 /**
- * Inserts the notifications, adds the inserted in-app ones to their users' unread counters and
- * announces the changed inboxes, in ONE statement: the counter cannot change without the rows it
- * counts, and NOTIFY (delivered at commit, dropped on rollback) goes with them.
+ * Inserts the notifications, adds the inserted in-app ones to their users' unread counters,
+ * announces the changed inboxes and writes `created` (each row's notification.created, prebuilt)
+ * into the outbox for the rows actually inserted, in ONE statement: the counter cannot change
+ * without the rows it counts, the event exists if and only if its row does, and both NOTIFYs
+ * (delivered at commit, dropped on rollback) go with them.
  *
- * ON CONFLICT on the slot: a duplicate (same business key, whatever its event id) inserts nothing;
- * a higher-ranked notification of the same slot (a mention after a reply) upgrades the existing row
- * in place and leaves the counter alone (the row was counted when inserted).
+ * ON CONFLICT on the slot: a duplicate (same business key, whatever its event id) inserts nothing
+ * and publishes nothing; a higher-ranked notification of the same slot (a mention after a reply)
+ * upgrades the existing row in place (keeping its id) and leaves the counter alone (the row was
+ * counted, and announced, when inserted).
  */
-export async function writeNotifications(tx: PoolClient, rows: NotificationRow[], versions: Map<string, number>): Promise<WrittenRow[]> {
+export async function writeNotifications(
+  tx: PoolClient,
+  rows: NotificationRow[],
+  versions: Map<string, number>,
+  created: Map<string, EventOf<'notification.created'>>,
+): Promise<WrittenRow[]> {
   if (rows.length === 0) return [];
   const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
+  const events = rows.map((r) => {
+    const event = created.get(r.id);
+    if (!event) throw new TypeError(`writeNotifications: no notification.created for row ${r.id}`);
+    return event;
+  });
   const res = await tx.query({
     name: 'ns-write-notifications',
     text: `WITH input AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::text[],
-                            $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[], $13::int8[])
+                            $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[], $13::int8[],
+                            $16::uuid[], $17::uuid[], $18::jsonb[]) WITH ORDINALITY
          AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
-              excerpt, in_app, email_channel, source_event_id, version)
+              excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, ord)
      ),
      written AS (
-       INSERT INTO notification_items AS n (user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
+       INSERT INTO notification_items AS n (id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
               resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version)
-       SELECT user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id, excerpt,
+       SELECT id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id, excerpt,
               in_app, email_channel, source_event_id, version, version
        FROM input ORDER BY slot_key
        ON CONFLICT (slot_key) DO UPDATE
@@ -125,8 +170,15 @@ export async function writeNotifications(tx: PoolClient, rows: NotificationRow[]
          SELECT user_id, sum(2 * octet_length(user_id) + 4) OVER (ORDER BY user_id) / $15 AS chunk
          FROM (SELECT DISTINCT user_id FROM written WHERE in_app) AS changed
        ) AS chunks GROUP BY chunk
-     )
-     SELECT w.* FROM written w, (SELECT count(*) FROM notified) AS announce`,
+     ),
+     created AS (
+       -- notification.created for the inserted rows only, ordered per recipient as the batch was.
+       SELECT i.user_id AS aggregate_id, i.event_id, 'notification.created' AS event_type, i.payload, i.ord
+       FROM written w JOIN input i ON i.id = w.id
+       WHERE w.inserted
+     ),
+     ${outboxWriteSql({ from: 'created', producer: '$19', channel: '$20' })}
+     SELECT w.* FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published`,
     values: [
       col('userId'),
       col('type'),
@@ -143,6 +195,11 @@ export async function writeNotifications(tx: PoolClient, rows: NotificationRow[]
       rows.map((r) => versions.get(r.userId)),
       INBOX_CHANNEL,
       NOTIFY_CHUNK_BYTES,
+      col('id'),
+      events.map((e) => e.id),
+      events.map((e) => JSON.stringify(e)),
+      SERVICE_NAME,
+      OUTBOX_CHANNEL,
     ],
   });
   return res.rows.map((r) => ({
