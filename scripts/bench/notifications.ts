@@ -17,15 +17,14 @@
  * how fast it did), so phase 2 measures the service at the offered rate, not a drain.
  *
  * The child runs as BENCH_RUNNER says: `bundle` (default; the esbuild bundle of
- * `nx run notification-service:build`, run by plain node, as a production image would) or `swc`
- * (node -r @swc-node/register, as `npm start` runs it; the on-the-fly compiler adds ~100 MB of RSS).
+ * scripts/dev/setup/bundle.mjs run by plain node, as `npm start` and a production image run it) or
+ * `swc` (node -r @swc-node/register, as the tests run it; the on-the-fly compiler adds ~100 MB of RSS).
  *
  * Env: BENCH_EVENTS (default 60000), BENCH_RATE (1000), BENCH_LATENCY_SECONDS (10),
  * BENCH_USERS (10000 recipients in phase 1), BENCH_WINDOW (publisher confirms outstanding, 2000),
  * BENCH_RUNNER (bundle | swc), BENCH_NODE_ARGS (node flags for the service); the service's own tunables (CONSUMER_BATCH_SIZE, ...) pass through.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { build } from 'esbuild';
 import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -321,23 +320,12 @@ function freePort(): Promise<number> {
 }
 
 /**
- * The same bundle as `nx run notification-service:build`: main.ts and the @community libs (tsconfig
- * paths) in one file, npm packages external (resolved from the repository's node_modules).
+ * The bundle `npm start` runs (scripts/dev/setup/bundle.mjs): main.ts and the @community libs
+ * (tsconfig paths) in one file, npm packages external (resolved from the repository's node_modules).
  */
 async function bundle(): Promise<string> {
-  const outfile = path.join(ROOT, 'dist/apps/notification-service/main.js');
-  await build({
-    entryPoints: [path.join(ROOT, 'apps/notification-service/src/main.ts')],
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    packages: 'external',
-    tsconfig: path.join(ROOT, 'tsconfig.base.json'),
-    outfile,
-    logLevel: 'warning',
-  });
-  return outfile;
+  const { bundleApp } = (await import(path.join(ROOT, 'scripts/dev/setup/bundle.mjs'))) as { bundleApp: (name: string) => Promise<string> };
+  return bundleApp('notification-service');
 }
 
 async function startService(env: Record<string, string>): Promise<ChildProcess> {

@@ -51,7 +51,10 @@ runMain(async () => {
     log.warn(`PORT=${appEnv.PORT} is set in your shell; not passing it on (each app has its own default port)`);
     delete appEnv.PORT;
   }
+  // Imported only now: esbuild is a dependency, installed by setup().
+  const { bundleApp } = await import('./setup/bundle.mjs');
   for (const name of apps) {
+    await bundleApp(name, ROOT);
     const { command, args } = appCommand(name);
     log.step(`starting ${name}: node ${args.join(' ')}`);
     supervisor.spawn(name, command, args, { cwd: ROOT, env: appEnv });

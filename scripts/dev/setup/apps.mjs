@@ -1,4 +1,4 @@
-// The apps: every apps/<name>/src/main.ts, run with @swc-node/register (no build step).
+// The apps: every apps/<name>/src/main.ts, bundled by esbuild (./bundle.mjs) and run by plain node.
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
@@ -26,7 +26,11 @@ export function discoverApps(root) {
   return names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 
+/** Where ./bundle.mjs writes an app's bundle, relative to the repository root. */
+export const bundlePath = (name) => path.join('dist', 'apps', name, 'main.js');
+
+/** How `npm start` runs an app once bundleApp(name) has built it (stack traces map to the .ts sources). */
 export const appCommand = (name) => ({
   command: process.execPath,
-  args: ['-r', '@swc-node/register', path.join('apps', name, 'src/main.ts')],
+  args: ['--enable-source-maps', bundlePath(name)],
 });
