@@ -15,7 +15,7 @@
  *
  * Order of the run: the bare latency baseline; the service's latency (after a warm-up of
  * BENCH_WARMUP_SECONDS at the same rate and a wait for a quiet machine); the bare throughput; the
- * service's throughput; then the relay's drain of phase 1's outbox backlog (printed as rows/s).
+ * service's throughput; then the relay's drain of that phase's outbox backlog (printed as rows/s).
  * Latency comes first because a burst leaves the broker busy for a while after it (see
  * docs/BENCHMARKS.md), which would be measured as latency of whatever comes next.
  *
@@ -24,7 +24,7 @@
  * `swc` (node -r @swc-node/register, as the tests run it; the on-the-fly compiler adds ~100 MB of RSS).
  *
  * Env: BENCH_EVENTS (default 60000), BENCH_RATE (1000), BENCH_LATENCY_SECONDS (10), BENCH_WARMUP_SECONDS (5),
- * BENCH_USERS (10000 recipients in phase 1), BENCH_WINDOW (publisher confirms outstanding, 2000),
+ * BENCH_USERS (10000 recipients in the throughput phase), BENCH_WINDOW (publisher confirms outstanding, 2000),
  * BENCH_RUNNER (bundle | swc), BENCH_NODE_ARGS (node flags for the service, e.g. --cpu-prof); the
  * service's own tunables (CONSUMER_BATCH_SIZE, ...) pass through.
  */
@@ -418,9 +418,9 @@ async function main(): Promise<void> {
     sampler = setInterval(() => (peaks[phase] = Math.max(peaks[phase], rssMb(pid))), 100);
     await new Promise((r) => setTimeout(r, 1000));
 
-    // Latency first, on a broker and database that have not just absorbed a burst: after phase 1
-    // the broker digests ~3N messages for a while (quorum-queue logs to segment files), and a bare
-    // consumer measured then saw p99 110-200 ms against ~10-20 ms before (docs/BENCHMARKS.md).
+    // Latency first, on a broker and database that have not just absorbed a burst: after the
+    // throughput phase the broker digests ~3N messages for a while, and a bare consumer measured
+    // then saw p99 110-200 ms against ~10-20 ms before (docs/BENCHMARKS.md).
     await declareBare(bareVhost.url);
     console.log(`latency baseline (bare amqplib): ${RATE} messages/s offered for ${LATENCY_SECONDS} s ...`);
     const bareLat = await bareLatency(bareVhost.url);
