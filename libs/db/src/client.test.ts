@@ -36,6 +36,15 @@ describe('@community/db', () => {
     }
   });
 
+  it('plans every statement afresh on pool connections (no generic plan cached on a small table)', async () => {
+    const pool = createPgPool(db.url, { max: 1 });
+    try {
+      expect((await pool.query('SHOW plan_cache_mode')).rows[0].plan_cache_mode).toBe('force_custom_plan');
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('inserts and reads a ProcessedEvent through Prisma', async () => {
     const row = await prisma.processedEvent.create({ data: { consumer: 'notification-service', eventId: 'evt-1' } });
     expect(row.processedAt).toBeInstanceOf(Date);

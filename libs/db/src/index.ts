@@ -22,6 +22,11 @@ export type PoolOptions = {
 function poolConfig(connectionString: string, opts: PoolOptions): pg.PoolConfig {
   return {
     connectionString,
+    // The hot paths use named (prepared) statements to skip parsing; planning still happens at every
+    // execution. A cached generic plan would be built once, possibly while a table was nearly empty,
+    // and kept as it grows: the outbox relay's head scan went from ~10 ms to 2-4 s that way
+    // (docs/DATABASE.md, "Prepared statements").
+    options: '-c plan_cache_mode=force_custom_plan',
     ...(opts.max !== undefined ? { max: opts.max } : {}),
     ...(opts.applicationName ? { application_name: opts.applicationName } : {}),
   };
