@@ -77,7 +77,7 @@ it('opens the breaker, pauses only the email queue, spends no retries, and deliv
     await new Promise((r) => setTimeout(r, 250));
   }
   await s.publish(userUpserted('zoe', 'zoe@example.test', 'Zoe'));
-  await eventually('user projection keeps consuming during the outage', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'zoe'`)).rowCount === 1, 3_000);
+  await eventually('user projection keeps consuming during the outage', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'zoe'`)).rowCount === 1, 10_000);
   expect(s.svc.breaker.isOpen()).toBe(true);
   expect(critical.length).toBeGreaterThanOrEqual(5);
   // A paused consumer would never see them; these arrive within moments, like any other time.

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { connect as amqpConnect } from 'amqplib';
-import { createTestVhost, eventually, testLogger, type TestVhost } from '@community/testing';
+import { createTestVhost, eventually, testLogger, type PeekedMessage, type TestVhost } from '@community/testing';
 import { createMessaging, PermanentError, TransientError, UnroutableError, type Messaging, type MessageContext } from '../src';
 import type { AnyEvent } from '@community/contracts';
 import { mention, testTopology } from './fixtures';
@@ -148,10 +148,13 @@ describe('consumer failures', () => {
     const good = mention('after the bad ones');
     await messaging.publisher.publish(good, { routingKey: 'test.malformed' });
 
-    const dead = await eventually('two messages in test.malformed.dlq', async () => {
-      const got = await vhost.take('test.malformed.dlq', 2);
-      return got.length === 2 ? got : undefined;
-    }, 5000);
+    // `take` removes what it returns: keep what each poll got, the two may arrive a poll apart.
+    const dead: PeekedMessage[] = [];
+    await eventually('two messages in test.malformed.dlq', async () => {
+      dead.push(...(await vhost.take('test.malformed.dlq', 2)));
+      return dead.length >= 2;
+    });
+    expect(dead).toHaveLength(2);
     const byId = Object.fromEntries(dead.map((d) => [d.properties.message_id, d.properties.headers]));
     expect(byId['bad-1']).toMatchObject({ 'x-error-class': 'ContractError', 'x-error-kind': 'permanent' });
     expect(byId['bad-2']).toMatchObject({ 'x-error-class': 'ContractError', 'x-error-message': expect.stringContaining('/data/mentionedUserId') });
