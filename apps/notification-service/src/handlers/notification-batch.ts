@@ -18,11 +18,6 @@ export interface NotificationBatchDeps {
 
 const HANDLED = new Set<AnyEvent['type']>(['user.upserted', 'user.mentioned', 'comment.created', 'reaction.added', 'user.followed', 'security.alert']);
 
-interface Input {
-  eventId: string;
-  event: AnyEvent;
-}
-
 /**
  * The consumers' batch handler (both queues): one transaction for the whole batch, two statements.
  *
