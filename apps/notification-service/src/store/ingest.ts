@@ -2,6 +2,7 @@ import type { PoolClient } from 'pg';
 import type { EmailChannel, EventOf, NotificationType } from '@community/contracts';
 import { inboxClaimSql } from '@community/idempotency';
 import { OUTBOX_CHANNEL, outboxWriteSql } from '@community/outbox';
+import type { PlannedNotification } from '../domain/plan';
 import type { StoredPreference } from '../domain/preferences';
 import { SERVICE_NAME } from '../service-name';
 
@@ -21,18 +22,10 @@ import { SERVICE_NAME } from '../service-name';
 /** The Postgres NOTIFY channel the SSE hub listens on; payload: JSON array of user ids. */
 export const INBOX_CHANNEL = 'notification_inbox';
 
-export interface NotificationRow {
-  /** Chosen here, not by the database, so the notification.created event can be built before the insert. */
+/** A planned notification once preferences decided its channels. */
+export interface NotificationRow extends PlannedNotification {
+  /** Chosen by the service, not the database, so notification.created can be built before the insert. */
   id: string;
-  userId: string;
-  type: NotificationType;
-  idempotencyKey: string;
-  slotKey: string;
-  slotRank: number;
-  actorId?: string;
-  resourceType: string;
-  resourceId: string;
-  excerpt?: string;
   inApp: boolean;
   emailChannel: EmailChannel;
   sourceEventId: string;
