@@ -127,11 +127,10 @@ async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: 
   }
   const unique = onePerSlot(rows);
   if (unique.length === 0) return outcomes;
-  const versions = new Map([...inboxes].map(([user, inbox]) => [user, inbox.version]));
   // Built (and validated against the contract) for every candidate; the statement keeps those of
   // the rows it actually inserts.
-  const created = new Map(unique.map((r) => [r.id, notificationCreated(r, correlationOf.get(r.sourceEventId) ?? r.sourceEventId)]));
-  const written = await writeNotifications(tx, unique, versions, created);
+  const created = unique.map((r) => notificationCreated(r, correlationOf.get(r.sourceEventId) ?? r.sourceEventId));
+  const written = await writeNotifications(tx, unique, inboxes, created);
   const inserted = written.filter((w) => w.inserted);
   for (const w of written) outcomes.set(w.sourceEventId, 'processed');
   for (const w of inserted) deps.metrics.created.inc({ type: w.type, in_app: String(w.inApp) });

@@ -31,18 +31,11 @@ export interface NotificationRow extends PlannedNotification {
   sourceEventId: string;
 }
 
+/** What the handler needs back of each written row (outcomes and metrics). */
 export interface WrittenRow {
-  id: string;
-  userId: string;
-  type: NotificationType;
-  idempotencyKey: string;
-  actorId: string | null;
-  resourceType: string;
-  resourceId: string;
-  excerpt: string | null;
-  inApp: boolean;
-  emailChannel: EmailChannel;
   sourceEventId: string;
+  type: NotificationType;
+  inApp: boolean;
   /** false: an existing lower-ranked notification of the same slot was upgraded in place. */
   inserted: boolean;
 }
@@ -119,16 +112,12 @@ const NOTIFY_CHUNK_BYTES = 3500;
 export async function writeNotifications(
   tx: PoolClient,
   rows: NotificationRow[],
-  versions: Map<string, number>,
-  created: Map<string, EventOf<'notification.created'>>,
+  inboxes: Map<string, LockedInbox>,
+  /** `created[i]` is the notification.created of `rows[i]`. */
+  created: EventOf<'notification.created'>[],
 ): Promise<WrittenRow[]> {
   if (rows.length === 0) return [];
   const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
-  const events = rows.map((r) => {
-    const event = created.get(r.id);
-    if (!event) throw new TypeError(`writeNotifications: no notification.created for row ${r.id}`);
-    return event;
-  });
   const res = await tx.query({
     name: 'ns-write-notifications',
     text: `WITH input AS (
@@ -148,8 +137,7 @@ export async function writeNotifications(
          SET type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
              actor_id = EXCLUDED.actor_id, excerpt = EXCLUDED.excerpt, source_event_id = EXCLUDED.source_event_id
          WHERE n.slot_rank < EXCLUDED.slot_rank
-       RETURNING n.id, n.user_id, n.type, n.idempotency_key, n.actor_id, n.resource_type, n.resource_id, n.excerpt,
-                 n.in_app, n.email_channel, n.source_event_id, (n.xmax = 0) AS inserted
+       RETURNING n.id, n.user_id, n.type, n.in_app, n.source_event_id, (n.xmax = 0) AS inserted
      ),
      counted AS (
        UPDATE notification_counters AS c SET unread_count = c.unread_count + d.added
@@ -171,7 +159,8 @@ export async function writeNotifications(
        WHERE w.inserted
      ),
      ${outboxWriteSql({ from: 'created', producer: '$19', channel: '$20' })}
-     SELECT w.* FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published`,
+     SELECT w.source_event_id, w.type, w.in_app, w.inserted
+     FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published`,
     values: [
       col('userId'),
       col('type'),
@@ -185,30 +174,17 @@ export async function writeNotifications(
       col('inApp'),
       col('emailChannel'),
       col('sourceEventId'),
-      rows.map((r) => versions.get(r.userId)),
+      rows.map((r) => inboxes.get(r.userId)?.version),
       INBOX_CHANNEL,
       NOTIFY_CHUNK_BYTES,
       col('id'),
-      events.map((e) => e.id),
-      events.map((e) => JSON.stringify(e)),
+      created.map((e) => e.id),
+      created.map((e) => JSON.stringify(e)),
       SERVICE_NAME,
       OUTBOX_CHANNEL,
     ],
   });
-  return res.rows.map((r) => ({
-    id: r.id,
-    userId: r.user_id,
-    type: r.type,
-    idempotencyKey: r.idempotency_key,
-    actorId: r.actor_id,
-    resourceType: r.resource_type,
-    resourceId: r.resource_id,
-    excerpt: r.excerpt,
-    inApp: r.in_app,
-    emailChannel: r.email_channel,
-    sourceEventId: r.source_event_id,
-    inserted: r.inserted,
-  }));
+  return res.rows.map((r) => ({ sourceEventId: r.source_event_id, type: r.type, inApp: r.in_app, inserted: r.inserted }));
 }
 
 export interface UserUpsert {
