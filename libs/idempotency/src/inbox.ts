@@ -42,8 +42,10 @@ export async function claimEvents(tx: PoolClient, consumer: string, eventIds: st
  * effects, and only the claimed (fresh) events may have effects.
  */
 export function inboxClaimSql(consumer: string, eventIds: string): string {
+  // In id order: two batches holding the same ids (a redelivery racing its original) wait for each
+  // other on the same key first instead of deadlocking on keys taken in opposite orders.
   return `INSERT INTO processed_events (consumer, event_id)
-          SELECT ${consumer}, id FROM unnest(${eventIds}::text[]) AS t(id)
+          SELECT ${consumer}, id FROM unnest(${eventIds}::text[]) AS t(id) ORDER BY id
           ON CONFLICT DO NOTHING
           RETURNING event_id`;
 }
