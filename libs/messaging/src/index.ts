@@ -8,3 +8,4 @@ export type { Consumer } from './consumer/consumer';
 export * from './runtime';
 export { connect } from './connection';
 export { COMMUNITY_TOPOLOGY } from './community-topology';
+export * from './backoff';
