@@ -1,6 +1,6 @@
 import { eventually } from '@community/testing';
 import { messageIdFor } from '../src/message-id';
-import { digestKey, windowFor } from '../src/store/digests';
+import { digestKey, windowFor } from '../src/domain/digest-window';
 import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
 import { TestSmtp } from './support/smtp';
 
