@@ -4,9 +4,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { buildServer, type Logger, type ReadinessProbe } from '@community/observability';
-import { registerContentRoutes } from './routes/content';
-import { registerSecurityAlertRoutes } from './routes/security-alerts';
-import { registerUserRoutes } from './routes/users';
+import { registerContentRoutes } from './http/content-routes';
+import { registerSecurityAlertRoutes } from './http/security-alert-routes';
+import { registerUserRoutes } from './http/user-routes';
 
 export interface AppDeps {
   pool: Pool;
