@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import amqplib from 'amqplib';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
+import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { BatchItem, MessageContext } from '@community/messaging';
@@ -40,6 +41,10 @@ export interface HarnessOptions {
   heartbeatMs?: number;
   /** Notifications an SSE resume replays at most. */
   backlogLimit?: number;
+  /** CONSUMER_BATCH_WAIT_MS (default 5): longer makes messages published together share a batch. */
+  batchWaitMs?: number;
+  /** The service's logger (default: silent), e.g. to observe what it logs. */
+  logger?: Logger;
 }
 
 /** The service's configuration against a test database and vhost (tunables sized for tests). */
@@ -53,7 +58,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, optio
     LOG_LEVEL: 'silent',
     DATABASE_POOL_MAX: '8',
     CONSUMER_BATCH_SIZE: '50',
-    CONSUMER_BATCH_WAIT_MS: '5',
+    CONSUMER_BATCH_WAIT_MS: String(options.batchWaitMs ?? 5),
     CONSUMER_BATCH_CONCURRENCY: '2',
     SSE_HEARTBEAT_MS: String(options.heartbeatMs ?? 60_000),
     SHUTDOWN_TIMEOUT_MS: '3000',
@@ -65,7 +70,7 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
   const withAmqp = options.amqp ?? true;
   const [db, vhost] = await Promise.all([createTestDatabase(`ns_${prefix}`), withAmqp ? createTestVhost(`ns-${prefix}`) : Promise.resolve(undefined)]);
   const service = createNotificationService(testConfig(db, vhost, options), {
-    logger: testLogger(prefix),
+    logger: options.logger ?? testLogger(prefix),
     registry: new Registry(),
     messaging: withAmqp,
     relayPollIntervalMs: 200,
