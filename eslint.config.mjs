@@ -22,4 +22,15 @@ export default [
       '@typescript-eslint/no-floating-promises': 'off',
     },
   },
+  {
+    // Scripts (benchmarks, dev tooling) build apps through their public entry, apps/<name>/src/index.ts,
+    // never from their internals: an app may reshape src/ freely (docs/SERVICE-TEMPLATE.md).
+    files: ['scripts/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/apps/*/src/**', '!**/apps/*/src/index'], message: "Import the app's public entry (apps/<name>/src), not its internals." }] },
+      ],
+    },
+  },
 ];
