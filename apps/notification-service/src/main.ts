@@ -1,5 +1,7 @@
 import pg from 'pg';
-import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { classifyPgError } from '@community/db';
+import { createMessaging } from '@community/messaging';
 import { answers, createLogger, createRegistry, readinessState, runService } from '@community/observability';
 import { createRelay } from '@community/outbox';
 import { buildApp } from './app';
@@ -31,7 +33,7 @@ async function main(): Promise<void> {
   // A broken idle connection is discarded by the pool; unhandled, the event would crash the process.
   pool.on('error', (err) => logger.warn({ err }, 'idle database connection failed'));
 
-  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: COMMUNITY_TOPOLOGY, logger, registry });
+  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
   registerConsumers(messaging, { pool, metrics }, {
     batchSize: config.CONSUMER_BATCH_SIZE,
     batchWaitMs: config.CONSUMER_BATCH_WAIT_MS,

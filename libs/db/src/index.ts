@@ -47,3 +47,4 @@ export function createPgPool(databaseUrl: string, opts: PoolOptions = {}): pg.Po
   pool.on('error', () => undefined);
   return pool;
 }
+export { classifyPgError, sqlStateOf } from './classify';

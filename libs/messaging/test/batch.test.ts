@@ -1,16 +1,16 @@
 import { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
-import type { AnyEvent } from '@community/contracts';
 import { createMessaging, PermanentError, TransientError, type BatchItem, type Messaging } from '../src';
-import { mention, testTopology } from './fixtures';
+import { createTestVhost, eventually, type TestVhost } from './support/broker';
+import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
+import { createScratchDatabase } from './support/postgres';
 
 /**
  * Batch mode against a real Postgres: one transaction per batch, an ack only after the commit,
  * and a failing item retried or dead-lettered alone.
  */
 let vhost: TestVhost;
-let db: TestDatabase;
+let db: Awaited<ReturnType<typeof createScratchDatabase>>;
 let pool: Pool;
 let messaging: Messaging;
 const calls: string[][] = [];
@@ -19,10 +19,10 @@ const calls: string[][] = [];
 const flakyFailed = new Set<string>();
 let rollbackDone = false;
 
-async function handleBatch(items: BatchItem<AnyEvent>[]): Promise<Array<Error | 'processed'>> {
+async function handleBatch(items: BatchItem<TestEvent>[]): Promise<Array<Error | 'processed'>> {
   calls.push(items.map((i) => i.event.id));
   const results: Array<Error | 'processed'> = items.map((i) => {
-    const excerpt = (i.event.data as { excerpt: string }).excerpt;
+    const excerpt = i.event.data.excerpt;
     if (excerpt === 'poison') return new PermanentError('poison');
     if (excerpt === 'flaky' && !flakyFailed.has(i.event.id)) {
       flakyFailed.add(i.event.id);
@@ -35,7 +35,7 @@ async function handleBatch(items: BatchItem<AnyEvent>[]): Promise<Array<Error | 
     await client.query('BEGIN');
     const ids = items.filter((_, n) => results[n] === 'processed').map((i) => i.event.id);
     await client.query('INSERT INTO effects (event_id) SELECT unnest($1::text[])', [ids]);
-    if (items.some((i) => (i.event.data as { excerpt: string }).excerpt === 'rollback-once') && !rollbackDone) {
+    if (items.some((i) => i.event.data.excerpt === 'rollback-once') && !rollbackDone) {
       rollbackDone = true;
       // e.g. a serialization failure at commit: nothing of this batch is committed
       throw Object.assign(new Error('could not serialize access'), { code: '40001' });
@@ -51,7 +51,7 @@ async function handleBatch(items: BatchItem<AnyEvent>[]): Promise<Array<Error | 
 }
 
 beforeAll(async () => {
-  [vhost, db] = await Promise.all([createTestVhost('batch'), createTestDatabase('batch')]);
+  [vhost, db] = await Promise.all([createTestVhost('batch'), createScratchDatabase('batch')]);
   pool = new Pool({ connectionString: db.url, max: 4 });
   // No unique constraint on purpose: a second effect of the same event would show as a duplicate row.
   await pool.query('CREATE TABLE effects (event_id text NOT NULL, at timestamptz NOT NULL DEFAULT now())');
@@ -61,8 +61,9 @@ beforeAll(async () => {
     topology: testTopology([{ name: 'test.batch', retryDelaysMs: [200, 400] }]),
     logger: testLogger(),
     registry: new Registry(),
+    classifiers: [],
   });
-  messaging.consume({ queue: 'test.batch', name: 'batch-writer', batch: { size: 25, maxWaitMs: 50, handle: handleBatch } });
+  messaging.consume({ queue: 'test.batch', name: 'batch-writer', validate: validateTestEvent, batch: { size: 25, maxWaitMs: 50, handle: handleBatch } });
   await messaging.start();
 });
 
