@@ -1,6 +1,6 @@
 import { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createMessaging, PermanentError, TransientError, type BatchItem, type Messaging } from '../src';
+import { createMessaging, PermanentError, TransientError, type BatchItem, type Messaging, type Middleware } from '../src';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
 import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
 import { createScratchDatabase } from './support/postgres';
@@ -17,6 +17,18 @@ const calls: string[][] = [];
 
 /** Instructions travel in the excerpt: "ok", "flaky" (fails its first attempt), "poison", "rollback-once". */
 const flakyFailed = new Set<string>();
+/** What an app's middleware saw of each message's passage: its own outcome, after its batch committed. */
+const passages: Array<{ id: string; result: string }> = [];
+const recordPassage: Middleware<TestEvent> = (next) => async (event, ctx) => {
+  try {
+    const outcome = await next(event, ctx);
+    passages.push({ id: event.id, result: String(outcome) });
+    return outcome;
+  } catch (err) {
+    passages.push({ id: event.id, result: (err as Error).name });
+    throw err;
+  }
+};
 let rollbackDone = false;
 
 async function handleBatch(items: BatchItem<TestEvent>[]): Promise<Array<Error | 'processed'>> {
@@ -63,7 +75,13 @@ beforeAll(async () => {
     registry: new Registry(),
     classifiers: [],
   });
-  messaging.consume({ queue: 'test.batch', name: 'batch-writer', validate: validateTestEvent, batch: { size: 25, maxWaitMs: 50, handle: handleBatch } });
+  messaging.consume({
+    queue: 'test.batch',
+    name: 'batch-writer',
+    validate: validateTestEvent,
+    middleware: [recordPassage],
+    batch: { size: 25, maxWaitMs: 50, handle: handleBatch },
+  });
   await messaging.start();
 });
 
@@ -98,6 +116,11 @@ it('acks committed items once, retries only the failing ones, dead-letters the p
   for (const e of ok) expect(seen.filter((id) => id === e.id)).toHaveLength(1); // committed: never redelivered
   for (const e of flaky) expect(seen.filter((id) => id === e.id)).toHaveLength(2); // failed alone, retried once
   expect(Math.max(...calls.map((c) => c.length))).toBeGreaterThan(1); // it really batched
+  // An app's middleware wraps each message in batch mode too, and sees that message's own result.
+  const resultsOf = (id: string) => passages.filter((p) => p.id === id).map((p) => p.result);
+  for (const e of ok) expect(resultsOf(e.id)).toEqual(['processed']);
+  for (const e of flaky) expect(resultsOf(e.id)).toEqual(['TransientError', 'processed']);
+  expect(resultsOf(poison.id)).toEqual(['PermanentError']);
   await eventually('queue empty', async () => (await vhost.depth('test.batch')).total === 0);
 });
 
