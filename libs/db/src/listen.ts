@@ -101,6 +101,7 @@ export function createListenClient(options: ListenClientOptions): ListenClient {
       options.onLost?.(err);
       await sleep(delayMs, undefined, { signal: stopping.signal }).catch(() => undefined);
     }
+    firstAttemptDone(); // stopped before any attempt: start() still resolves
   }
 
   return {

@@ -115,3 +115,11 @@ it('keeps retrying while the server refuses it, and stop() ends the wait', async
   await client.stop(); // during a backoff of up to a minute
   expect(Date.now() - t0).toBeLessThan(1000);
 });
+
+it('resolves start() and stop() when stopped before it ever started', async () => {
+  const { client, events } = start(appName('never'), ['never_channel']);
+  await client.stop();
+  await client.start();
+  expect(client.isListening()).toBe(false);
+  expect(events).toEqual([]);
+});
