@@ -1,5 +1,5 @@
 import { classify } from '@community/messaging';
-import { classifyPgError, sqlStateOf } from './classify';
+import { classifyPgError } from './classify';
 
 const pgError = (code: string) => Object.assign(new Error(`pg ${code}`), { code });
 
@@ -25,7 +25,7 @@ describe('classifyPgError', () => {
     expect(classifyPgError(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))).toBeUndefined();
     expect(classifyPgError(new Error('no code'))).toBeUndefined();
     expect(classifyPgError(undefined)).toBeUndefined();
-    expect(sqlStateOf({ code: 23505 })).toBeUndefined();
+    expect(classifyPgError({ code: 23505 })).toBeUndefined();
   });
 
   it('makes the runtime dead-letter an integrity violation at once', () => {

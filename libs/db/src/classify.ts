@@ -1,4 +1,5 @@
 import type { ErrorClassifier } from '@community/messaging';
+import { sqlState } from './errors';
 
 // PostgreSQL SQLSTATE classes: 22 data exception and 23 integrity violation will fail the same
 // way every time; 08 connection, 40 serialization/deadlock, 53 resources, 57 operator
@@ -7,19 +8,13 @@ import type { ErrorClassifier } from '@community/messaging';
 const PERMANENT_CLASSES = new Set(['22', '23']);
 const TRANSIENT_CLASSES = new Set(['08', '40', '53', '57', '58']);
 
-/** A SQLSTATE is five digits or upper-case letters; pg puts it in `code`. */
-export function sqlStateOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null | undefined)?.code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
-}
-
 /**
  * Retry or dead-letter for a PostgreSQL error, by SQLSTATE class (never by message text).
  * Register it with `createMessaging({ classifiers: [classifyPgError] })` in every service that
  * handles messages against Postgres.
  */
 export const classifyPgError: ErrorClassifier = (err) => {
-  const state = sqlStateOf(err);
+  const state = sqlState(err);
   if (state === undefined) return undefined;
   const cls = state.slice(0, 2);
   if (PERMANENT_CLASSES.has(cls)) return 'permanent';
