@@ -47,8 +47,9 @@ export function batchRunner<E>(o: BatchRunnerOptions<E>): (entries: BatchEntry<E
     const startedAt = performance.now();
     let results: ReadonlyArray<Outcome | Error | void> | void;
     try {
-      results = await withDeadline(timeoutMs, shutdown, (signal) => {
-        const items = entries.map((e) => ({ event: e.event, ctx: deriveContext(e.ctx, { signal: { value: signal, enumerable: true } }) }));
+      results = await withDeadline(timeoutMs, shutdown, (deadline) => {
+        const signal = deadline.signal; // a batch handler always gets it: it runs a transaction
+        const items = entries.map((e) => ({ event: e.event, ctx: deriveContext(e.ctx, { signal: () => signal }) }));
         return handle(items, { logger, signal, queue, handler });
       });
     } catch (err) {

@@ -14,7 +14,7 @@ describe('withDeadline', () => {
   it('aborts the work’s signal with HandlerTimeoutError at the deadline; work passing the signal on stops', async () => {
     let steps = 0;
     let signalSeen: AbortSignal | undefined;
-    const work = async (signal: AbortSignal) => {
+    const work = async ({ signal }: { signal: AbortSignal }) => {
       signalSeen = signal;
       for (;;) {
         await sleep(5, undefined, { signal }); // rejects with AbortError as soon as the signal aborts
@@ -29,9 +29,22 @@ describe('withDeadline', () => {
     expect(steps).toBe(stepsAtDeadline);
   });
 
+  it('creates the signal only when asked for, born aborted when the deadline already passed', async () => {
+    let late: AbortSignal | undefined;
+    await expect(
+      withDeadline(10, new AbortController().signal, async (deadline) => {
+        await sleep(30);
+        late = deadline.signal;
+      }),
+    ).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await sleep(30);
+    expect(late?.aborted).toBe(true);
+    expect(late?.reason).toBeInstanceOf(HandlerTimeoutError);
+  });
+
   it('aborts at once when the parent is already aborted', async () => {
     const parent = new AbortController();
     parent.abort(new Error('shutting down'));
-    await expect(withDeadline(1000, parent.signal, (signal) => sleep(500, undefined, { signal }))).rejects.toThrow();
+    await expect(withDeadline(1000, parent.signal, ({ signal }) => sleep(500, undefined, { signal }))).rejects.toThrow();
   });
 });

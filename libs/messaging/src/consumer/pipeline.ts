@@ -46,7 +46,7 @@ export interface PipelineOptions<E> {
 export function buildPipeline<E>(o: PipelineOptions<E>): Handler<Buffer, RuntimeContext> {
   const app: Handler<E, MessageContext> = compose<E, MessageContext>(o.middleware, o.terminal);
   const typed = compose<E, RuntimeContext>(
-    [logContext<E>(o.idempotencyKey), metrics<E>({ series: o.series, logger: o.logger, timeHandler: o.timeoutMs !== undefined }), ...(o.timeoutMs !== undefined ? [deadline<E, RuntimeContext>(o.timeoutMs)] : [])],
+    [logContext<E>(o.idempotencyKey), metrics<E>({ series: o.series, logger: o.logger, timeHandler: o.timeoutMs !== undefined }), ...(o.timeoutMs !== undefined ? [deadline<E>(o.timeoutMs)] : [])],
     app,
   );
   const routing = failureRouting<Buffer>({ queue: o.queue, handler: o.handler, retryDelaysMs: o.retryDelaysMs, classifiers: o.classifiers, metrics: o.metrics });

@@ -34,7 +34,7 @@ describe('deadline', () => {
     const { delivery } = testDelivery();
     const { work, handler } = busyWorker();
     const startedAt = performance.now();
-    await expect(deadline<unknown, MessageContext>(60)(handler)(undefined, delivery.ctx)).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await expect(deadline<unknown>(60)(handler)(undefined, delivery.ctx)).rejects.toBeInstanceOf(HandlerTimeoutError);
     expect(work.abortedAt - startedAt).toBeGreaterThanOrEqual(55);
     await sleep(20); // the worker notices at its next step, after its current 5 ms sleep
     expect(work.reason).toBeInstanceOf(HandlerTimeoutError);
@@ -48,13 +48,13 @@ describe('deadline', () => {
   it('fails at the deadline even when the work ignores its signal', async () => {
     const { delivery } = testDelivery();
     const ignoring: Handler<unknown> = () => new Promise(() => undefined);
-    await expect(deadline<unknown, MessageContext>(20)(ignoring)(undefined, delivery.ctx)).rejects.toBeInstanceOf(HandlerTimeoutError);
+    await expect(deadline<unknown>(20)(ignoring)(undefined, delivery.ctx)).rejects.toBeInstanceOf(HandlerTimeoutError);
   });
 
   it('aborts the handler when the consumer’s shutdown signal fires first', async () => {
     const { delivery, shutdown } = testDelivery();
     const { work, handler } = busyWorker();
-    const running = deadline<unknown, MessageContext>(10_000)(handler)(undefined, delivery.ctx);
+    const running = deadline<unknown>(10_000)(handler)(undefined, delivery.ctx);
     await sleep(20);
     shutdown.abort(new Error('shutdown deadline'));
     await expect(running).rejects.toThrow('shutdown deadline');
@@ -68,7 +68,7 @@ describe('deadline', () => {
       seen = ctx;
       return 'skipped';
     };
-    await expect(deadline<unknown, MessageContext>(1000)(quick)(undefined, delivery.ctx)).resolves.toBe('skipped');
+    await expect(deadline<unknown>(1000)(quick)(undefined, delivery.ctx)).resolves.toBe('skipped');
     expect(seen?.signal).not.toBe(delivery.ctx.signal);
     expect(seen?.signal.aborted).toBe(false);
     expect(seen?.eventId).toBe(delivery.ctx.eventId);

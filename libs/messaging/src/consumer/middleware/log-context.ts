@@ -20,6 +20,6 @@ export function logContext<E>(idempotencyKey?: (event: E) => string | undefined)
         messageType: ctx[DELIVERY].msg.properties.type,
         idempotencyKey: idempotencyKey?.(event) ?? ctx.eventId,
       }));
-    return next(event, deriveContext(ctx, { logger: { get: bound, enumerable: true } }));
+    return next(event, deriveContext(ctx, { logger: bound }));
   };
 }
