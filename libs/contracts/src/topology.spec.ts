@@ -12,3 +12,7 @@ it('binds every event type of the contract to at least one queue (an unroutable 
   );
   expect(EVENT_TYPE_NAMES.filter((type) => !bound.has(type))).toEqual([]);
 });
+
+it('keeps the broker names operators and tools know: community.dlx and community:<queue> policies', () => {
+  expect(COMMUNITY_TOPOLOGY).toMatchObject({ deadLetterExchange: 'community.dlx', policyPrefix: 'community' });
+});

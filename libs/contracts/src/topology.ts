@@ -17,6 +17,10 @@ const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 export const COMMUNITY_TOPOLOGY: Topology = {
   exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic' }],
+  // Broker dead-lettering (delivery limit) goes through this exchange to each queue's DLQ; the
+  // policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
+  deadLetterExchange: 'community.dlx',
+  policyPrefix: 'community',
   queues: [
     {
       name: 'notification-service.critical',

@@ -47,9 +47,9 @@ describe('topology setup', () => {
         headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
       })
     ).json()) as Array<{ name: string; definition: Record<string, unknown> }>;
-    expect(policies.find((p) => p.name === 'community:test.transient')?.definition).toMatchObject({
+    expect(policies.find((p) => p.name === 'messaging:test.transient')?.definition).toMatchObject({
       'delivery-limit': 3,
-      'dead-letter-exchange': 'community.dlx',
+      'dead-letter-exchange': 'dlx',
       'dead-letter-strategy': 'at-least-once',
     });
   });

@@ -41,6 +41,10 @@ export interface QueueSpec {
 export interface Topology {
   exchanges: ExchangeSpec[];
   queues: QueueSpec[];
+  /** The direct exchange the broker dead-letters through (delivery limit) to each queue's DLQ. Default `dlx`. */
+  deadLetterExchange?: string;
+  /** Policies are named `<prefix>:<queue>`, so an operator sees whose they are. Default `messaging`. */
+  policyPrefix?: string;
 }
 
 /** What the broker gets: every queue, exchange, binding and policy, fully spelled out. */
