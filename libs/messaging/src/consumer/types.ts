@@ -26,7 +26,11 @@ export type Handler<E, C extends MessageContext = MessageContext> = (event: E, c
  * log context, metrics, deadline) run outside an app's middleware, so an app's middleware sees a
  * validated event, the bound logger and the deadline's signal, and whatever it throws is classified
  * and routed like a handler's error. In batch mode it wraps each message's passage: `next` resolves
- * once the batch holding the message committed, with that message's outcome.
+ * once the batch holding the message committed, with that message's outcome (the deadline applies
+ * to the batch, so there `ctx.signal` is the consumer's shutdown signal).
+ *
+ * Pass the context on (or a copy made with `Object.create` or a spread): the runtime finds the
+ * message behind it.
  */
 export type Middleware<E, C extends MessageContext = MessageContext> = (next: Handler<E, C>) => Handler<E, C>;
 
