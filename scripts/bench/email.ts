@@ -17,8 +17,8 @@ import nodemailer from 'nodemailer';
 import { Registry } from 'prom-client';
 import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
-import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
-import { buildEvent } from '@community/contracts';
+import { createMessaging } from '@community/messaging';
+import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createTestDatabase, createTestVhost } from '@community/testing';
 // The app's public entry only: the sender path below is the one the service builds for itself.
 import { createComposer, createEmailService, createSmtpStack, emailMetrics, loadEmailConfig, UnsubscribeTokens, type Sender } from '../../apps/email-service/src';
@@ -139,7 +139,7 @@ async function runPipeline(port: number, emails: number, received: () => Promise
   const silent = pino({ level: 'silent' });
   const [vhost, db] = await Promise.all([createTestVhost('bench-email'), createTestDatabase('bench_email')]);
   try {
-    const producer = createMessaging({ url: vhost.url, service: 'bench-producer', topology: COMMUNITY_TOPOLOGY, logger: silent, registry: new Registry() });
+    const producer = createMessaging({ url: vhost.url, service: 'bench-producer', topology: COMMUNITY_TOPOLOGY, logger: silent, registry: new Registry(), classifiers: [] });
     await producer.start();
     for (let i = 0; i < emails; i++) {
       const data = { notificationId: `n-${i}`, userId: 'u-42', type: 'mention' as const, idempotencyKey: `mention:c-${i}:u-42`, actorId: 'u-7', resourceType: 'comment', resourceId: `c-${i}`, emailChannel: 'immediate' as const, excerpt: 'x'.repeat(200) };

@@ -1,8 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { createPgPool } from '@community/db';
-import { COMMUNITY_TOPOLOGY, createMessaging, type Messaging, type Topology } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import { createMessaging, type Messaging, type Topology } from '@community/messaging';
 import { answers, readinessState, type Logger, type ReadinessState } from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
@@ -41,8 +42,8 @@ export interface DemoService {
  */
 export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): DemoService {
   const { logger, registry } = deps;
-  const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE_NAME });
-  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry });
+  const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE_NAME, logger });
+  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
   const relay = createRelay({
     pool,
     publisher: messaging.publisher,

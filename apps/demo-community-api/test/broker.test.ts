@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { validate } from '@community/contracts';
-import { COMMUNITY_TOPOLOGY, type Topology } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY, validate } from '@community/contracts';
+import type { Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import type { DemoService } from '../src/service';
 import { startTraffic } from '../src/traffic/generator';

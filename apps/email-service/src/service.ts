@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
-import { createPgPool } from '@community/db';
-import { COMMUNITY_TOPOLOGY, createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY, ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
 import { readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { SERVICE_NAME, type EmailConfig } from './config';
@@ -15,6 +15,7 @@ import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
 import type { CircuitBreaker } from './smtp/breaker';
+import { classifySmtpError } from './smtp/classify';
 import { createSmtpStack } from './smtp/stack';
 import { PreferencesClient } from './unsubscribe/preferences-client';
 import { syncDueSuppressions } from './unsubscribe/sync';
@@ -70,13 +71,20 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const { logger, registry } = deps;
   const clock = deps.clock ?? (() => new Date());
   const metrics = emailMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: SERVICE_NAME });
+  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: SERVICE_NAME, logger });
 
   const { breaker, sender } = createSmtpStack(config, { logger, metrics });
   const tokens = new UnsubscribeTokens(config.JWT_SECRET);
   const composer = createComposer(config, tokens);
 
-  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry });
+  const messaging = createMessaging({
+    url: config.AMQP_URL,
+    service: SERVICE_NAME,
+    topology: deps.topology ?? COMMUNITY_TOPOLOGY,
+    logger,
+    registry,
+    classifiers: [classifyPgError, classifySmtpError],
+  });
   const handlerDeps = {
     pool,
     sender,

@@ -1,8 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
+import type { Pool } from 'pg';
 import type { Logger } from 'pino';
+import { COMMUNITY_TOPOLOGY, validateOrThrow } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
-import { COMMUNITY_TOPOLOGY, createMessaging, type Messaging, type Topology } from '@community/messaging';
+import { createMessaging, type Messaging, type Topology } from '@community/messaging';
 import { answers, readinessState, type ReadinessState } from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
@@ -34,7 +36,7 @@ export interface NotificationService {
   app: FastifyInstance;
   /** Behind /readyz; runService flips it before stop(). */
   readiness: ReadinessState;
-  pool: pg.Pool;
+  pool: Pool;
   metrics: NotificationMetrics;
   hub: InboxHub;
   /** Undefined when built with `messaging: false`. */
@@ -53,23 +55,12 @@ export interface NotificationService {
 export function createNotificationService(config: NotificationConfig, deps: NotificationServiceDeps): NotificationService {
   const { logger, registry } = deps;
   const metrics = notificationMetrics(registry);
-  // A plain pg pool rather than @community/db: this service only runs raw batched SQL, and
-  // importing the generated Prisma client would cost ~10 MB of RSS for nothing.
-  const pool = new pg.Pool({
-    connectionString: config.DATABASE_URL,
-    max: config.DATABASE_POOL_MAX,
-    application_name: SERVICE_NAME,
-    // Named (prepared) statements are planned at every execution, never from a cached generic plan
-    // built while a table was small (docs/DATABASE.md, "Prepared statements"). Same as createPgPool.
-    options: '-c plan_cache_mode=force_custom_plan',
-  });
-  // A broken idle connection is discarded by the pool; unhandled, the event would crash the process.
-  pool.on('error', (err) => logger.warn({ err }, 'idle database connection failed'));
+  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
 
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry });
+    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
     registerConsumers(messaging, config, pool, metrics);
     relay = createRelay({
       pool,
@@ -132,7 +123,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
  * separate consumers on purpose: a backlog of follows and reactions on the standard queue never
  * sits in front of a mention or a security alert.
  */
-function registerConsumers(messaging: Messaging, config: NotificationConfig, pool: pg.Pool, metrics: NotificationMetrics): void {
+function registerConsumers(messaging: Messaging, config: NotificationConfig, pool: Pool, metrics: NotificationMetrics): void {
   for (const queue of [CRITICAL_QUEUE, STANDARD_QUEUE]) {
     messaging.consume({
       queue,
@@ -140,6 +131,7 @@ function registerConsumers(messaging: Messaging, config: NotificationConfig, poo
       // A batch transaction takes milliseconds; 10 s is far past any healthy one and still well
       // inside the broker's consumer_timeout.
       timeoutMs: 10_000,
+      validate: validateOrThrow,
       batch: {
         size: config.CONSUMER_BATCH_SIZE,
         maxWaitMs: config.CONSUMER_BATCH_WAIT_MS,

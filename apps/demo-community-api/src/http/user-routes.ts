@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool, PoolClient } from 'pg';
-import { isUniqueViolation, withTransaction } from '@community/idempotency';
+import { isUniqueViolation, withTransaction } from '@community/db';
 import { EventBatch } from '../store/outbox';
 import { addFollow, emailHolder, removeFollow, upsertUser, userExists, type UserRow } from '../store/users';
 import { actingUser } from './actor';
