@@ -163,6 +163,7 @@ async function runPipeline(port: number, emails: number, received: () => Promise
     while ((await received()) - before < emails) await new Promise((r) => setTimeout(r, 20));
     const rate = emails / ((performance.now() - t0) / 1000);
     await service.stop();
+    await service.app.close();
     return rate;
   } finally {
     await vhost.delete();

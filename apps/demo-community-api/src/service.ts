@@ -31,7 +31,7 @@ export interface DemoService {
    * generator, which calls this very server: start() must run after the app listens.
    */
   start(): Promise<void>;
-  /** Stops the traffic, the relay and the broker connection, and ends the pool; the HTTP server is the caller's. */
+  /** Stops the traffic, the relay and the broker connection; app.close() then ends the HTTP server and the pool. */
   stop(): Promise<void>;
 }
 
@@ -67,6 +67,8 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
       relay: relay.isHealthy(),
     }),
   });
+  // Last, after the HTTP server stopped: requests still running during the drain need the pool.
+  app.addHook('onClose', async () => pool.end());
   let traffic: Traffic | undefined;
 
   return {
@@ -87,11 +89,10 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
     async stop() {
       readiness.markShuttingDown();
       // Traffic first (it calls this very server), then the relay finishes its cycle (confirms and
-      // marks), then the broker connection and the pool close.
+      // marks), then the broker connection closes.
       await traffic?.stop();
       await relay.stop();
       await messaging.stop(5000);
-      await pool.end();
     },
   };
 }

@@ -47,7 +47,7 @@ export interface EmailService {
   digestJobs: DigestJobDeps;
   /** Connects to the broker and starts consuming, then the scheduler. */
   start(): Promise<void>;
-  /** Drains the consumers and closes everything start() opened, and the pool; the HTTP server is the caller's. */
+  /** Drains the consumers and closes what start() opened; app.close() then ends the HTTP server and the pool. */
   stop(): Promise<void>;
 }
 
@@ -163,6 +163,9 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     unsubscribe: { ...syncDeps, tokens, now: clock },
   });
 
+  // Last, after the HTTP server stopped: requests still running during the drain need the pool.
+  app.addHook('onClose', async () => pool.end());
+
   return {
     app,
     readiness,
@@ -183,7 +186,6 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
       await breaker.stop();
       sender.close();
       await transition;
-      await pool.end();
     },
   };
 }

@@ -33,6 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await a?.svc.stop();
   await b?.svc.stop();
+  await Promise.all([a?.svc.app.close(), b?.svc.app.close()]);
   await smtp?.close();
   await infra?.close();
 });

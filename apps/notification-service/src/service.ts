@@ -44,7 +44,7 @@ export interface NotificationService {
   relay?: OutboxRelay;
   /** Connects: the LISTEN connection of the SSE hub, then the broker and the outbox relay. */
   start(): Promise<void>;
-  /** Drains and closes everything start() opened, and the pool; the HTTP server is the caller's. */
+  /** Drains and closes what start() opened; app.close() then ends the HTTP server and the pool. */
   stop(): Promise<void>;
 }
 
