@@ -3,11 +3,9 @@
  * else under src/ is internal and may change shape without notice.
  */
 export { loadEmailConfig } from './config';
-export type { EmailConfig } from './config';
 export { createComposer } from './delivery/compose';
 export { emailMetrics } from './metrics';
 export { createEmailService } from './service';
-export type { EmailService, EmailServiceDeps } from './service';
 export type { Sender } from './smtp/sender';
 export { createSmtpStack } from './smtp/stack';
 export { UnsubscribeTokens } from './unsubscribe/token';

@@ -21,8 +21,8 @@ import { PreferencesClient } from './unsubscribe/preferences-client';
 import { syncDueSuppressions } from './unsubscribe/sync';
 import { UnsubscribeTokens } from './unsubscribe/token';
 
-export const SEND_QUEUE = 'email-service.send';
-export const USERS_QUEUE = 'email-service.users';
+const SEND_QUEUE = 'email-service.send';
+const USERS_QUEUE = 'email-service.users';
 
 export interface EmailServiceDeps {
   logger: Logger;

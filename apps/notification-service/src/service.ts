@@ -13,8 +13,8 @@ import { createNotificationBatchHandler } from './handlers/notification-batch';
 import { notificationMetrics, type NotificationMetrics } from './metrics';
 import { createInboxHub, type InboxHub } from './sse/hub';
 
-export const CRITICAL_QUEUE = 'notification-service.critical';
-export const STANDARD_QUEUE = 'notification-service.standard';
+const CRITICAL_QUEUE = 'notification-service.critical';
+const STANDARD_QUEUE = 'notification-service.standard';
 
 export interface NotificationServiceDeps {
   logger: Logger;

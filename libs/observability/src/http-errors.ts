@@ -61,7 +61,7 @@ export function defineErrors<const C extends Record<string, ErrorSpec>>(prefix: 
 }
 
 /** The contract's error body (ARCHITECTURE.md, "HTTP contract"), in fastify's key order. */
-export function errorBody(err: CodedHttpError): { statusCode: number; code: string; error: string; message: string } {
+function errorBody(err: CodedHttpError): { statusCode: number; code: string; error: string; message: string } {
   return { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode] ?? 'Error', message: err.message };
 }
 
@@ -70,7 +70,7 @@ export function errorBody(err: CodedHttpError): { statusCode: number; code: stri
  * rethrown, which hands it to fastify's default handler: same bodies, same logging as before.
  * A client error is logged at info (it is the caller's mistake, not ours), a server one at error.
  */
-export function codedErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+function codedErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (!(error instanceof CodedHttpError)) throw error;
   if (error.statusCode >= 500) request.log.error({ err: error, code: error.code }, error.message);
   else request.log.info({ code: error.code, statusCode: error.statusCode }, error.message);

@@ -6,7 +6,6 @@ export type { RegistryOptions } from './metrics';
 export { ACCEPTING_CHECK, answers, readinessState } from './readiness';
 export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readiness';
 export { CodedHttpError, defineErrors } from './http-errors';
-export type { ErrorCatalogue, ErrorSpec } from './http-errors';
 export { buildServer, listen, registerOpsRoutes } from './server';
 export type { ServerOptions, UnderPressureOptions } from './server';
 export { runService } from './run-service';

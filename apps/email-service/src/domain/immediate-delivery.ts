@@ -66,10 +66,10 @@ export interface Facts {
   breakerOpen: boolean;
 }
 
-export const FIRST_POLL_MS = 100;
-export const MAX_POLL_MS = 2_000;
+const FIRST_POLL_MS = 100;
+const MAX_POLL_MS = 2_000;
 /** Wake a little after the other lease expires, so the next claim can take it over. */
-export const LEASE_EXPIRY_MARGIN_MS = 10;
+const LEASE_EXPIRY_MARGIN_MS = 10;
 
 export function startDelivery(mutable: boolean, facts: Facts): DeliveryState {
   return top({ step: { kind: 'claim' }, mutable, pollMs: FIRST_POLL_MS }, facts);
