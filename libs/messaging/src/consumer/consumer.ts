@@ -10,6 +10,7 @@ import { Batcher } from './batcher';
 import { contextFor, lagSeconds, type Delivery } from './delivery';
 import { failureHeaders, publishCopy, routeFailure } from './failure';
 import { Limiter } from './limiter';
+import { checkMessageProperties } from './properties';
 import { withTimeout } from './timeout';
 import type { ConsumerOptions, MessageContext, Outcome } from './types';
 
@@ -191,6 +192,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     const s = seriesFor(msg.properties.type);
     s.consumed.inc();
     try {
+      checkMessageProperties(msg.properties);
       d.event = options.validate(msg.content);
     } catch (err) {
       void fail(d, err);
