@@ -7,6 +7,7 @@ import { buildServer, type Logger, type ReadinessProbe } from '@community/observ
 import { registerContentRoutes } from './routes/content';
 import { registerSecurityAlertRoutes } from './routes/security-alerts';
 import { registerUserRoutes } from './routes/users';
+import { refuseUnstorableText } from './text-guard';
 
 export interface AppDeps {
   pool: Pool;
@@ -41,6 +42,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addHook('onSend', async (request, reply) => {
     reply.header(CORRELATION_HEADER, request.id);
   });
+  refuseUnstorableText(app);
   registerUserRoutes(app, deps.pool);
   registerContentRoutes(app, deps.pool);
   registerSecurityAlertRoutes(app, deps.pool);
