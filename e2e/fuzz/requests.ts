@@ -1,0 +1,316 @@
+import type { Canaries } from './canaries';
+import type { Rng } from './random';
+import { INJECTIONS } from './strings';
+import { rawRequest } from './raw-requests';
+import { badAuth, goodToken } from './tokens';
+
+/**
+ * Bad HTTP requests against the public HTTP API of the three apps (ARCHITECTURE.md "HTTP
+ * contract" and the demo API's routes). Every request is bad by construction: whatever the app,
+ * the answer must be a 4xx with a reason, never a 5xx and never a success.
+ */
+export type AppName = 'api' | 'notifications' | 'email';
+
+export interface BadRequest {
+  n: number;
+  app: AppName;
+  category: string;
+  method: string;
+  /** Path and query, already encoded. */
+  path: string;
+  headers: Record<string, string>;
+  body?: string | Buffer;
+  /** Sent byte for byte over a socket: for what fetch refuses to send (CR/LF, NUL in headers, …). */
+  raw?: Buffer;
+}
+
+export interface RequestContext {
+  secret: string;
+  /** An existing user with a token and an inbox (owner of the requests' target). */
+  owner: string;
+  /** Another existing user. */
+  other: string;
+  /** owner's email address (taken: a second user may not claim it). */
+  ownerEmail: string;
+}
+
+/** encodeURIComponent, except that a lone surrogate becomes its (invalid) 3-byte form instead of a throw. */
+function enc(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const cu = ch.charCodeAt(0);
+    out += ch.length === 1 && cu >= 0xd800 && cu <= 0xdfff
+      ? `%ED%${(0x80 | ((cu >> 6) & 0x3f)).toString(16).toUpperCase()}%${(0x80 | (cu & 0x3f)).toString(16).toUpperCase()}`
+      : encodeURIComponent(ch);
+  }
+  return out;
+}
+/** Hostile ids the demo API's user id pattern refuses. */
+const BAD_USER_IDS = INJECTIONS.filter((s) => !/^[a-z0-9_-]{1,64}$/.test(s));
+/** Values fetch can put in a header (no CR, LF, NUL, nothing above 0xFF). */
+const HEADER_SAFE = INJECTIONS.filter((s) => /^[\x20-\x7e]*$/.test(s));
+const bearer = (ctx: RequestContext, sub = ctx.owner) => ({ authorization: `Bearer ${goodToken(ctx.secret, sub)}` });
+const json = (v: unknown) => JSON.stringify(v);
+
+// ---- notification-service --------------------------------------------------------------------------
+type Endpoint = { name: string; method: string; path: (user: string, rng: Rng) => string; body?: string };
+const INBOX_ENDPOINTS: Endpoint[] = [
+  { name: 'list', method: 'GET', path: (u) => `/v1/users/${u}/notifications` },
+  { name: 'unread-count', method: 'GET', path: (u) => `/v1/users/${u}/notifications/unread-count` },
+  { name: 'read', method: 'POST', path: (u, r) => `/v1/users/${u}/notifications/${r.uuid()}/read` },
+  { name: 'unread', method: 'POST', path: (u, r) => `/v1/users/${u}/notifications/${r.uuid()}/unread` },
+  { name: 'read-all', method: 'POST', path: (u) => `/v1/users/${u}/notifications/read-all` },
+  { name: 'stream', method: 'GET', path: (u) => `/v1/users/${u}/notifications/stream` },
+  { name: 'preferences-get', method: 'GET', path: (u) => `/v1/users/${u}/preferences` },
+  { name: 'preferences-put', method: 'PUT', path: (u) => `/v1/users/${u}/preferences`, body: json({ preferences: { mention: { email: 'off' } } }) },
+];
+
+const BAD_LIMITS = ['0', '101', '-1', 'abc', '1.5', '1e3', '99999999999999999999', '', '%00', 'NaN'];
+const BAD_VERSION_BODIES = ['[]', '"x"', '42', 'true', json({ version: -1 }), json({ version: '1' }), json({ version: 1.5 }), json({ extra: 1 }), json({ version: 1, x: 2 }), '{"version":1e400}'];
+const BAD_PREFERENCES = [
+  {},
+  { x: 1 },
+  { preferences: [] },
+  { preferences: 'all' },
+  { preferences: { bogus: {} } },
+  { preferences: { mention: { email: 'weekly' } } },
+  { preferences: { mention: { inApp: 'yes' } } },
+  { preferences: { mention: { push: true } } },
+  { preferences: { mention: null } },
+  { preferences: { security_alert: { email: 'off' } } },
+  { preferences: { security_alert: { inApp: false } } },
+  { preferences: { mention: { email: 'off' } }, extra: true },
+  [],
+  'string',
+];
+
+function badCursor(rng: Rng): string {
+  const b64 = (v: unknown) => Buffer.from(json(v)).toString('base64url');
+  return rng.pick([
+    () => rng.pick(INJECTIONS),
+    () => b64([1, 'not-a-uuid']),
+    () => b64([-1, rng.uuid()]),
+    () => b64([1.5, rng.uuid()]),
+    () => b64({ version: 1, id: rng.uuid() }),
+    () => b64([1, rng.uuid(), 3]),
+    () => b64('x'),
+    () => Buffer.from([0xff, 0xfe, 0x00]).toString('base64url'),
+    () => 'A'.repeat(rng.int(501, 3000)),
+    () => rng.hex(rng.int(1, 40)),
+  ])();
+}
+
+function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<BadRequest, 'n' | 'app'> {
+  const ep = rng.pick(INBOX_ENDPOINTS);
+  const category = rng.pick(['auth', 'auth', 'auth', 'input', 'input', 'body', 'path']);
+  const withBody = (body: string | undefined, type = 'application/json') => (body === undefined ? {} : { body, ctype: type });
+
+  if (category === 'auth') {
+    // Mostly the owner's own inbox, sometimes someone else's path: either way, no valid proof.
+    const user = rng.chance(0.8) ? ctx.owner : enc(rng.pick([canaries.email(), rng.pick(INJECTIONS)]));
+    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other);
+    const b = withBody(ep.body);
+    return {
+      category: `auth:${auth.kind}:${ep.name}`,
+      method: ep.method,
+      path: ep.path(user, rng),
+      headers: { ...(auth.header === undefined ? {} : { authorization: auth.header }), ...('ctype' in b ? { 'content-type': b.ctype } : {}) },
+      body: b.body,
+    };
+  }
+  if (category === 'path') {
+    // The owner's valid token, another inbox in the path (or a hostile one): 403, or 400/404.
+    const user = enc(rng.pick([ctx.other, canaries.email(), rng.pick(INJECTIONS), `${ctx.owner} `, ctx.owner.toUpperCase()]));
+    const path = rng.chance(0.5) ? ep.path(user, rng) : `/v1/users/${rng.pick([enc(ctx.owner)])}/notifications/${enc(rng.pick(INJECTIONS))}/${rng.pick(['read', 'unread'])}`;
+    return { category: `path:${ep.name}`, method: path.endsWith('read') ? 'POST' : ep.method, path, headers: { ...bearer(ctx), ...(ep.body ? { 'content-type': 'application/json' } : {}) }, body: path.endsWith('read') ? undefined : ep.body };
+  }
+  const auth = bearer(ctx);
+  if (category === 'input') {
+    const kind = rng.pick(['limit', 'cursor', 'unreadOnly', 'unknown-id', 'last-event-id']);
+    if (kind === 'limit') return { category: 'input:limit', method: 'GET', path: `/v1/users/${ctx.owner}/notifications?limit=${enc(rng.pick(BAD_LIMITS))}`, headers: auth };
+    if (kind === 'cursor') return { category: 'input:cursor', method: 'GET', path: `/v1/users/${ctx.owner}/notifications?cursor=${enc(badCursor(rng))}`, headers: auth };
+    if (kind === 'unreadOnly') return { category: 'input:unreadOnly', method: 'GET', path: `/v1/users/${ctx.owner}/notifications?unreadOnly=${enc(rng.pick(['maybe', '2', 'yes please', '%00', 'TRUE!']))}`, headers: auth };
+    if (kind === 'unknown-id') return { category: 'input:unknown-id', method: 'POST', path: `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/${rng.pick(['read', 'unread'])}`, headers: auth };
+    return {
+      category: 'input:last-event-id',
+      method: 'GET',
+      path: `/v1/users/${ctx.owner}/notifications/stream`,
+      headers: { ...auth, 'last-event-id': rng.pick([...HEADER_SAFE.filter((s) => !/^\d{1,15}$/.test(s.trim()) && s !== ''), '-5', 'abc', '1e5', '9'.repeat(16)]) },
+    };
+  }
+  // category === 'body'
+  const kind = rng.pick(['version', 'preferences', 'content-type', 'malformed', 'empty-json', 'oversized']);
+  if (kind === 'version') {
+    const op = rng.pick(['read', 'unread', 'read-all']);
+    const path = op === 'read-all' ? `/v1/users/${ctx.owner}/notifications/read-all` : `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/${op}`;
+    return { category: `body:version:${op}`, method: 'POST', path, headers: { ...auth, 'content-type': 'application/json' }, body: rng.pick(BAD_VERSION_BODIES) };
+  }
+  const prefs = `/v1/users/${ctx.owner}/preferences`;
+  if (kind === 'preferences') {
+    const body = rng.chance(0.8) ? json(rng.pick(BAD_PREFERENCES)) : json({ preferences: { [rng.pick(INJECTIONS)]: { email: 'off' } } });
+    return { category: 'body:preferences', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body };
+  }
+  if (kind === 'content-type') {
+    return { category: 'body:content-type', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': rng.pick(['text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded']) }, body: json({ preferences: { mention: { email: 'off' } } }) };
+  }
+  if (kind === 'malformed') {
+    const text = json({ preferences: { mention: { email: 'off' } } });
+    return { category: 'body:malformed', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body: text.slice(0, rng.int(1, text.length - 1)) };
+  }
+  if (kind === 'empty-json') return { category: 'body:empty-json', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body: '' };
+  // Past fastify's default 1 MiB body limit.
+  return { category: 'body:oversized', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body: json({ preferences: { mention: { email: 'off' } }, pad: 'x'.repeat(1_100_000) }) };
+}
+
+// ---- email-service ---------------------------------------------------------------------------------
+function unsubscribeRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<BadRequest, 'n' | 'app'> {
+  const method = rng.pick(['GET', 'POST']);
+  const b64 = (v: unknown) => Buffer.from(json(v)).toString('base64url');
+  const [kind, query] = rng.pick<[string, () => string]>([
+    ['no-token', () => ''],
+    ['empty-token', () => '?token='],
+    ['canary-token', () => `?token=${enc(canaries.token())}`],
+    ['forged', () => `?token=${b64({ v: 1, u: ctx.owner, s: 'mention' })}.${rng.hex(43)}`],
+    ['forged-canary', () => `?token=${b64({ v: 1, u: canaries.email(), s: 'digest' })}.${canaries.token()}`],
+    ['api-jwt', () => `?token=${goodToken(ctx.secret, ctx.owner)}`],
+    ['injection', () => `?token=${enc(rng.pick(INJECTIONS))}`],
+    ['too-long', () => `?token=${'a'.repeat(rng.int(2049, 6000))}`],
+    ['two-tokens', () => `?token=${canaries.token()}&token=${canaries.token()}`],
+    // Not a credential position: only known credential parameter names are masked in request logs.
+    ['wrong-param', () => `?t0ken=${rng.hex(24)}`],
+  ]);
+  const oversized = method === 'POST' && rng.chance(0.1);
+  return {
+    category: `unsubscribe:${kind}${oversized ? ':oversized-form' : ''}`,
+    method,
+    path: `/v1/unsubscribe${query()}`,
+    headers: method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {},
+    body: method === 'POST' ? (oversized ? `List-Unsubscribe=One-Click&pad=${'x'.repeat(10_000)}` : 'List-Unsubscribe=One-Click') : undefined,
+  };
+}
+
+// ---- demo-community-api ----------------------------------------------------------------------------
+/** Strings ajv cannot coerce into a string (it turns numbers, booleans and one-item arrays into one). */
+const NOT_STRINGS: unknown[] = [{}, { a: 1 }, ['a', 'b'], []];
+
+function apiRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<BadRequest, 'n' | 'app'> {
+  const jsonHeaders = { 'content-type': 'application/json' };
+  const actor = { 'x-user-id': ctx.owner };
+  const routes: Array<[string, () => Omit<BadRequest, 'n' | 'app'>]> = [
+    [
+      'auth',
+      () => {
+        // A valid write with no valid acting user: 401.
+        const auth = rng.chance(0.3)
+          ? { kind: 'unknown-actor', header: undefined, user: rng.pick([canaries.email(), `ghost-${rng.hex(6)}`, rng.pick(HEADER_SAFE)]) }
+          : { ...badAuthForApi(rng, canaries, ctx), user: undefined };
+        const headers: Record<string, string> = { ...jsonHeaders };
+        if (auth.header !== undefined) headers.authorization = auth.header;
+        if (auth.user !== undefined) headers['x-user-id'] = auth.user;
+        const [method, path, body] = rng.pick<[string, string, unknown]>([
+          ['POST', '/v1/posts', { title: 'Hello', body: `mail me at ${canaries.email()}` }],
+          ['POST', `/v1/posts/${rng.uuid()}/comments`, { body: 'hi @fuzz-owner' }],
+          ['POST', '/v1/reactions', { targetType: 'post', targetId: rng.uuid(), emoji: 'heart' }],
+          ['POST', `/v1/users/${ctx.other}/follow`, undefined],
+          ['DELETE', `/v1/users/${ctx.other}/follow`, undefined],
+        ]);
+        if (body === undefined) delete headers['content-type'];
+        return { category: `api-auth:${auth.kind}`, method, path, headers, body: body === undefined ? undefined : json(body) };
+      },
+    ],
+    [
+      'schema',
+      () => {
+        const [what, path, body] = rng.pick<[string, string, () => unknown]>([
+          ['post', '/v1/posts', () => rng.pick([{}, { title: '' , body: 'x' }, { title: 'x'.repeat(301), body: 'x' }, { title: rng.pick(NOT_STRINGS), body: 'x' }, { title: 'x', body: '' }, { title: 'x', body: 'y'.repeat(20_001) }])],
+          ['comment', `/v1/posts/${rng.uuid()}/comments`, () => rng.pick([{}, { body: '' }, { body: rng.pick(NOT_STRINGS) }, { body: 'x', parentCommentId: '' }, { body: 'x', parentCommentId: 'p'.repeat(65) }])],
+          ['reaction', '/v1/reactions', () => rng.pick([{}, { targetType: 'user', targetId: 'x', emoji: 'a' }, { targetType: 'post', targetId: '', emoji: 'a' }, { targetType: 'post', targetId: 'x', emoji: '' }, { targetType: 'post', targetId: 'x', emoji: 'e'.repeat(65) }])],
+          ['user', '/v1/users', () => rng.pick([
+            { id: rng.pick(BAD_USER_IDS), email: canaries.email(), displayName: 'X' },
+            { id: 'Upper', email: canaries.email(), displayName: 'X' },
+            { id: `ok-${rng.hex(6)}`, email: `${canaries.email()}>`, displayName: 'X' },
+            { id: `ok-${rng.hex(6)}`, email: 'not-an-email', displayName: 'X' },
+            { id: `ok-${rng.hex(6)}`, email: canaries.email(), displayName: '' },
+            { id: `ok-${rng.hex(6)}`, email: canaries.email(), displayName: 'X', locale: rng.pick(['english!', 'e', rng.pick(INJECTIONS)]) },
+            { id: `ok-${rng.hex(6)}`, email: canaries.email() },
+            { id: `ok-${rng.hex(6)}`, email: ctx.ownerEmail, displayName: 'Impostor' },
+          ])],
+          ['security-alert', '/v1/security-alerts', () => rng.pick([
+            {},
+            { userId: '', kind: 'x', detail: 'x' },
+            { userId: ctx.owner, kind: '', detail: 'x' },
+            { userId: ctx.owner, kind: 'k'.repeat(101), detail: 'x' },
+            { userId: ctx.owner, kind: 'x', detail: 'd'.repeat(2001) },
+            { userId: ctx.owner, kind: 'x' },
+            { userId: rng.pick(NOT_STRINGS), kind: 'x', detail: 'x' },
+          ])],
+        ]);
+        return { category: `api-schema:${what}`, method: 'POST', path, headers: { ...jsonHeaders, ...actor }, body: json(body()) };
+      },
+    ],
+    [
+      'text',
+      () => {
+        // Valid writes but for NUL or an unpaired surrogate in one string: no text the store can keep.
+        const bad = rng.pick(['a\u0000b', '\u0000', 'tail\ud800', '\udfffhead', `${canaries.email()}\u0000`]);
+        const [what, path, body] = rng.pick<[string, string, unknown]>([
+          ['post-title', '/v1/posts', { title: bad, body: 'body' }],
+          ['post-body', '/v1/posts', { title: 'title', body: bad }],
+          ['comment', `/v1/posts/${rng.uuid()}/comments`, { body: bad }],
+          ['reaction-emoji', '/v1/reactions', { targetType: 'post', targetId: rng.uuid(), emoji: bad }],
+          ['user-name', '/v1/users', { id: `ok-${rng.hex(6)}`, email: `x${rng.hex(6)}@fuzz.example`, displayName: bad }],
+          ['alert-detail', '/v1/security-alerts', { userId: ctx.owner, kind: 'new_login', detail: bad }],
+          ['alert-kind', '/v1/security-alerts', { userId: ctx.owner, kind: bad, detail: 'x' }],
+        ]);
+        return { category: `api-text:${what}`, method: 'POST', path, headers: { ...jsonHeaders, ...actor }, body: json(body) };
+      },
+    ],
+    [
+      'not-found',
+      () => {
+        // Hostile ids that pass the schema: the lookup must answer 404, whatever the id holds.
+        const id = rng.chance(0.2) ? canaries.email() : rng.pick(INJECTIONS);
+        const [what, method, path, body] = rng.pick<[string, string, string, unknown]>([
+          ['comment-on', 'POST', `/v1/posts/${enc(id)}/comments`, { body: `hello ${canaries.email()}` }],
+          ['reply-to', 'POST', `/v1/posts/${enc(id)}/comments`, { body: 'reply', parentCommentId: id }],
+          ['react-to', 'POST', '/v1/reactions', { targetType: rng.pick(['post', 'comment']), targetId: id, emoji: 'heart' }],
+          ['follow', 'POST', `/v1/users/${enc(id)}/follow`, undefined],
+          ['unfollow', 'DELETE', `/v1/users/${enc(id)}/follow`, undefined],
+          ['alert-for', 'POST', '/v1/security-alerts', { userId: id, kind: 'new_login', detail: `from ${canaries.email()}` }],
+          ['self-follow', 'POST', `/v1/users/${ctx.owner}/follow`, undefined],
+        ]);
+        const headers: Record<string, string> = { ...actor, ...(body === undefined ? {} : jsonHeaders) };
+        return { category: `api-lookup:${what}`, method, path, headers, body: body === undefined ? undefined : json(body) };
+      },
+    ],
+    [
+      'body',
+      () => {
+        const kind = rng.pick(['content-type', 'malformed', 'oversized', 'not-object', 'unknown-route']);
+        const path = rng.pick(['/v1/posts', '/v1/users', '/v1/reactions', '/v1/security-alerts']);
+        if (kind === 'content-type') return { category: 'api-body:content-type', method: 'POST', path, headers: { ...actor, 'content-type': rng.pick(['text/plain', 'application/xml', 'application/x-www-form-urlencoded']) }, body: json({ title: 'x', body: 'y' }) };
+        if (kind === 'malformed') return { category: 'api-body:malformed', method: 'POST', path, headers: { ...actor, ...jsonHeaders }, body: rng.pick(['{', '{"title":', "{'a':1}", '{"a":1}}', '\u0000', 'nul\u0000l']) };
+        if (kind === 'oversized') return { category: 'api-body:oversized', method: 'POST', path: '/v1/posts', headers: { ...actor, ...jsonHeaders }, body: json({ title: 'x', body: 'y'.repeat(rng.int(70_000, 200_000)) }) };
+        if (kind === 'not-object') return { category: 'api-body:not-object', method: 'POST', path, headers: { ...actor, ...jsonHeaders }, body: rng.pick(['[]', '42', '"x"', 'null', 'true']) };
+        return { category: 'api-body:unknown-route', method: rng.pick(['PATCH', 'PUT', 'GET']), path: rng.pick(['/v1/posts', `/v1/${enc(rng.pick(INJECTIONS))}`, '/v1/users/../../etc/passwd', '/admin']), headers: actor };
+      },
+    ],
+  ];
+  return rng.pick(routes)[1]();
+}
+
+/** The demo API takes any existing user's token: another user's valid token is not a failure there. */
+function badAuthForApi(rng: Rng, canaries: Canaries, ctx: RequestContext) {
+  for (;;) {
+    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other);
+    if (auth.kind !== 'other-user' && auth.header !== undefined && auth.header !== '') return auth;
+  }
+}
+
+export function badRequest(rng: Rng, canaries: Canaries, ctx: RequestContext, n: number): BadRequest {
+  const roll = rng.next();
+  if (roll < 0.05) return { n, ...rawRequest(rng, canaries, ctx) };
+  if (roll < 0.5) return { n, app: 'notifications', ...inboxRequest(rng, canaries, ctx) };
+  if (roll < 0.6) return { n, app: 'email', ...unsubscribeRequest(rng, canaries, ctx) };
+  return { n, app: 'api', ...apiRequest(rng, canaries, ctx) };
+}
