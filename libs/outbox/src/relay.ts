@@ -1,7 +1,7 @@
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';

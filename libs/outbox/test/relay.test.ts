@@ -1,8 +1,7 @@
 import amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createPgPool } from '@community/db';
-import { withTransaction } from '@community/idempotency';
+import { createPgPool, withTransaction } from '@community/db';
 import { createMessaging, type Messaging } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { createRelay, enqueueEvents, purgeSent, type OutboxRelay } from '../src';
