@@ -266,6 +266,20 @@ function apiRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<Bad
       },
     ],
     [
+      'correlation',
+      () => {
+        // A valid write with a correlation id the events cannot carry (the contract allows 1–256 chars).
+        const [what, path, body] = rng.pick<[string, string, unknown]>([
+          ['post', '/v1/posts', { title: 'title', body: 'body' }],
+          ['alert', '/v1/security-alerts', { userId: ctx.owner, kind: 'new_login', detail: 'x' }],
+          ['user', '/v1/users', { id: `ok-${rng.hex(8)}`, email: `x${rng.hex(8)}@fuzz.example`, displayName: 'X' }],
+        ]);
+        // No canary here: a correlation id is meant to be logged.
+        const correlationId = rng.chance(0.5) ? 'c'.repeat(rng.int(257, 8000)) : `${rng.uuid()}-${'x'.repeat(rng.int(220, 400))}`;
+        return { category: `api-correlation:${what}`, method: 'POST', path, headers: { ...jsonHeaders, ...actor, 'x-correlation-id': correlationId }, body: json(body) };
+      },
+    ],
+    [
       'not-found',
       () => {
         // Hostile ids that pass the schema: the lookup must answer 404, whatever the id holds.
