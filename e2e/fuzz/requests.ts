@@ -102,7 +102,7 @@ function badCursor(rng: Rng): string {
 
 function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<BadRequest, 'n' | 'app'> {
   const ep = rng.pick(INBOX_ENDPOINTS);
-  const category = rng.pick(['auth', 'auth', 'auth', 'input', 'input', 'body', 'path']);
+  const category = rng.pick(['auth', 'auth', 'auth', 'input', 'input', 'body', 'path', 'unstorable-user']);
   const withBody = (body: string | undefined, type = 'application/json') => (body === undefined ? {} : { body, ctype: type });
 
   if (category === 'auth') {
@@ -117,6 +117,15 @@ function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<B
       headers: { ...(auth.header === undefined ? {} : { authorization: auth.header }), ...('ctype' in b ? { 'content-type': b.ctype } : {}) },
       body: b.body,
     };
+  }
+  if (category === 'unstorable-user') {
+    // Authorised for the path (an admin token, or the user's own token), but the user id is no
+    // text the store can hold or a longer one than the API accepts: 400, never a database error.
+    const user = rng.pick(['a\u0000b', '\u0000', 'tail\ud800', '\udc00', 'u'.repeat(rng.int(257, 1000))]);
+    const token = rng.chance(0.5) ? goodToken(ctx.secret, ctx.other, { scope: 'admin' }) : goodToken(ctx.secret, user);
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (ep.body !== undefined) headers['content-type'] = 'application/json';
+    return { category: `unstorable-user:${ep.name}`, method: ep.method, path: ep.path(enc(user), rng), headers, body: ep.body };
   }
   if (category === 'path') {
     // The owner's valid token, another inbox in the path (or a hostile one): 403, or 400/404.
