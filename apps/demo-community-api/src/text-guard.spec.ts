@@ -32,6 +32,12 @@ describe('refuseUnstorableText', () => {
     if (at) expect(res.json().message).toBe(`${at} must not contain NUL characters or unpaired surrogates`);
   });
 
+  it('answers 400 for a NUL nested deeper than the stack could recurse', async () => {
+    const depth = 30_000;
+    const res = await app.inject({ method: 'POST', url: '/p/x', headers: { 'content-type': 'application/json' }, payload: `{"a":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}` });
+    expect(res.statusCode).toBe(400);
+  });
+
   it('lets clean requests through', async () => {
     const res = await app.inject({ method: 'POST', url: '/p/ok?q=1', payload: { title: 'fine 😀' } });
     expect(res.statusCode).toBe(200);

@@ -108,6 +108,15 @@ describe('validate: envelope', () => {
     }
   });
 
+  it('finds a NUL under any depth without overflowing the stack (a permanent error, not a crash)', () => {
+    const depth = 200_000;
+    const text = JSON.stringify(mention()).replace('"excerpt":', `"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},"excerpt":`);
+    const error = errorOf(text);
+    expect(error.code).toBe('SCHEMA_VIOLATION');
+    expect(error.path.startsWith('/data/deep/0/0/0')).toBe(true);
+    expect(error.path.length).toBeLessThan(300);
+  });
+
   it('accepts escaped surrogate pairs (an emoji written as \\ud83d\\ude00)', () => {
     const event = { ...mention(), data: { ...SAMPLES['user.mentioned'].data, excerpt: 'smile \ud83d\ude00' } };
     const text = JSON.stringify(event).replace('\u{1F600}', '\\ud83d\\ude00');

@@ -63,15 +63,27 @@ const SUSPECT_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const unstorable = (s: string): boolean => s.includes('\u0000') || LONE_SURROGATE.test(s);
 
-/** JSON pointer of the first string (key or value) holding NUL or an unpaired surrogate. */
-function unstorableText(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return unstorable(value) ? path : undefined;
-  if (typeof value !== 'object' || value === null) return undefined;
-  for (const [key, child] of Object.entries(value)) {
-    const at = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-    if (unstorable(key)) return at;
-    const found = unstorableText(child, at);
-    if (found !== undefined) return found;
+/** Longest pointer reported; deeper ones are cut (a body may nest a million levels). */
+const MAX_POINTER = 200;
+
+/**
+ * JSON pointer of a string (key or value) holding NUL or an unpaired surrogate, or undefined.
+ * Iterative: JSON.parse accepts any depth, so a recursive walk could be made to overflow the stack.
+ */
+export function findUnstorableText(root: unknown): string | undefined {
+  const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const { value, path } = top;
+    if (typeof value === 'string') {
+      if (unstorable(value)) return path;
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) continue;
+    for (const [key, child] of Object.entries(value)) {
+      const at = path.length > MAX_POINTER ? path : `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (unstorable(key)) return at;
+      stack.push({ value: child, path: at });
+    }
   }
   return undefined;
 }
@@ -121,7 +133,7 @@ export function validate(raw: unknown): ValidationResult {
   }
 
   if (entry.check.Check(value)) {
-    const at = parsed.text === undefined || SUSPECT_ESCAPE.test(parsed.text) ? unstorableText(value) : undefined;
+    const at = parsed.text === undefined || SUSPECT_ESCAPE.test(parsed.text) ? findUnstorableText(value) : undefined;
     if (at !== undefined) return fail('SCHEMA_VIOLATION', at, 'Expected text without NUL characters or unpaired surrogates', details);
     return { ok: true, event: value as unknown as AnyEvent };
   }
