@@ -191,6 +191,12 @@ const DEFECTS: Record<string, Defect> = {
     // JSON.stringify escapes lone surrogates as \udXXX: valid UTF-8 bytes, invalid Unicode text.
     return { body: JSON.stringify(e) };
   },
+  'deep-nul': (rng, e) => {
+    // An extra data field (allowed) nested past any recursion limit, with a NUL at the bottom.
+    const depth = rng.int(1_000, 200_000);
+    const text = JSON.stringify(e).replace('"data":{', `"data":{"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},`);
+    return { body: text };
+  },
   'oversized-field': (rng, e, spec) => {
     const candidates = [...spec.required, ...spec.optional].filter((f) => typeof (e.data as Data)[f] === 'string');
     const field = rng.pick(candidates);

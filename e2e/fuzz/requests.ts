@@ -148,7 +148,17 @@ function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<B
     };
   }
   // category === 'body'
-  const kind = rng.pick(['version', 'preferences', 'content-type', 'malformed', 'empty-json', 'oversized']);
+  const kind = rng.pick(['version', 'preferences', 'content-type', 'malformed', 'empty-json', 'oversized', 'deep']);
+  if (kind === 'deep') {
+    const nest = (depth: number, leaf: string) => `${'['.repeat(depth)}${leaf}${']'.repeat(depth)}`;
+    const depth = rng.int(1_000, 100_000);
+    const [op, method, path, body] = rng.pick<[string, string, string, string]>([
+      ['preferences', 'PUT', `/v1/users/${ctx.owner}/preferences`, `{"preferences":{"mention":${nest(depth, '"\\u0000"')}}}`],
+      ['read-all', 'POST', `/v1/users/${ctx.owner}/notifications/read-all`, `{"version":${nest(depth, '1')}}`],
+      ['read', 'POST', `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/read`, nest(depth, '{}')],
+    ]);
+    return { category: `body:deep:${op}`, method, path, headers: { ...auth, 'content-type': 'application/json' }, body };
+  }
   if (kind === 'version') {
     const op = rng.pick(['read', 'unread', 'read-all']);
     const path = op === 'read-all' ? `/v1/users/${ctx.owner}/notifications/read-all` : `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/${op}`;
@@ -271,7 +281,10 @@ function apiRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<Bad
           ['alert-detail', '/v1/security-alerts', { userId: ctx.owner, kind: 'new_login', detail: bad }],
           ['alert-kind', '/v1/security-alerts', { userId: ctx.owner, kind: bad, detail: 'x' }],
         ]);
-        return { category: `api-text:${what}`, method: 'POST', path, headers: { ...jsonHeaders, ...actor }, body: json(body) };
+        // Sometimes the NUL hides deep in a field the schema would drop anyway.
+        const depth = rng.int(1_000, 30_000);
+        const text = rng.chance(0.2) ? json(body).replace(/^\{/, `{"extra":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},`) : json(body);
+        return { category: `api-text:${what}`, method: 'POST', path, headers: { ...jsonHeaders, ...actor }, body: text };
       },
     ],
     [
