@@ -119,15 +119,16 @@ it(`${MESSAGES} bad messages end in the DLQ of each queue they reach, with a rea
 
   for (const queue of CONSUMED_QUEUES) {
     const want = expected.get(queue) ?? [];
-    const dead = await drain(vhost.url, `${queue}.dlq`, want.length, 30_000 + want.length * 5);
+    const dead = await drain(vhost.url, `${queue}.dlq`, want.length, 60_000 + want.length * 10);
     const ids = dead.map((d) => Number(d.headers['x-fuzz-id']));
-    check(dead.length === want.length && new Set(ids).size === ids.length, `${queue}.dlq holds ${dead.length} copies of ${new Set(ids).size} distinct messages for ${want.length} bad ones`);
     const seen = new Set(ids);
     const missing = want.filter((n) => !seen.has(n));
     check(missing.length === 0, `${queue}.dlq lacks ${missing.length} of ${want.length} bad messages`, {
+      queues: missing.length ? Object.fromEntries([...(await queueDepths())].filter(([, n]) => n > 0)) : {},
       byDefect: countBy(missing.map((n) => messages[n].defect)),
       first: missing.slice(0, 10).map((n) => ({ n, defect: messages[n].defect, routingKey: messages[n].routingKey, body: messages[n].body.toString('utf8').slice(0, 200) })),
     });
+    check(dead.length === want.length && new Set(ids).size === ids.length, `${queue}.dlq holds ${dead.length} copies of ${new Set(ids).size} distinct messages for ${want.length} bad ones`);
     const reasonless = dead.filter((d) => !d.headers['x-error-class'] || !d.headers['x-error-message'] || d.headers['x-original-queue'] !== queue);
     check(reasonless.length === 0, `${queue}.dlq has messages without a reason`, reasonless.slice(0, 5));
     const transient = dead.filter((d) => d.headers['x-error-kind'] !== 'permanent');
@@ -213,6 +214,10 @@ it('no PII canary appears in any log line of any app, and every app is still rea
     if (!examples.has(kind)) examples.set(kind, { canary: l.canary, line: l.line.slice(0, 600) });
   }
   check(leaks.length === 0, `${leaks.length} canaries in the logs`, [...examples.values()]);
+  // A crash-only app logs "fatal" before it exits; none may have come close.
+  const fatal = lines.filter((l) => l.includes('"level":"fatal"') || /uncaught|unhandled rejection/i.test(l));
+  check(fatal.length === 0, 'an app logged a fatal error', fatal.slice(0, 5));
+  figures.errorLines = countBy(lines.filter((l) => l.includes('"level":"error"')).map((l) => /"service":"([^"]+)"/.exec(l)?.[1] ?? 'unknown'));
   for (const app of Object.values(apps)) {
     check(app.proc.exitCode === null, `${app.name} exited`, app.output.slice(-20));
     check((await fetch(`${app.url}/readyz`)).status === 200, `${app.name} is not ready after the fuzz`);

@@ -151,7 +151,7 @@ function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<B
   const kind = rng.pick(['version', 'preferences', 'content-type', 'malformed', 'empty-json', 'oversized', 'deep']);
   if (kind === 'deep') {
     const nest = (depth: number, leaf: string) => `${'['.repeat(depth)}${leaf}${']'.repeat(depth)}`;
-    const depth = rng.int(1_000, 100_000);
+    const depth = rng.int(1_000, 50_000);
     const [op, method, path, body] = rng.pick<[string, string, string, string]>([
       ['preferences', 'PUT', `/v1/users/${ctx.owner}/preferences`, `{"preferences":{"mention":${nest(depth, '"\\u0000"')}}}`],
       ['read-all', 'POST', `/v1/users/${ctx.owner}/notifications/read-all`, `{"version":${nest(depth, '1')}}`],
