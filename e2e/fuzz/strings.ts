@@ -34,3 +34,21 @@ export const INJECTIONS: readonly string[] = [
   '😀'.repeat(30),
   'x'.repeat(300),
 ];
+
+/** encodeURIComponent, except that a lone surrogate becomes its (invalid) 3-byte form instead of a throw. */
+export function enc(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const cu = ch.charCodeAt(0);
+    out += ch.length === 1 && cu >= 0xd800 && cu <= 0xdfff
+      ? `%ED%${(0x80 | ((cu >> 6) & 0x3f)).toString(16).toUpperCase()}%${(0x80 | (cu & 0x3f)).toString(16).toUpperCase()}`
+      : encodeURIComponent(ch);
+  }
+  return out;
+}
+
+/** Hostile ids the demo API's user id pattern refuses. */
+export const BAD_USER_IDS = INJECTIONS.filter((s) => !/^[a-z0-9_-]{1,64}$/.test(s));
+/** Values fetch can put in a header (no CR, LF, NUL, nothing above 0xFF). */
+export const HEADER_SAFE = INJECTIONS.filter((s) => /^[\x20-\x7e]*$/.test(s));
+export const json = (v: unknown) => JSON.stringify(v);
