@@ -66,7 +66,7 @@ beforeAll(async () => {
     UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
     DEMO_TRAFFIC_RATE: '0',
     // Every line an app can write at debug is scanned for canaries.
-    LOG_LEVEL: 'debug',
+    LOG_LEVEL: process.env.FUZZ_LOG_LEVEL ?? 'debug',
   };
   apps.notifications = await startApp('notification-service', notifications, env);
   [apps.email, apps.api] = await Promise.all([startApp('email-service', email, env), startApp('demo-community-api', api, env)]);
