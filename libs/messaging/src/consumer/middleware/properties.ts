@@ -1,5 +1,7 @@
 import type { MessageProperties } from 'amqplib';
-import { PermanentError } from '../errors';
+import { PermanentError } from '../../errors';
+import { DELIVERY, type RuntimeContext } from '../delivery';
+import type { Handler } from '../types';
 
 // Parameters such as `; charset=utf-8` are allowed; `application/jsonx` is not JSON.
 const JSON_CONTENT_TYPE = /^application\/json\s*(?:;.*)?$/i;
@@ -19,4 +21,12 @@ export function checkMessageProperties(properties: Pick<MessageProperties, 'mess
   if (contentType !== undefined && contentType !== null && !JSON_CONTENT_TYPE.test(String(contentType))) {
     throw new PermanentError(`unsupported content type '${String(contentType).slice(0, 100)}' (expected application/json)`, 'UNSUPPORTED_CONTENT_TYPE');
   }
+}
+
+/** The pipeline step: the delivery's properties, before its body is read (outside validation). */
+export function messageProperties<C extends RuntimeContext>(): (next: Handler<Buffer, C>) => Handler<Buffer, C> {
+  return (next) => async (body, ctx) => {
+    checkMessageProperties(ctx[DELIVERY].msg.properties);
+    return next(body, ctx);
+  };
 }

@@ -1,5 +1,6 @@
-import { classify } from '../errors';
-import { checkMessageProperties } from './properties';
+import { classify } from '../../errors';
+import { testDelivery } from '../test-delivery';
+import { checkMessageProperties, messageProperties } from './properties';
 
 describe('checkMessageProperties', () => {
   it.each([
@@ -26,5 +27,19 @@ describe('checkMessageProperties', () => {
     }
     expect(error).toMatchObject({ code });
     expect(classify(error)).toBe('permanent');
+  });
+});
+
+describe('messageProperties (pipeline step)', () => {
+  it('passes a message with a messageId on, and stops one without before the body is read', async () => {
+    const next = jest.fn(async () => 'processed' as const);
+    const ok = testDelivery({ messageId: 'e-1' });
+    await messageProperties()(next)(ok.delivery.msg.content, ok.delivery.ctx);
+    expect(next).toHaveBeenCalledTimes(1);
+
+    const bad = testDelivery();
+    (bad.delivery.msg.properties as { messageId?: string }).messageId = undefined;
+    await expect(messageProperties()(next)(bad.delivery.msg.content, bad.delivery.ctx)).rejects.toMatchObject({ code: 'MISSING_MESSAGE_ID' });
+    expect(next).toHaveBeenCalledTimes(1);
   });
 });
