@@ -194,8 +194,20 @@ function unsubscribeRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): 
   };
 }
 
+/** Methods and paths no app serves, the ops routes included: 404 with fastify's reason. */
+function unknownRoute(rng: Rng): Omit<BadRequest, 'n'> {
+  const app = rng.pick<AppName>(['api', 'notifications', 'email']);
+  const [method, path] = rng.pick<[string, string]>([
+    [rng.pick(['POST', 'PUT', 'DELETE', 'PATCH']), rng.pick(['/healthz', '/readyz', '/metrics'])],
+    ['GET', rng.pick(['/', '/v1', '/v1/users', '/v2/users/x/notifications', '/admin', '/.env', '/v1/unsubscribe/x'])],
+    [rng.pick(['GET', 'POST', 'OPTIONS']), `/v1/${enc(rng.pick(INJECTIONS))}`],
+  ]);
+  return { app, category: `unknown-route:${app}`, method, path, headers: {} };
+}
+
 export function badRequest(rng: Rng, canaries: Canaries, ctx: RequestContext, n: number): BadRequest {
   const roll = rng.next();
+  if (roll < 0.02) return { n, ...unknownRoute(rng) };
   if (roll < 0.05) return { n, ...rawRequest(rng, canaries, ctx) };
   if (roll < 0.5) return { n, app: 'notifications', ...inboxRequest(rng, canaries, ctx) };
   if (roll < 0.6) return { n, app: 'email', ...unsubscribeRequest(rng, canaries, ctx) };
