@@ -217,6 +217,18 @@ const DEFECTS: Record<string, Defect> = {
 };
 
 const DEFECT_NAMES = Object.keys(DEFECTS);
+
+/** Headers the runtime writes, forged by a producer: they must not change where a bad message ends. */
+function forgedHeaders(rng: Rng): Record<string, unknown> {
+  return {
+    'x-retry-attempt': rng.pick([-5, 0, 99, 1e9, 'x', null]),
+    'x-first-failure-at': rng.pick(['yesterday', '', 42]),
+    'x-original-queue': rng.pick(['email-service.send', '', 'nowhere']),
+    'x-error-kind': 'transient',
+    'x-delivery-count': rng.pick([100, -1, 'many']),
+    'x-schema-version': rng.pick([2, 'v1', null]),
+  };
+}
 const ROUTING_KEYS = Object.keys(ROUTES);
 
 export function badMessage(rng: Rng, canaries: Canaries, n: number): BadMessage {
@@ -237,7 +249,7 @@ export function badMessage(rng: Rng, canaries: Canaries, n: number): BadMessage 
       contentType: 'application/json',
       type: routingKey,
       persistent: true,
-      headers: { 'x-schema-version': 1, 'x-fuzz-id': n },
+      headers: { 'x-schema-version': 1, ...(rng.chance(0.1) ? forgedHeaders(rng) : {}), 'x-fuzz-id': n },
       ...made.props,
     },
     queues: ROUTES[routingKey],
