@@ -24,10 +24,12 @@ const SECRET = 'fuzz-secret-fuzz-secret-fuzz-secret-1';
 const OWNER = 'fuzz-owner';
 const OTHER = 'fuzz-other';
 const GOOD_USER = 'fuzz-good';
-const GOOD_EMAIL = 'good@fuzz.example';
 
 const rng = new Rng(SEED);
 const canaries = new Canaries(rng);
+// The good path handles addresses too (stored, sent to): they are canaries like the rest.
+const GOOD_EMAIL = canaries.email();
+const OWNER_EMAIL = canaries.email();
 let vhost: TestVhost;
 let db: TestDatabase;
 let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
@@ -70,7 +72,7 @@ beforeAll(async () => {
   };
   apps.notifications = await startApp('notification-service', notifications, env);
   [apps.email, apps.api] = await Promise.all([startApp('email-service', email, env), startApp('demo-community-api', api, env)]);
-  for (const [id, mail] of [[OWNER, 'owner@fuzz.example'], [OTHER, 'other@fuzz.example']]) {
+  for (const [id, mail] of [[OWNER, OWNER_EMAIL], [OTHER, canaries.email()]]) {
     const res = await http('POST', `${apps.api.url}/v1/users`, { id, email: mail, displayName: id });
     check(res.status === 201, `creating ${id} answered ${res.status}`, res.body);
   }
@@ -177,7 +179,7 @@ it(`${MESSAGES} bad messages end in the DLQ of each queue they reach, with a rea
 
 it(`${REQUESTS} bad HTTP requests all answer 4xx with a reason, never 5xx`, async () => {
   const started = Date.now();
-  const ctx = { secret: SECRET, owner: OWNER, other: OTHER, ownerEmail: 'owner@fuzz.example' };
+  const ctx = { secret: SECRET, owner: OWNER, other: OTHER, ownerEmail: OWNER_EMAIL };
   const requests: BadRequest[] = Array.from({ length: REQUESTS }, (_, n) => badRequest(rng, canaries, ctx, n));
   const answers = await pool(requests, 8, (req) => send(apps[req.app].url, req));
 
