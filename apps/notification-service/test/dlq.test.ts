@@ -39,7 +39,8 @@ it.each([
   ['an unknown event type', 'user.followed', JSON.stringify({ ...valid, id: randomUUID(), type: 'user.teleported' }), 'notification-service.standard.dlq', 'ContractError', /Unknown event type 'user.teleported'/],
   ['an unknown version', 'security.alert', JSON.stringify({ ...event('security.alert', { alertId: 'a1', userId: 'u1', kind: 'k', detail: '' }), version: 9 }), 'notification-service.critical.dlq', 'ContractError', /Unsupported version 9/],
   ['a valid event this service does not handle', 'comment.created', JSON.stringify(event('post.published', { postId: 'p', authorId: 'a', title: 't', excerpt: 'e' })), 'notification-service.standard.dlq', 'PermanentError', /does not handle event type 'post.published'/],
-  ['text Postgres cannot store (NUL byte)', 'user.mentioned', JSON.stringify(mention('c-nul', 'actor-1', 'victim\u0000')), 'notification-service.critical.dlq', 'PermanentError', /SQLSTATE 22021/],
+  ['text no store keeps (NUL byte)', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: 'victim\u0000' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/mentionedUserId: Expected text without NUL/],
+  ['an unpaired surrogate', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, excerpt: 'tail\ud800' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/excerpt: Expected text without NUL/],
 ])('%s lands in the right DLQ with a reason within a second', async (_what, routingKey, body, dlq, errorClass, reason) => {
   const messageId = randomUUID();
   const t0 = Date.now();
@@ -66,12 +67,18 @@ describe('a batch', () => {
   beforeAll(async () => {
     const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     b = await startHarness('dlq-batch', { batchWaitMs: 1000, logger });
+    // The contract refuses text no store keeps (NUL) before any handler, so a valid event that the
+    // database refuses is made here: PostgreSQL rejects the notification of one recipient with a
+    // permanent SQLSTATE (22023, invalid parameter value), as it would reject data it cannot hold.
+    await b.pool.query(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.user_id LIKE 'poison-%' THEN RAISE EXCEPTION 'refused for %', NEW.user_id USING ERRCODE = '22023'; END IF; RETURN NEW; END $$`);
+    await b.pool.query('CREATE TRIGGER refuse_poison BEFORE INSERT ON notification_items FOR EACH ROW EXECUTE FUNCTION refuse_poison()');
   });
   afterAll(async () => b?.close());
 
   it('a bad event in a batch sends only itself to the DLQ, with the reason; the rest of the batch commits', async () => {
     const users = Array.from({ length: 20 }, () => `u-${randomUUID()}`);
-    const poison = mention('c-poison', 'actor-1', 'bad\u0000user');
+    const poison = mention(`c-${randomUUID()}`, 'actor-1', `poison-${randomUUID()}`);
     const good = users.map((u) => mention(`c-${randomUUID()}`, 'actor-1', u));
     const t0 = Date.now();
     await Promise.all([...good.slice(0, 10), poison, ...good.slice(10)].map((e) => b.publish(e)));
@@ -85,7 +92,7 @@ describe('a batch', () => {
       'x-handler': 'notification-service.critical:notifications',
       'x-original-routing-key': 'user.mentioned',
     });
-    expect(String(msg.properties.headers?.['x-error-message'])).toMatch(/SQLSTATE 22021/);
+    expect(String(msg.properties.headers?.['x-error-message'])).toMatch(/SQLSTATE 22023.*refused for poison-/);
     expect(Date.parse(String(msg.properties.headers?.['x-dead-lettered-at']))).toBeGreaterThanOrEqual(t0 - 1000);
 
     // The poison was not alone: the batch that failed held it and good events (the only event that

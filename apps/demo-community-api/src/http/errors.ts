@@ -14,5 +14,10 @@ export const ERRORS = defineErrors('', {
   PARENT_COMMENT_NOT_FOUND: { statusCode: 404, message: (commentId: string, postId: string) => `Parent comment "${commentId}" not found on post "${postId}"` },
   TARGET_NOT_FOUND: { statusCode: 404, message: (targetType: string, targetId: string) => `The ${targetType} "${targetId}" to react to was not found` },
   SELF_FOLLOW: { statusCode: 400, message: 'A user cannot follow or unfollow themselves' },
+  CORRELATION_ID_INVALID: {
+    statusCode: 400,
+    message: (maxLength: string) => `The x-correlation-id header must be 1 to ${maxLength} characters (it is carried by every event of the request)`,
+  },
+  UNSTORABLE_TEXT: { statusCode: 400, message: (where: string) => `${where} must not contain NUL characters or unpaired surrogates` },
   EMAIL_TAKEN: { statusCode: 409, message: (holder: string) => `The email address is already used by user "${holder}"` },
 });
