@@ -5,6 +5,11 @@ import type { NotificationMetrics } from './metrics';
 
 export const CRITICAL_QUEUE = 'notification-service.critical';
 export const STANDARD_QUEUE = 'notification-service.standard';
+/**
+ * A batch transaction takes milliseconds; 10 s is far past any healthy one and still well inside
+ * the broker's consumer_timeout. Inbox retention counts with it (./retention.ts).
+ */
+export const BATCH_TIMEOUT_MS = 10_000;
 
 export interface ConsumerSettings {
   batchSize: number;
@@ -22,9 +27,7 @@ export function registerConsumers(messaging: Messaging, deps: { pool: Pool; metr
     messaging.consume({
       queue,
       name: `${queue}:notifications`,
-      // A batch transaction takes milliseconds; 10 s is far past any healthy one and still well
-      // inside the broker's consumer_timeout.
-      timeoutMs: 10_000,
+      timeoutMs: BATCH_TIMEOUT_MS,
       batch: {
         size: settings.batchSize,
         maxWaitMs: settings.batchWaitMs,

@@ -6,6 +6,7 @@ import { buildApp } from './app';
 import { loadNotificationConfig } from './config';
 import { registerConsumers } from './consumers';
 import { notificationMetrics } from './metrics';
+import { createNotificationRetention } from './retention';
 import { SERVICE_NAME } from './service-name';
 import { createInboxHub } from './sse/hub';
 
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
   });
   const relay = createRelay({ pool, publisher: messaging.publisher, producer: SERVICE_NAME, logger, registry, databaseUrl: config.DATABASE_URL });
   const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS });
+  const retention = createNotificationRetention({ pool, logger, registry, config });
 
   const state = readinessState();
   const app = await buildApp({
@@ -58,6 +60,7 @@ async function main(): Promise<void> {
       await hub.start();
       await messaging.start();
       await relay.start();
+      retention.start();
     },
     stop: async () => {
       // Streams end first (clients reconnect to another replica and resume with Last-Event-ID).
@@ -65,6 +68,7 @@ async function main(): Promise<void> {
       // confirms. Rows that consumers commit while draining stay in the outbox: every replica's
       // relay publishes all of this producer's rows, and so does this one at its next start.
       await hub.stop();
+      await retention.stop();
       await relay.stop();
       await messaging.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
     },
