@@ -98,9 +98,9 @@ it('two replicas run a job once per interval window, never at the same time', as
 
   const rows = await runs('leadership');
   expect(overlapped).toBe(false);
-  // 2.3 s in all at one run per 400 ms window (plus up to 10 % jitter): 4 to 6 runs; two replicas each
-  // running on their own timer would have made about twice as many.
-  expect(rows.length).toBeGreaterThanOrEqual(4);
+  // 2.3 s in all at one run per 400 ms window (plus up to 10 % jitter): at most 6 runs, about 5
+  // (fewer on a loaded machine); two replicas each running on their own timer made 11.
+  expect(rows.length).toBeGreaterThanOrEqual(3);
   expect(rows.length).toBeLessThanOrEqual(6);
   for (let i = 1; i < rows.length; i++) {
     expect(rows[i].started_at.getTime() - rows[i - 1].started_at.getTime()).toBeGreaterThanOrEqual(intervalMs - 1);
