@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { validateOrThrow } from '@community/contracts';
 import type { Messaging } from '@community/messaging';
 import { createNotificationBatchHandler } from './handlers/notification-batch';
 import type { NotificationMetrics } from './metrics';
@@ -28,6 +29,7 @@ export function registerConsumers(messaging: Messaging, deps: { pool: Pool; metr
       queue,
       name: `${queue}:notifications`,
       timeoutMs: BATCH_TIMEOUT_MS,
+      validate: validateOrThrow,
       batch: {
         size: settings.batchSize,
         maxWaitMs: settings.batchWaitMs,

@@ -5,3 +5,4 @@ export * from './validate';
 export * from './build';
 export * from './idempotency-keys';
 export { isUuid, isDateTime, isEmail, registerFormats } from './formats';
+export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';

@@ -1,6 +1,7 @@
 import type { ConfigIssue } from '@community/config';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { longestRedeliveryMs } from '@community/idempotency';
-import { COMMUNITY_TOPOLOGY, DEFAULT_DELIVERY_LIMIT, type QueueSpec } from '@community/messaging';
+import { DEFAULT_DELIVERY_LIMIT, type QueueSpec } from '@community/messaging';
 import type { EmailConfig } from '../config';
 
 const DAY_MS = 86_400_000;
