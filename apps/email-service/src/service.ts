@@ -14,6 +14,7 @@ import { Scheduler } from './digest/scheduler';
 import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
+import { createEmailRetention, emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from './retention';
 import type { CircuitBreaker } from './smtp/breaker';
 import { classifySmtpError } from './smtp/classify';
 import { createSmtpStack } from './smtp/stack';
@@ -103,10 +104,9 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     name: 'send-email',
     prefetch: config.EMAIL_CONSUMER_CONCURRENCY,
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
-    // Covers a breaker hold, waiting out a crashed sender's lease, and the send itself.
-    timeoutMs: config.SMTP_BREAKER_MAX_HOLD_MS + 2 * config.EMAIL_LEASE_MS + 30_000,
+    timeoutMs: sendHandlerTimeoutMs(config),
     validate: only('notification.created'),
-    handle: notificationCreatedHandler(handlerDeps),
+    handle: refuseExpiredEvents(emailRetentionPolicy(config).maxEventAgeMs, clock, notificationCreatedHandler(handlerDeps)),
   });
   messaging.consume<EventOf<'user.upserted'>>({
     queue: USERS_QUEUE,
@@ -154,6 +154,8 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     ],
   });
 
+  const retention = createEmailRetention({ pool, logger, registry, config });
+
   const readiness = readinessState();
   const app = buildApp({
     logger,
@@ -177,11 +179,15 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     digestJobs,
     async start() {
       await messaging.start();
-      if (deps.runScheduler !== false) scheduler.start();
+      if (deps.runScheduler !== false) {
+        scheduler.start();
+        retention.start();
+      }
     },
     async stop() {
       readiness.markShuttingDown();
       await scheduler.stop();
+      await retention.stop();
       await messaging.stop(config.SHUTDOWN_TIMEOUT_MS);
       await breaker.stop();
       sender.close();

@@ -11,10 +11,10 @@ import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
 import { createNotificationBatchHandler } from './handlers/notification-batch';
 import { notificationMetrics, type NotificationMetrics } from './metrics';
+import { BATCH_TIMEOUT_MS, CRITICAL_QUEUE, STANDARD_QUEUE } from './queues';
+import { createNotificationRetention } from './retention';
 import { createInboxHub, type InboxHub } from './sse/hub';
 
-const CRITICAL_QUEUE = 'notification-service.critical';
-const STANDARD_QUEUE = 'notification-service.standard';
 
 export interface NotificationServiceDeps {
   logger: Logger;
@@ -73,6 +73,8 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
     });
   }
   const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS, backlogLimit: deps.sseBacklogLimit });
+  // Inbox retention under single leadership across replicas (docs/DATABASE.md, "Retention").
+  const retention = createNotificationRetention({ pool, logger, registry, config });
 
   const readiness = readinessState();
   const app = buildApp({
@@ -104,6 +106,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       await hub.start();
       await messaging?.start();
       await relay?.start();
+      retention.start();
     },
     async stop() {
       readiness.markShuttingDown();
@@ -112,6 +115,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       // confirms. Rows that consumers commit while draining stay in the outbox: every replica's
       // relay publishes all of this producer's rows, and so does this one at its next start.
       await hub.stop();
+      await retention.stop();
       await relay?.stop();
       await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
     },
@@ -128,9 +132,7 @@ function registerConsumers(messaging: Messaging, config: NotificationConfig, poo
     messaging.consume({
       queue,
       name: `${queue}:notifications`,
-      // A batch transaction takes milliseconds; 10 s is far past any healthy one and still well
-      // inside the broker's consumer_timeout.
-      timeoutMs: 10_000,
+      timeoutMs: BATCH_TIMEOUT_MS,
       validate: validateOrThrow,
       batch: {
         size: config.CONSUMER_BATCH_SIZE,
