@@ -33,7 +33,7 @@ export function emailMetrics(registry: Registry): EmailMetrics {
     }),
     sends: new Counter({
       name: 'email_sends_total',
-      help: 'SMTP send attempts by channel and outcome (sent, transient, permanent)',
+      help: 'SMTP send attempts by channel and outcome (sent, transient, permanent, aborted)',
       labelNames: ['channel', 'outcome'],
       registers,
     }),

@@ -1,5 +1,5 @@
 import { classify } from '@community/messaging';
-import { BreakerOpenError, SmtpPermanentError, SmtpTransientError, toSmtpError } from './errors';
+import { BreakerOpenError, SmtpAbortedError, SmtpPermanentError, SmtpTransientError, toSmtpError } from './errors';
 
 describe('SMTP error classification', () => {
   const err = (props: Record<string, unknown>) => Object.assign(new Error(String(props.response ?? 'boom')), props);
@@ -23,5 +23,11 @@ describe('SMTP error classification', () => {
       expect(classify(t)).toBe('transient');
     }
     expect(classify(new BreakerOpenError('x'))).toBe('transient');
+  });
+
+  it('EABORT (our own signal: a deadline or a shutdown) is an abort, transient but not a provider failure', () => {
+    const a = toSmtpError(err({ code: 'EABORT', message: 'Message sending aborted' }));
+    expect(a).toBeInstanceOf(SmtpAbortedError);
+    expect(classify(a)).toBe('transient');
   });
 });

@@ -25,6 +25,18 @@ export class SmtpTransientError extends TransientError {
   }
 }
 
+/**
+ * The send was cancelled by us (the handler deadline or a forced shutdown aborted its signal):
+ * nodemailer's `EABORT`. Transient for the message (it takes its retry tier), but it says nothing
+ * about the provider, so the breaker never counts it.
+ */
+export class SmtpAbortedError extends SmtpTransientError {
+  override name = 'SmtpAbortedError';
+  constructor(message: string) {
+    super(message, undefined, 'EABORT');
+  }
+}
+
 /** The breaker is open and stayed open longer than a message may be held (or the service stops). */
 export class BreakerOpenError extends TransientError {
   override name = 'BreakerOpenError';
@@ -44,12 +56,14 @@ interface NodemailerError {
 // Errors about the provider or our account with it, not about this message: retrying the message
 // elsewhere would get the same answer, but so would every other message. They go to the breaker,
 // not the DLQ, even when the reply is 5xx (a 535 on AUTH would otherwise dead-letter everything).
-const PROVIDER_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EAUTH', 'ENOAUTH', 'EPROXY', 'EPROTOCOL', 'EABORT']);
+// EABORT is not among them: nodemailer raises it only when our own signal aborts the send.
+const PROVIDER_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EAUTH', 'ENOAUTH', 'EPROXY', 'EPROTOCOL']);
 
 export function toSmtpError(err: unknown): SmtpPermanentError | SmtpTransientError {
   if (err instanceof SmtpPermanentError || err instanceof SmtpTransientError) return err;
   const e = (err ?? {}) as NodemailerError;
   const reply = (e.response ?? e.message ?? String(err)).trim();
+  if (e.code === 'EABORT') return new SmtpAbortedError(`SMTP send aborted (handler deadline or shutdown): ${reply}`);
   const code = typeof e.responseCode === 'number' ? e.responseCode : undefined;
   const providerLevel = e.code !== undefined && PROVIDER_CODES.has(e.code);
   // 503 (bad sequence of commands) is about the session, not the message: a new connection fixes it.

@@ -1,7 +1,7 @@
 import type { Transporter } from 'nodemailer';
 import type { EmailMetrics } from '../metrics';
 import type { CircuitBreaker } from './breaker';
-import { SmtpPermanentError, toSmtpError } from './errors';
+import { SmtpAbortedError, SmtpPermanentError, type SmtpTransientError, toSmtpError } from './errors';
 import type { RateLimiter } from './rate-limiter';
 
 /** A rendered email. Every header value in here is already free of CR/LF (templates/escape.ts). */
@@ -61,8 +61,12 @@ export function createSender(deps: SenderDeps): Sender {
         metrics.sends.inc({ channel, outcome: 'sent' });
         return { response: String((info as { response?: unknown }).response ?? '') };
       } catch (err) {
-        const smtpErr = toSmtpError(err);
-        if (smtpErr instanceof SmtpPermanentError) {
+        // Our own abort (handler deadline, forced shutdown) may surface as EABORT or, if it cut a
+        // socket mid-exchange, as a connection error: either way the provider did nothing wrong.
+        const smtpErr = asAbortedIf(signal?.aborted === true, toSmtpError(err));
+        if (smtpErr instanceof SmtpAbortedError) {
+          metrics.sends.inc({ channel, outcome: 'aborted' });
+        } else if (smtpErr instanceof SmtpPermanentError) {
           // A definitive refusal of this message means the provider is up: not a breaker failure.
           deps.breaker?.recordSuccess();
           metrics.sends.inc({ channel, outcome: 'permanent' });
@@ -79,4 +83,10 @@ export function createSender(deps: SenderDeps): Sender {
       transport.close();
     },
   };
+}
+
+/** A transient failure seen after our signal aborted is the abort's doing; a 5xx stays what it is. */
+function asAbortedIf(aborted: boolean, err: SmtpPermanentError | SmtpTransientError): SmtpPermanentError | SmtpTransientError {
+  if (!aborted || err instanceof SmtpPermanentError || err instanceof SmtpAbortedError) return err;
+  return new SmtpAbortedError(`SMTP send aborted (handler deadline or shutdown): ${err.message}`);
 }
