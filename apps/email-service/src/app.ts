@@ -1,14 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { buildServer } from '@community/observability';
+import { buildServer, type ReadinessProbe } from '@community/observability';
 import { registerUnsubscribeRoutes, type UnsubscribeRouteDeps } from './http/unsubscribe';
 
 export interface AppDeps {
   logger: Logger;
   registry: Registry;
   /** Readiness checks; all true = ready. */
-  checks: () => Record<string, boolean>;
+  checks: ReadinessProbe;
   /** Extra /readyz information that does not decide readiness (breaker state). */
   details: () => Record<string, unknown>;
   unsubscribe: UnsubscribeRouteDeps;

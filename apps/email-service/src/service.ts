@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
@@ -5,7 +6,7 @@ import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
-import { readinessState, type ReadinessState } from '@community/observability';
+import { answers, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
@@ -50,6 +51,18 @@ export interface EmailService {
   start(): Promise<void>;
   /** Drains the consumers and closes what start() opened; app.close() then ends the HTTP server and the pool. */
   stop(): Promise<void>;
+}
+
+/** Below the /readyz timeout (2 s), so a database that hangs is reported by name, not as a timeout. */
+const DATABASE_CHECK_MS = 1_000;
+
+function databaseAnswers(pool: Pool): Promise<boolean> {
+  return answers(() =>
+    Promise.race([
+      pool.query('SELECT 1'),
+      sleep(DATABASE_CHECK_MS, undefined, { ref: false }).then(() => Promise.reject(new Error('no answer in time'))),
+    ]),
+  );
 }
 
 /** A validator that also refuses a valid event of another type (a binding mistake): permanent. */
@@ -160,7 +173,9 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const app = buildApp({
     logger,
     registry,
-    checks: () => ({ ...readiness.checks(), ...messaging.readiness() }),
+    // The database is asked on every /readyz (as notification-service does): nothing else notices
+    // that it went away until a message needs it, and /readyz must name the dependency that is down.
+    checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
     details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming' }),
     unsubscribe: { ...syncDeps, tokens, now: clock },
   });

@@ -181,7 +181,7 @@ it('follows emailChannel "off", but always sends security alerts, without an uns
 it('reports readiness with the breaker state in the details, and metrics', async () => {
   const ready = await s.svc.app.inject({ method: 'GET', url: '/readyz' });
   expect(ready.statusCode).toBe(200);
-  expect(ready.json()).toMatchObject({ status: 'ready', checks: { accepting: true, amqp: true, consumers: true }, details: { smtpBreaker: { state: 'closed' }, emailQueue: 'consuming' } });
+  expect(ready.json()).toMatchObject({ status: 'ready', checks: { accepting: true, amqp: true, consumers: true, database: true }, details: { smtpBreaker: { state: 'closed' }, emailQueue: 'consuming' } });
   const metrics = await s.svc.app.inject({ method: 'GET', url: '/metrics' });
   expect(metrics.body).toContain('email_smtp_breaker_open');
   expect(metrics.body).toContain('email_sends_total');
