@@ -12,6 +12,7 @@ import { SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
 import { Scheduler } from './digest/scheduler';
+import { criticalLaneHandler, criticalLaneValidator } from './handlers/critical-lane';
 import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
@@ -24,7 +25,10 @@ import { syncDueSuppressions } from './unsubscribe/sync';
 import { UnsubscribeTokens } from './unsubscribe/token';
 
 const SEND_QUEUE = 'email-service.send';
+const CRITICAL_SEND_QUEUE = 'email-service.send-critical';
 const USERS_QUEUE = 'email-service.users';
+/** Most of the critical lane's messages are other email, acked at once: fetch them in bulk. */
+const CRITICAL_LANE_PREFETCH = 200;
 
 export interface EmailServiceDeps {
   logger: Logger;
@@ -45,6 +49,8 @@ export interface EmailService {
   breaker: CircuitBreaker;
   scheduler: Scheduler;
   sendConsumer: Consumer;
+  /** The critical lane (security alerts) on email-service.send-critical. */
+  criticalConsumer: Consumer;
   pool: Pool;
   digestJobs: DigestJobDeps;
   /** Connects to the broker and starts consuming, then the scheduler. */
@@ -112,6 +118,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     digestPeriod: config.DIGEST_PERIOD,
     now: clock,
   };
+  const handleNotification = refuseExpiredEvents(emailRetentionPolicy(config).maxEventAgeMs, clock, notificationCreatedHandler(handlerDeps));
   const sendConsumer = messaging.consume<EventOf<'notification.created'>>({
     queue: SEND_QUEUE,
     name: 'send-email',
@@ -119,7 +126,18 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
     timeoutMs: sendHandlerTimeoutMs(config),
     validate: only('notification.created'),
-    handle: refuseExpiredEvents(emailRetentionPolicy(config).maxEventAgeMs, clock, notificationCreatedHandler(handlerDeps)),
+    handle: handleNotification,
+  });
+  // The critical lane (docs/EMAIL.md): its own queue, so no backlog on SEND_QUEUE delays a security
+  // alert; the other types on it are acked at once, hence a deeper prefetch than the regular lane.
+  const criticalConsumer = messaging.consume<EventOf<'notification.created'> | null>({
+    queue: CRITICAL_SEND_QUEUE,
+    name: 'send-critical-email',
+    prefetch: CRITICAL_LANE_PREFETCH,
+    concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
+    timeoutMs: sendHandlerTimeoutMs(config),
+    validate: criticalLaneValidator(only('notification.created')),
+    handle: criticalLaneHandler(handleNotification),
   });
   messaging.consume<EventOf<'user.upserted'>>({
     queue: USERS_QUEUE,
@@ -130,14 +148,15 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     handle: userUpsertedHandler(pool),
   });
 
-  // The breaker pauses this service's SMTP-bound queue only; the user projection and any other
-  // consumer on the same connection keep going. Transitions are serialised: a close that follows
-  // an open quickly must resume after the pause finished, not before.
+  // The breaker pauses this service's SMTP-bound queues (both lanes) only; the user projection and
+  // any other consumer on the same connection keep going. Transitions are serialised: a close that
+  // follows an open quickly must resume after the pause finished, not before.
   let transition = Promise.resolve();
   const enqueue = (what: 'pause' | 'resume') => {
     transition = transition
-      .then(() => (what === 'pause' ? sendConsumer.pause() : sendConsumer.resume()))
-      .catch((err: Error) => logger.error({ err: err.message }, `could not ${what} the email queue`));
+      .then(() => Promise.all([sendConsumer, criticalConsumer].map((c) => (what === 'pause' ? c.pause() : c.resume()))))
+      .then(() => undefined)
+      .catch((err: Error) => logger.error({ err: err.message }, `could not ${what} the email queues`));
   };
   breaker.on('open', () => enqueue('pause'));
   breaker.on('close', () => enqueue('resume'));
@@ -190,6 +209,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     breaker,
     scheduler,
     sendConsumer,
+    criticalConsumer,
     pool,
     digestJobs,
     async start() {

@@ -41,6 +41,17 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       deliveryLimit: 5,
     },
     {
+      // The critical email lane (security alerts): a second queue on the same routing key, so a
+      // backlog of other email on email-service.send never delays them. notification.created
+      // carries the notification type only in its body, and the contract fixes the routing key to
+      // the event type, so the lane receives every notification.created and email-service acks the
+      // other types at once (docs/EMAIL.md "The critical lane"). Producers are unchanged.
+      name: 'email-service.send-critical',
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+      deliveryLimit: 5,
+    },
+    {
       name: 'email-service.users',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted'] }],
       retryDelaysMs: RETRY_DELAYS_MS,

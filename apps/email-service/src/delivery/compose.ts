@@ -3,6 +3,7 @@ import { messageIdDomain, messageIdFor } from '../message-id';
 import type { OutgoingEmail } from '../smtp/sender';
 import type { EmailUserRow } from '../store/users';
 import type { DigestPeriod } from '../domain/digest-window';
+import { sendPriority } from '../domain/lanes';
 import { renderDigest } from '../templates/digest';
 import { headerSafe } from '../templates/escape';
 import type { RenderedEmail } from '../templates/layout';
@@ -37,7 +38,8 @@ export class Composer {
     const scope = isUnsubscribeScope(view.type) ? view.type : undefined;
     const unsubscribe = scope ? this.unsubscribeUrl(user.userId, scope) : undefined;
     const rendered = renderNotification(view, { publicBaseUrl: this.options.publicBaseUrl, unsubscribeUrl: unsubscribe });
-    return this.envelope(user, rendered, messageIdFor('immediate', idempotencyKey, this.options.messageIdDomain), unsubscribe);
+    const mail = this.envelope(user, rendered, messageIdFor('immediate', idempotencyKey, this.options.messageIdDomain), unsubscribe);
+    return { ...mail, priority: sendPriority(view.type) };
   }
 
   digest(user: EmailUserRow, items: NotificationView[], idempotencyKey: string): OutgoingEmail {

@@ -43,3 +43,38 @@ describe('rate limiter', () => {
     expect(createRateLimiter(0).ratePerSecond).toBe(0);
   });
 });
+
+describe('rate limiter priorities', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('a critical caller takes the next slot ahead of a regular backlog, within the same limit', async () => {
+    jest.useFakeTimers();
+    const limiter = createRateLimiter(10, 1, () => Date.now());
+    const released: Array<{ who: string; at: number }> = [];
+    const start = Date.now();
+    for (let i = 0; i < 50; i++) void limiter.acquire(undefined, 'regular').then(() => released.push({ who: `r${i}`, at: Date.now() - start }));
+    await jest.advanceTimersByTimeAsync(250); // r0 at 0, r1 at 100, r2 at 200
+    void limiter.acquire(undefined, 'critical').then(() => released.push({ who: 'alert', at: Date.now() - start }));
+    await jest.advanceTimersByTimeAsync(100);
+    // The alert got the slot at 300 ms, ahead of 47 regular callers that arrived before it.
+    expect(released.map((r) => r.who)).toEqual(['r0', 'r1', 'r2', 'alert']);
+    expect(released[3].at).toBe(300);
+    await jest.advanceTimersByTimeAsync(10_000);
+    // The shared limit holds: 51 releases, one every 100 ms.
+    expect(released).toHaveLength(51);
+    for (let i = 1; i < released.length; i++) expect(released[i].at - released[i - 1].at).toBe(100);
+  });
+
+  it('an aborted critical caller leaves its queue without using a slot', async () => {
+    let t = 0;
+    const limiter = createRateLimiter(10, 1, () => t);
+    await limiter.acquire();
+    const controller = new AbortController();
+    const critical = limiter.acquire(controller.signal, 'critical');
+    const regular = limiter.acquire(undefined, 'regular');
+    controller.abort(new Error('deadline'));
+    await expect(critical).rejects.toThrow('deadline');
+    t = 100;
+    await expect(regular).resolves.toBeUndefined();
+  });
+});

@@ -1,6 +1,11 @@
+import type { SendPriority } from '../domain/lanes';
+
 /**
  * Paces sends to the provider's limit: GCRA (the "virtual scheduling" form of a token bucket),
- * `ratePerSecond` sustained with bursts of at most `burst` messages, callers served in arrival order.
+ * `ratePerSecond` sustained with bursts of at most `burst` messages. Two FIFOs share the one limit:
+ * a critical caller (a security alert) takes the next free slot ahead of every regular caller
+ * already waiting, so a backlog of other email delays it by at most the slot in progress; within a
+ * priority, callers are served in arrival order.
  *
  * Written here rather than using nodemailer's pool `rateLimit`/`rateDelta` because that one is a
  * fixed window checked only when a pooled connection becomes free: every window starts with a
@@ -11,8 +16,11 @@
  * one FIFO and one timer.)
  */
 export interface RateLimiter {
-  /** Resolves when this send may start; rejects with the signal's reason if aborted first. */
-  acquire(signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves when this send may start; rejects with the signal's reason if aborted first. A
+   * critical caller goes ahead of every regular one (the limit itself is shared).
+   */
+  acquire(signal?: AbortSignal, priority?: SendPriority): Promise<void>;
   /** The configured rate; 0 means unlimited. */
   readonly ratePerSecond: number;
 }
@@ -35,16 +43,18 @@ export function createRateLimiter(ratePerSecond: number, burst = 1, now: () => n
   const toleranceMs = (Math.max(1, burst) - 1) * intervalMs;
   // Theoretical arrival time of the next send.
   let tat = -Infinity;
-  const queue: Waiter[] = [];
+  const waiting: Record<SendPriority, Waiter[]> = { critical: [], regular: [] };
+  const head = (): Waiter[] | undefined => (waiting.critical.length > 0 ? waiting.critical : waiting.regular.length > 0 ? waiting.regular : undefined);
   let timer: NodeJS.Timeout | undefined;
 
   // Releases every waiter whose slot has come, then sleeps until the next slot: one timer however
-  // many callers wait, and strict FIFO. A slot is due from the later of the schedule and the
-  // caller's arrival (an idle limiter does not bank slots: bursts stay within `burst`). A timer
-  // that fires late (a busy event loop) catches up on the slots it missed, up to CATCH_UP_MS of
-  // them, so the long-run rate stays the configured one; a longer stall is not made up for.
+  // many callers wait; critical callers first, each priority in FIFO order. A slot is due from the
+  // later of the schedule and the caller's arrival (an idle limiter does not bank slots: bursts
+  // stay within `burst`). A timer that fires late (a busy event loop) catches up on the slots it
+  // missed, up to CATCH_UP_MS of them, so the long-run rate stays the configured one; a longer
+  // stall is not made up for.
   function pump(): void {
-    while (queue.length > 0) {
+    for (let queue = head(); queue !== undefined; queue = head()) {
       const t = now();
       const due = Math.max(tat, queue[0].arrivedAt, t - CATCH_UP_MS);
       const waitMs = due - toleranceMs - t;
@@ -66,8 +76,9 @@ export function createRateLimiter(ratePerSecond: number, burst = 1, now: () => n
 
   return {
     ratePerSecond,
-    acquire(signal?: AbortSignal): Promise<void> {
+    acquire(signal?: AbortSignal, priority: SendPriority = 'regular'): Promise<void> {
       if (signal?.aborted) return Promise.reject(signal.reason);
+      const queue = waiting[priority];
       return new Promise<void>((resolve, reject) => {
         const waiter: Waiter = { arrivedAt: now(), resolve, signal };
         if (signal) {
@@ -80,6 +91,8 @@ export function createRateLimiter(ratePerSecond: number, burst = 1, now: () => n
           signal.addEventListener('abort', waiter.onAbort, { once: true });
         }
         queue.push(waiter);
+        // A running timer needs no reset for a critical arrival: someone waits only while the
+        // schedule (tat) is ahead of now, so the next slot is the same for whoever takes it.
         if (timer === undefined) pump();
       });
     },

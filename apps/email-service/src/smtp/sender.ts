@@ -1,4 +1,5 @@
 import type { Transporter } from 'nodemailer';
+import type { SendPriority } from '../domain/lanes';
 import type { EmailMetrics } from '../metrics';
 import type { CircuitBreaker } from './breaker';
 import { SmtpAbortedError, SmtpPermanentError, type SmtpTransientError, toSmtpError } from './errors';
@@ -13,6 +14,8 @@ export interface OutgoingEmail {
   text: string;
   html: string;
   headers: Record<string, string>;
+  /** 'critical' (a security alert) takes the next rate-limit slot ahead of regular email. */
+  priority?: SendPriority;
 }
 
 export interface SendResult {
@@ -43,7 +46,7 @@ export function createSender(deps: SenderDeps): Sender {
   return {
     async send(mail, channel, signal) {
       const waitStarted = performance.now();
-      await limiter.acquire(signal);
+      await limiter.acquire(signal, mail.priority ?? 'regular');
       metrics.rateLimitWait.observe((performance.now() - waitStarted) / 1000);
       const stopTimer = metrics.sendDuration.startTimer({ channel });
       try {
