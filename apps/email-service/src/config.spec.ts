@@ -1,5 +1,5 @@
 import { ConfigError } from '@community/config';
-import { loadEmailConfig } from './config';
+import { legacyTokensUntil, loadEmailConfig } from './config';
 
 describe('configuration', () => {
   it('has working defaults and refuses a lease shorter than an SMTP exchange, naming the variable', () => {
@@ -8,5 +8,18 @@ describe('configuration', () => {
     expect(() => loadEmailConfig({ EMAIL_LEASE_MS: '1000' })).toThrow(ConfigError);
     expect(() => loadEmailConfig({ EMAIL_LEASE_MS: '1000' })).toThrow(/EMAIL_LEASE_MS: 1000 must exceed/);
     expect(() => loadEmailConfig({ DIGEST_PERIOD: 'weekly' })).toThrow(/DIGEST_PERIOD/);
+  });
+
+  it('unsubscribe links: a secret of their own, refused at its development default in production, never JWT_SECRET', () => {
+    const config = loadEmailConfig({});
+    expect(config.UNSUBSCRIBE_TOKEN_TTL_DAYS).toBe(60);
+    expect(config.UNSUBSCRIBE_TOKEN_SECRET).not.toBe(config.JWT_SECRET);
+    const production = { NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40) };
+    expect(() => loadEmailConfig(production)).toThrow(/UNSUBSCRIBE_TOKEN_SECRET: the development default is refused when NODE_ENV=production/);
+    expect(loadEmailConfig({ ...production, UNSUBSCRIBE_TOKEN_SECRET: 'u'.repeat(40) }).UNSUBSCRIBE_TOKEN_SECRET).toBe('u'.repeat(40));
+    expect(() => loadEmailConfig({ JWT_SECRET: 's'.repeat(40), UNSUBSCRIBE_TOKEN_SECRET: 's'.repeat(40) })).toThrow(/UNSUBSCRIBE_TOKEN_SECRET: must differ from JWT_SECRET/);
+    expect(() => loadEmailConfig({ UNSUBSCRIBE_TOKEN_SECRET: 'short' })).toThrow(/UNSUBSCRIBE_TOKEN_SECRET/);
+    expect(() => loadEmailConfig({ UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: 'next spring' })).toThrow(/UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: expected an ISO 8601 instant/);
+    expect(legacyTokensUntil(loadEmailConfig({ UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: '2027-03-01T00:00:00Z' }))).toEqual(new Date('2027-03-01T00:00:00Z'));
   });
 });

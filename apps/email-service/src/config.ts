@@ -1,4 +1,4 @@
-import { commonConfig, ConfigError, loadConfig, type ConfigOf } from '@community/config';
+import { commonConfig, ConfigError, DEV_UNSUBSCRIBE_TOKEN_SECRET, loadConfig, type ConfigOf } from '@community/config';
 import { emailRetentionIssues } from './retention/policy';
 
 const HTTP = ['http:', 'https:'];
@@ -14,6 +14,14 @@ export const EMAIL_CONFIG_SPEC = [
   { name: 'UNSUBSCRIBE_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3002', protocols: HTTP },
   { name: 'NOTIFICATION_SERVICE_URL', kind: 'url', default: 'http://127.0.0.1:3001', protocols: HTTP },
   { name: 'EMAIL_FROM', kind: 'string', default: 'Community <notifications@community.local>', minLength: 3 },
+
+  // Unsubscribe links (docs/EMAIL.md "Unsubscribe"): signed with a key of their own, so signing
+  // them needs no JWT_SECRET, and valid this many days after the email was composed.
+  { name: 'UNSUBSCRIBE_TOKEN_SECRET', kind: 'string', default: DEV_UNSUBSCRIBE_TOKEN_SECRET, minLength: 32, secret: true, refuseDefaultInProduction: true, description: 'HMAC key of unsubscribe links; not JWT_SECRET' },
+  { name: 'UNSUBSCRIBE_TOKEN_TTL_DAYS', kind: 'int', default: 60, min: 1, max: 3650, description: 'days an unsubscribe link works' },
+  // Links sent before links expired (version 1, no expiry) work until this instant (ISO 8601), then
+  // answer "expired"; unset: they answer "expired" now.
+  { name: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL', kind: 'string', optional: true, description: 'ISO 8601 instant until which pre-expiry unsubscribe links are honoured' },
 
   // The provider's limits. 0 disables the rate limit (a local sink, benchmarks).
   { name: 'SMTP_RATE_PER_SECOND', kind: 'int', default: 20, min: 0 },
@@ -69,7 +77,21 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
   if (config.SMTP_BREAKER_PROBE_MAX_MS < config.SMTP_BREAKER_PROBE_MIN_MS) {
     issues.push({ name: 'SMTP_BREAKER_PROBE_MAX_MS', message: 'SMTP_BREAKER_PROBE_MAX_MS: must be >= SMTP_BREAKER_PROBE_MIN_MS' });
   }
+  if (config.UNSUBSCRIBE_TOKEN_SECRET === config.JWT_SECRET) {
+    issues.push({ name: 'UNSUBSCRIBE_TOKEN_SECRET', message: 'UNSUBSCRIBE_TOKEN_SECRET: must differ from JWT_SECRET (a key of its own is the point of it)' });
+  }
+  if (config.UNSUBSCRIBE_LEGACY_TOKENS_UNTIL !== undefined && legacyTokensUntil(config) === undefined) {
+    issues.push({ name: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL', message: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: expected an ISO 8601 instant such as 2027-02-01T00:00:00Z' });
+  }
   issues.push(...emailRetentionIssues(config));
   if (issues.length > 0) throw new ConfigError(issues);
   return config;
+}
+
+/** UNSUBSCRIBE_LEGACY_TOKENS_UNTIL as a date (undefined when unset or not an ISO 8601 instant). */
+export function legacyTokensUntil(config: Pick<EmailConfig, 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL'>): Date | undefined {
+  const raw = config.UNSUBSCRIBE_LEGACY_TOKENS_UNTIL;
+  if (raw === undefined || !/^\d{4}-\d{2}-\d{2}T/.test(raw)) return undefined;
+  const ms = Date.parse(raw);
+  return Number.isNaN(ms) ? undefined : new Date(ms);
 }

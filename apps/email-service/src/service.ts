@@ -8,7 +8,7 @@ import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
 import { answers, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
-import { SERVICE_NAME, type EmailConfig } from './config';
+import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
 import { Scheduler } from './digest/scheduler';
@@ -94,7 +94,12 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: SERVICE_NAME, logger });
 
   const { breaker, sender } = createSmtpStack(config, { logger, metrics });
-  const tokens = new UnsubscribeTokens(config.JWT_SECRET);
+  // Signed with UNSUBSCRIBE_TOKEN_SECRET; JWT_SECRET only verifies links from before they expired.
+  const tokens = new UnsubscribeTokens(config.UNSUBSCRIBE_TOKEN_SECRET, {
+    ttlMs: config.UNSUBSCRIBE_TOKEN_TTL_DAYS * 86_400_000,
+    now: clock,
+    legacy: { jwtSecret: config.JWT_SECRET, until: legacyTokensUntil(config) },
+  });
   const composer = createComposer(config, tokens);
 
   const messaging = createMessaging({
@@ -196,7 +201,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     // that it went away until a message needs it, and /readyz must name the dependency that is down.
     checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
     details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming' }),
-    unsubscribe: { ...syncDeps, tokens, now: clock },
+    unsubscribe: { ...syncDeps, tokens, now: clock, ttlDays: config.UNSUBSCRIBE_TOKEN_TTL_DAYS },
   });
 
   // Last, after the HTTP server stopped: requests still running during the drain need the pool.

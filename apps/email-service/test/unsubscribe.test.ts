@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEV_JWT_SECRET } from '@community/config';
+import { DEV_JWT_SECRET, DEV_UNSUBSCRIBE_TOKEN_SECRET } from '@community/config';
 import { DEFAULT_PREFERENCES } from '@community/contracts';
 import { eventually } from '@community/testing';
 import { messageIdFor } from '../src/message-id';
@@ -66,7 +66,7 @@ afterAll(async () => {
   await new Promise((r) => prefsServer.close(r));
 });
 
-async function unsubscribeLinkFromAnEmail(type: 'mention' | 'reply'): Promise<string> {
+async function unsubscribeLinkFromAnEmail(type: 'mention' | 'reply' | 'reaction'): Promise<string> {
   const event = notificationCreated({ userId: 'alice', type });
   await s.publish(event);
   const [mail] = await eventually('an email', () => (emailsFor(event.data.idempotencyKey).length ? emailsFor(event.data.idempotencyKey) : undefined));
@@ -126,7 +126,7 @@ it('keeps the opt-out when notification-service is down and pushes it later from
 });
 
 it('a digest opt-out turns off every type currently sent in the digest', async () => {
-  const token = new UnsubscribeTokens(DEV_JWT_SECRET).sign({ userId: 'alice', scope: 'digest' });
+  const token = new UnsubscribeTokens(DEV_UNSUBSCRIBE_TOKEN_SECRET).sign({ userId: 'alice', scope: 'digest' });
   requests.length = 0;
   const res = await s.svc.app.inject({ method: 'POST', url: `/v1/unsubscribe?token=${encodeURIComponent(token)}` });
   expect(res.statusCode).toBe(200);
@@ -135,7 +135,7 @@ it('a digest opt-out turns off every type currently sent in the digest', async (
 });
 
 it('refuses a forged or tampered token with a 400 and the standard error shape', async () => {
-  const token = new UnsubscribeTokens(DEV_JWT_SECRET).sign({ userId: 'alice', scope: 'follow' });
+  const token = new UnsubscribeTokens(DEV_UNSUBSCRIBE_TOKEN_SECRET).sign({ userId: 'alice', scope: 'follow' });
   const [payload, mac] = token.split('.');
   const forged = `${Buffer.from(JSON.stringify({ v: 1, u: 'bob', s: 'mention' })).toString('base64url')}.${mac}`;
   for (const bad of [forged, `${payload}.AAAA`, 'garbage']) {
@@ -145,4 +145,35 @@ it('refuses a forged or tampered token with a 400 and the standard error shape',
   }
   expect((await s.svc.app.inject({ method: 'GET', url: '/v1/unsubscribe' })).statusCode).toBe(400);
   expect((await s.svc.pool.query(`SELECT 1 FROM email_suppressions WHERE user_id = 'bob'`)).rowCount).toBe(0);
+});
+
+it('an email\'s link expires after UNSUBSCRIBE_TOKEN_TTL_DAYS: 410 with the reason, a page for a browser, and nothing changes', async () => {
+  // The link in a real email carries its expiry, 60 days on (the default). (Alice turned mentions
+  // and replies off above.)
+  const link = await unsubscribeLinkFromAnEmail('reaction');
+  const token = new URL(link, 'http://x').searchParams.get('token') ?? '';
+  const claims = JSON.parse(Buffer.from(token.split('.')[0], 'base64url').toString()) as { v: number; e: number };
+  expect(claims.v).toBe(2);
+  expect(claims.e * 1000 - Date.now()).toBeGreaterThan(59 * 86_400_000);
+  expect(claims.e * 1000 - Date.now()).toBeLessThanOrEqual(60 * 86_400_000);
+
+  // A link from an email composed 61 days ago.
+  const sentLongAgo = new UnsubscribeTokens(DEV_UNSUBSCRIBE_TOKEN_SECRET, { now: () => new Date(Date.now() - 61 * 86_400_000) }).sign({ userId: 'carol', scope: 'follow' });
+  const url = `/v1/unsubscribe?token=${encodeURIComponent(sentLongAgo)}`;
+  const oneClick = await s.svc.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'List-Unsubscribe=One-Click' });
+  expect(oneClick.statusCode).toBe(410);
+  expect(oneClick.json()).toMatchObject({ statusCode: 410, code: 'ES_EXPIRED_UNSUBSCRIBE_TOKEN', error: 'Gone', message: expect.stringContaining('expired') });
+  const browser = await s.svc.app.inject({ method: 'GET', url, headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+  expect(browser.statusCode).toBe(410);
+  expect(browser.headers['content-type']).toContain('text/html');
+  expect(browser.body).toContain('This unsubscribe link has expired');
+  expect(browser.body).toContain('notification settings');
+  expect((await s.svc.pool.query(`SELECT 1 FROM email_suppressions WHERE user_id = 'carol'`)).rowCount).toBe(0);
+
+  // A link from before links expired (version 1, keyed from JWT_SECRET) is expired too, and says so.
+  const key = createHmac('sha256', DEV_JWT_SECRET).update('email-service:unsubscribe:v1').digest();
+  const payload = Buffer.from(JSON.stringify({ v: 1, u: 'carol', s: 'follow' })).toString('base64url');
+  const v1 = `${payload}.${createHmac('sha256', key).update(payload).digest('base64url')}`;
+  const old = await s.svc.app.inject({ method: 'POST', url: `/v1/unsubscribe?token=${encodeURIComponent(v1)}` });
+  expect(old.json()).toMatchObject({ statusCode: 410, code: 'ES_EXPIRED_UNSUBSCRIBE_TOKEN' });
 });

@@ -26,6 +26,12 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** Well known on purpose: it only exists so a laptop starts without setup, and production refuses it. */
 export const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
 
+/**
+ * email-service's unsubscribe-link key (UNSUBSCRIBE_TOKEN_SECRET), a secret of its own so signing
+ * links needs no JWT_SECRET. Same rule: a laptop starts without setup, production refuses it.
+ */
+export const DEV_UNSUBSCRIBE_TOKEN_SECRET = 'dev-only-unsubscribe-secret-change-me-0123456789';
+
 export function commonConfig(service: ServiceName) {
   return [
     { name: 'AMQP_URL', kind: 'url', default: 'amqp://guest:guest@127.0.0.1:5672', protocols: ['amqp:', 'amqps:'] },

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import * as suppressions from '../store/suppressions';
 import { escapeHtml } from '../templates/escape';
 import { ERRORS } from './errors';
@@ -9,7 +9,12 @@ import type { UnsubscribeClaim, UnsubscribeTokens } from '../unsubscribe/token';
 export interface UnsubscribeRouteDeps extends SyncDeps {
   tokens: UnsubscribeTokens;
   now: () => Date;
+  /** UNSUBSCRIBE_TOKEN_TTL_DAYS, for the expired-link page. */
+  ttlDays: number;
 }
+
+/** A browser (the link opened from an email, or the confirmation page's form) asks for HTML. */
+const wantsHtml = (request: FastifyRequest) => /\btext\/html\b/.test(request.headers.accept ?? '');
 
 const what = (claim: UnsubscribeClaim) => (claim.scope === 'digest' ? 'digest emails' : unsubscribeLabel(claim.scope));
 
@@ -42,14 +47,29 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
     properties: { token: { type: 'string', minLength: 1, maxLength: 2048 } },
   } as const;
 
-  const verify = (token: string): UnsubscribeClaim => {
-    const claim = deps.tokens.verify(token);
-    if (!claim) throw ERRORS.INVALID_UNSUBSCRIBE_TOKEN();
-    return claim;
+  /**
+   * The token's claim, or an answer: a forged token is a 400; an expired one a 410 that says so, as
+   * a page for a person (a browser asks for HTML) and as the coded error body for a mail client's
+   * one-click POST or any other caller. Undefined when the page was sent.
+   */
+  const verify = (token: string, request: FastifyRequest, reply: FastifyReply): UnsubscribeClaim | undefined => {
+    const verified = deps.tokens.verify(token);
+    if (verified.ok) return verified.claim;
+    if (verified.reason === 'invalid') throw ERRORS.INVALID_UNSUBSCRIBE_TOKEN();
+    if (!wantsHtml(request)) throw ERRORS.EXPIRED_UNSUBSCRIBE_TOKEN();
+    page(
+      reply.code(410),
+      'Link expired',
+      `<h1>This unsubscribe link has expired</h1>
+<p>Unsubscribe links work for ${deps.ttlDays} days after their email was sent. Nothing was changed.</p>
+<p>To stop these emails, turn them off in your notification settings, or use the unsubscribe link in a more recent email.</p>`,
+    );
+    return undefined;
   };
 
   app.get<{ Querystring: { token: string } }>('/v1/unsubscribe', { schema: { querystring: querySchema } }, async (request, reply) => {
-    const claim = verify(request.query.token);
+    const claim = verify(request.query.token, request, reply);
+    if (!claim) return reply;
     const action = `/v1/unsubscribe?token=${encodeURIComponent(request.query.token)}`;
     return page(
       reply,
@@ -62,7 +82,8 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
   });
 
   app.post<{ Querystring: { token: string } }>('/v1/unsubscribe', { schema: { querystring: querySchema } }, async (request, reply) => {
-    const claim = verify(request.query.token);
+    const claim = verify(request.query.token, request, reply);
+    if (!claim) return reply;
     await suppressions.add(deps.pool, claim.userId, claim.scope);
     const synced = await syncOne(deps, claim.userId, claim.scope, 1, deps.now());
     request.log.info({ userId: claim.userId, scope: claim.scope, synced }, 'unsubscribed');

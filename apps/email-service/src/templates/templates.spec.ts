@@ -85,16 +85,18 @@ describe('Composer', () => {
     expect(composer.notification(user, view('mention'), 'mention:c1:u1').messageId).toBe(mail.messageId);
     expect(mail.to).toEqual({ name: 'Ann X-Evil: 1', address: 'u1@example.test Bcc: x@evil.test' });
     const link = /^<https:\/\/mail\.example\/v1\/unsubscribe\?token=(.+)>$/.exec(mail.headers['List-Unsubscribe']);
-    expect(tokens.verify(decodeURIComponent(link?.[1] ?? ''))).toEqual({ userId: 'u1', scope: 'mention' });
+    expect(tokens.verify(decodeURIComponent(link?.[1] ?? ''))).toMatchObject({ ok: true, claim: { userId: 'u1', scope: 'mention' } });
     expect(mail.headers['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
     expect(Object.values(mail.headers).join('')).not.toMatch(/[\r\n]/);
   });
 
   it('gives security alerts no List-Unsubscribe, and digests a digest-scoped one', () => {
     expect(composer.notification(user, view('security_alert'), 'security:a1').headers['List-Unsubscribe']).toBeUndefined();
+    expect(composer.notification(user, view('security_alert'), 'security:a1').priority).toBe('critical');
+    expect(composer.notification(user, view('mention'), 'mention:c1:u1').priority).toBe('regular');
     const digest = composer.digest(user, [view('follow')], 'digest:u1:2026-11-29T00:00:00.000Z');
     const token = decodeURIComponent(/token=([^>]+)>/.exec(digest.headers['List-Unsubscribe'])?.[1] ?? '');
-    expect(tokens.verify(token)).toEqual({ userId: 'u1', scope: 'digest' });
+    expect(tokens.verify(token)).toMatchObject({ ok: true, claim: { userId: 'u1', scope: 'digest' } });
     expect(digest.messageId).not.toBe(composer.immediateMessageId('digest:u1:2026-11-29T00:00:00.000Z'));
   });
 
