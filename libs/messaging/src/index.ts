@@ -30,6 +30,7 @@ export {
   type FailureKind,
 } from './errors';
 export {
+  DEFAULT_DELIVERY_LIMIT,
   managementRequest,
   managementTargetFor,
   TopologyDriftError,
