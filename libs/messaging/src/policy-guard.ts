@@ -24,7 +24,15 @@ export interface PolicyGuardOptions {
 interface QueueRow {
   name: string;
   messages?: number;
+  /** Absent until the broker's first statistics round for the queue (~5 s after it is declared). */
   effective_policy_definition?: Record<string, unknown>;
+}
+
+interface PolicyRow {
+  pattern: string;
+  'apply-to': string;
+  priority: number;
+  definition: Record<string, unknown>;
 }
 
 /** While a watched queue waits for its policy, look again this often (the broker's stats refresh every ~5 s). */
@@ -36,6 +44,25 @@ const NEAR_FULL = 0.9;
 export function policyInForce(definition: Record<string, unknown> | undefined): boolean {
   const dlx = definition?.['dead-letter-exchange'];
   return typeof dlx === 'string' && dlx !== '' && typeof definition?.['delivery-limit'] === 'number';
+}
+
+/**
+ * For a queue the broker has no statistics for yet: the definitions that would win for it, by the
+ * broker's rule (the matching policies of the highest priority). Ties are all returned, and all must
+ * be safe, since which one the broker picks among them is not specified.
+ */
+export function winningPolicies(queue: string, policies: readonly PolicyRow[]): Array<Record<string, unknown>> {
+  const matching = policies.filter((p) => (p['apply-to'] === 'queues' || p['apply-to'] === 'all') && matches(p.pattern, queue));
+  const top = Math.max(...matching.map((p) => p.priority));
+  return matching.filter((p) => p.priority === top).map((p) => p.definition);
+}
+
+function matches(pattern: string, queue: string): boolean {
+  try {
+    return new RegExp(pattern).test(queue);
+  } catch {
+    return true; // a pattern this engine cannot read: assume it applies, and so must be safe
+  }
 }
 
 /**
@@ -55,6 +82,7 @@ export class PolicyGuard implements PolicyGate {
   private readonly workQueues: string[];
   /** Aborted to cut the loop's sleep short when a consumer starts waiting for its queue. */
   private nap = new AbortController();
+  private watching = false;
 
   constructor(private readonly o: PolicyGuardOptions) {
     this.workQueues = o.plan.queues.filter((q) => q.role === 'work').map((q) => q.name);
@@ -69,8 +97,8 @@ export class PolicyGuard implements PolicyGate {
     if (!this.inForce(queue)) this.nap.abort();
   }
 
-  /** Resolves once the policies are applied (retrying with backoff until the management API answers); then watches in the background. */
-  async start(): Promise<void> {
+  /** Resolves once the policies are applied, retrying with backoff until the management API answers. */
+  async apply(): Promise<void> {
     const { target, plan, logger, signal } = this.o;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -84,22 +112,32 @@ export class PolicyGuard implements PolicyGate {
         await sleep(backoffDelay(attempt, { baseMs: 500, maxMs: 10_000 }), undefined, { signal });
       }
     }
+  }
+
+  /** Checks at once (right after apply() and the declarations): consumers of a queue in force are told now. */
+  async checkNow(): Promise<void> {
+    await this.check(true).catch((err: unknown) => this.o.logger.warn({ err: errorMessage(err) }, 'could not check queue policies; retrying'));
+  }
+
+  /** From now on, every interval (every second while a consumer waits), until the runtime stops. */
+  watchInBackground(): void {
+    if (this.watching) return;
+    this.watching = true;
     void this.loop();
   }
 
   private async loop(): Promise<void> {
     const { logger, signal, intervalMs } = this.o;
-    let first = true;
-    while (!signal.aborted) {
-      try {
-        await this.check(first);
-        first = false;
-      } catch (err) {
-        logger.warn({ err: errorMessage(err) }, 'could not check queue policies; keeping the last known state');
-      }
+    for (;;) {
       const pending = [...this.listeners.keys()].some((q) => !this.inForce(q));
       this.nap = new AbortController();
       await sleep(pending ? PENDING_INTERVAL_MS : intervalMs, undefined, { signal: AbortSignal.any([signal, this.nap.signal]), ref: false }).catch(() => undefined);
+      if (signal.aborted) return;
+      try {
+        await this.check(false);
+      } catch (err) {
+        logger.warn({ err: errorMessage(err) }, 'could not check queue policies; keeping the last known state');
+      }
     }
   }
 
@@ -111,9 +149,14 @@ export class PolicyGuard implements PolicyGate {
     const res = await managementRequest(target, 'GET', path);
     if (!res.ok) throw new Error(`management API GET ${path}: HTTP ${res.status}`);
     const rows = new Map(((await res.json()) as QueueRow[]).map((r) => [r.name, r]));
+    // A queue declared moments ago has no statistics yet: judge it by the policies that win for it.
+    const fresh = this.workQueues.some((q) => rows.has(q) && rows.get(q)?.effective_policy_definition === undefined);
+    const policies = fresh ? await this.policies() : [];
     for (const queue of this.workQueues) {
       const row = rows.get(queue);
-      this.update(queue, policyInForce(row?.effective_policy_definition));
+      const effective = row?.effective_policy_definition;
+      const definitions = row === undefined ? [] : effective !== undefined ? [effective] : winningPolicies(queue, policies);
+      this.update(queue, definitions.length > 0 && definitions.every(policyInForce));
       const dlq = rows.get(dlqName(queue));
       if (dlq?.messages !== undefined) metrics.queueMessages.set({ queue: dlq.name }, dlq.messages);
       if (row?.messages === undefined) continue;
@@ -125,6 +168,13 @@ export class PolicyGuard implements PolicyGate {
         logger.error({ queue, messages: row.messages, maxLength, dlq: dlqName(queue) }, 'queue at or near its max-length: its oldest messages are dead-lettered (reason maxlen)');
       }
     }
+  }
+
+  private async policies(): Promise<PolicyRow[]> {
+    const path = `/policies/${encodeURIComponent(this.o.target.vhost)}`;
+    const res = await managementRequest(this.o.target, 'GET', path);
+    if (!res.ok) throw new Error(`management API GET ${path}: HTTP ${res.status}`);
+    return (await res.json()) as PolicyRow[];
   }
 
   private update(queue: string, inForce: boolean): void {

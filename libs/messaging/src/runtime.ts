@@ -88,9 +88,14 @@ export function createMessaging(options: MessagingOptions): Messaging {
       return consumer;
     },
     async start() {
-      await policies.start();
+      await policies.apply();
       started = true;
+      // Connected and declared; then, the queues existing, their policy state is known and every
+      // consumer whose queue has it in force is subscribed before start() resolves.
       await Promise.all([publisher.ready(), ...consumers.map((c) => c.start())]);
+      await policies.checkNow();
+      await Promise.all(consumers.map((c) => c.start()));
+      policies.watchInBackground();
     },
     async stop(deadlineMs = 10_000) {
       stopping.abort();

@@ -44,6 +44,12 @@ async function publishRaw(queue: string, count: number): Promise<string[]> {
   }
 }
 
+/** The policy as stored at this moment (the queue's effective policy is reported ~5 s late). */
+async function storedPolicy(name: string): Promise<Record<string, unknown> | undefined> {
+  const res = await managementRequest(vhost.management, 'GET', `/policies/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(name)}`);
+  return res.ok ? ((await res.json()) as { definition: Record<string, unknown> }).definition : undefined;
+}
+
 async function effectivePolicy(queue: string): Promise<Record<string, unknown> | undefined> {
   const res = await managementRequest(vhost.management, 'GET', `/queues/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(queue)}`);
   return ((await res.json()) as { effective_policy_definition?: Record<string, unknown> }).effective_policy_definition;
@@ -66,7 +72,7 @@ it('consumes nothing while the management API is unreachable; once it answers, t
     queue: 'test.gated',
     name: 'records',
     validate: validateTestEvent,
-    handle: async (e) => void handled.push({ id: e.id, policy: await effectivePolicy('test.gated') }),
+    handle: async (e) => void handled.push({ id: e.id, policy: await storedPolicy('messaging:test.gated') }),
   });
   const started = messaging.start();
 
@@ -80,8 +86,11 @@ it('consumes nothing while the management API is unreachable; once it answers, t
   await started;
   await eventually('all 5 consumed', () => handled.length === 5, 30_000);
   expect(handled.map((h) => h.id).sort()).toEqual([...ids].sort());
-  // Each one was handled while its queue's dead-lettering was in force, as the broker reports it.
-  for (const h of handled) expect(h.policy).toMatchObject({ 'dead-letter-exchange': 'dlx', 'dead-letter-routing-key': 'test.gated', 'delivery-limit': 3 });
+  // Each one was handled once its queue's policy existed, and the broker reports it in force.
+  const dlx = { 'dead-letter-exchange': 'dlx', 'dead-letter-routing-key': 'test.gated', 'delivery-limit': 3 };
+  for (const h of handled) expect(h.policy).toMatchObject(dlx);
+  await eventually('effective policy reported', async () => (await effectivePolicy('test.gated'))?.['dead-letter-exchange'] === 'dlx', 15_000);
+  expect(await effectivePolicy('test.gated')).toMatchObject(dlx);
   expect(messaging.readiness()).toEqual({ amqp: true, consumers: true });
 }, 60_000);
 

@@ -18,7 +18,7 @@ import type { ConsumerOptions, SingleConsumerOptions } from './types';
 
 export interface Consumer {
   readonly queue: string;
-  /** Opens the channel and starts consuming; resolves once connected. */
+  /** Opens the channel; resolves once connected, and subscribed if the queue's policy is in force. */
   start(): Promise<void>;
   /** Stops taking new messages (in-flight ones finish). Used by circuit breakers. */
   pause(): Promise<void>;
@@ -218,6 +218,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     queue,
     async start() {
       await wrapper.waitForConnect();
+      await subscribe();
     },
     async pause() {
       paused = true;
