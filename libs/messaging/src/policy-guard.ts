@@ -143,7 +143,7 @@ export class PolicyGuard implements PolicyGate {
 
   private async check(justApplied: boolean): Promise<void> {
     const { target, plan, logger, metrics } = this.o;
-    // Recreate a deleted policy, repair an edited one (start() just did it on the first pass).
+    // Recreate a deleted policy, repair an edited one (apply() has just done it before the first check).
     if (!justApplied) await ensurePolicies(target, plan.policies, logger);
     const path = `/queues/${encodeURIComponent(target.vhost)}?columns=name,messages,effective_policy_definition`;
     const res = await managementRequest(target, 'GET', path);
