@@ -1,4 +1,4 @@
-import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox';
+import { Type, type TObject, type TProperties } from '@sinclair/typebox';
 import './formats';
 
 /**
@@ -48,19 +48,3 @@ export function envelopeSchema<T extends string, V extends number, D extends TOb
     { additionalProperties: false, $id: `${type}.v${version}` },
   );
 }
-
-/**
- * The envelope independent of its type: `type` is any non-empty string, `data` any object.
- * Useful to tools (DLQ console, replay) that handle messages without interpreting `data`.
- */
-export const EnvelopeSchema = Type.Object(
-  {
-    ...commonProperties,
-    type: Type.String({ minLength: 1 }),
-    version: Type.Integer({ minimum: 1 }),
-    data: Type.Record(Type.String(), Type.Unknown()),
-  },
-  { additionalProperties: false },
-);
-
-export type Envelope = Static<typeof EnvelopeSchema>;

@@ -36,7 +36,3 @@ export class ContractError extends Error {
     if (details.eventId !== undefined) this.eventId = details.eventId;
   }
 }
-
-export function isContractError(err: unknown): err is ContractError {
-  return err instanceof ContractError;
-}

@@ -4,4 +4,4 @@ export * from './errors';
 export * from './validate';
 export * from './build';
 export * from './idempotency-keys';
-export { isUuid, isDateTime, isEmail, registerFormats } from './formats';
+export * from './preferences';

@@ -1,6 +1,6 @@
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '@community/idempotency';
-import type { NotificationType } from '@community/contracts';
+import { compositeKey, type NotificationType } from '@community/contracts';
 import { TransientError } from '@community/messaging';
 import { ITEM_BLOCKED_SQL } from './suppressions';
 
@@ -14,9 +14,12 @@ export function windowFor(at: Date, period: DigestPeriod): { start: Date; end: D
   return { start: new Date(start), end: new Date(start + ms) };
 }
 
-/** `digest:{userId}:{windowStart ISO}`: the ledger key of the one digest email of a window. */
+/**
+ * `digest:{userId}:{windowStart ISO}`: the ledger key of the one digest email of a window. The user id
+ * is escaped by the contract's key rule; the timestamp, last and of a fixed format, is appended as is.
+ */
 export function digestKey(userId: string, windowStart: Date): string {
-  return `digest:${userId}:${windowStart.toISOString()}`;
+  return `${compositeKey('digest', { userId })}:${windowStart.toISOString()}`;
 }
 
 export interface DigestItemInput {
