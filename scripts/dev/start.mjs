@@ -57,10 +57,12 @@ runMain(async () => {
     await bundleApp(name, ROOT);
     const { command, args } = appCommand(name);
     log.step(`starting ${name}: node ${args.join(' ')}`);
-    supervisor.spawn(name, command, args, { cwd: ROOT, env: appEnv });
+    supervisor.spawn(name, command, args, { cwd: ROOT, env: appEnv, restart: true });
   }
 
-  printSummary(apps, mail);
+  printSummary(apps, mail, supervisor);
+  // A restarted app is announced with the table again, its restart count beside its URL.
+  supervisor.onRestart = () => printSummary(apps, mail, supervisor);
   if (!apps.length && !mail?.started) {
     log.info('nothing to supervise (no apps, MailDev already running elsewhere): done');
     return 0;
@@ -73,13 +75,15 @@ runMain(async () => {
   await new Promise(() => {}); // run until a signal arrives
 });
 
-function printSummary(apps, mail) {
+function printSummary(apps, mail, supervisor) {
   const line = (label, value) => console.log(`  ${label.padEnd(22)} ${value}`);
   console.log(`\n${c.bold('Where to look')}`);
   if (apps.length) {
     for (const name of apps) {
       const port = APP_PORTS[name];
-      line(name, port ? `http://127.0.0.1:${port}  (/healthz, /readyz, /metrics)` : 'port: see its log lines');
+      const restarts = supervisor.restarts(name);
+      const note = restarts ? c.yellow(`  restarted ${restarts}× (see its log lines)`) : '';
+      line(name, `${port ? `http://127.0.0.1:${port}  (/healthz, /readyz, /metrics)` : 'port: see its log lines'}${note}`);
     }
   } else {
     line('apps', 'none yet: no apps/*/src/main.ts in this checkout');

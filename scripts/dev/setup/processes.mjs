@@ -2,6 +2,12 @@
 // together: SIGTERM to each, up to 15 s to drain, then SIGKILL. Each child gets its own process
 // group, so a Ctrl-C in the terminal reaches only this supervisor, which then shuts the children
 // down in order instead of every process receiving the signal at once.
+//
+// A child started with `restart: true` is restarted when it exits unexpectedly, the way a Kubernetes
+// Deployment restarts a crashed pod: after an exponential backoff (1 s, 2 s, 4 s … capped at 60 s;
+// Kubernetes uses 10 s … 5 min, which is too slow to be useful on a laptop), reset once the child
+// has stayed up for `stableMs`. Each restart is logged and counted (`restarts(name)`), so the local
+// stack heals itself and still shows that something went wrong.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { c, log } from './log.mjs';
@@ -9,8 +15,10 @@ import { c, log } from './log.mjs';
 const PALETTE = [c.cyan, c.magenta, c.blue, c.yellow, c.green];
 
 export class Supervisor {
-  constructor({ graceMs = 15_000 } = {}) {
+  constructor({ graceMs = 15_000, backoffBaseMs = 1_000, backoffMaxMs = 60_000, stableMs = 60_000 } = {}) {
     this.graceMs = graceMs;
+    this.backoff = { baseMs: backoffBaseMs, maxMs: backoffMaxMs, stableMs };
+    this.onRestart = null; // (name, restarts) => void, after a restarted child has been spawned
     this.children = new Map(); // name -> { child, exited: Promise, alive }
     this.stopping = false;
     this.width = 8;
@@ -21,12 +29,26 @@ export class Supervisor {
     });
   }
 
-  /** Starts a child; its stdout/stderr lines are printed as "name │ line". */
-  spawn(name, command, args, { cwd, env } = {}) {
+  /**
+   * Starts a child; its stdout/stderr lines are printed as "name │ line". With `restart: true` an
+   * unexpected exit schedules a restart with backoff instead of leaving the child dead.
+   */
+  spawn(name, command, args, { cwd, env, restart = false } = {}) {
     this.width = Math.max(this.width, name.length);
-    const colour = PALETTE[this.children.size % PALETTE.length];
+    const previous = this.children.get(name);
+    const colour = previous?.colour ?? PALETTE[this.children.size % PALETTE.length];
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    const entry = { name, child, alive: true };
+    const entry = {
+      name,
+      child,
+      colour,
+      alive: true,
+      startedAt: Date.now(),
+      spec: { command, args, cwd, env, restart },
+      restarts: previous?.restarts ?? 0,
+      crashes: previous?.crashes ?? 0, // consecutive quick exits: drives the backoff
+      timer: null,
+    };
     const prefix = () => colour(`${name.padEnd(this.width)} │`);
     for (const [stream, out] of [
       [child.stdout, process.stdout],
@@ -44,8 +66,11 @@ export class Supervisor {
         entry.alive = false;
         if (!this.stopping) {
           const how = signal ? `signal ${signal}` : `code ${code}`;
-          log.error(`${c.bold(name)} exited unexpectedly (${how}); the others keep running. Its last lines are above; restart with npm start.`);
-          if (![...this.children.values()].some((e) => e.alive)) this.onAllExited?.();
+          if (entry.spec.restart) this.scheduleRestart(entry, how);
+          else {
+            log.error(`${c.bold(name)} exited unexpectedly (${how}); the others keep running. Its last lines are above; restart with npm start.`);
+            if (![...this.children.values()].some((e) => e.alive)) this.onAllExited?.();
+          }
         }
         resolve({ code, signal });
       });
@@ -58,9 +83,38 @@ export class Supervisor {
     return this.children.get(name)?.alive ?? false;
   }
 
+  /** How many times `name` has been restarted after an unexpected exit. */
+  restarts(name) {
+    return this.children.get(name)?.restarts ?? 0;
+  }
+
+  /** The delay before the next restart: base · 2^(quick exits in a row), capped. */
+  restartDelay(entry) {
+    return Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** Math.min(entry.crashes, 20));
+  }
+
+  scheduleRestart(entry, how) {
+    // A child that ran for a while before exiting starts a new backoff series, as kubelet does.
+    if (Date.now() - entry.startedAt >= this.backoff.stableMs) entry.crashes = 0;
+    const delay = this.restartDelay(entry);
+    entry.crashes += 1;
+    log.error(`${c.bold(entry.name)} exited unexpectedly (${how}); its last lines are above. Restarting in ${formatMs(delay)} (restart #${entry.restarts + 1}).`);
+    entry.timer = setTimeout(() => {
+      entry.timer = null;
+      if (this.stopping) return;
+      const { command, args, cwd, env, restart } = entry.spec;
+      const next = this.spawn(entry.name, command, args, { cwd, env, restart });
+      next.restarts = entry.restarts + 1;
+      next.crashes = entry.crashes;
+      log.warn(`${c.bold(entry.name)} restarted (${next.restarts} restart${next.restarts === 1 ? '' : 's'} so far)`);
+      this.onRestart?.(entry.name, next.restarts);
+    }, delay);
+  }
+
   /** SIGTERM every live child, wait up to graceMs, then SIGKILL the stragglers. */
   async stopAll() {
     this.stopping = true;
+    for (const e of this.children.values()) if (e.timer) clearTimeout(e.timer);
     const live = [...this.children.values()].filter((e) => e.alive);
     if (!live.length) return;
     log.step(`stopping ${live.map((e) => e.name).join(', ')} (SIGTERM; SIGKILL after ${this.graceMs / 1000} s)`);
@@ -82,9 +136,12 @@ export class Supervisor {
 
   killAllNow() {
     this.stopping = true;
+    for (const e of this.children.values()) if (e.timer) clearTimeout(e.timer);
     for (const e of this.children.values()) signalGroup(e.child, 'SIGKILL');
   }
 }
+
+const formatMs = (ms) => (ms >= 1000 ? `${Math.round(ms / 100) / 10} s` : `${ms} ms`);
 
 function signalGroup(child, signal) {
   if (!child.pid) return;
