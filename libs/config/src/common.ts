@@ -33,7 +33,7 @@ export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = {
   'demo-community-api': 3000,
 };
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Well known on purpose: it only exists so a laptop starts without setup, and production refuses it. */

@@ -16,10 +16,10 @@ import './formats';
 /** Non-empty id. The upper bound only keeps garbage out of keys and indexes; real ids are far shorter. */
 export const IdSchema = Type.String({ minLength: 1, maxLength: 256 });
 
-export const EventIdSchema = Type.String({ format: 'uuid' });
-export const TimestampSchema = Type.String({ format: 'date-time' });
-export const ProducerSchema = Type.String({ minLength: 1, maxLength: 128 });
-export const CorrelationIdSchema = Type.String({ minLength: 1, maxLength: 256 });
+const EventIdSchema = Type.String({ format: 'uuid' });
+const TimestampSchema = Type.String({ format: 'date-time' });
+const ProducerSchema = Type.String({ minLength: 1, maxLength: 128 });
+const CorrelationIdSchema = Type.String({ minLength: 1, maxLength: 256 });
 
 /** Properties shared by every envelope, whatever its type and version. */
 const commonProperties = {
