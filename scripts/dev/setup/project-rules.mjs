@@ -2,18 +2,19 @@
 // each of them rather than from a copy kept here:
 //   - the local defaults of AMQP_URL, DATABASE_URL, REDIS_URL, SMTP_URL and each app's port
 //     (libs/config/src/common.ts);
-//   - how the RabbitMQ management API is found from AMQP_URL (managementTargetFor, libs/messaging).
+//   - how the RabbitMQ management API is found from AMQP_URL (managementTargetFor, libs/messaging);
+//   - the exponential backoff rule (backoffDelay, libs/messaging), for restarting crashed apps.
 //
 // Why compile on the fly: these scripts are plain node ESM because they must start on a fresh clone,
 // before `npm ci`, and node 20 cannot import TypeScript. Nothing that needs these rules runs before
 // ensureDependencies(), though, and from then on esbuild (a dependency, which also bundles the apps)
-// is there: it compiles each lib's public entry into an ESM module in node_modules/.cache (well under a
-// second; npm packages stay external and resolve from node_modules as usual). A hand-kept JavaScript
+// is there: it compiles each lib's public entry into a CommonJS module in node_modules/.cache (well under
+// a second; npm packages stay external and are required from node_modules, as the apps' bundles do). A hand-kept JavaScript
 // copy would be shorter, and would drift; a generated file would have to be regenerated and committed
 // by whoever edits the source.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 
 // The libs' public entries (what `@community/<name>` resolves to), not their internal files.
 const SOURCES = {
@@ -31,22 +32,28 @@ export async function loadProjectRules(root) {
   mkdirSync(outdir, { recursive: true });
   const modules = {};
   for (const [name, file] of Object.entries(SOURCES)) {
-    const outfile = path.join(outdir, `${name}.mjs`);
+    // One file per process (npm start and npm test may compile at the same time), removed once imported.
+    const outfile = path.join(outdir, `${name}-${process.pid}.cjs`);
     await build({
       entryPoints: [path.join(root, file)],
       bundle: true,
       packages: 'external',
       platform: 'node',
-      format: 'esm',
+      format: 'cjs',
       target: 'node20',
       tsconfig: path.join(root, 'tsconfig.base.json'), // resolves @community/* between libs
       outfile,
       logLevel: 'warning',
     });
-    modules[name] = await import(`${pathToFileURL(outfile).href}?v=${Date.now()}`);
+    try {
+      modules[name] = createRequire(import.meta.url)(outfile);
+    } finally {
+      rmSync(outfile, { force: true });
+    }
   }
   const { LOCAL_DEFAULTS, DEFAULT_PORTS } = modules.config;
-  loaded = { localDefaults: LOCAL_DEFAULTS, appPorts: DEFAULT_PORTS, managementTargetFor: modules.messaging.managementTargetFor };
+  const { managementTargetFor, backoffDelay } = modules.messaging;
+  loaded = { localDefaults: LOCAL_DEFAULTS, appPorts: DEFAULT_PORTS, managementTargetFor, backoffDelay };
   return loaded;
 }
 
