@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   const config = loadConfig(DEMO_CONFIG);
   const logger = createLogger({ service: SERVICE, level: config.LOG_LEVEL });
   const registry = createRegistry({ service: SERVICE });
-  const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE });
+  const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE, logger });
   const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE, topology: COMMUNITY_TOPOLOGY, logger, registry });
   const relay = createRelay({
     pool,

@@ -71,7 +71,7 @@ export function createEmailService(options: EmailServiceOptions): EmailService {
   const { config, logger, registry } = options;
   const clock = options.clock ?? (() => new Date());
   const metrics = emailMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: 'email-service' });
+  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: 'email-service', logger });
   const users = new UsersStore(pool);
   const ledger = new LedgerStore(pool);
   const digests = new DigestStore(pool);

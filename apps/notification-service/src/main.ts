@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { createPgPool } from '@community/db';
 import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
 import { answers, createLogger, createRegistry, readinessState, runService } from '@community/observability';
 import { createRelay } from '@community/outbox';
@@ -18,18 +18,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ service: SERVICE_NAME, level: config.LOG_LEVEL });
   const registry = createRegistry({ service: SERVICE_NAME });
   const metrics = notificationMetrics(registry);
-  // A plain pg pool rather than @community/db: this service only runs raw batched SQL, and
-  // importing the generated Prisma client would cost ~10 MB of RSS for nothing.
-  const pool = new pg.Pool({
-    connectionString: config.DATABASE_URL,
-    max: config.DATABASE_POOL_MAX,
-    application_name: SERVICE_NAME,
-    // Named (prepared) statements are planned at every execution, never from a cached generic plan
-    // built while a table was small (docs/DATABASE.md, "Prepared statements"). Same as createPgPool.
-    options: '-c plan_cache_mode=force_custom_plan',
-  });
-  // A broken idle connection is discarded by the pool; unhandled, the event would crash the process.
-  pool.on('error', (err) => logger.warn({ err }, 'idle database connection failed'));
+  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
 
   const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: COMMUNITY_TOPOLOGY, logger, registry });
   registerConsumers(messaging, { pool, metrics }, {

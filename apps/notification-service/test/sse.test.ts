@@ -164,6 +164,25 @@ it('a resume that missed more than it replays says so (reset), then sends the ne
   resumed.close();
 });
 
+it('keeps pushing after its LISTEN connection is terminated (it reconnects on its own)', async () => {
+  const user = `u-${randomUUID()}`;
+  const c = client(user);
+  await c.open();
+  await eventually('initial state', () => c.named('count').length === 1);
+  const listenerPids = async () =>
+    (await h.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'notification-service-sse'")).rows.map((r) => r.pid);
+  const [pid] = await listenerPids();
+  expect(pid).toBeDefined();
+
+  await h.pool.query('SELECT pg_terminate_backend($1)', [pid]); // this test's own database only
+  await eventually('listening on a new connection', async () => h.hub.isListening() && (await listenerPids()).some((p) => p !== pid), 10_000, 20);
+  expect((await h.metrics.sseListenerConnected.get()).values[0].value).toBe(1);
+
+  await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user));
+  await eventually('pushed after the reconnect', () => c.named('notification').length === 1, 5000, 10);
+  c.close();
+});
+
 describe('another replica', () => {
   let app2: FastifyInstance;
   let hub2: InboxHub;

@@ -2,7 +2,7 @@ import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';

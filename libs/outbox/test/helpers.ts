@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { buildEvent, type EventOf } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { enqueueEvents } from '../src';
 
 export const PRODUCER = 'outbox-test';

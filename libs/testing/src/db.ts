@@ -49,6 +49,9 @@ function quoteIdent(name: string): string {
 /** Runs `fn` with a short-lived connection to the server's `postgres` maintenance database. */
 async function withAdmin<T>(baseUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: withDatabase(baseUrl, 'postgres') });
+  // A connection that dies emits 'error' besides failing the query in flight; the failed query is
+  // what reports it, and an unhandled 'error' would take the whole jest worker down.
+  client.on('error', () => undefined);
   try {
     await client.connect();
   } catch (error) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { actingUser } from '../actor';
 import { ApiError } from '../errors';
 import { EventBatch, excerpt } from '../events';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { isUniqueViolation, withTransaction } from '@community/idempotency';
+import { isUniqueViolation, withTransaction } from '@community/db';
 import { actingUser } from '../actor';
 import { ApiError } from '../errors';
 import { EventBatch } from '../events';

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { compositeKey, type NotificationType } from '@community/contracts';
 import { TransientError } from '@community/messaging';
 import { ITEM_BLOCKED_SQL } from './suppressions';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { buildEvent, type AnyEvent, type EventOf } from '@community/contracts';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { classify, PermanentError, type BatchContext, type BatchHandler, type BatchItem, type Outcome } from '@community/messaging';
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import { onePerSlot, planNotifications } from '../domain/plan';

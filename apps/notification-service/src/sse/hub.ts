@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import pg, { type Pool } from 'pg';
+import type { Pool } from 'pg';
 import type { Logger } from 'pino';
+import { createListenClient } from '@community/db';
 import type { NotificationMetrics } from '../metrics';
 import { inboxChangesSince } from '../store/inbox';
 import { INBOX_CHANNEL } from '../store/ingest';
@@ -34,7 +35,7 @@ export interface InboxHubOptions {
 }
 
 export interface InboxHub {
-  /** Resolves once listening; reconnects on its own afterwards. */
+  /** Resolves after the first LISTEN attempt, listening or not; (re)connects on its own afterwards. */
   start(): Promise<void>;
   /** Ends every stream and the LISTEN connection. */
   stop(): Promise<void>;
@@ -63,10 +64,6 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
   const backlogLimit = options.backlogLimit ?? 100;
   const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
   const streams = new Map<string, Set<Stream>>();
-  let listener: pg.Client | undefined;
-  let listening = false;
-  let stopping = false;
-  let reconnectAttempt = 0;
   let heartbeat: NodeJS.Timeout | undefined;
 
   function write(s: Stream, event: string, data: unknown, id?: number): void {
@@ -120,38 +117,20 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
     for (const id of ids) for (const s of streams.get(String(id)) ?? []) void sync(s);
   }
 
-  async function connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: options.databaseUrl, application_name: 'notification-service-sse' });
-    client.on('notification', (msg) => onNotification(msg.payload));
-    client.on('error', (err) => logger.warn({ err }, 'SSE listener connection error'));
-    client.on('end', () => {
-      if (listener !== client) return;
-      listener = undefined;
-      listening = false;
-      metrics.sseListenerConnected.set(0);
-      if (!stopping) scheduleReconnect();
-    });
-    await client.connect();
-    await client.query(`LISTEN ${INBOX_CHANNEL}`);
-    listener = client;
-    listening = true;
-    reconnectAttempt = 0;
-    metrics.sseListenerConnected.set(1);
-    // Whatever committed while nobody listened was not announced: re-read every open stream.
-    for (const set of streams.values()) for (const s of set) void sync(s);
-  }
-
-  function scheduleReconnect(): void {
-    const delay = Math.min(10_000, 250 * 2 ** reconnectAttempt++) * (0.5 + Math.random() / 2);
-    logger.warn({ delayMs: Math.round(delay) }, 'SSE listener disconnected; reconnecting');
-    setTimeout(() => {
-      if (stopping) return;
-      connect().catch((err) => {
-        logger.warn({ err }, 'SSE listener reconnect failed');
-        scheduleReconnect();
-      });
-    }, delay).unref();
-  }
+  // One LISTEN connection per replica, reconnected with backoff by libs/db.
+  const listener = createListenClient({
+    connectionString: options.databaseUrl,
+    channels: [INBOX_CHANNEL],
+    applicationName: 'notification-service-sse',
+    logger,
+    onNotification: (n) => onNotification(n.payload),
+    onListening: () => {
+      metrics.sseListenerConnected.set(1);
+      // Whatever committed while nobody listened was not announced: re-read every open stream.
+      for (const set of streams.values()) for (const s of set) void sync(s);
+    },
+    onLost: () => metrics.sseListenerConnected.set(0),
+  });
 
   function close(s: Stream): void {
     if (s.closed) return;
@@ -173,8 +152,7 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
 
   return {
     async start() {
-      stopping = false;
-      await connect();
+      await listener.start();
       heartbeat = setInterval(() => {
         const line = `: heartbeat ${new Date().toISOString()}\n\n`;
         for (const set of streams.values()) for (const s of set) s.res.write(line);
@@ -182,14 +160,10 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
       heartbeat.unref();
     },
     async stop() {
-      stopping = true;
       clearInterval(heartbeat);
       closeStreams();
-      const client = listener;
-      listener = undefined;
-      listening = false;
+      await listener.stop();
       metrics.sseListenerConnected.set(0);
-      await client?.end().catch(() => undefined);
     },
     closeStreams,
     open(userId, res, lastEventId) {
@@ -211,6 +185,6 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
       // Registered before the first read: a change committed meanwhile triggers another pass.
       void sync(s);
     },
-    isListening: () => listening,
+    isListening: () => listener.isListening(),
   };
 }

@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
 import { notifyInboxes } from './ingest';
 
@@ -80,10 +80,8 @@ export interface Page {
 }
 
 export async function listNotifications(pool: Pool, userId: string, opts: ListOptions): Promise<Page> {
-  const client = await pool.connect();
-  try {
-    // One snapshot for the page and the version, so the version describes exactly these rows.
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  // One snapshot for the page and the version, so the version describes exactly these rows.
+  const { rows, state } = await withTransaction(pool, { isolation: 'repeatable read', readOnly: true }, async (tx) => {
     const params: unknown[] = [userId, opts.limit + 1];
     let where = 'n.user_id = $1 AND n.in_app';
     if (opts.unreadOnly) where += ' AND n.read_at IS NULL';
@@ -91,23 +89,17 @@ export async function listNotifications(pool: Pool, userId: string, opts: ListOp
       params.push(opts.cursor.version, opts.cursor.id);
       where += ' AND (n.created_version, n.id) < ($3, $4::uuid)';
     }
-    const rows = await client.query<ItemRow>(`SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE ${where} ORDER BY n.created_version DESC, n.id DESC LIMIT $2`, params);
-    const state = await readState(client, userId);
-    await client.query('COMMIT');
-    const more = rows.rows.length > opts.limit;
-    const page = rows.rows.slice(0, opts.limit);
-    const last = page.at(-1);
-    return {
-      items: page.map(toItem),
-      nextCursor: more && last ? encodeCursor({ version: Number(last.created_version), id: last.id }) : null,
-      version: state.version,
-    };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw err;
-  } finally {
-    client.release();
-  }
+    const page = await tx.query<ItemRow>(`SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE ${where} ORDER BY n.created_version DESC, n.id DESC LIMIT $2`, params);
+    return { rows: page.rows, state: await readState(tx, userId) };
+  });
+  const more = rows.length > opts.limit;
+  const page = rows.slice(0, opts.limit);
+  const last = page.at(-1);
+  return {
+    items: page.map(toItem),
+    nextCursor: more && last ? encodeCursor({ version: Number(last.created_version), id: last.id }) : null,
+    version: state.version,
+  };
 }
 
 export { decodeCursor };

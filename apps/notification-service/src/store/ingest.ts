@@ -98,6 +98,19 @@ export async function claimAndLockInboxes(tx: PoolClient, consumer: string, even
 const NOTIFY_CHUNK_BYTES = 3500;
 
 /**
+ * One `pg_notify(channel, '["user-1", ...]')` per chunk of the distinct `user_id`s of `changedUsers`
+ * (a FROM clause), each payload within NOTIFY_CHUNK_BYTES: ids are grouped by a running total of
+ * their worst-case JSON size. The one chunking rule of both writers of an inbox (the consumers' batch
+ * and the read-state changes). `channel` and `chunkBytes` are SQL expressions (parameters).
+ */
+function notifyInboxesSql(changedUsers: string, channel: string, chunkBytes: string): string {
+  return `SELECT pg_notify(${channel}, json_agg(user_id)::text) FROM (
+         SELECT user_id, sum(2 * octet_length(user_id) + 4) OVER (ORDER BY user_id) / ${chunkBytes} AS chunk
+         FROM (SELECT DISTINCT user_id FROM ${changedUsers}) AS changed
+       ) AS chunks GROUP BY chunk`;
+}
+
+/**
  * Inserts the notifications, adds the inserted in-app ones to their users' unread counters,
  * announces the changed inboxes and writes `created` (each row's notification.created, prebuilt)
  * into the outbox for the rows actually inserted, in ONE statement: the counter cannot change
@@ -147,10 +160,7 @@ export async function writeNotifications(
      ),
      notified AS (
        -- One NOTIFY per chunk of changed in-app inboxes (none when nothing changed).
-       SELECT pg_notify($14, json_agg(user_id)::text) FROM (
-         SELECT user_id, sum(2 * octet_length(user_id) + 4) OVER (ORDER BY user_id) / $15 AS chunk
-         FROM (SELECT DISTINCT user_id FROM written WHERE in_app) AS changed
-       ) AS chunks GROUP BY chunk
+       ${notifyInboxesSql('written WHERE in_app', '$14', '$15')}
      ),
      created AS (
        -- notification.created for the inserted rows only, ordered per recipient as the batch was.
@@ -222,20 +232,5 @@ export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<
  * at commit and dropped on rollback, so a stream never shows a change that did not happen.
  */
 export async function notifyInboxes(tx: PoolClient, userIds: Iterable<string>): Promise<void> {
-  const payloads: string[] = [];
-  let chunk: string[] = [];
-  let size = 2;
-  for (const id of new Set(userIds)) {
-    const cost = JSON.stringify(id).length + 1;
-    if (chunk.length > 0 && size + cost > NOTIFY_CHUNK_BYTES) {
-      payloads.push(JSON.stringify(chunk));
-      chunk = [];
-      size = 2;
-    }
-    chunk.push(id);
-    size += cost;
-  }
-  if (chunk.length > 0) payloads.push(JSON.stringify(chunk));
-  if (payloads.length === 0) return;
-  await tx.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [INBOX_CHANNEL, payloads]);
+  await tx.query(notifyInboxesSql('unnest($2::text[]) AS u(user_id)', '$1', '$3'), [INBOX_CHANNEL, [...userIds], NOTIFY_CHUNK_BYTES]);
 }

@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { withTransaction } from '@community/idempotency';
+import { withTransaction } from '@community/db';
 import { effectivePreferences, type PreferenceMap, type PreferenceUpdate, type StoredPreference } from '../domain/preferences';
 
 async function stored(db: Pick<Pool, 'query'>, userId: string): Promise<StoredPreference[]> {

@@ -1,6 +1,7 @@
-// createTestDatabase (libs/testing) + createPrisma / createPgPool against a migrated private database.
+// createTestDatabase (libs/testing) + createPrisma (the prisma entry) / createPgPool against a migrated private database.
 import { createTestDatabase, type TestDatabase } from '@community/testing';
-import { createPgPool, createPrisma, Prisma, type PrismaClient } from './index';
+import { createPgPool } from '../src/index';
+import { createPrisma, Prisma, type PrismaClient } from '../src/prisma';
 
 describe('@community/db', () => {
   let db: TestDatabase;

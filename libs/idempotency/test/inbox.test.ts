@@ -1,0 +1,86 @@
+// The inbox claim (inboxClaimSql) and retention against a private migrated database.
+import type { Pool, PoolClient } from 'pg';
+import { createPgPool, withTransaction } from '@community/db';
+import { createTestDatabase, type TestDatabase } from '@community/testing';
+import { inboxClaimSql, purgeProcessedEvents } from '../src/index';
+
+let db: TestDatabase;
+let pool: Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase('idempotency');
+  pool = createPgPool(db.url, { max: 6 });
+  // A consumer's own table, without a unique key: a second effect would show as a second row.
+  await pool.query('CREATE TABLE effects (event_id text NOT NULL, note text)');
+});
+
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+});
+
+const effectsOf = async (eventId: string) => Number((await pool.query('SELECT count(*) FROM effects WHERE event_id = $1', [eventId])).rows[0].count);
+
+/** The claim as a consumer runs it: its own statement here, a CTE of a bigger one in notification-service. */
+async function claim(tx: PoolClient, consumer: string, eventIds: string[]): Promise<Set<string>> {
+  const res = await tx.query<{ event_id: string }>(inboxClaimSql('$1', '$2'), [consumer, eventIds]);
+  return new Set(res.rows.map((r) => r.event_id));
+}
+
+/** Claims `eventIds`, then applies an effect for each fresh one, all in one transaction. */
+function consume(consumer: string, eventIds: string[], fail?: Error): Promise<string[]> {
+  return withTransaction(pool, async (tx) => {
+    const fresh = [...(await claim(tx, consumer, eventIds))].sort();
+    await tx.query('INSERT INTO effects (event_id) SELECT unnest($1::text[])', [fresh]);
+    if (fail) throw fail;
+    return fresh;
+  });
+}
+
+it('claims an event once per consumer', async () => {
+  await withTransaction(pool, async (tx) => {
+    expect(await claim(tx, 'a', ['e-1'])).toEqual(new Set(['e-1']));
+    expect(await claim(tx, 'a', ['e-1'])).toEqual(new Set());
+    expect(await claim(tx, 'b', ['e-1'])).toEqual(new Set(['e-1'])); // another consumer has its own inbox
+  });
+});
+
+it('applies effects once for a redelivered event', async () => {
+  expect(await consume('c', ['e-2'])).toEqual(['e-2']);
+  expect(await consume('c', ['e-2'])).toEqual([]);
+  expect(await effectsOf('e-2')).toBe(1);
+});
+
+it('rolls the inbox row back with failed effects, so the retry does the work', async () => {
+  await expect(consume('c', ['e-3'], new Error('effect failed halfway'))).rejects.toThrow('halfway');
+  expect(await effectsOf('e-3')).toBe(0);
+  expect(await consume('c', ['e-3'])).toEqual(['e-3']);
+  expect(await effectsOf('e-3')).toBe(1);
+});
+
+it('has exactly one effect when the same event is processed concurrently', async () => {
+  const results = await Promise.all(Array.from({ length: 5 }, () => consume('c', ['e-4'])));
+  expect(results.filter((fresh) => fresh.length > 0)).toHaveLength(1);
+  expect(await effectsOf('e-4')).toBe(1);
+});
+
+it('batches: fresh items only, duplicates within and across batches absorbed', async () => {
+  expect(await consume('d', ['b-1', 'b-2', 'b-1'])).toEqual(['b-1', 'b-2']);
+  expect(await consume('d', ['b-2', 'b-3'])).toEqual(['b-3']);
+  expect([await effectsOf('b-1'), await effectsOf('b-2'), await effectsOf('b-3')]).toEqual([1, 1, 1]);
+});
+
+it('never deadlocks two batches that claim the same ids in opposite orders', async () => {
+  // Large enough that the two statements overlap: claimed in the given order, they deadlock every time.
+  const ids = Array.from({ length: 20_000 }, (_, i) => `o-${String(i).padStart(5, '0')}`);
+  const [forward, backward] = await Promise.all([consume('o', ids), consume('o', [...ids].reverse())]);
+  expect(forward.length + backward.length).toBe(ids.length);
+});
+
+it('purges only rows past the retention horizon, and refuses a horizon that could reopen duplicates', async () => {
+  await pool.query("INSERT INTO processed_events (consumer, event_id, processed_at) VALUES ('p', 'old-1', now() - interval '10 days'), ('p', 'old-2', now() - interval '8 days'), ('p', 'new-1', now())");
+  await expect(purgeProcessedEvents(pool, { olderThanMs: 60_000 })).rejects.toThrow(/below the minimum/);
+  expect(await purgeProcessedEvents(pool, { consumer: 'p', batchSize: 1 })).toBe(2);
+  const left = await pool.query("SELECT event_id FROM processed_events WHERE consumer = 'p'");
+  expect(left.rows.map((r) => r.event_id)).toEqual(['new-1']);
+});
