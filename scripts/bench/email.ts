@@ -24,8 +24,8 @@ import { createRateLimiter } from '../../apps/email-service/src/smtp/rate-limite
 import { createSender, type Sender } from '../../apps/email-service/src/smtp/sender';
 import { createTransport } from '../../apps/email-service/src/smtp/transport';
 import { UnsubscribeTokens } from '../../apps/email-service/src/unsubscribe/token';
-import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
-import { buildEvent } from '@community/contracts';
+import { createMessaging } from '@community/messaging';
+import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createTestDatabase, createTestVhost } from '@community/testing';
 import { loadEmailConfig } from '../../apps/email-service/src/config';
 import { createEmailService } from '../../apps/email-service/src/service';
@@ -150,7 +150,7 @@ async function runPipeline(port: number, emails: number, received: () => Promise
   const silent = pino({ level: 'silent' });
   const [vhost, db] = await Promise.all([createTestVhost('bench-email'), createTestDatabase('bench_email')]);
   try {
-    const producer = createMessaging({ url: vhost.url, service: 'bench-producer', topology: COMMUNITY_TOPOLOGY, logger: silent, registry: new Registry() });
+    const producer = createMessaging({ url: vhost.url, service: 'bench-producer', topology: COMMUNITY_TOPOLOGY, logger: silent, registry: new Registry(), classifiers: [] });
     await producer.start();
     for (let i = 0; i < emails; i++) {
       const data = { notificationId: `n-${i}`, userId: 'u-42', type: 'mention' as const, idempotencyKey: `mention:c-${i}:u-42`, actorId: 'u-7', resourceType: 'comment', resourceId: `c-${i}`, emailChannel: 'immediate' as const, excerpt: 'x'.repeat(200) };

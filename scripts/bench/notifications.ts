@@ -90,7 +90,7 @@ async function declareBare(url: string): Promise<void> {
       { name: 'bench.bare.latency', bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare.latency'] }], retryDelaysMs: [1000] },
     ],
   };
-  const setup = createMessaging({ url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry() });
+  const setup = createMessaging({ url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [] });
   await setup.start();
   await setup.stop();
 }

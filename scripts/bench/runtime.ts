@@ -9,7 +9,7 @@
 import amqplib from 'amqplib';
 import { Registry } from 'prom-client';
 import pino from 'pino';
-import { buildEvent } from '@community/contracts';
+import { buildEvent, validateOrThrow } from '@community/contracts';
 import { createMessaging, type Topology } from '@community/messaging';
 import { createTestVhost } from '@community/testing';
 
@@ -66,7 +66,7 @@ async function bare(url: string): Promise<number> {
 }
 
 async function runtime(url: string): Promise<number> {
-  const messaging = createMessaging({ url, service: 'bench', topology, logger: pino({ level: 'warn' }), registry: new Registry() });
+  const messaging = createMessaging({ url, service: 'bench', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [] });
   let n = 0;
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
@@ -74,6 +74,8 @@ async function runtime(url: string): Promise<number> {
   messaging.consume({
     queue: 'bench.runtime',
     name: 'noop',
+    // The contract's validator, as every service runs it: the comparison includes validation.
+    validate: validateOrThrow,
     prefetch: PREFETCH,
     handle: async () => {
       if (n === 0) t0 = performance.now();
@@ -96,7 +98,7 @@ async function main() {
   const vhost = await createTestVhost('bench-runtime');
   try {
     // declare the queues (and policies) once
-    const setup = createMessaging({ url: vhost.url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry() });
+    const setup = createMessaging({ url: vhost.url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [] });
     await setup.start();
     await setup.stop();
     const bares: number[] = [];

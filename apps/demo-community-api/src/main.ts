@@ -5,8 +5,9 @@
  */
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '@community/config';
-import { createPgPool } from '@community/db';
-import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import { createMessaging } from '@community/messaging';
 import { answers, createLogger, createRegistry, readinessState, runService } from '@community/observability';
 import { createRelay } from '@community/outbox';
 import { buildApp } from './app';
@@ -19,7 +20,7 @@ async function main(): Promise<void> {
   const logger = createLogger({ service: SERVICE, level: config.LOG_LEVEL });
   const registry = createRegistry({ service: SERVICE });
   const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE, logger });
-  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE, topology: COMMUNITY_TOPOLOGY, logger, registry });
+  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE, topology: COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
   const relay = createRelay({
     pool,
     publisher: messaging.publisher,

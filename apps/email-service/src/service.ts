@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
-import { createPgPool } from '@community/db';
-import { COMMUNITY_TOPOLOGY, createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY, ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
 import { readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import type { EmailConfig } from './config';
@@ -15,6 +15,7 @@ import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { messageIdDomain } from './message-id';
 import { emailMetrics } from './metrics';
+import { classifySmtpError } from './smtp/classify';
 import { CircuitBreaker } from './smtp/breaker';
 import { createRateLimiter } from './smtp/rate-limiter';
 import { createSender } from './smtp/sender';
@@ -102,7 +103,14 @@ export function createEmailService(options: EmailServiceOptions): EmailService {
     tokens,
   });
 
-  const messaging = createMessaging({ url: config.AMQP_URL, service: 'email-service', topology: options.topology ?? COMMUNITY_TOPOLOGY, logger, registry });
+  const messaging = createMessaging({
+    url: config.AMQP_URL,
+    service: 'email-service',
+    topology: options.topology ?? COMMUNITY_TOPOLOGY,
+    logger,
+    registry,
+    classifiers: [classifyPgError, classifySmtpError],
+  });
   const handlerDeps = {
     users,
     ledger,

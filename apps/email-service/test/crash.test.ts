@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { Registry } from 'prom-client';
-import { COMMUNITY_TOPOLOGY, createMessaging, type Messaging } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { classifyPgError } from '@community/db';
+import { createMessaging, type Messaging } from '@community/messaging';
 import { eventually, testLogger } from '@community/testing';
 import { createInfra, notificationCreated, userUpserted, type Infra } from './support/harness';
 import { TestSmtp } from './support/smtp';
@@ -51,7 +53,11 @@ function startService(): { proc: ChildProcess; started: Promise<void> } {
 beforeAll(async () => {
   infra = await createInfra('email_crash');
   smtp = await new TestSmtp().start();
-  producer = createMessaging({ url: infra.vhost.url, service: 'test-producer', topology: COMMUNITY_TOPOLOGY, logger: testLogger(), registry: new Registry() });
+  producer = createMessaging({ url: infra.vhost.url, service: 'test-producer', topology: COMMUNITY_TOPOLOGY,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [classifyPgError],
+  });
   await producer.start();
 });
 

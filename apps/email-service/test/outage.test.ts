@@ -1,4 +1,4 @@
-import { buildEvent } from '@community/contracts';
+import { buildEvent, validateOrThrow } from '@community/contracts';
 import { eventually } from '@community/testing';
 import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
 import { TestSmtp } from './support/smtp';
@@ -33,6 +33,7 @@ beforeAll(async () => {
       svc.messaging.consume({
         queue: 'notification-service.critical',
         name: 'mentions',
+        validate: validateOrThrow,
         handle: async (event) => {
           critical.push({ id: event.id, publishedAt: publishedAt.get(event.id) ?? 0, consumedAt: Date.now() });
           return 'processed';

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import { validateOrThrow } from '@community/contracts';
 import type { Messaging } from '@community/messaging';
 import { createNotificationBatchHandler } from './handlers/notification-batch';
 import type { NotificationMetrics } from './metrics';
@@ -25,6 +26,7 @@ export function registerConsumers(messaging: Messaging, deps: { pool: Pool; metr
       // A batch transaction takes milliseconds; 10 s is far past any healthy one and still well
       // inside the broker's consumer_timeout.
       timeoutMs: 10_000,
+      validate: validateOrThrow,
       batch: {
         size: settings.batchSize,
         maxWaitMs: settings.batchWaitMs,

@@ -1,5 +1,6 @@
-import { createPgPool } from '@community/db';
-import { COMMUNITY_TOPOLOGY, createMessaging } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import { createMessaging } from '@community/messaging';
 import { answers, createLogger, createRegistry, readinessState, runService } from '@community/observability';
 import { createRelay } from '@community/outbox';
 import { buildApp } from './app';
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   const metrics = notificationMetrics(registry);
   const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
 
-  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: COMMUNITY_TOPOLOGY, logger, registry });
+  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
   registerConsumers(messaging, { pool, metrics }, {
     batchSize: config.CONSUMER_BATCH_SIZE,
     batchWaitMs: config.CONSUMER_BATCH_WAIT_MS,

@@ -3,9 +3,10 @@ import amqplib from 'amqplib';
 import type { FastifyInstance } from 'fastify';
 import { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
+import { buildEvent, COMMUNITY_TOPOLOGY, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { BatchItem, MessageContext } from '@community/messaging';
-import { COMMUNITY_TOPOLOGY, createMessaging, type Messaging } from '@community/messaging';
+import { classifyPgError } from '@community/db';
+import { createMessaging, type Messaging } from '@community/messaging';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { buildApp } from '../src/app';
@@ -58,7 +59,7 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (vhost) {
-    messaging = createMessaging({ url: vhost.url, service: 'notification-service-test', topology: COMMUNITY_TOPOLOGY, logger, registry });
+    messaging = createMessaging({ url: vhost.url, service: 'notification-service-test', topology: COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
     registerConsumers(messaging, { pool, metrics }, { batchSize: 50, batchWaitMs: 5, batchConcurrency: 2 });
     await messaging.start();
     if (options.relay) {

@@ -5,3 +5,4 @@ export * from './validate';
 export * from './build';
 export * from './idempotency-keys';
 export * from './preferences';
+export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';

@@ -8,3 +8,4 @@ export type { IsolationLevel, TransactionOptions } from './transaction';
 export { isUniqueViolation, sqlState } from './errors';
 export { createListenClient } from './listen';
 export type { ListenClient, ListenClientOptions, ListenNotification } from './listen';
+export { classifyPgError } from './classify';

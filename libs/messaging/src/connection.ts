@@ -1,5 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Logger } from 'pino';
+import { backoffDelay } from './backoff';
 
 export interface ConnectionOptions {
   url: string;
@@ -16,7 +18,7 @@ export interface ConnectionOptions {
  * amqp-connection-manager reconnects and re-runs channel setups. We add exponential backoff with
  * full jitter (through `findServers`, which it calls before every attempt) because after a broker
  * restart every replica reconnects at once, and a broker with a small file-descriptor limit does
- * not survive a reconnect storm (TOOLCHAIN.md).
+ * not survive a reconnect storm (it runs out of file descriptors and refuses everyone).
  */
 export function connect(options: ConnectionOptions): AmqpConnectionManager {
   const { url, name, logger } = options;
@@ -29,10 +31,7 @@ export function connect(options: ConnectionOptions): AmqpConnectionManager {
     reconnectTimeInSeconds: 0.1,
     connectionOptions: { clientProperties: { connection_name: name } },
     findServers: async () => {
-      if (failures > 0) {
-        const ceiling = Math.min(maxBackoffMs, 250 * 2 ** Math.min(failures, 10));
-        await new Promise((r) => setTimeout(r, Math.random() * ceiling).unref());
-      }
+      if (failures > 0) await sleep(backoffDelay(failures, { baseMs: 250, maxMs: maxBackoffMs }), undefined, { ref: false });
       failures += 1;
       // An empty list makes the manager wait and call us again; after close() it stops instead.
       return closed ? [] : [url];

@@ -1,6 +1,7 @@
 /**
  * Failures are classified by type, never by message text. `classify()` is the one place that
- * decides between "retry later" and "dead-letter now".
+ * decides between "retry later" and "dead-letter now"; the owners of other error types (a database
+ * driver, an SMTP client) plug in an `ErrorClassifier`.
  */
 
 /** No retry can fix this (invalid payload, unknown version, missing reference after grace). */
@@ -55,25 +56,27 @@ export class PublishRejectedError extends Error {
 
 export type FailureKind = 'permanent' | 'transient';
 
-// PostgreSQL SQLSTATE classes: 22 data exception and 23 integrity violation will fail the same
-// way every time; 08 connection, 40 serialization/deadlock, 53 resources, 57 operator
-// intervention are about the moment, not the message. Class 42 (undefined table/column) is left
-// transient on purpose: during a rolling deploy it is about the moment too.
-const PG_PERMANENT_CLASSES = ['22', '23'];
-const PG_TRANSIENT_CLASSES = ['08', '40', '53', '57', '58'];
+/**
+ * Decides for the error types one owner knows (Postgres SQLSTATEs in libs/db, SMTP replies in
+ * email-service), and returns undefined for everything else. The runtime knows no driver: each owner
+ * registers its classifier with `createMessaging({ classifiers })`.
+ */
+export type ErrorClassifier = (err: unknown) => FailureKind | undefined;
 
-export function classify(err: unknown): FailureKind {
+/**
+ * Retry later or dead-letter now. In order: the error's own `permanent`/`transient` flag (read as a
+ * property, not `instanceof`, so two copies of a library in one process agree), then each classifier
+ * in turn, then transient.
+ */
+export function classify(err: unknown, classifiers: readonly ErrorClassifier[] = []): FailureKind {
   if (err && typeof err === 'object') {
-    const e = err as { permanent?: unknown; transient?: unknown; code?: unknown; responseCode?: unknown };
+    const e = err as { permanent?: unknown; transient?: unknown };
     if (e.permanent === true) return 'permanent';
     if (e.transient === true) return 'transient';
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) {
-      const cls = e.code.slice(0, 2);
-      if (PG_PERMANENT_CLASSES.includes(cls)) return 'permanent';
-      if (PG_TRANSIENT_CLASSES.includes(cls)) return 'transient';
-    }
-    // SMTP: 5xx is a definitive refusal, 4xx is "try again later".
-    if (typeof e.responseCode === 'number') return e.responseCode >= 500 ? 'permanent' : 'transient';
+  }
+  for (const classifier of classifiers) {
+    const kind = classifier(err);
+    if (kind !== undefined) return kind;
   }
   // Unknown errors (network resets, bugs) are retried: the tiers are bounded and end in the DLQ,
   // where a bug is visible with its message instead of silently dropped.

@@ -1,11 +1,47 @@
-export * from './errors';
-export * from './topology';
-export * from './metrics';
-export * from './publisher';
-export * from './consumer/types';
-export { H as DeadLetterHeaders } from './consumer/headers';
+// The public API of the messaging runtime. It knows no system: the topology, the validator and the
+// error classifiers all come from the caller (docs/MESSAGING.md).
+export { createMessaging, type Messaging, type MessagingOptions } from './runtime';
 export type { Consumer } from './consumer/consumer';
-export * from './runtime';
-export { connect } from './connection';
-export { COMMUNITY_TOPOLOGY } from './community-topology';
-export * from './backoff';
+export type {
+  BatchConsumerOptions,
+  BatchContext,
+  BatchHandler,
+  BatchItem,
+  ConsumerOptions,
+  Handler,
+  MessageContext,
+  Middleware,
+  Outcome,
+  SingleConsumerOptions,
+} from './consumer/types';
+export { DEAD_LETTER_HEADERS } from './consumer/headers';
+export type { EnvelopeLike, PublishOptions, Publisher } from './publisher';
+export type { RuntimeMetrics } from './metrics';
+export {
+  classify,
+  errorMessage,
+  HandlerTimeoutError,
+  PermanentError,
+  PublishRejectedError,
+  PublishTimeoutError,
+  TransientError,
+  UnroutableError,
+  type ErrorClassifier,
+  type FailureKind,
+} from './errors';
+export {
+  managementRequest,
+  managementTargetFor,
+  TopologyDriftError,
+  TopologyError,
+  validateTopology,
+  type BindingSpec,
+  type ExchangeSpec,
+  type ExchangeType,
+  type ManagementTarget,
+  type PolicyPlan,
+  type QueueSpec,
+  type Topology,
+  type TopologyPlan,
+} from './topology';
+export { backoffDelay, type BackoffOptions, type Jitter } from './backoff';

@@ -3,7 +3,7 @@ import type { ConfirmChannel, Message, Options } from 'amqplib';
 import type { Logger } from 'pino';
 import { PublishRejectedError, PublishTimeoutError, UnroutableError } from './errors';
 import type { RuntimeMetrics } from './metrics';
-import { assertExchangeDeclared, declareTopology, type Topology, type TopologyPlan } from './topology';
+import { assertExchangeDeclared, declareTopology, TopologyDriftError, TopologyError, type Topology, type TopologyPlan } from './topology';
 
 /** The envelope fields the publisher maps to AMQP properties (see ARCHITECTURE.md "Broker contract"). */
 export interface EnvelopeLike {
@@ -14,9 +14,8 @@ export interface EnvelopeLike {
   correlationId: string;
 }
 
-export const EVENTS_EXCHANGE = 'community.events';
-
 export interface PublishOptions {
+  /** Defaults to the runtime's default exchange (see MessagingOptions.defaultExchange). */
   exchange?: string;
   /** Defaults to the event type (the contract: routing key = type). */
   routingKey?: string;
@@ -32,7 +31,7 @@ export interface Publisher {
    * the outbox relay, retry, and consumers absorb the duplicate).
    */
   publish(event: EnvelopeLike, options?: PublishOptions): Promise<void>;
-  /** Resolves once connected and the topology is declared. */
+  /** Resolves once connected and the topology is declared; rejects with TopologyDriftError when the broker refuses it. */
   ready(): Promise<void>;
   close(): Promise<void>;
 }
@@ -43,6 +42,8 @@ export interface PublisherDeps {
   plan: TopologyPlan;
   logger: Logger;
   metrics: RuntimeMetrics;
+  /** Used when a publish names no exchange; undefined means every publish must name one. */
+  defaultExchange?: string;
   defaultTimeoutMs?: number;
 }
 
@@ -64,10 +65,21 @@ export function createPublisher(deps: PublisherDeps): Publisher {
       });
     },
   });
-  channel.on('error', (err) => logger.error({ err }, 'publisher channel setup failed'));
+  // A drifted declaration fails the same way on every reconnect: fail ready() (and so start()) with
+  // the entity's name instead of waiting forever for a channel that cannot be set up.
+  let refuse!: (err: Error) => void;
+  const refused = new Promise<never>((_, reject) => (refuse = reject));
+  refused.catch(() => undefined);
+  channel.on('error', (err) => {
+    logger.error({ err }, 'publisher channel setup failed');
+    if (err instanceof TopologyDriftError) refuse(err);
+  });
 
   async function publish(event: EnvelopeLike, options: PublishOptions = {}): Promise<void> {
-    const exchange = options.exchange ?? EVENTS_EXCHANGE;
+    const exchange = options.exchange ?? deps.defaultExchange;
+    if (exchange === undefined) {
+      throw new TopologyError(['publish names no exchange, and the runtime has no default (createMessaging({ defaultExchange }))']);
+    }
     const routingKey = options.routingKey ?? event.type;
     // Publishing to an undeclared exchange is a channel error that would take the channel down.
     assertExchangeDeclared(topology, exchange);
@@ -102,7 +114,7 @@ export function createPublisher(deps: PublisherDeps): Publisher {
     metrics.published.inc({ exchange, message_type: event.type, outcome: 'confirmed' });
   }
 
-  return { publish, ready: () => channel.waitForConnect(), close: () => channel.close() };
+  return { publish, ready: () => Promise.race([channel.waitForConnect(), refused]), close: () => channel.close() };
 }
 
 function mapPublishError(err: unknown, exchange: string, routingKey: string, timeoutMs: number): Error {

@@ -1,10 +1,12 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { validateOrThrow, type AnyEvent } from '@community/contracts';
+import { backoffDelay } from './backoff';
 import { connect } from './connection';
 import { createConsumer, type Consumer } from './consumer/consumer';
 import type { ConsumerOptions } from './consumer/types';
+import type { ErrorClassifier } from './errors';
 import { runtimeMetrics, type RuntimeMetrics } from './metrics';
 import { createPublisher, type Publisher } from './publisher';
 import { assertQueueDeclared, ensurePolicies, managementTargetFor, plan as planTopology, validateTopology, type Topology, type TopologyPlan } from './topology';
@@ -17,21 +19,25 @@ export interface MessagingOptions {
   topology: Topology;
   logger: Logger;
   registry: Registry;
+  /**
+   * How the service's own error types fail: asked in order, after the error's own
+   * `permanent`/`transient` flag and before the default (transient). E.g. `[classifyPgError]`
+   * from libs/db in a service that handles messages against Postgres. `[]` when there are none.
+   */
+  classifiers: readonly ErrorClassifier[];
+  /** The exchange `publish()` uses when a call names none. Default: the topology's exchange, when it declares exactly one. */
+  defaultExchange?: string;
   /** Defaults to http://<amqp host>:15672 with the AMQP credentials. */
   managementUrl?: string;
   publishTimeoutMs?: number;
 }
-
-/** Consumer options where `validate` defaults to the v1 contract validator. */
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-export type ConsumeOptions<E = AnyEvent> = DistributiveOmit<ConsumerOptions<E>, 'validate'> & { validate?: (body: Buffer) => E };
 
 export interface Messaging {
   readonly publisher: Publisher;
   readonly metrics: RuntimeMetrics;
   readonly plan: TopologyPlan;
   /** Registers a consumer; it starts with `start()` (or at once if already started). */
-  consume<E = AnyEvent>(options: ConsumeOptions<E>): Consumer;
+  consume<E>(options: ConsumerOptions<E>): Consumer;
   /** Applies policies, connects, declares the topology and starts every consumer. */
   start(): Promise<void>;
   /** Graceful: consumers drain within the deadline, then the publisher and connection close. */
@@ -47,21 +53,24 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const plan = planTopology(topology);
   const logger = options.logger.child({ component: 'messaging' });
   const metrics = runtimeMetrics(options.registry);
+  const classifiers = [...options.classifiers];
+  const defaultExchange = options.defaultExchange ?? (topology.exchanges.length === 1 ? topology.exchanges[0].name : undefined);
   const connection = connect({ url: options.url, name: options.service, logger });
-  const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultTimeoutMs: options.publishTimeoutMs });
+  const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs });
   const consumers: Consumer[] = [];
+  const stopping = new AbortController();
   let started = false;
 
   async function applyPolicies(): Promise<void> {
     const target = managementTargetFor(options.url, options.managementUrl);
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 0; ; attempt++) {
       try {
         await ensurePolicies(target, plan.policies, logger);
         return;
       } catch (err) {
         // Without its policy a work queue has no DLX and no delivery limit: do not consume yet.
-        logger.error({ err: (err as Error).message, attempt }, 'could not apply queue policies through the management API; retrying');
-        await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * attempt)));
+        logger.error({ err: (err as Error).message, attempt: attempt + 1 }, 'could not apply queue policies through the management API; retrying');
+        await sleep(backoffDelay(attempt, { baseMs: 500, maxMs: 10_000 }), undefined, { signal: stopping.signal });
       }
     }
   }
@@ -71,11 +80,10 @@ export function createMessaging(options: MessagingOptions): Messaging {
     metrics,
     plan,
     connection,
-    consume<E = AnyEvent>(opts: ConsumeOptions<E>): Consumer {
+    consume<E>(opts: ConsumerOptions<E>): Consumer {
       assertQueueDeclared(topology, opts.queue);
       const spec = topology.queues.find((q) => q.name === opts.queue)!;
-      const validate = opts.validate ?? ((body: Buffer) => validateOrThrow(body) as unknown as E);
-      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics }, { ...opts, validate } as ConsumerOptions<E>);
+      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers }, opts);
       consumers.push(consumer);
       if (started) void consumer.start();
       return consumer;
@@ -86,6 +94,7 @@ export function createMessaging(options: MessagingOptions): Messaging {
       await Promise.all([publisher.ready(), ...consumers.map((c) => c.start())]);
     },
     async stop(deadlineMs = 10_000) {
+      stopping.abort();
       await Promise.all(consumers.map((c) => c.stop(deadlineMs)));
       await publisher.close().catch(() => undefined);
       await connection.close().catch(() => undefined);

@@ -1,28 +1,40 @@
 import { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
-import type { AnyEvent } from '@community/contracts';
-import { createMessaging, PermanentError, TransientError, type BatchItem, type Messaging } from '../src';
-import { mention, testTopology } from './fixtures';
+import { createMessaging, PermanentError, TransientError, type BatchItem, type Messaging, type Middleware } from '../src';
+import { createTestVhost, eventually, type TestVhost } from './support/broker';
+import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
+import { createScratchDatabase } from './support/postgres';
 
 /**
  * Batch mode against a real Postgres: one transaction per batch, an ack only after the commit,
  * and a failing item retried or dead-lettered alone.
  */
 let vhost: TestVhost;
-let db: TestDatabase;
+let db: Awaited<ReturnType<typeof createScratchDatabase>>;
 let pool: Pool;
 let messaging: Messaging;
 const calls: string[][] = [];
 
 /** Instructions travel in the excerpt: "ok", "flaky" (fails its first attempt), "poison", "rollback-once". */
 const flakyFailed = new Set<string>();
+/** What an app's middleware saw of each message's passage: its own outcome, after its batch committed. */
+const passages: Array<{ id: string; result: string }> = [];
+const recordPassage: Middleware<TestEvent> = (next) => async (event, ctx) => {
+  try {
+    const outcome = await next(event, ctx);
+    passages.push({ id: event.id, result: String(outcome) });
+    return outcome;
+  } catch (err) {
+    passages.push({ id: event.id, result: (err as Error).name });
+    throw err;
+  }
+};
 let rollbackDone = false;
 
-async function handleBatch(items: BatchItem<AnyEvent>[]): Promise<Array<Error | 'processed'>> {
+async function handleBatch(items: BatchItem<TestEvent>[]): Promise<Array<Error | 'processed'>> {
   calls.push(items.map((i) => i.event.id));
   const results: Array<Error | 'processed'> = items.map((i) => {
-    const excerpt = (i.event.data as { excerpt: string }).excerpt;
+    const excerpt = i.event.data.excerpt;
     if (excerpt === 'poison') return new PermanentError('poison');
     if (excerpt === 'flaky' && !flakyFailed.has(i.event.id)) {
       flakyFailed.add(i.event.id);
@@ -35,7 +47,7 @@ async function handleBatch(items: BatchItem<AnyEvent>[]): Promise<Array<Error | 
     await client.query('BEGIN');
     const ids = items.filter((_, n) => results[n] === 'processed').map((i) => i.event.id);
     await client.query('INSERT INTO effects (event_id) SELECT unnest($1::text[])', [ids]);
-    if (items.some((i) => (i.event.data as { excerpt: string }).excerpt === 'rollback-once') && !rollbackDone) {
+    if (items.some((i) => i.event.data.excerpt === 'rollback-once') && !rollbackDone) {
       rollbackDone = true;
       // e.g. a serialization failure at commit: nothing of this batch is committed
       throw Object.assign(new Error('could not serialize access'), { code: '40001' });
@@ -51,7 +63,7 @@ async function handleBatch(items: BatchItem<AnyEvent>[]): Promise<Array<Error | 
 }
 
 beforeAll(async () => {
-  [vhost, db] = await Promise.all([createTestVhost('batch'), createTestDatabase('batch')]);
+  [vhost, db] = await Promise.all([createTestVhost('batch'), createScratchDatabase('batch')]);
   pool = new Pool({ connectionString: db.url, max: 4 });
   // No unique constraint on purpose: a second effect of the same event would show as a duplicate row.
   await pool.query('CREATE TABLE effects (event_id text NOT NULL, at timestamptz NOT NULL DEFAULT now())');
@@ -61,8 +73,15 @@ beforeAll(async () => {
     topology: testTopology([{ name: 'test.batch', retryDelaysMs: [200, 400] }]),
     logger: testLogger(),
     registry: new Registry(),
+    classifiers: [],
   });
-  messaging.consume({ queue: 'test.batch', name: 'batch-writer', batch: { size: 25, maxWaitMs: 50, handle: handleBatch } });
+  messaging.consume({
+    queue: 'test.batch',
+    name: 'batch-writer',
+    validate: validateTestEvent,
+    middleware: [recordPassage],
+    batch: { size: 25, maxWaitMs: 50, handle: handleBatch },
+  });
   await messaging.start();
 });
 
@@ -97,6 +116,11 @@ it('acks committed items once, retries only the failing ones, dead-letters the p
   for (const e of ok) expect(seen.filter((id) => id === e.id)).toHaveLength(1); // committed: never redelivered
   for (const e of flaky) expect(seen.filter((id) => id === e.id)).toHaveLength(2); // failed alone, retried once
   expect(Math.max(...calls.map((c) => c.length))).toBeGreaterThan(1); // it really batched
+  // An app's middleware wraps each message in batch mode too, and sees that message's own result.
+  const resultsOf = (id: string) => passages.filter((p) => p.id === id).map((p) => p.result);
+  for (const e of ok) expect(resultsOf(e.id)).toEqual(['processed']);
+  for (const e of flaky) expect(resultsOf(e.id)).toEqual(['TransientError', 'processed']);
+  expect(resultsOf(poison.id)).toEqual(['PermanentError']);
   await eventually('queue empty', async () => (await vhost.depth('test.batch')).total === 0);
 });
 

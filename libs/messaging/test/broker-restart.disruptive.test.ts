@@ -1,4 +1,4 @@
-import { createTestVhost, eventually, rabbitmqctl, type TestVhost } from '@community/testing';
+import { createTestVhost, eventually, rabbitmqctl, type TestVhost } from './support/broker';
 import { publishThroughFault } from './resilience';
 
 /** Restarts the whole broker application: runs alone, after the parallel suite (see scripts/dev/test.mjs). */

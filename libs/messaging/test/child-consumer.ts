@@ -7,7 +7,7 @@
 import { Registry } from 'prom-client';
 import pino from 'pino';
 import { createMessaging } from '../src';
-import { testTopology } from './fixtures';
+import { testTopology, validateTestEvent } from './support/events';
 
 const queue = process.env.CHILD_QUEUE ?? 'test.child';
 const mode = process.env.CHILD_MODE ?? 'slow';
@@ -20,12 +20,14 @@ const messaging = createMessaging({
   topology: testTopology([{ name: queue, deliveryLimit: Number(process.env.CHILD_DELIVERY_LIMIT ?? (queue === 'test.crash' ? 1 : 20)) }]),
   logger,
   registry: new Registry(),
+  classifiers: [],
 });
 
 messaging.consume({
   queue,
   name: `child-${mode}`,
   prefetch: Number(process.env.CHILD_PREFETCH ?? 10),
+  validate: validateTestEvent,
   handle: async (event) => {
     if (mode === 'crash') process.kill(process.pid, 'SIGKILL');
     await new Promise((r) => setTimeout(r, handlerMs));

@@ -2,9 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { Registry } from 'prom-client';
-import { createTestVhost, eventually, testLogger, type TestVhost } from '@community/testing';
 import { createMessaging, type Messaging } from '../src';
-import { mention, testTopology } from './fixtures';
+import { createTestVhost, eventually, type TestVhost } from './support/broker';
+import { mention, testLogger, testTopology } from './support/events';
 
 /** Faults injected for real: the consumer is a separate process that dies or gets SIGTERM. */
 let vhost: TestVhost;
@@ -18,6 +18,7 @@ beforeAll(async () => {
     topology: testTopology([{ name: 'test.crash', deliveryLimit: 1 }, { name: 'test.drain', deliveryLimit: 20 }]),
     logger: testLogger(),
     registry: new Registry(),
+    classifiers: [],
   });
   await publisherSide.start();
 });

@@ -1,4 +1,4 @@
-import { createTestVhost, eventually, type TestVhost } from '@community/testing';
+import { createTestVhost, eventually, type TestVhost } from './support/broker';
 import { publishThroughFault } from './resilience';
 
 let vhost: TestVhost;

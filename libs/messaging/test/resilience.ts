@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
-import { eventually, testLogger, type TestVhost } from '@community/testing';
 import { createMessaging, type Messaging } from '../src';
-import { mention, testTopology } from './fixtures';
+import { eventually, type TestVhost } from './support/broker';
+import { mention, testLogger, testTopology, validateTestEvent } from './support/events';
 
 /**
  * Shared by the connection-loss and broker-restart tests: publish a stream of events (retrying a
@@ -19,12 +19,14 @@ export async function publishThroughFault(vhost: TestVhost, fault: () => Promise
     logger: testLogger(),
     registry: new Registry(),
     publishTimeoutMs: 5000,
+    classifiers: [],
   });
   const handled = new Map<string, number>();
   messaging.consume({
     queue: 'test.resilience',
     name: 'records',
     prefetch: 20,
+    validate: validateTestEvent,
     handle: async (event) => {
       await new Promise((r) => setTimeout(r, 2));
       handled.set(event.id, (handled.get(event.id) ?? 0) + 1);

@@ -1,9 +1,9 @@
-import { Registry } from 'prom-client';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as amqpConnect } from 'amqplib';
-import { createTestVhost, eventually, testLogger, type PeekedMessage, type TestVhost } from '@community/testing';
-import { createMessaging, PermanentError, TransientError, UnroutableError, type Messaging, type MessageContext } from '../src';
-import type { AnyEvent } from '@community/contracts';
-import { mention, testTopology } from './fixtures';
+import { Registry } from 'prom-client';
+import { createMessaging, HandlerTimeoutError, PermanentError, TopologyDriftError, TransientError, UnroutableError, type MessageContext, type Messaging } from '../src';
+import { createTestVhost, eventually, type PeekedMessage, type TestVhost } from './support/broker';
+import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
 
 const topology = testTopology([
   { name: 'test.idle' },
@@ -18,8 +18,8 @@ let vhost: TestVhost;
 let messaging: Messaging;
 const started: Messaging[] = [];
 
-function newMessaging(): Messaging {
-  const m = createMessaging({ url: vhost.url, service: 'runtime-test', topology, logger: testLogger(), registry: new Registry() });
+function newMessaging(t = topology): Messaging {
+  const m = createMessaging({ url: vhost.url, service: 'runtime-test', topology: t, logger: testLogger(), registry: new Registry(), classifiers: [] });
   started.push(m);
   return m;
 }
@@ -35,29 +35,38 @@ afterAll(async () => {
 });
 
 describe('topology setup', () => {
-  it('declaring the topology twice is a no-op', async () => {
+  it('declaring the same topology twice is a no-op: the broker holds exactly the planned queues, with their policies', async () => {
     await messaging.start();
     const second = newMessaging();
-    await second.start(); // same declarations again: no PRECONDITION_FAILED, nothing duplicated
-    const res = await fetch(`${vhost.management.baseUrl}/api/queues/${encodeURIComponent(vhost.vhost)}`, {
-      headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
-    });
-    const queues = (await res.json()) as Array<{ name: string; type: string; policy?: string; arguments: Record<string, unknown> }>;
-    const names = queues.map((q) => q.name).sort();
-    expect(names).toContain('test.transient.retry.300ms');
-    expect(names).toContain('test.transient.dlq');
-    expect(new Set(names).size).toBe(names.length);
+    await second.start(); // same declarations again: no PRECONDITION_FAILED
+    const queues = await vhost.queues();
+    expect(queues.map((q) => q.name).sort()).toEqual(messaging.plan.queues.map((q) => q.name).sort());
     expect(queues.every((q) => q.type === 'quorum')).toBe(true);
     const policies = (await (
       await fetch(`${vhost.management.baseUrl}/api/policies/${encodeURIComponent(vhost.vhost)}`, {
         headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
       })
     ).json()) as Array<{ name: string; definition: Record<string, unknown> }>;
-    expect(policies.find((p) => p.name === 'community:test.transient')?.definition).toMatchObject({
+    expect(policies.find((p) => p.name === 'messaging:test.transient')?.definition).toMatchObject({
       'delivery-limit': 3,
-      'dead-letter-exchange': 'community.dlx',
+      'dead-letter-exchange': 'dlx',
       'dead-letter-strategy': 'at-least-once',
     });
+  });
+
+  it('refuses to start when a queue exists with drifted arguments, naming the queue and the argument', async () => {
+    // test.idle exists (declared above) without single-active-consumer; this runtime wants it with.
+    const drifted = newMessaging(testTopology([{ name: 'test.idle', singleActiveConsumer: true }]));
+    const failure = await drifted.start().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(TopologyDriftError);
+    expect(failure).toMatchObject({ kind: 'queue', entity: 'test.idle' });
+    expect((failure as Error).message).toMatch(/queue "test\.idle" exists on the broker with other arguments/);
+    expect((failure as Error).message).toContain('x-single-active-consumer');
+    // The broker kept the original queue as it was.
+    expect((await vhost.queues()).find((q) => q.name === 'test.idle')?.arguments).not.toHaveProperty('x-single-active-consumer');
   });
 });
 
@@ -85,7 +94,8 @@ describe('consumer failures', () => {
     messaging.consume({
       queue: 'test.transient',
       name: 'always-busy',
-      handle: async (_e: AnyEvent, ctx: MessageContext) => {
+      validate: validateTestEvent,
+      handle: async (_e: TestEvent, ctx: MessageContext) => {
         attempts.push({ attempt: ctx.attempt, at: Date.now() });
         throw new TransientError('downstream busy');
       },
@@ -120,6 +130,7 @@ describe('consumer failures', () => {
     messaging.consume({
       queue: 'test.permanent',
       name: 'refuses',
+      validate: validateTestEvent,
       handle: async () => {
         calls += 1;
         throw new PermanentError('comment c-9 does not exist', 'MISSING_REFERENCE');
@@ -135,14 +146,14 @@ describe('consumer failures', () => {
     expect(await vhost.depth('test.permanent.retry.300ms')).toMatchObject({ total: 0 });
   });
 
-  it('dead-letters malformed and schema-violating bodies with the reason, and keeps serving', async () => {
+  it('dead-letters malformed and invalid bodies with the validator’s reason, and keeps serving', async () => {
     const handled: string[] = [];
-    messaging.consume({ queue: 'test.malformed', name: 'records', handle: async (e: AnyEvent) => void handled.push(e.id) });
+    messaging.consume({ queue: 'test.malformed', name: 'records', validate: validateTestEvent, handle: async (e: TestEvent) => void handled.push(e.id) });
     const raw = await amqpConnect(vhost.url);
     const ch = await raw.createConfirmChannel();
-    ch.publish('community.events', 'test.malformed', Buffer.from('{not json'), { messageId: 'bad-1', persistent: true });
-    const missingField = { ...mention(), data: { commentId: 'c', postId: 'p', actorId: 'a', excerpt: 'x' } };
-    ch.publish('community.events', 'test.malformed', Buffer.from(JSON.stringify(missingField)), { messageId: 'bad-2', persistent: true });
+    ch.publish('test.events', 'test.malformed', Buffer.from('{not json'), { messageId: 'bad-1', persistent: true });
+    const missingField = { ...mention(), data: { excerpt: 'x' } };
+    ch.publish('test.events', 'test.malformed', Buffer.from(JSON.stringify(missingField)), { messageId: 'bad-2', persistent: true });
     await ch.waitForConfirms();
     await raw.close();
     const good = mention('after the bad ones');
@@ -156,33 +167,51 @@ describe('consumer failures', () => {
     });
     expect(dead).toHaveLength(2);
     const byId = Object.fromEntries(dead.map((d) => [d.properties.message_id, d.properties.headers]));
-    expect(byId['bad-1']).toMatchObject({ 'x-error-class': 'ContractError', 'x-error-kind': 'permanent' });
-    expect(byId['bad-2']).toMatchObject({ 'x-error-class': 'ContractError', 'x-error-message': expect.stringContaining('/data/mentionedUserId') });
+    expect(byId['bad-1']).toMatchObject({ 'x-error-class': 'InvalidTestEvent', 'x-error-kind': 'permanent', 'x-attempts': 1 });
+    expect(byId['bad-2']).toMatchObject({ 'x-error-class': 'InvalidTestEvent', 'x-error-message': expect.stringContaining('/data/userId') });
     await eventually('the valid message handled', () => handled.includes(good.id));
+    expect(handled).toEqual([good.id]);
   });
 
-  it('retries a handler that runs past its deadline, and aborts its signal', async () => {
-    const seen: Array<{ attempt: number; aborted: boolean }> = [];
+  it('stops a handler that keeps working past its deadline, and retries the message', async () => {
+    // A handler that does not wait for the abort: it works in 10 ms steps and would go on for ever,
+    // checking its signal between steps as real work does (a query, an HTTP call).
+    const work = { startedAt: 0, abortedAt: 0, stoppedAt: 0, steps: 0, reason: undefined as unknown };
+    const attempts: number[] = [];
     messaging.consume({
       queue: 'test.timeout',
       name: 'slow-first',
       timeoutMs: 200,
-      handle: async (_e: AnyEvent, ctx: MessageContext) => {
-        if (ctx.attempt === 1) {
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-          seen.push({ attempt: 1, aborted: ctx.signal.aborted });
-          return 'processed';
+      validate: validateTestEvent,
+      handle: async (_e: TestEvent, ctx: MessageContext) => {
+        attempts.push(ctx.attempt);
+        if (ctx.attempt > 1) return 'processed';
+        work.startedAt = Date.now();
+        ctx.signal.addEventListener('abort', () => (work.abortedAt = Date.now()));
+        try {
+          for (;;) {
+            ctx.signal.throwIfAborted();
+            work.steps += 1;
+            await sleep(10);
+          }
+        } catch (err) {
+          work.reason = err;
+          throw err;
+        } finally {
+          work.stoppedAt = Date.now();
         }
-        seen.push({ attempt: ctx.attempt, aborted: ctx.signal.aborted });
-        return 'processed';
       },
     });
     await messaging.publisher.publish(mention('slow'), { routingKey: 'test.timeout' });
-    await eventually('second attempt', () => seen.some((s) => s.attempt === 2));
-    expect(seen).toEqual([
-      { attempt: 1, aborted: true },
-      { attempt: 2, aborted: false },
-    ]);
+    await eventually('second attempt', () => attempts.includes(2));
+    const stepsAtRetry = work.steps;
+    await sleep(300);
+    expect(work.steps).toBe(stepsAtRetry); // nothing ran after it stopped
+    expect(work.abortedAt - work.startedAt).toBeGreaterThanOrEqual(190);
+    expect(work.stoppedAt).toBeGreaterThan(0);
+    expect(work.stoppedAt - work.abortedAt).toBeLessThan(100); // it stopped at its next step
+    expect(work.reason).toBeInstanceOf(HandlerTimeoutError);
+    expect(attempts).toEqual([1, 2]);
     expect(await vhost.depth('test.timeout.dlq')).toMatchObject({ total: 0 });
   });
 
@@ -195,10 +224,11 @@ describe('consumer failures', () => {
       name: 'counts',
       prefetch: 20,
       concurrency: 3,
+      validate: validateTestEvent,
       handle: async () => {
         running += 1;
         peak = Math.max(peak, running);
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
         running -= 1;
         done += 1;
       },

@@ -18,7 +18,7 @@ import type { Pool } from 'pg';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, type EventOf } from '@community/contracts';
-import { createPgPool, withTransaction } from '@community/db';
+import { classifyPgError, createPgPool, withTransaction } from '@community/db';
 import { createMessaging, type Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost } from '@community/testing';
 import { createRelay, enqueueEvents } from '../src';
@@ -59,7 +59,7 @@ async function enqueueAll(pool: Pool, batch: Array<EventOf<'user.mentioned'>>): 
 async function relayRound(url: string, pool: Pool, databaseUrl: string): Promise<number> {
   const registry = new Registry();
   const logger = pino({ level: 'warn' });
-  const messaging = createMessaging({ url, service: 'bench-relay', topology, logger, registry });
+  const messaging = createMessaging({ url, service: 'bench-relay', topology, logger, registry, classifiers: [classifyPgError] });
   await messaging.start();
   const relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger, registry, databaseUrl, batchSize: BATCH });
   const t0 = performance.now();
@@ -114,7 +114,7 @@ async function main() {
   const pool = createPgPool(db.url, { max: 4 });
   try {
     // Declare the queues (and their policies) once, before the first round.
-    const setup = createMessaging({ url: vhost.url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry() });
+    const setup = createMessaging({ url: vhost.url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [classifyPgError] });
     await setup.start();
     await setup.stop();
     const bares: number[] = [];

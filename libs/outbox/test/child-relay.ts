@@ -4,7 +4,7 @@
  */
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { createPgPool } from '@community/db';
+import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging } from '@community/messaging';
 import { createRelay } from '../src';
 import { PRODUCER, topology } from './helpers';
@@ -18,7 +18,7 @@ function env(name: string): string {
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'warn' }, pino.destination(2));
 const registry = new Registry();
 const pool = createPgPool(env('DATABASE_URL'), { max: 2 });
-const messaging = createMessaging({ url: env('AMQP_URL'), service: 'child-relay', topology, logger, registry });
+const messaging = createMessaging({ url: env('AMQP_URL'), service: 'child-relay', topology, logger, registry, classifiers: [classifyPgError] });
 const relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger, registry, databaseUrl: env('DATABASE_URL') });
 
 messaging

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createPgPool } from '@community/db';
+import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { createRelay } from '../src';
@@ -18,7 +18,7 @@ let messaging: Messaging;
 beforeAll(async () => {
   [vhost, db] = await Promise.all([createTestVhost('outbox-crash'), createTestDatabase('outbox_crash')]);
   pool = createPgPool(db.url, { max: 2 });
-  messaging = createMessaging({ url: vhost.url, service: 'outbox-crash-test', topology, logger: testLogger(), registry: new Registry() });
+  messaging = createMessaging({ url: vhost.url, service: 'outbox-crash-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [classifyPgError] });
   await messaging.start(); // declares the queue before anything is published
 });
 

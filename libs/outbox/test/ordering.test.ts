@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createPgPool } from '@community/db';
+import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { createRelay, type OutboxRelay } from '../src';
@@ -19,7 +19,7 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
     const registry = new Registry();
     const replicaPool = createPgPool(db.url, { max: 2 });
-    const messaging = createMessaging({ url: vhost.url, service: `relay-${i}`, topology, logger: testLogger(), registry });
+    const messaging = createMessaging({ url: vhost.url, service: `relay-${i}`, topology, logger: testLogger(), registry, classifiers: [classifyPgError] });
     await messaging.start();
     // Replica 0 is slow (every publish leaves 30 ms late, still in id order), as a replica on a
     // congested link would be: without the per-aggregate rule, replica 1 would overtake it.

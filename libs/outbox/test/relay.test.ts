@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createPgPool, withTransaction } from '@community/db';
+import { classifyPgError, createPgPool, withTransaction } from '@community/db';
 import { createMessaging, type Messaging } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { createRelay, enqueueEvents, purgeSent, type OutboxRelay } from '../src';
@@ -19,7 +19,7 @@ beforeAll(async () => {
   [vhost, db] = await Promise.all([createTestVhost('outbox-relay'), createTestDatabase('outbox_relay')]);
   pool = createPgPool(db.url, { max: 4 });
   registry = new Registry();
-  messaging = createMessaging({ url: vhost.url, service: 'outbox-test', topology, logger: testLogger(), registry });
+  messaging = createMessaging({ url: vhost.url, service: 'outbox-test', topology, logger: testLogger(), registry, classifiers: [classifyPgError] });
   await messaging.start();
   // Polling is set to a minute: anything faster than that in these tests is LISTEN/NOTIFY (or a
   // retry the relay scheduled itself).

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { buildEvent, type EventOf, type NotificationType } from '@community/contracts';
-import { COMMUNITY_TOPOLOGY, type Topology } from '@community/messaging';
+import { buildEvent, COMMUNITY_TOPOLOGY, type EventOf, type NotificationType } from '@community/contracts';
+import type { Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadEmailConfig, type EmailConfig } from '../../src/config';
 import { createEmailService, type EmailService } from '../../src/service';

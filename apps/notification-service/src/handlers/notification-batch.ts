@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { buildEvent, type AnyEvent, type EventOf } from '@community/contracts';
-import { withTransaction } from '@community/db';
+import { classifyPgError, withTransaction } from '@community/db';
 import { classify, PermanentError, type BatchContext, type BatchHandler, type BatchItem, type Outcome } from '@community/messaging';
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import { onePerSlot, planNotifications } from '../domain/plan';
@@ -39,7 +39,7 @@ export function createNotificationBatchHandler(deps: NotificationBatchDeps): Bat
     try {
       return await processBatch(deps, items);
     } catch (err) {
-      if (classify(err) !== 'permanent') throw err; // the whole batch goes to a retry tier
+      if (classify(err, [classifyPgError]) !== 'permanent') throw err; // the whole batch goes to a retry tier
       if (items.length === 1) throw describeFailure(err);
       ctx.logger.warn({ err, size: items.length }, 'batch failed permanently; isolating the failing events one by one');
       const results: Array<Outcome | Error> = [];
@@ -61,7 +61,7 @@ export function createNotificationBatchHandler(deps: NotificationBatchDeps): Bat
  */
 function describeFailure(err: unknown): Error {
   const code = (err as { code?: unknown }).code;
-  if (err instanceof Error && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && classify(err) === 'permanent') {
+  if (err instanceof Error && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && classify(err, [classifyPgError]) === 'permanent') {
     return new PermanentError(`PostgreSQL refused this event's data (SQLSTATE ${code}): ${err.message}`, 'DATABASE_REFUSED', { cause: err });
   }
   return err instanceof Error ? err : new Error(String(err));

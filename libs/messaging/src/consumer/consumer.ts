@@ -1,17 +1,19 @@
 import { setMaxListeners } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
-import { errorClass, errorMessage } from '../errors';
+import { errorMessage, type ErrorClassifier } from '../errors';
 import type { RuntimeMetrics } from '../metrics';
 import { declareTopology, type QueueSpec, type TopologyPlan } from '../topology';
 import { Acker } from './acker';
+import { batchRunner, joinBatch, type BatchEntry } from './batch';
 import { Batcher } from './batcher';
-import { contextFor, lagSeconds, type Delivery } from './delivery';
-import { failureHeaders, publishCopy, routeFailure } from './failure';
+import { DELIVERY, newDelivery, type Delivery, type RuntimeContext } from './delivery';
 import { Limiter } from './limiter';
-import { withTimeout } from './timeout';
-import type { ConsumerOptions, MessageContext, Outcome } from './types';
+import { ConsumerSeries } from './middleware/metrics';
+import { buildPipeline } from './pipeline';
+import type { ConsumerOptions, SingleConsumerOptions } from './types';
 
 export interface Consumer {
   readonly queue: string;
@@ -33,8 +35,14 @@ export interface ConsumerDeps {
   spec: QueueSpec;
   logger: Logger;
   metrics: RuntimeMetrics;
+  classifiers: readonly ErrorClassifier[];
 }
 
+/**
+ * The channel lifecycle of one queue: subscribe, hand each message to its pipeline (pipeline.ts),
+ * settle it exactly once on the channel it came from (acks coalesced by the Acker), drain on stop,
+ * resubscribe after a reconnect. Everything that happens to a message in between is middleware.
+ */
 export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E>): Consumer {
   const { connection, plan, spec, metrics } = deps;
   const queue = spec.name;
@@ -46,29 +54,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   if (batch && batch.size > prefetch) {
     throw new Error(`consumer ${handler} on ${queue}: batch.size (${batch.size}) must not exceed prefetch (${prefetch})`);
   }
-  const labels = (type: string | undefined) => ({ queue, handler, message_type: type ?? 'unknown' });
-  // Labelled children of the per-message series, resolved once per message type and outcome:
-  // looking labels up costs more than everything else the runtime does for a successful message.
-  type CounterChild = ReturnType<RuntimeMetrics['consumed']['labels']>;
-  type HistogramChild = ReturnType<RuntimeMetrics['lag']['labels']>;
-  const series = new Map<string, { consumed: CounterChild; lag: HistogramChild; done: Map<string, [CounterChild, HistogramChild]> }>();
-  const seriesFor = (type = 'unknown') => {
-    let s = series.get(type);
-    if (!s) {
-      s = { consumed: metrics.consumed.labels(labels(type)), lag: metrics.lag.labels({ queue, message_type: type }), done: new Map() };
-      series.set(type, s);
-    }
-    return s;
-  };
-  const doneSeries = (type: string | undefined, outcome: string) => {
-    const s = seriesFor(type);
-    let pair = s.done.get(outcome);
-    if (!pair) {
-      pair = [metrics.succeeded.labels({ ...labels(type), outcome }), metrics.handlerDuration.labels({ ...labels(type), outcome })];
-      s.done.set(outcome, pair);
-    }
-    return pair;
-  };
+  const series = new ConsumerSeries(metrics, queue, handler);
   const inFlightGauge = metrics.inFlight.labels({ queue });
 
   let channel: ConfirmChannel | undefined;
@@ -78,13 +64,37 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   let stopping = false;
   // Aborted only when the shutdown deadline passes: tells every running handler to give up.
   const forced = new AbortController();
-  // Every running handler listens to it (through withTimeout): no listener limit applies.
+  // Every running handler listens to it (through its deadline): no listener limit applies.
   setMaxListeners(0, forced.signal);
-  const deliveries = new Set<Delivery<E>>();
+  const deliveries = new Set<Delivery>();
   let onIdle: (() => void) | undefined;
 
+  const batcher = batch
+    ? new Batcher<BatchEntry<E>>(
+        batch.size,
+        batch.maxWaitMs,
+        batch.concurrency ?? 1,
+        batchRunner({ handle: batch.handle, timeoutMs, shutdown: forced.signal, logger: log, queue, handler, metrics, series }),
+      )
+    : undefined;
+  const pipeline = buildPipeline<E>({
+    queue,
+    handler,
+    logger: log,
+    retryDelaysMs: spec.retryDelaysMs,
+    classifiers: deps.classifiers,
+    metrics,
+    series,
+    validate: options.validate,
+    idempotencyKey: options.idempotencyKey,
+    middleware: options.middleware ?? [],
+    timeoutMs: batcher ? undefined : timeoutMs,
+    terminal: batcher ? joinBatch(batcher) : (options as SingleConsumerOptions<E>).handle,
+  });
+  const limiter = new Limiter<Delivery>(batch ? Number.MAX_SAFE_INTEGER : ('concurrency' in options && options.concurrency) || prefetch);
+
   // ---- settling a delivery: exactly once, on the channel it came from ---------------------------
-  function settle(d: Delivery<E>, action: 'ack' | 'requeue'): void {
+  function settle(d: Delivery, action: 'ack' | 'requeue'): void {
     if (d.settled) return;
     d.settled = true;
     deliveries.delete(d);
@@ -100,80 +110,13 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     if (deliveries.size === 0) onIdle?.();
   }
 
-  function succeed(d: Delivery<E>, outcome: Outcome | void, startedAt: number): void {
-    const o = outcome ?? 'processed';
-    const [count, duration] = doneSeries(d.msg.properties.type, o);
-    const seconds = (performance.now() - startedAt) / 1000;
-    count.inc();
-    duration.observe(seconds);
-    // One line per message only at debug: at thousands of messages per second, info would drown the rest.
-    if (log.isLevelEnabled('debug')) d.ctx.logger.debug({ outcome: o, durationMs: Math.round(seconds * 1000) }, 'handled');
-    settle(d, 'ack');
-  }
-
-  /** Retry tier or DLQ, confirmed by the broker, and only then the ack of the original. */
-  async function fail(d: Delivery<E>, err: unknown): Promise<void> {
-    if (d.settled) return;
-    const type = d.msg.properties.type;
-    metrics.failed.inc({ ...labels(type), error_class: errorClass(err) });
-    const route = routeFailure(queue, spec.retryDelaysMs, d.ctx.attempt, err);
-    const headers = failureHeaders(d.msg, route, { queue, handler, attempt: d.ctx.attempt, err });
-    try {
-      await publishCopy(d.channel, d.msg, route.queue, headers);
-    } catch (publishErr) {
-      d.ctx.logger.error({ err: errorMessage(publishErr), target: route.queue }, 'could not move failed message; returning it to the queue');
-      settle(d, 'requeue');
-      return;
-    }
-    if (route.destination === 'retry') {
-      metrics.retried.inc({ ...labels(type), tier: String(route.tierMs) });
-      d.ctx.logger.warn({ err: errorMessage(err), errorClass: errorClass(err), retryIn: route.tierMs }, 'handler failed; scheduled retry');
-    } else {
-      metrics.deadLettered.inc({ ...labels(type), error_class: errorClass(err) });
-      d.ctx.logger.error({ err: errorMessage(err), errorClass: errorClass(err), kind: route.kind }, 'message dead-lettered');
-    }
-    settle(d, 'ack');
-  }
-
-  // ---- running handlers ---------------------------------------------------------------------------
-  const handle = 'handle' in options ? options.handle : undefined;
-  async function runSingle(d: Delivery<E>): Promise<void> {
-    if (d.settled || !handle) return;
-    const startedAt = performance.now();
-    try {
-      const outcome = await withTimeout(timeoutMs, forced.signal, (signal) => handle(d.event as E, withSignal(d.ctx, signal)));
-      succeed(d, outcome, startedAt);
-    } catch (err) {
-      doneSeries(d.msg.properties.type, 'failed')[1].observe((performance.now() - startedAt) / 1000);
-      await fail(d, err);
-    }
-  }
-
-  async function runBatch(items: Delivery<E>[]): Promise<void> {
-    const live = items.filter((d) => !d.settled);
-    if (!batch || live.length === 0) return;
-    metrics.batchSize.observe({ queue, handler }, live.length);
-    const startedAt = performance.now();
-    let results: ReadonlyArray<Outcome | Error | void> | void;
-    try {
-      results = await withTimeout(timeoutMs, forced.signal, (signal) =>
-        batch.handle(live.map((d) => ({ event: d.event as E, ctx: withSignal(d.ctx, signal) })), { logger: log, signal, queue, handler }),
-      );
-    } catch (err) {
-      await Promise.all(live.map((d) => fail(d, err)));
-      return;
-    }
-    // Each message is acked only here, after the batch handler's transaction committed.
-    await Promise.all(
-      live.map((d, i) => {
-        const r = results ? results[i] : undefined;
-        return r instanceof Error ? fail(d, r) : Promise.resolve(succeed(d, r, startedAt));
-      }),
+  /** Resolved pipeline: handled, or its failure's copy confirmed → ack. Rejected: the copy failed → requeue. */
+  function dispatch(d: Delivery): Promise<void> {
+    return pipeline(d.msg.content, d.ctx).then(
+      () => settle(d, 'ack'),
+      () => settle(d, 'requeue'),
     );
   }
-
-  const limiter = new Limiter<Delivery<E>>(batch ? Number.MAX_SAFE_INTEGER : ('concurrency' in options && options.concurrency) || prefetch);
-  const batcher = batch ? new Batcher<Delivery<E>>(batch.size, batch.maxWaitMs, batch.concurrency ?? 1, runBatch) : undefined;
 
   // ---- receiving ----------------------------------------------------------------------------------
   function onMessage(ch: ConfirmChannel, acker: Acker, msg: ConsumeMessage | null): void {
@@ -185,21 +128,12 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     }
     inFlightGauge.inc();
     acker.received(msg);
-    const d: Delivery<E> = { channel: ch, acker, msg, receivedAt: Date.now(), ctx: contextFor(msg, log, queue, handler, forced.signal), settled: false };
+    const d = newDelivery({ channel: ch, acker, msg, logger: log, queue, handler, signal: forced.signal });
     deliveries.add(d);
     if (stopping) return settle(d, 'requeue');
-    const s = seriesFor(msg.properties.type);
-    s.consumed.inc();
-    try {
-      d.event = options.validate(msg.content);
-    } catch (err) {
-      void fail(d, err);
-      return;
-    }
-    const lag = lagSeconds(msg, d.event, d.receivedAt);
-    if (lag !== undefined) s.lag.observe(lag);
-    if (batcher) batcher.add(d);
-    else limiter.submit(d, () => runSingle(d));
+    // A batch consumer's messages enter their pipeline at once and wait in the batcher, which has its own limit.
+    if (batcher) void dispatch(d);
+    else limiter.submit(d, () => dispatch(d));
   }
 
   async function subscribe(ch: ConfirmChannel): Promise<void> {
@@ -247,6 +181,17 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     }, 1000).unref();
   }
 
+  /** Unstarted prefetched messages go back to the broker now, for another replica to take. */
+  function returnUnstarted(): void {
+    for (const d of limiter.drainWaiting()) settle(d, 'requeue');
+    for (const entry of batcher?.drainBuffered() ?? []) {
+      // Settled first, so the failure routing sees a message that is already back at the broker.
+      const d = (entry.ctx as Partial<RuntimeContext>)[DELIVERY];
+      if (d) settle(d, 'requeue');
+      entry.reject(new Error('returned to the broker at shutdown'));
+    }
+  }
+
   return {
     queue,
     async start() {
@@ -265,12 +210,12 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     async stop(deadlineMs: number) {
       stopping = true;
       await unsubscribe();
-      // Unstarted prefetched messages go back to the broker now, for another replica to take.
-      for (const d of limiter.drainWaiting()) settle(d, 'requeue');
-      for (const d of batcher?.drainBuffered() ?? []) settle(d, 'requeue');
+      returnUnstarted();
       if (deliveries.size > 0) {
         const idle = new Promise<void>((resolve) => (onIdle = resolve));
-        const timedOut = await Promise.race([idle.then(() => false), sleep(deadlineMs).then(() => true)]);
+        const timer = new AbortController();
+        const timedOut = await Promise.race([idle.then(() => false), sleep(deadlineMs, true, { signal: timer.signal, ref: false }).catch(() => false)]);
+        timer.abort();
         if (timedOut) {
           log.warn({ unfinished: deliveries.size }, 'shutdown deadline passed; aborting handlers, the broker will redeliver');
           forced.abort(new Error('shutdown deadline'));
@@ -284,10 +229,3 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     inFlight: () => deliveries.size,
   };
 }
-
-/** The context with the handler's own signal; keeps the lazy logger lazy (a spread would evaluate it). */
-function withSignal(ctx: MessageContext, signal: AbortSignal): MessageContext {
-  return Object.create(ctx, { signal: { value: signal, enumerable: true } }) as MessageContext;
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref());

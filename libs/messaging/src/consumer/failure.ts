@@ -1,7 +1,7 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import { classify, errorClass, errorMessage, type FailureKind } from '../errors';
+import { classify, errorClass, errorMessage, type ErrorClassifier, type FailureKind } from '../errors';
 import { dlqName, retryQueueName } from '../topology';
-import { H, numberHeader } from './headers';
+import { DEAD_LETTER_HEADERS as H, DELIVERY_COUNT_HEADER, numberHeader } from './headers';
 
 export interface FailureRoute {
   destination: 'retry' | 'dlq';
@@ -14,8 +14,8 @@ export interface FailureRoute {
  * Where a failed delivery goes. Permanent → the DLQ at once. Transient → the tier for this attempt
  * (1st failure → tier 0, …); past the last tier → the DLQ.
  */
-export function routeFailure(queue: string, retryDelaysMs: number[], attempt: number, err: unknown): FailureRoute {
-  const kind = classify(err);
+export function routeFailure(queue: string, retryDelaysMs: readonly number[], attempt: number, err: unknown, classifiers: readonly ErrorClassifier[] = []): FailureRoute {
+  const kind = classify(err, classifiers);
   if (kind === 'transient' && attempt <= retryDelaysMs.length) {
     const tierMs = retryDelaysMs[attempt - 1];
     return { destination: 'retry', queue: retryQueueName(queue, tierMs), kind, tierMs };
@@ -36,7 +36,7 @@ export function failureHeaders(msg: ConsumeMessage, route: FailureRoute, facts: 
   const now = (facts.now ?? new Date()).toISOString();
   // x-death and x-delivery-count belong to the broker's view of the previous copy; the new copy
   // starts fresh, its history lives in our own headers.
-  const { 'x-death': _death, [H.deliveryCount]: _count, ...kept } = msg.properties.headers ?? {};
+  const { 'x-death': _death, [DELIVERY_COUNT_HEADER]: _count, ...kept } = msg.properties.headers ?? {};
   const previous = msg.properties.headers ?? {};
   const headers: Record<string, unknown> = {
     ...kept,
@@ -90,4 +90,4 @@ export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, queue:
 }
 
 export const attemptOf = (msg: ConsumeMessage): number => numberHeader(msg.properties.headers, H.retryAttempt) + 1;
-export const deliveryCountOf = (msg: ConsumeMessage): number => numberHeader(msg.properties.headers, H.deliveryCount) + 1;
+export const deliveryCountOf = (msg: ConsumeMessage): number => numberHeader(msg.properties.headers, DELIVERY_COUNT_HEADER) + 1;

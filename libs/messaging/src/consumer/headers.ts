@@ -1,9 +1,10 @@
 /**
- * Headers the runtime writes. A retried message carries its history; a dead-lettered one says why,
- * so an operator reading the DLQ in the management UI (or the reconciler console) needs nothing else.
+ * The headers a dead-lettered message carries, so an operator reading the DLQ (management UI, the
+ * reconciler console) needs nothing else. A copy sent to a retry tier carries the first six: its
+ * history so far.
  */
-export const H = {
-  /** Failed attempts so far (the next delivery is attempt H.retryAttempt + 1). */
+export const DEAD_LETTER_HEADERS = {
+  /** Failed attempts so far (the next delivery is attempt `retryAttempt` + 1). */
   retryAttempt: 'x-retry-attempt',
   firstFailureAt: 'x-first-failure-at',
   lastErrorClass: 'x-last-error-class',
@@ -13,15 +14,16 @@ export const H = {
 
   errorClass: 'x-error-class',
   errorMessage: 'x-error-message',
+  /** `permanent` or `retries-exhausted`. */
   errorKind: 'x-error-kind',
   attempts: 'x-attempts',
   originalQueue: 'x-original-queue',
   handler: 'x-handler',
   deadLetteredAt: 'x-dead-lettered-at',
-  schemaVersion: 'x-schema-version',
-  /** Set by RabbitMQ on quorum queues from the second delivery on. */
-  deliveryCount: 'x-delivery-count',
 } as const;
+
+/** Set by RabbitMQ on quorum queues from the second delivery on. */
+export const DELIVERY_COUNT_HEADER = 'x-delivery-count';
 
 export function numberHeader(headers: Record<string, unknown> | undefined, name: string): number {
   const v = headers?.[name];

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 
 /** What a handler sees besides the event. No channel, no delivery tag: the runtime owns those. */
 export interface MessageContext {
+  /** Bound to eventId, correlationId, attempt, messageType and idempotencyKey (plus queue and handler). */
   logger: Logger;
   /** Aborted when the handler's deadline passes (the visibility-timeout analogue) or on forced shutdown. */
   signal: AbortSignal;
@@ -18,7 +19,20 @@ export interface MessageContext {
 /** How a handler says it went (metrics label). Failures are thrown, and classified by type. */
 export type Outcome = 'processed' | 'duplicate' | 'skipped';
 
-export type Handler<E> = (event: E, ctx: MessageContext) => Promise<Outcome | void>;
+export type Handler<E, C extends MessageContext = MessageContext> = (event: E, ctx: C) => Promise<Outcome | void>;
+
+/**
+ * Wraps a handler with one cross-cutting concern. The runtime's own (failure routing, validation,
+ * log context, metrics, deadline) run outside an app's middleware, so an app's middleware sees a
+ * validated event, the bound logger and the deadline's signal, and whatever it throws is classified
+ * and routed like a handler's error. In batch mode it wraps each message's passage: `next` resolves
+ * once the batch holding the message committed, with that message's outcome (the deadline applies
+ * to the batch, so there `ctx.signal` is the consumer's shutdown signal).
+ *
+ * Pass the context on (or a copy made with `Object.create` or a spread): the runtime finds the
+ * message behind it.
+ */
+export type Middleware<E, C extends MessageContext = MessageContext> = (next: Handler<E, C>) => Handler<E, C>;
 
 export interface BatchItem<E> {
   event: E;
@@ -47,8 +61,15 @@ interface ConsumerCommon<E> {
   prefetch?: number;
   /** Deadline per handler call (or per batch). Default 30 s. */
   timeoutMs?: number;
-  /** Parses and validates the body; must throw a permanent error for bad input. */
+  /** Parses and validates the body; must throw a permanent error for bad input. Required: the runtime knows no contract. */
   validate: (body: Buffer) => E;
+  /**
+   * The key a handler deduplicates on, bound to the message's logger as `idempotencyKey`.
+   * Default: the message id (the event id, which inboxes are keyed by).
+   */
+  idempotencyKey?: (event: E) => string | undefined;
+  /** The app's own middleware, outermost first; they run inside the runtime's (see Middleware). */
+  middleware?: ReadonlyArray<Middleware<E>>;
 }
 
 export interface SingleConsumerOptions<E> extends ConsumerCommon<E> {

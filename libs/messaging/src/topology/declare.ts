@@ -2,10 +2,31 @@ import type { Channel } from 'amqplib';
 import type { TopologyPlan } from './types';
 
 /**
+ * An exchange or queue already exists on the broker with other arguments than the topology gives
+ * it (the classic PRECONDITION_FAILED). It cannot be fixed by retrying: arguments of an existing
+ * queue never change in place. The message names the entity and carries the broker's reply, which
+ * says which argument differs.
+ */
+export class TopologyDriftError extends Error {
+  override readonly name = 'TopologyDriftError';
+  constructor(
+    readonly kind: 'exchange' | 'queue',
+    readonly entity: string,
+    readonly reply: string,
+  ) {
+    super(
+      `${kind} "${entity}" exists on the broker with other arguments than the topology declares (${reply}). ` +
+        `Arguments of an existing ${kind} cannot change: move its messages and delete it, or declare it under a new name.`,
+    );
+  }
+}
+
+/**
  * The idempotent AMQP half of the setup, run on every (re)connect of every channel the runtime
  * opens (so a consumer never races a queue that is not there yet). Three small steps.
  * Declaring an existing entity with the same arguments is a no-op; different arguments are a
- * PRECONDITION_FAILED, which is why arguments come only from `plan()`.
+ * PRECONDITION_FAILED, which is why arguments come only from `plan()`, and why a drift is reported
+ * as a TopologyDriftError naming the entity instead of a bare channel error.
  */
 export async function declareTopology(channel: Channel, plan: TopologyPlan): Promise<void> {
   await assertExchanges(channel, plan);
@@ -14,13 +35,24 @@ export async function declareTopology(channel: Channel, plan: TopologyPlan): Pro
 }
 
 async function assertExchanges(channel: Channel, plan: TopologyPlan): Promise<void> {
-  await Promise.all(plan.exchanges.map((x) => channel.assertExchange(x.name, x.type, { durable: true })));
+  await Promise.all(plan.exchanges.map((x) => channel.assertExchange(x.name, x.type, { durable: true }).catch(driftOf('exchange', x.name))));
 }
 
 async function assertQueues(channel: Channel, plan: TopologyPlan): Promise<void> {
-  await Promise.all(plan.queues.map((q) => channel.assertQueue(q.name, { durable: true, arguments: q.arguments })));
+  await Promise.all(plan.queues.map((q) => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }).catch(driftOf('queue', q.name))));
 }
 
 async function bindQueues(channel: Channel, plan: TopologyPlan): Promise<void> {
   await Promise.all(plan.bindings.map((b) => channel.bindQueue(b.queue, b.exchange, b.routingKey)));
+}
+
+/** AMQP reply code 406 PRECONDITION_FAILED, by code (amqplib sets `code` on channel errors). */
+const PRECONDITION_FAILED = 406;
+
+function driftOf(kind: 'exchange' | 'queue', entity: string) {
+  return (err: unknown): never => {
+    const e = err as { code?: unknown; message?: unknown };
+    if (e?.code === PRECONDITION_FAILED) throw new TopologyDriftError(kind, entity, String(e.message));
+    throw err;
+  };
 }

@@ -1,12 +1,14 @@
 /** Names derived from a work queue's name. One place, so retry tiers and DLQs are always found. */
 
-export const DEAD_LETTER_EXCHANGE = 'community.dlx';
+/** Used when a topology names none (see Topology.deadLetterExchange / policyPrefix). */
+export const DEFAULT_DEAD_LETTER_EXCHANGE = 'dlx';
+export const DEFAULT_POLICY_PREFIX = 'messaging';
 
 export const dlqName = (queue: string): string => `${queue}.dlq`;
 
 export const retryQueueName = (queue: string, delayMs: number): string => `${queue}.retry.${delayLabel(delayMs)}`;
 
-export const policyName = (queue: string): string => `community:${queue}`;
+export const policyName = (prefix: string, queue: string): string => `${prefix}:${queue}`;
 
 /** 1000 → "1s", 120000 → "2m", 250 → "250ms": readable in the management UI. */
 export function delayLabel(ms: number): string {

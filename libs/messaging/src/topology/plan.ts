@@ -1,4 +1,4 @@
-import { DEAD_LETTER_EXCHANGE, dlqName, escapeRegex, policyName, retryQueueName } from './names';
+import { DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_POLICY_PREFIX, dlqName, escapeRegex, policyName, retryQueueName } from './names';
 import type { Topology, TopologyPlan } from './types';
 
 export const DEFAULT_DELIVERY_LIMIT = 10;
@@ -19,8 +19,10 @@ export const DEFAULT_MAX_LENGTH = 1_000_000;
  * - No `x-expires` anywhere: a retry queue or DLQ must never vanish with messages in it.
  */
 export function plan(topology: Topology): TopologyPlan {
+  const dlx = topology.deadLetterExchange ?? DEFAULT_DEAD_LETTER_EXCHANGE;
+  const policyPrefix = topology.policyPrefix ?? DEFAULT_POLICY_PREFIX;
   const result: TopologyPlan = {
-    exchanges: [...topology.exchanges, { name: DEAD_LETTER_EXCHANGE, type: 'direct' }],
+    exchanges: [...topology.exchanges, { name: dlx, type: 'direct' }],
     queues: [],
     bindings: [],
     policies: [],
@@ -54,15 +56,15 @@ export function plan(topology: Topology): TopologyPlan {
       for (const routingKey of b.routingKeys) result.bindings.push({ exchange: b.exchange, queue: q.name, routingKey });
     }
     // Broker dead-lettering (delivery limit) reaches the DLQ through the DLX, keyed by queue name.
-    result.bindings.push({ exchange: DEAD_LETTER_EXCHANGE, queue: dlqName(q.name), routingKey: q.name });
+    result.bindings.push({ exchange: dlx, queue: dlqName(q.name), routingKey: q.name });
 
     result.policies.push({
-      name: policyName(q.name),
+      name: policyName(policyPrefix, q.name),
       pattern: `^${escapeRegex(q.name)}$`,
       applyTo: 'queues',
       priority: 10,
       definition: {
-        'dead-letter-exchange': DEAD_LETTER_EXCHANGE,
+        'dead-letter-exchange': dlx,
         'dead-letter-routing-key': q.name,
         'dead-letter-strategy': 'at-least-once',
         overflow: 'reject-publish',

@@ -1,6 +1,7 @@
 /**
- * The broker topology as data. `community-topology.ts` declares the whole system with these types;
- * tests declare small ones. Everything the broker needs (queues, retry tiers, DLQs, bindings,
+ * The broker topology as data. A system declares its own with these types (the community one is
+ * `COMMUNITY_TOPOLOGY` in libs/contracts, next to the events it routes); tests declare small ones.
+ * Everything the broker needs (queues, retry tiers, DLQs, bindings,
  * policies) is derived from it by `plan()` — nobody calls assertQueue anywhere else.
  */
 export type ExchangeType = 'topic' | 'direct' | 'fanout' | 'headers' | 'x-consistent-hash';
@@ -40,6 +41,10 @@ export interface QueueSpec {
 export interface Topology {
   exchanges: ExchangeSpec[];
   queues: QueueSpec[];
+  /** The direct exchange the broker dead-letters through (delivery limit) to each queue's DLQ. Default `dlx`. */
+  deadLetterExchange?: string;
+  /** Policies are named `<prefix>:<queue>`, so an operator sees whose they are. Default `messaging`. */
+  policyPrefix?: string;
 }
 
 /** What the broker gets: every queue, exchange, binding and policy, fully spelled out. */

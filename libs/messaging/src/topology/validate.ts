@@ -45,6 +45,8 @@ const TopologySchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    deadLetterExchange: Type.Optional(Name),
+    policyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' })),
   },
   { additionalProperties: false },
 );
@@ -87,6 +89,7 @@ export function validateTopology(raw: unknown): Topology {
   };
   const exchanges = new Set(topology.exchanges.map((x) => x.name));
   topology.exchanges.forEach((x, i) => claim(x.name, `exchanges[${i}]`));
+  if (topology.deadLetterExchange !== undefined) claim(topology.deadLetterExchange, 'deadLetterExchange');
   topology.queues.forEach((q, i) => {
     claim(q.name, `queues[${i}]`);
     if (q.name.endsWith('.dlq') || /\.retry\./.test(q.name)) {

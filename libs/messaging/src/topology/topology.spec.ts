@@ -1,4 +1,3 @@
-import { COMMUNITY_TOPOLOGY } from '../community-topology';
 import { plan } from './plan';
 import { TopologyError, validateTopology } from './validate';
 
@@ -18,8 +17,8 @@ function problemsOf(raw: unknown): string[] {
 }
 
 describe('validateTopology', () => {
-  it('accepts the system topology', () => {
-    expect(() => validateTopology(COMMUNITY_TOPOLOGY)).not.toThrow();
+  it('accepts a valid topology', () => {
+    expect(validateTopology(valid())).toEqual(valid());
   });
 
   it('names an unknown key and the queue it is in', () => {
@@ -69,6 +68,18 @@ describe('plan', () => {
         definition: expect.objectContaining({ 'dead-letter-strategy': 'at-least-once', overflow: 'reject-publish', 'delivery-limit': 10 }),
       }),
     ]);
-    expect(p.bindings).toContainEqual({ exchange: 'community.dlx', queue: 'svc.work.dlq', routingKey: 'svc.work' });
+    expect(p.policies[0].name).toBe('messaging:svc.work');
+    expect(p.bindings).toContainEqual({ exchange: 'dlx', queue: 'svc.work.dlq', routingKey: 'svc.work' });
+  });
+
+  it('names the dead-letter exchange and the policies as the topology says', () => {
+    const p = plan(validateTopology({ ...valid(), deadLetterExchange: 'svc.dlx', policyPrefix: 'svc' }));
+    expect(p.exchanges).toContainEqual({ name: 'svc.dlx', type: 'direct' });
+    expect(p.policies[0]).toMatchObject({ name: 'svc:svc.work', definition: expect.objectContaining({ 'dead-letter-exchange': 'svc.dlx' }) });
+    expect(p.bindings).toContainEqual({ exchange: 'svc.dlx', queue: 'svc.work.dlq', routingKey: 'svc.work' });
+  });
+
+  it('refuses a dead-letter exchange that is also declared as an exchange', () => {
+    expect(problemsOf({ ...valid(), deadLetterExchange: 'community.events' })).toEqual(['duplicate name "community.events" (deadLetterExchange, already used by exchanges[0])']);
   });
 });

@@ -1,0 +1,18 @@
+import { validateTopology } from '@community/messaging';
+import { EVENT_TYPE_NAMES } from './events';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';
+
+it('is a valid topology for the messaging runtime', () => {
+  expect(() => validateTopology(COMMUNITY_TOPOLOGY)).not.toThrow();
+});
+
+it('binds every event type of the contract to at least one queue (an unroutable event blocks its outbox)', () => {
+  const bound = new Set(
+    COMMUNITY_TOPOLOGY.queues.flatMap((q) => q.bindings.filter((b) => b.exchange === EVENTS_EXCHANGE).flatMap((b) => b.routingKeys)),
+  );
+  expect(EVENT_TYPE_NAMES.filter((type) => !bound.has(type))).toEqual([]);
+});
+
+it('keeps the broker names operators and tools know: community.dlx and community:<queue> policies', () => {
+  expect(COMMUNITY_TOPOLOGY).toMatchObject({ deadLetterExchange: 'community.dlx', policyPrefix: 'community' });
+});

@@ -1,0 +1,58 @@
+import type { Topology } from '@community/messaging';
+
+/**
+ * Every exchange and queue of the system, in one place. It lives with the contract because it is
+ * part of it: which queues receive which event types is decided together with the event types
+ * themselves (a new type without a queue would be unroutable and hold back its producer's outbox;
+ * see the spec next to this file). The messaging runtime only knows how to turn a topology into
+ * broker objects; retry tiers (`<queue>.retry.<delay>`), DLQs (`<queue>.dlq`), the dead-letter
+ * exchange and the policies are derived from this by its `plan()` (docs/MESSAGING.md).
+ *
+ * Queue separation follows the work's character: mentions and security alerts have a queue of
+ * their own so no backlog elsewhere (email, feed, bulk follows) can delay them.
+ */
+export const EVENTS_EXCHANGE = 'community.events';
+
+const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
+
+export const COMMUNITY_TOPOLOGY: Topology = {
+  exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic' }],
+  // Broker dead-lettering (delivery limit) goes through this exchange to each queue's DLQ; the
+  // policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
+  deadLetterExchange: 'community.dlx',
+  policyPrefix: 'community',
+  queues: [
+    {
+      name: 'notification-service.critical',
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.mentioned', 'security.alert'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+      deliveryLimit: 5,
+    },
+    {
+      name: 'notification-service.standard',
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+      deliveryLimit: 5,
+    },
+    {
+      name: 'email-service.send',
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+      deliveryLimit: 5,
+    },
+    {
+      name: 'email-service.users',
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+      deliveryLimit: 5,
+    },
+    {
+      // Bound now so every event type a producer emits has a queue (an unroutable event holds back
+      // its user's outbox). feed-service consumes it; until it runs, the backlog waits here for it.
+      name: 'feed-service.activity',
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+      deliveryLimit: 5,
+    },
+  ],
+};

@@ -1,0 +1,65 @@
+import { Registry } from 'prom-client';
+import { PermanentError, TransientError, type ErrorClassifier } from '../../errors';
+import { runtimeMetrics } from '../../metrics';
+import { testDelivery } from '../test-delivery';
+import { failureRouting } from './failure-routing';
+
+describe('failureRouting', () => {
+  const options = (classifiers: ErrorClassifier[] = []) => ({ queue: 'q', handler: 'h', retryDelaysMs: [1000, 5000], classifiers, metrics: runtimeMetrics(new Registry()) });
+  const failing = (err: unknown) => async () => Promise.reject(err);
+
+  it('passes a success through untouched and publishes nothing', async () => {
+    const { delivery, published } = testDelivery();
+    await expect(failureRouting(options())(async () => 'processed')(undefined, delivery.ctx)).resolves.toBe('processed');
+    expect(published).toEqual([]);
+  });
+
+  it('copies a transient failure to the retry tier of its attempt, through the default exchange, with its history', async () => {
+    const { delivery, published } = testDelivery({ headers: { 'x-retry-attempt': 1 } });
+    await expect(failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx)).resolves.toBeUndefined();
+    expect(published).toHaveLength(1);
+    expect(published[0]).toMatchObject({ exchange: '', routingKey: 'q.retry.5s', options: { persistent: true, messageId: 'e-1', type: 'user.mentioned' } });
+    expect(published[0].options.headers).toMatchObject({ 'x-retry-attempt': 2, 'x-last-error-class': 'TransientError', 'x-last-error-message': 'busy' });
+    expect(published[0].options.headers).not.toHaveProperty('x-error-kind');
+  });
+
+  it('dead-letters a permanent failure at once, with the reason headers', async () => {
+    const { delivery, published } = testDelivery();
+    await failureRouting(options())(failing(new PermanentError('no such comment')))(undefined, delivery.ctx);
+    expect(published[0].routingKey).toBe('q.dlq');
+    expect(published[0].options.headers).toMatchObject({
+      'x-error-class': 'PermanentError',
+      'x-error-message': 'no such comment',
+      'x-error-kind': 'permanent',
+      'x-attempts': 1,
+      'x-original-queue': 'q',
+      'x-handler': 'h',
+    });
+  });
+
+  it('dead-letters a transient failure past the last tier as retries-exhausted', async () => {
+    const { delivery, published } = testDelivery({ headers: { 'x-retry-attempt': 2 } });
+    await failureRouting(options())(failing(new TransientError('still busy')))(undefined, delivery.ctx);
+    expect(published[0]).toMatchObject({ routingKey: 'q.dlq', options: { headers: expect.objectContaining({ 'x-error-kind': 'retries-exhausted', 'x-attempts': 3 }) } });
+  });
+
+  it('asks the registered classifiers', async () => {
+    const { delivery, published } = testDelivery();
+    const refused: ErrorClassifier = (err) => ((err as { code?: string }).code === 'REFUSED' ? 'permanent' : undefined);
+    await failureRouting(options([refused]))(failing(Object.assign(new Error('refused'), { code: 'REFUSED' })))(undefined, delivery.ctx);
+    expect(published[0].routingKey).toBe('q.dlq');
+  });
+
+  it('rejects when the copy cannot be published, so the consumer returns the original instead of acking it', async () => {
+    const { delivery } = testDelivery({ publishFails: true });
+    await expect(failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx)).rejects.toThrow('channel closed');
+  });
+
+  it('routes nothing for a message already returned to the broker', async () => {
+    const { delivery, published } = testDelivery();
+    delivery.settled = true;
+    const err = new TransientError('busy');
+    await expect(failureRouting(options())(failing(err))(undefined, delivery.ctx)).rejects.toBe(err);
+    expect(published).toEqual([]);
+  });
+});

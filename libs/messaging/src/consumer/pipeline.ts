@@ -1,0 +1,54 @@
+import type { Logger } from 'pino';
+import type { ErrorClassifier } from '../errors';
+import type { RuntimeMetrics } from '../metrics';
+import type { RuntimeContext } from './delivery';
+import { deadline } from './middleware/deadline';
+import { failureRouting } from './middleware/failure-routing';
+import { logContext } from './middleware/log-context';
+import { metrics, type ConsumerSeries } from './middleware/metrics';
+import { validation } from './middleware/validation';
+import type { Handler, MessageContext, Middleware } from './types';
+
+/** `[a, b, c]` around `h` is `a(b(c(h)))`: the first middleware is the outermost. */
+export function compose<E, C extends MessageContext>(middleware: ReadonlyArray<Middleware<E, C>>, handler: Handler<E, C>): Handler<E, C> {
+  let h = handler;
+  for (let i = middleware.length - 1; i >= 0; i--) h = middleware[i](h);
+  return h;
+}
+
+export interface PipelineOptions<E> {
+  queue: string;
+  handler: string;
+  logger: Logger;
+  retryDelaysMs: readonly number[];
+  classifiers: readonly ErrorClassifier[];
+  metrics: RuntimeMetrics;
+  series: ConsumerSeries;
+  validate: (body: Buffer) => E;
+  idempotencyKey?: (event: E) => string | undefined;
+  /** The app's middleware; they run inside the runtime's. */
+  middleware: ReadonlyArray<Middleware<E>>;
+  /** The handler's deadline; undefined in batch mode, where the batch runner applies it per batch. */
+  timeoutMs: number | undefined;
+  /** The app's handler, or the batch terminal (joinBatch). */
+  terminal: Handler<E>;
+}
+
+/**
+ * Everything that happens to one message between receipt and settlement, outermost first:
+ *
+ *   failure routing → validation → log context → metrics → deadline → app middleware → handler
+ *
+ * Failure routing is outermost so that every failure below it, an invalid body included, ends in a
+ * retry tier or the DLQ. The resolved pipeline means "ack the original"; a rejection means "return
+ * it to the queue" (the failure's copy could not be published).
+ */
+export function buildPipeline<E>(o: PipelineOptions<E>): Handler<Buffer, RuntimeContext> {
+  const app: Handler<E, MessageContext> = compose<E, MessageContext>(o.middleware, o.terminal);
+  const typed = compose<E, RuntimeContext>(
+    [logContext<E>(o.idempotencyKey), metrics<E>({ series: o.series, logger: o.logger, timeHandler: o.timeoutMs !== undefined }), ...(o.timeoutMs !== undefined ? [deadline<E>(o.timeoutMs)] : [])],
+    app,
+  );
+  const routing = failureRouting<Buffer>({ queue: o.queue, handler: o.handler, retryDelaysMs: o.retryDelaysMs, classifiers: o.classifiers, metrics: o.metrics });
+  return routing(validation<E, RuntimeContext>(o.validate)(typed));
+}
