@@ -4,28 +4,17 @@ import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
 import { LOCAL_DEFAULTS } from '@community/config';
-import { managementTargetFor, type ManagementTarget } from '@community/messaging';
+import { managementRequest, managementTargetFor, type ManagementTarget } from '@community/messaging';
 
 const run = promisify(execFile);
 
 /**
- * The test broker's management API, found the way the runtime finds it (libs/messaging's
- * `managementTargetFor`): RABBITMQ_MANAGEMENT_URL if set, else port 15672 on the AMQP host, with the
- * AMQP credentials.
+ * The test broker's management API, found and called the way the runtime does it (libs/messaging's
+ * `managementTargetFor` and `managementRequest`): RABBITMQ_MANAGEMENT_URL if set, else port 15672 on
+ * the AMQP host, with the AMQP credentials.
  */
 const managementTarget = (amqpUrl: string): ManagementTarget => managementTargetFor(amqpUrl, process.env.RABBITMQ_MANAGEMENT_URL);
 
-export function managementRequest(target: ManagementTarget, method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${target.baseUrl}/api${path}`, {
-    method,
-    headers: {
-      authorization: `Basic ${Buffer.from(`${target.username}:${target.password}`).toString('base64')}`,
-      'content-type': 'application/json',
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
-  });
-}
 const BASE_AMQP_URL = process.env.AMQP_URL || LOCAL_DEFAULTS.AMQP_URL;
 
 export interface TestVhost {
