@@ -66,11 +66,12 @@ async function publishAll(ch: amqplib.ConfirmChannel, exchange: string, routingK
   let outstanding = 0;
   let wake: (() => void) | undefined;
   let failed: Error | undefined;
-  for (const body of bodies) {
+  for (const [i, body] of bodies.entries()) {
     while (outstanding >= WINDOW) await new Promise<void>((r) => (wake = r));
     if (failed) throw failed;
     outstanding++;
-    const ok = ch.publish(exchange, routingKey, body, { persistent: true, contentType: 'application/json', type: routingKey }, (err) => {
+    // A messageId is required (consumers dead-letter a message without one); the index, as below.
+    const ok = ch.publish(exchange, routingKey, body, { persistent: true, contentType: 'application/json', type: routingKey, messageId: String(i) }, (err) => {
       if (err) failed = err;
       outstanding--;
       wake?.();

@@ -3,10 +3,13 @@ import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
+import { CorrelationIdSchema } from '@community/contracts';
 import { buildServer, type Logger, type ReadinessProbe } from '@community/observability';
+import { ApiError } from './errors';
 import { registerContentRoutes } from './routes/content';
 import { registerSecurityAlertRoutes } from './routes/security-alerts';
 import { registerUserRoutes } from './routes/users';
+import { refuseUnstorableText } from './text-guard';
 
 export interface AppDeps {
   pool: Pool;
@@ -19,6 +22,8 @@ export interface AppDeps {
 }
 
 const CORRELATION_HEADER = 'x-correlation-id';
+/** The envelope's bound on correlationId: the id becomes every event's correlationId. */
+const CORRELATION_ID_MAX_LENGTH = CorrelationIdSchema.maxLength ?? 256;
 
 /**
  * The demo community API without listening (tests use `app.inject()`). Every write and the events
@@ -38,9 +43,18 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
   });
   app.register(fastifyJwt, { secret: deps.jwtSecret, verify: { algorithms: ['HS256'] } });
+  // The id goes into every event's correlationId, which the contract bounds: refused here with a 400,
+  // it would otherwise fail the event's validation inside the transaction (a 500).
+  app.addHook('onRequest', async (request) => {
+    const given = request.headers[CORRELATION_HEADER];
+    if (given !== undefined && (given.length === 0 || given.length > CORRELATION_ID_MAX_LENGTH)) {
+      throw new ApiError('CORRELATION_ID_INVALID', String(CORRELATION_ID_MAX_LENGTH));
+    }
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header(CORRELATION_HEADER, request.id);
   });
+  refuseUnstorableText(app);
   registerUserRoutes(app, deps.pool);
   registerContentRoutes(app, deps.pool);
   registerSecurityAlertRoutes(app, deps.pool);

@@ -12,6 +12,8 @@ export const API_ERRORS = {
   PARENT_COMMENT_NOT_FOUND: { statusCode: 404, message: 'Parent comment "%s" not found on post "%s"' },
   TARGET_NOT_FOUND: { statusCode: 404, message: 'The %s "%s" to react to was not found' },
   SELF_FOLLOW: { statusCode: 400, message: 'A user cannot follow or unfollow themselves' },
+  CORRELATION_ID_INVALID: { statusCode: 400, message: 'The x-correlation-id header must be 1 to %s characters (it is carried by every event of the request)' },
+  UNSTORABLE_TEXT: { statusCode: 400, message: '%s must not contain NUL characters or unpaired surrogates' },
   EMAIL_TAKEN: { statusCode: 409, message: 'The email address is already used by user "%s"' },
 } as const satisfies Record<string, { statusCode: number; message: string }>;
 

@@ -63,6 +63,24 @@ describe('POST /v1/users', () => {
     expect(taken.json()).toMatchObject({ code: 'EMAIL_TAKEN', message: 'The email address is already used by user "ada"' });
     expect([await count(pool, 'community_users'), await count(pool, 'outbox_messages')]).toEqual([users, outbox]);
   });
+
+  it('answers 400, not 500, for text PostgreSQL cannot keep and for a correlation id no event can carry', async () => {
+    const [users, outbox] = [await count(pool, 'community_users'), await count(pool, 'outbox_messages')];
+    const nul = await app.inject({ method: 'POST', url: '/v1/users', payload: { id: 'nul', email: 'nul@example.test', displayName: 'N\u0000' } });
+    expect(nul.statusCode).toBe(400);
+    expect(nul.json().message).toBe('body/displayName must not contain NUL characters or unpaired surrogates');
+    const lone = await app.inject({ method: 'POST', url: '/v1/users/ada%00/follow', headers: as('bob') });
+    expect(lone.statusCode).toBe(400);
+    const longId = await app.inject({
+      method: 'POST',
+      url: '/v1/users',
+      headers: { 'x-correlation-id': 'c'.repeat(257) },
+      payload: { id: 'longcorr', email: 'longcorr@example.test', displayName: 'L' },
+    });
+    expect(longId.statusCode).toBe(400);
+    expect(longId.json()).toMatchObject({ code: 'CORRELATION_ID_INVALID' });
+    expect([await count(pool, 'community_users'), await count(pool, 'outbox_messages')]).toEqual([users, outbox]);
+  });
 });
 
 describe('POST /v1/posts', () => {

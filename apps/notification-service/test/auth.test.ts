@@ -85,3 +85,17 @@ describe('stream', () => {
     if (status === 200) expect(res.type).toMatch(/^text\/event-stream/);
   });
 });
+
+describe('a user id no inbox can have', () => {
+  const admin = `Bearer ${craft({ sub: 'u-ops', scope: 'admin' })}`;
+  it.each([
+    ['NUL', 'a%00b'],
+    ['only NUL', '%00'],
+  ])('answers 400 to an admin, not a database error (%s)', async (_what, user) => {
+    for (const [, method, url, payload] of endpoints) {
+      const res = await h.app.inject({ method, url: url().replace(owner, user), headers: { authorization: admin }, ...(payload ? { payload } : {}) });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().message).toMatch(/^params\/userId must/);
+    }
+  });
+});

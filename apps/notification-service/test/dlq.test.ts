@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { eventually, type PeekedMessage } from '@community/testing';
-import { bearer, event, mention, startHarness, type Harness } from './harness';
+import { PermanentError } from '@community/messaging';
+import { eventually, testLogger, type PeekedMessage } from '@community/testing';
+import { createNotificationBatchHandler } from '../src/handlers/notification-batch';
+import { batchItems, bearer, event, mention, startHarness, type Harness } from './harness';
 
 /**
  * Bad input ends in the DLQ of the queue it arrived on, with a header saying why, within a second,
@@ -38,7 +40,8 @@ it.each([
   ['an unknown event type', 'user.followed', JSON.stringify({ ...valid, id: randomUUID(), type: 'user.teleported' }), 'notification-service.standard.dlq', 'ContractError', /Unknown event type 'user.teleported'/],
   ['an unknown version', 'security.alert', JSON.stringify({ ...event('security.alert', { alertId: 'a1', userId: 'u1', kind: 'k', detail: '' }), version: 9 }), 'notification-service.critical.dlq', 'ContractError', /Unsupported version 9/],
   ['a valid event this service does not handle', 'comment.created', JSON.stringify(event('post.published', { postId: 'p', authorId: 'a', title: 't', excerpt: 'e' })), 'notification-service.standard.dlq', 'PermanentError', /does not handle event type 'post.published'/],
-  ['text Postgres cannot store (NUL byte)', 'user.mentioned', JSON.stringify(mention('c-nul', 'actor-1', 'victim\u0000')), 'notification-service.critical.dlq', 'PermanentError', /SQLSTATE 22021/],
+  ['text no store keeps (NUL byte)', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: 'victim\u0000' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/mentionedUserId: Expected text without NUL/],
+  ['an unpaired surrogate', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, excerpt: 'tail\ud800' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/excerpt: Expected text without NUL/],
 ])('%s lands in the right DLQ with a reason within a second', async (_what, routingKey, body, dlq, errorClass, reason) => {
   const messageId = randomUUID();
   const t0 = Date.now();
@@ -57,16 +60,19 @@ it.each([
   }, 5000, 20);
 });
 
-it('a bad event in a batch sends only itself to the DLQ; the rest of the batch commits', async () => {
+it('an event the database refuses fails alone; the rest of its batch commits', async () => {
+  // The contract now refuses NUL before any handler, so such an event can only reach the batch
+  // handler directly. It stands for any permanent refusal by PostgreSQL (SQLSTATE class 22/23).
+  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'dlq-direct', metrics: h.metrics });
   const users = Array.from({ length: 20 }, () => `u-${randomUUID()}`);
-  const poison = mention('c-poison', 'actor-1', 'bad\u0000user');
   const good = users.map((u) => mention(`c-${randomUUID()}`, 'actor-1', u));
-  // Published back to back so they share batches with the poison.
-  await Promise.all([...good.slice(0, 10), poison, ...good.slice(10)].map((e) => h.publish(e)));
+  const poison = { ...good[0], id: randomUUID(), data: { ...good[0].data, commentId: `c-${randomUUID()}`, mentionedUserId: 'bad\u0000user' } };
+  const batch = [...good.slice(0, 10), poison, ...good.slice(10)];
+  const results = (await handle(batchItems(batch), { logger: testLogger(), signal: new AbortController().signal, queue: 'test', handler: 'test' })) as unknown[];
 
-  await dead('notification-service.critical.dlq', poison.id, Date.now());
-  await eventually('all good mentions committed', async () => {
-    const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM notification_items WHERE user_id = ANY($1)', [users]);
-    return rows[0].n === users.length;
-  });
+  expect(results[10]).toBeInstanceOf(PermanentError);
+  expect(String((results[10] as Error).message)).toMatch(/SQLSTATE 22021/);
+  expect(results.filter((r) => r === 'processed')).toHaveLength(users.length);
+  const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM notification_items WHERE user_id = ANY($1)', [users]);
+  expect(rows[0].n).toBe(users.length);
 });

@@ -93,6 +93,36 @@ describe('validate: envelope', () => {
     expect(errorOf({ ...mention(), [field]: value }).path).toBe(`/${field}`);
   });
 
+  it.each([
+    ['a NUL', 'a\u0000b'],
+    ['an unpaired high surrogate', 'tail\ud800'],
+    ['an unpaired low surrogate', '\udfffhead'],
+  ])('rejects %s in a data string, from JSON text and from an object', (_label, excerpt) => {
+    const event = { ...mention(), data: { ...SAMPLES['user.mentioned'].data, excerpt } };
+    for (const raw of [JSON.stringify(event), Buffer.from(JSON.stringify(event)), event]) {
+      const error = errorOf(raw);
+      expect(error.code).toBe('SCHEMA_VIOLATION');
+      expect(error.path).toBe('/data/excerpt');
+      expect(error.permanent).toBe(true);
+    }
+  });
+
+  it('finds a NUL under any depth without overflowing the stack (a permanent error, not a crash)', () => {
+    const depth = 200_000;
+    const text = JSON.stringify(mention()).replace('"excerpt":', `"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},"excerpt":`);
+    const error = errorOf(text);
+    expect(error.code).toBe('SCHEMA_VIOLATION');
+    expect(error.path.startsWith('/data/deep/0/0/0')).toBe(true);
+    expect(error.path.length).toBeLessThan(300);
+  });
+
+  it('accepts escaped surrogate pairs (an emoji written as \\ud83d\\ude00)', () => {
+    const event = { ...mention(), data: { ...SAMPLES['user.mentioned'].data, excerpt: 'smile \ud83d\ude00' } };
+    const text = JSON.stringify(event).replace('\u{1F600}', '\\ud83d\\ude00');
+    expect(text).toContain('\\ud83d');
+    expect(validate(text).ok).toBe(true);
+  });
+
   it('accepts a date-time with an offset and a leap day', () => {
     expect(validate({ ...mention(), occurredAt: '2028-02-29T17:00:00+07:00' }).ok).toBe(true);
   });

@@ -32,7 +32,7 @@ function fail(...args: ConstructorParameters<typeof ContractError>): { ok: false
   return { ok: false, error: new ContractError(...args) };
 }
 
-type Parsed = { ok: true; value: unknown } | { ok: false; error: ContractError };
+type Parsed = { ok: true; value: unknown; text?: string } | { ok: false; error: ContractError };
 
 function parse(raw: unknown): Parsed {
   let text: string;
@@ -49,10 +49,43 @@ function parse(raw: unknown): Parsed {
     return { ok: true, value: raw };
   }
   try {
-    return { ok: true, value: JSON.parse(text) };
+    return { ok: true, value: JSON.parse(text), text };
   } catch (cause) {
     return fail('MALFORMED_JSON', '', `Body is not valid JSON (${(cause as Error).message})`, { cause });
   }
+}
+
+// NUL and unpaired surrogates are valid JSON escapes (\u0000, \ud800) but no text a consumer can
+// keep: PostgreSQL refuses NUL, and an unpaired surrogate turns into U+FFFD on its way to UTF-8, so
+// the event would be stored altered. In JSON text both can only arrive as such escapes, so the walk
+// below runs only for a body that has one (or for an already parsed object).
+const SUSPECT_ESCAPE = /\\u(?:0000|[dD][89a-fA-F])/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const unstorable = (s: string): boolean => s.includes('\u0000') || LONE_SURROGATE.test(s);
+
+/** Longest pointer reported; deeper ones are cut (a body may nest a million levels). */
+const MAX_POINTER = 200;
+
+/**
+ * JSON pointer of a string (key or value) holding NUL or an unpaired surrogate, or undefined.
+ * Iterative: JSON.parse accepts any depth, so a recursive walk could be made to overflow the stack.
+ */
+export function findUnstorableText(root: unknown): string | undefined {
+  const stack: Array<{ value: unknown; path: string }> = [{ value: root, path: '' }];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const { value, path } = top;
+    if (typeof value === 'string') {
+      if (unstorable(value)) return path;
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) continue;
+    for (const [key, child] of Object.entries(value)) {
+      const at = path.length > MAX_POINTER ? path : `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (unstorable(key)) return at;
+      stack.push({ value: child, path: at });
+    }
+  }
+  return undefined;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -99,7 +132,11 @@ export function validate(raw: unknown): ValidationResult {
     );
   }
 
-  if (entry.check.Check(value)) return { ok: true, event: value as unknown as AnyEvent };
+  if (entry.check.Check(value)) {
+    const at = parsed.text === undefined || SUSPECT_ESCAPE.test(parsed.text) ? findUnstorableText(value) : undefined;
+    if (at !== undefined) return fail('SCHEMA_VIOLATION', at, 'Expected text without NUL characters or unpaired surrogates', details);
+    return { ok: true, event: value as unknown as AnyEvent };
+  }
   // Slow path only for invalid messages: report the first violation, which for a missing field is
   // "Expected required property" at its exact pointer.
   const first = entry.check.Errors(value).First();

@@ -22,6 +22,10 @@ describe('redactString', () => {
     ['amqp://app:s3cret@rabbit:5672/vhost', 'amqp://app:***@rabbit:5672/vhost'],
     ['postgresql://postgres:pw@db.example.com:5432/x', 'postgresql://postgres:***@db.example.com:5432/x'],
     ['nothing to hide: amqp://guest@127.0.0.1:5672 user-1', 'nothing to hide: amqp://guest@127.0.0.1:5672 user-1'],
+    ['GET /v1/users/alice.b%40example.com/follow', 'GET /v1/users/a***@example.com/follow'],
+    ['"url":"/v1/unsubscribe?token=eyJ2IjoxfQ.c2ln&x=1"', '"url":"/v1/unsubscribe?token=[REDACTED]&x=1"'],
+    ['/cb?code=1&API_KEY=k-123#frag', '/cb?code=1&API_KEY=[REDACTED]#frag'],
+    ['no query: token=abc limit=5', 'no query: token=abc limit=5'],
   ])('%j → %j', (input, expected) => {
     expect(redactString(input)).toBe(expected);
   });
@@ -31,6 +35,8 @@ describe('redactString', () => {
     ['JWT-like prefixes', `${'eyJ-'.repeat(50_000)}.`],
     ['URL-like prefixes', `${'//a:b'.repeat(50_000)}`],
     ['bearer prefixes', `${'Bearer '.repeat(50_000)}`],
+    ['encoded @ runs', `${'a%40'.repeat(50_000)}`],
+    ['query-secret prefixes', `${'?token='.repeat(50_000)}`],
   ])('stays fast on a pathological line: %s (no quadratic backtracking)', (_name, line) => {
     const started = process.hrtime.bigint();
     redactString(line);

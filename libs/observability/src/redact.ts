@@ -47,14 +47,19 @@ const URL_PASSWORD = /(\/\/[^/:@\s"\\]*:)[^/@\s"\\]+@/g;
 // The lookbehind lets a match start only where a run of local-part characters starts, and the
 // local part is capped at 64 (RFC 5321): without both, a long run with an '@' somewhere later in
 // the line is rescanned from every position (quadratic; seconds on a 100 kB line).
+// The '@' may be percent-encoded (`%40`): an address in a URL path or query, as request logs print it.
 const EMAIL =
-  /(?<![A-Za-z0-9._%+-])([A-Za-z0-9])[A-Za-z0-9._%+-]{0,63}@([A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,})/g;
+  /(?<![A-Za-z0-9._%+-])([A-Za-z0-9])[A-Za-z0-9._%+-]{0,63}(?:@|%40)([A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,})/g;
+// A credential in a query string (`/v1/unsubscribe?token=…`, `?api_key=…`): request logs print
+// the URL, and such a token is not a JWT the pattern above would catch.
+const QUERY_SECRET = /([?&](?:token|access_token|refresh_token|id_token|api_key|apikey|secret|password|signature|sig)=)[^&\s"\\#]+/gi;
 
 export const REDACTED = '[REDACTED]';
 
 /**
  * `alice@example.com` → `a***@example.com`; `Bearer eyJ…` → `Bearer [REDACTED]`; a bare JWT →
- * `[REDACTED]`; `amqp://user:pw@host` → `amqp://user:***@host`.
+ * `[REDACTED]`; `amqp://user:pw@host` → `amqp://user:***@host`; `/u/alice%40example.com` →
+ * `/u/a***@example.com`; `?token=abc` → `?token=[REDACTED]`.
  * Cheap on the common path: each regex runs only when its marker character is present.
  */
 export function redactString(s: string): string {
@@ -62,8 +67,8 @@ export function redactString(s: string): string {
   if (out.includes('eyJ') || /bearer/i.test(out)) {
     out = out.replace(BEARER, `$1${REDACTED}`).replace(JWT, REDACTED);
   }
-  if (out.includes('@')) {
-    out = out.replace(URL_PASSWORD, '$1***@').replace(EMAIL, '$1***@$2');
-  }
+  if (out.includes('@')) out = out.replace(URL_PASSWORD, '$1***@');
+  if (out.includes('@') || out.includes('%40')) out = out.replace(EMAIL, '$1***@$2');
+  if (out.includes('=')) out = out.replace(QUERY_SECRET, `$1${REDACTED}`);
   return out;
 }

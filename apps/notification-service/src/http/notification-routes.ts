@@ -5,9 +5,9 @@ import type { NotificationMetrics } from '../metrics';
 import { decodeCursor, listNotifications, readAll, setReadState, unreadCount } from '../store/inbox';
 import { authorizeInbox } from './auth';
 import { ERRORS } from './errors';
+import { UserParams } from './params';
 
-const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 256 }) });
-const ItemParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 256 }), id: Type.String({ format: 'uuid' }) });
+const ItemParams = Type.Composite([UserParams, Type.Object({ id: Type.String({ format: 'uuid' }) })]);
 const ListQuery = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })),

@@ -1,12 +1,11 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { parsePreferencesUpdate } from '../domain/preferences';
 import { getPreferences, updatePreferences } from '../store/preferences';
 import { authorizeInbox } from './auth';
 import { ERRORS } from './errors';
-
-const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 256 }) });
+import { UserParams } from './params';
 
 /**
  * GET answers every type with its effective channels (defaults where the user chose nothing).

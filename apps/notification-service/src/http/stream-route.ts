@@ -1,10 +1,9 @@
-import { Type, type Static } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { InboxHub } from '../sse/hub';
 import { authorizeInbox } from './auth';
 import { ERRORS } from './errors';
-
-const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 256 }) });
+import { UserParams } from './params';
 
 /**
  * GET /v1/users/:userId/notifications/stream: Server-Sent Events (design in sse/hub.ts).

@@ -6,6 +6,7 @@ import { deadline } from './middleware/deadline';
 import { failureRouting } from './middleware/failure-routing';
 import { logContext } from './middleware/log-context';
 import { metrics, type ConsumerSeries } from './middleware/metrics';
+import { messageProperties } from './middleware/properties';
 import { validation } from './middleware/validation';
 import type { Handler, MessageContext, Middleware } from './types';
 
@@ -37,7 +38,7 @@ export interface PipelineOptions<E> {
 /**
  * Everything that happens to one message between receipt and settlement, outermost first:
  *
- *   failure routing → validation → log context → metrics → deadline → app middleware → handler
+ *   failure routing → properties → validation → log context → metrics → deadline → app middleware → handler
  *
  * Failure routing is outermost so that every failure below it, an invalid body included, ends in a
  * retry tier or the DLQ. The resolved pipeline means "ack the original"; a rejection means "return
@@ -50,5 +51,5 @@ export function buildPipeline<E>(o: PipelineOptions<E>): Handler<Buffer, Runtime
     app,
   );
   const routing = failureRouting<Buffer>({ queue: o.queue, handler: o.handler, retryDelaysMs: o.retryDelaysMs, classifiers: o.classifiers, metrics: o.metrics });
-  return routing(validation<E, RuntimeContext>(o.validate)(typed));
+  return routing(messageProperties<RuntimeContext>()(validation<E, RuntimeContext>(o.validate)(typed)));
 }

@@ -1,0 +1,81 @@
+import { connect } from 'node:net';
+import type { BadRequest } from './requests';
+
+export interface Answer {
+  status: number;
+  body: string;
+  /** Set when no HTTP answer came back at all (connection reset, timeout). */
+  transportError?: string;
+}
+
+const TIMEOUT_MS = 15_000;
+
+export async function send(baseUrl: string, req: BadRequest): Promise<Answer> {
+  if (req.raw) return sendRaw(baseUrl, req.raw);
+  try {
+    const res = await fetch(`${baseUrl}${req.path}`, {
+      method: req.method,
+      headers: req.headers,
+      body: req.body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
+    return { status: res.status, body: await res.text() };
+  } catch (err) {
+    return { status: 0, body: '', transportError: describe(err) };
+  }
+}
+
+/** Byte for byte over a socket; the server may answer and close before reading it all. */
+function sendRaw(baseUrl: string, bytes: Buffer): Promise<Answer> {
+  const { hostname, port } = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(Number(port), hostname);
+    const done = (transportError?: string) => {
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      const body = text.slice(text.indexOf('\r\n\r\n') + 4);
+      resolve(m ? { status: Number(m[1]), body } : { status: 0, body: text, transportError: transportError ?? 'no HTTP status line in the answer' });
+    };
+    const timer = setTimeout(() => done('timed out'), TIMEOUT_MS);
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('end', () => done());
+    socket.on('close', () => done());
+    // EPIPE/ECONNRESET after the server answered early: the answer is what counts.
+    socket.on('error', (err) => done(describe(err)));
+    socket.write(bytes);
+  });
+}
+
+function describe(err: unknown): string {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } };
+  return [e.message, e.cause?.code ?? e.cause?.message].filter(Boolean).join(': ');
+}
+
+/** `{ statusCode, error, message }` with a message that says something: the reason of a 4xx. */
+export function hasReason(body: string): boolean {
+  try {
+    const parsed = JSON.parse(body) as { message?: unknown; error?: unknown };
+    return typeof parsed.message === 'string' && parsed.message.trim().length > 0 && typeof parsed.error === 'string';
+  } catch {
+    return false;
+  }
+}
+
+/** Runs `work` over `items` with at most `concurrency` in flight, in order of the items. */
+export async function pool<T, R>(items: readonly T[], concurrency: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await work(items[i]);
+      }
+    }),
+  );
+  return results;
+}
