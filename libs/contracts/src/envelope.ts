@@ -19,7 +19,7 @@ export const IdSchema = Type.String({ minLength: 1, maxLength: 256 });
 const EventIdSchema = Type.String({ format: 'uuid' });
 const TimestampSchema = Type.String({ format: 'date-time' });
 const ProducerSchema = Type.String({ minLength: 1, maxLength: 128 });
-const CorrelationIdSchema = Type.String({ minLength: 1, maxLength: 256 });
+export const CorrelationIdSchema = Type.String({ minLength: 1, maxLength: 256 });
 
 /** Properties shared by every envelope, whatever its type and version. */
 const commonProperties = {
