@@ -29,9 +29,9 @@ export default [
     // Scripts (benchmarks, dev and db tooling, end-to-end tests) drive the code through its public
     // entry points, as an operator or another service would: a lib as `@community/<lib>` or one of the
     // entries tsconfig.base.json declares (nothing else resolves), a lib's own bench as '../src' (its
-    // index), an app through its index (`apps/<app>/src`, its public builder); never another file inside
-    // a src/ folder. A deep import ties a script to internals that a refactoring is free to move, and it
-    // goes unnoticed until it breaks.
+    // index), an app through its index (`apps/<app>/src`, its public builder, docs/SERVICE-TEMPLATE.md);
+    // never another file inside a src/ folder. A deep import ties a script to internals that a
+    // refactoring is free to move, and it goes unnoticed until it breaks.
     files: ['scripts/**/*.{ts,mjs,cjs,js}', 'libs/*/bench/**/*.ts', 'e2e/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -2,9 +2,12 @@ import { commonConfig, ConfigError, loadConfig, type ConfigOf } from '@community
 
 const HTTP = ['http:', 'https:'];
 
+/** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
+export const SERVICE_NAME = 'email-service';
+
 /** Everything email-service reads from the environment (common entries first). */
 export const EMAIL_CONFIG_SPEC = [
-  ...commonConfig('email-service'),
+  ...commonConfig(SERVICE_NAME),
   // Links in emails point to the community site; unsubscribe links to this service.
   { name: 'PUBLIC_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3000', protocols: HTTP },
   { name: 'UNSUBSCRIBE_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3002', protocols: HTTP },

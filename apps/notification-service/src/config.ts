@@ -1,8 +1,11 @@
 import { commonConfig, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
 
+/** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
+export const SERVICE_NAME = 'notification-service';
+
 /** The shared variables (ARCHITECTURE.md "Configuration") plus this service's tunables. */
 export const NOTIFICATION_CONFIG = [
-  ...commonConfig('notification-service'),
+  ...commonConfig(SERVICE_NAME),
   { name: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 2, max: 200, description: 'pg pool size (consumers + HTTP + relay)' },
   {
     name: 'CONSUMER_BATCH_SIZE',

@@ -4,6 +4,7 @@ export { createRegistry } from './metrics';
 export type { RegistryOptions } from './metrics';
 export { answers, readinessState } from './readiness';
 export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readiness';
+export { CodedHttpError, defineErrors } from './http-errors';
 export { buildServer, listen } from './server';
 export type { ServerOptions } from './server';
 export { runService } from './run-service';

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
+import { registerErrorHandler } from './http-errors';
 import type { Logger } from './logger';
 import type { ReadinessChecks, ReadinessProbe } from './readiness';
 
@@ -30,12 +31,14 @@ const OPS_ROUTE = {
 /**
  * Builds the HTTP server with /healthz, /readyz and /metrics, without listening (tests use
  * `app.inject()`; `listen()` starts it).
- * Errors keep fastify's `{ statusCode, error, message }` shape: no custom error handler here.
+ * Errors keep fastify's `{ statusCode, error, message }` shape: catalogue errors (http-errors.ts)
+ * add their `code`, everything else is answered by fastify's default handler.
  */
 export function buildServer(options: ServerOptions): FastifyInstance {
   // Typed as fastify's base logger so apps get a plain `FastifyInstance`; at runtime it is our pino.
   const loggerInstance: FastifyBaseLogger = options.logger;
   const app = Fastify({ ...options.fastifyOptions, loggerInstance });
+  registerErrorHandler(app);
   registerOpsRoutes(app, options);
   return app;
 }

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
-import { ApiError } from './errors';
+import { userExists } from '../store/users';
+import { ERRORS } from './errors';
 
 /**
  * Who is acting. This is a demo producer, not an identity provider: the acting user is whatever the
@@ -16,14 +17,13 @@ export async function actingUser(request: FastifyRequest, pool: Pool): Promise<s
       if (typeof payload.sub === 'string' && payload.sub) userId = payload.sub;
       else throw new Error('the token has no sub claim');
     } catch (err) {
-      throw new ApiError('TOKEN_INVALID', (err as Error).message);
+      throw ERRORS.TOKEN_INVALID((err as Error).message);
     }
   } else {
     const header = request.headers['x-user-id'];
     userId = typeof header === 'string' && header.trim() ? header.trim() : undefined;
   }
-  if (!userId) throw new ApiError('ACTOR_REQUIRED');
-  const { rowCount } = await pool.query('SELECT 1 FROM community_users WHERE id = $1', [userId]);
-  if (!rowCount) throw new ApiError('ACTOR_UNKNOWN', userId);
+  if (!userId) throw ERRORS.ACTOR_REQUIRED();
+  if (!(await userExists(pool, userId))) throw ERRORS.ACTOR_UNKNOWN(userId);
   return userId;
 }

@@ -5,12 +5,6 @@ import { enqueueEvents, type OutboxItem } from '@community/outbox';
 /** The producer name in every envelope and in the outbox (`outbox_messages.producer`). */
 export const PRODUCER = 'community-api';
 
-/** Excerpts are previews (the contract allows 500 characters; notifications show far fewer). */
-export function excerpt(text: string, max = 200): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-}
-
 /**
  * Collects the events of one request and enqueues them in the request's transaction. Each event is
  * ordered under the user whose notifications or feed it concerns (its aggregate): the mentioned

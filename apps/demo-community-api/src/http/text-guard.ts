@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { findUnstorableText } from '@community/contracts';
-import { ApiError } from './errors';
+import { ERRORS } from './errors';
 
 /** Where the first string (key or value) with NUL or an unpaired surrogate is, as `body/title`. */
 export function unstorableTextAt(value: unknown, part: string): string | undefined {
@@ -18,6 +18,6 @@ export function refuseUnstorableText(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     const at =
       unstorableTextAt(request.params, 'params') ?? unstorableTextAt(request.query, 'querystring') ?? unstorableTextAt(request.body, 'body');
-    if (at !== undefined) throw new ApiError('UNSTORABLE_TEXT', at);
+    if (at !== undefined) throw ERRORS.UNSTORABLE_TEXT(at);
   });
 }

@@ -1,10 +1,10 @@
 import { NOTIFICATION_TYPES, type NotificationType } from '@community/contracts';
-import { Composer } from '../src/delivery/compose';
-import { messageIdDomain, messageIdFor } from '../src/message-id';
-import { renderDigest, DIGEST_MAX_LINES } from '../src/templates/digest';
-import { escapeHtml, headerSafe } from '../src/templates/escape';
-import { renderNotification, type NotificationView } from '../src/templates/notification';
-import { UnsubscribeTokens } from '../src/unsubscribe/token';
+import { Composer } from '../delivery/compose';
+import { messageIdDomain, messageIdFor } from '../message-id';
+import { renderDigest, DIGEST_MAX_LINES } from './digest';
+import { escapeHtml, headerSafe } from './escape';
+import { renderNotification, type NotificationView } from './notification';
+import { UnsubscribeTokens } from '../unsubscribe/token';
 
 const BASE = 'https://community.example';
 const hostile = 'Eve <script>alert("x")</script> & co\r\nBcc: victim@evil.test';
