@@ -17,18 +17,11 @@ import nodemailer from 'nodemailer';
 import { Registry } from 'prom-client';
 import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
-import { Composer } from '../../apps/email-service/src/delivery/compose';
-import { emailMetrics } from '../../apps/email-service/src/metrics';
-import { CircuitBreaker } from '../../apps/email-service/src/smtp/breaker';
-import { createRateLimiter } from '../../apps/email-service/src/smtp/rate-limiter';
-import { createSender, type Sender } from '../../apps/email-service/src/smtp/sender';
-import { createTransport } from '../../apps/email-service/src/smtp/transport';
-import { UnsubscribeTokens } from '../../apps/email-service/src/unsubscribe/token';
 import { createMessaging } from '@community/messaging';
 import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createTestDatabase, createTestVhost } from '@community/testing';
-import { loadEmailConfig } from '../../apps/email-service/src/config';
-import { createEmailService } from '../../apps/email-service/src/service';
+// The app's public entry only: the sender path below is the one the service builds for itself.
+import { createComposer, createEmailService, createSmtpStack, emailMetrics, loadEmailConfig, UnsubscribeTokens, type Sender } from '../../apps/email-service/src';
 
 const N = Number(process.env.BENCH_EMAILS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -83,20 +76,16 @@ function startSink(): Promise<{ child: ChildProcess; port: number; count(): Prom
 }
 
 // ---- what is measured ---------------------------------------------------------------------------
-const composer = new Composer({
-  publicBaseUrl: 'http://127.0.0.1:3000',
-  unsubscribeBaseUrl: 'http://127.0.0.1:3002',
-  messageIdDomain: 'community.local',
-  digestPeriod: 'daily',
-  tokens: new UnsubscribeTokens('bench-secret-bench-secret-bench-secret'),
-});
+/** email-service's configuration for a sink on `port` (defaults otherwise, as in production). */
+const benchConfig = (port: number, env: Record<string, string> = {}) =>
+  loadEmailConfig({ SMTP_URL: `smtp://127.0.0.1:${port}`, SMTP_POOL_SIZE: String(POOL), LOG_LEVEL: 'silent', ...env });
+const composer = createComposer(benchConfig(0), new UnsubscribeTokens('bench-secret-bench-secret-bench-secret'));
 const recipient = { userId: 'u-42', email: 'reader@example.test', displayName: 'Ada Reader', locale: null };
 
+/** The service's own sender stack (rate limiter → breaker → pooled transport), built from its configuration. */
 function serviceSender(port: number, ratePerSecond: number): Sender {
-  const metrics = emailMetrics(new Registry());
-  const transport = createTransport({ url: `smtp://127.0.0.1:${port}`, poolSize: POOL, connectionTimeoutMs: 10_000, socketTimeoutMs: 30_000 });
-  const breaker = new CircuitBreaker({ threshold: 5, probeMinMs: 1000, probeMaxMs: 30_000, probe: () => transport.verify(), logger: pino({ level: 'silent' }), metrics });
-  return createSender({ transport, limiter: createRateLimiter(ratePerSecond, 1), breaker, metrics, from: 'Community <notifications@community.local>' });
+  const config = benchConfig(port, { SMTP_RATE_PER_SECOND: String(ratePerSecond), SMTP_RATE_BURST: '1' });
+  return createSmtpStack(config, { logger: pino({ level: 'silent' }), metrics: emailMetrics(new Registry()) }).sender;
 }
 
 /** Runs `count` jobs with `CONCURRENCY` in flight; returns the completion time of each. */
@@ -157,17 +146,14 @@ async function runPipeline(port: number, emails: number, received: () => Promise
       await producer.publisher.publish(buildEvent('notification.created', data, { producer: 'bench' }));
     }
     await producer.stop();
-    const config = loadEmailConfig({
+    const config = benchConfig(port, {
       AMQP_URL: vhost.url,
       DATABASE_URL: db.url,
-      SMTP_URL: `smtp://127.0.0.1:${port}`,
       PORT: '0',
-      LOG_LEVEL: 'silent',
       SMTP_RATE_PER_SECOND: '0',
-      SMTP_POOL_SIZE: String(POOL),
       EMAIL_CONSUMER_CONCURRENCY: String(CONCURRENCY),
     });
-    const service = createEmailService({ config, logger: silent, registry: new Registry(), runScheduler: false });
+    const service = createEmailService(config, { logger: silent, registry: new Registry(), runScheduler: false });
     await service.pool.query(
       `INSERT INTO email_users (user_id, email, display_name, source_event_id, source_occurred_at) VALUES ('u-42', 'reader@example.test', 'Ada Reader', 'e1', now()), ('u-7', 'grace@example.test', 'Grace', 'e2', now())`,
     );
@@ -177,6 +163,7 @@ async function runPipeline(port: number, emails: number, received: () => Promise
     while ((await received()) - before < emails) await new Promise((r) => setTimeout(r, 20));
     const rate = emails / ((performance.now() - t0) / 1000);
     await service.stop();
+    await service.app.close();
     return rate;
   } finally {
     await vhost.delete();

@@ -5,11 +5,11 @@ import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { CorrelationIdSchema } from '@community/contracts';
 import { buildServer, type Logger, type ReadinessProbe } from '@community/observability';
-import { ApiError } from './errors';
-import { registerContentRoutes } from './routes/content';
-import { registerSecurityAlertRoutes } from './routes/security-alerts';
-import { registerUserRoutes } from './routes/users';
-import { refuseUnstorableText } from './text-guard';
+import { registerContentRoutes } from './http/content-routes';
+import { registerSecurityAlertRoutes } from './http/security-alert-routes';
+import { ERRORS } from './http/errors';
+import { refuseUnstorableText } from './http/text-guard';
+import { registerUserRoutes } from './http/user-routes';
 
 export interface AppDeps {
   pool: Pool;
@@ -48,7 +48,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addHook('onRequest', async (request) => {
     const given = request.headers[CORRELATION_HEADER];
     if (given !== undefined && (given.length === 0 || given.length > CORRELATION_ID_MAX_LENGTH)) {
-      throw new ApiError('CORRELATION_ID_INVALID', String(CORRELATION_ID_MAX_LENGTH));
+      throw ERRORS.CORRELATION_ID_INVALID(String(CORRELATION_ID_MAX_LENGTH));
     }
   });
   app.addHook('onSend', async (request, reply) => {

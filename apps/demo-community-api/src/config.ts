@@ -1,10 +1,11 @@
-import { commonConfig, type ConfigSpec } from '@community/config';
+import { commonConfig, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
 
-export const SERVICE = 'demo-community-api';
+/** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
+export const SERVICE_NAME = 'demo-community-api';
 
 /** This app's variables on top of the shared ones (AMQP_URL, DATABASE_URL, PORT, ...). */
 export const DEMO_CONFIG = [
-  ...commonConfig(SERVICE),
+  ...commonConfig(SERVICE_NAME),
   {
     name: 'DEMO_TRAFFIC_RATE',
     kind: 'int',
@@ -16,3 +17,9 @@ export const DEMO_CONFIG = [
   { name: 'OUTBOX_POLL_INTERVAL_MS', kind: 'duration-ms', default: 1000, min: 10, description: 'Relay polling fallback when no NOTIFY arrives' },
   { name: 'OUTBOX_BATCH_SIZE', kind: 'int', default: 200, min: 1, max: 5000, description: 'Outbox rows per relay cycle' },
 ] as const satisfies ConfigSpec;
+
+export type DemoConfig = ConfigOf<typeof DEMO_CONFIG>;
+
+export function loadDemoConfig(env: Record<string, string | undefined> = process.env): DemoConfig {
+  return loadConfig(DEMO_CONFIG, env);
+}

@@ -1,26 +1,29 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { validate } from '@community/contracts';
-import { createPgPool } from '@community/db';
 import { createTestDatabase, type TestDatabase } from '@community/testing';
-import { count, createUsers, eventsOf, testApp } from './helpers';
+import type { DemoService } from '../src/service';
+import { count, createUsers, eventsOf, testService } from './helpers';
 
 /** Every write and its events in one transaction; bad input answered 4xx with a reason and nothing written. */
 let db: TestDatabase;
+let service: DemoService;
 let pool: Pool;
 let app: FastifyInstance;
 
 beforeAll(async () => {
   db = await createTestDatabase('demo_api');
-  pool = createPgPool(db.url, { max: 4 });
-  app = testApp(pool);
+  // HTTP only: the service is built but not started, so nothing is relayed to a broker.
+  service = testService(db);
+  ({ pool, app } = service);
   await app.ready();
   await createUsers(app, ['ada', 'bob', 'grace', 'carol']);
 });
 
 afterAll(async () => {
+  // stop() releases what building opened (the broker connection, the pool) even without a start().
+  await service.stop();
   await app.close();
-  await pool.end();
   await db.drop();
 });
 

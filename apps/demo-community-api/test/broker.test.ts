@@ -1,15 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, validate } from '@community/contracts';
-import { classifyPgError, createPgPool } from '@community/db';
-import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { createRelay, type OutboxRelay } from '@community/outbox';
+import type { Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
-import { PRODUCER } from '../src/events';
+import type { DemoService } from '../src/service';
 import { startTraffic } from '../src/traffic/generator';
-import { createUsers, testApp } from './helpers';
+import { createUsers, testService } from './helpers';
 
 /** The app as main.ts composes it (outbox relay, broker), on a private vhost and database. */
 const TAP = 'test.tap';
@@ -21,29 +18,22 @@ const topology: Topology = {
 
 let vhost: TestVhost;
 let db: TestDatabase;
+let service: DemoService;
 let pool: Pool;
-let messaging: Messaging;
-let relay: OutboxRelay;
 let app: FastifyInstance;
 
 beforeAll(async () => {
   [vhost, db] = await Promise.all([createTestVhost('demo-api'), createTestDatabase('demo_api_broker')]);
-  pool = createPgPool(db.url, { max: 6 });
-  const registry = new Registry();
-  messaging = createMessaging({ url: vhost.url, service: 'demo-community-api', topology, logger: testLogger(), registry, classifiers: [classifyPgError] });
-  relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger: testLogger(), registry, databaseUrl: db.url });
-  app = testApp(pool, () => ({ amqp: messaging.readiness().amqp, relay: relay.isHealthy() }));
-  await messaging.start();
-  await relay.start();
+  service = testService(db, { vhost, topology });
+  ({ pool, app } = service);
   await app.listen({ port: 0, host: '127.0.0.1' });
+  await service.start();
   await createUsers(app, ['ada', 'bob']);
 });
 
 afterAll(async () => {
+  await service.stop();
   await app.close();
-  await relay.stop();
-  await messaging.stop(1000);
-  await pool.end();
   await Promise.all([vhost.delete(), db.drop()]);
 });
 
@@ -51,10 +41,10 @@ async function drained(): Promise<void> {
   await eventually('outbox drained', async () => (await pool.query('SELECT 1 FROM outbox_messages WHERE sent_at IS NULL LIMIT 1')).rowCount === 0, 15_000);
 }
 
-it('is ready when the broker is connected and the relay runs', async () => {
+it('is ready when the database answers, the broker is connected and the relay runs', async () => {
   const res = await app.inject({ method: 'GET', url: '/readyz' });
   expect(res.statusCode).toBe(200);
-  expect(res.json()).toEqual({ status: 'ready', checks: { amqp: true, relay: true } });
+  expect(res.json()).toEqual({ status: 'ready', checks: { accepting: true, database: true, amqp: true, relay: true } });
 });
 
 it('delivers a mention to notification-service.critical with the contract properties', async () => {

@@ -1,13 +1,27 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { testLogger } from '@community/testing';
-import { buildApp } from '../src/app';
+import type { Topology } from '@community/messaging';
+import { testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import { loadDemoConfig } from '../src/config';
+import { createDemoService, type DemoService } from '../src/service';
 
 export const JWT_SECRET = 'test-secret-for-demo-community-api-0123456789';
 
-export function testApp(pool: Pool, readiness: () => Record<string, boolean> = () => ({ test: true })): FastifyInstance {
-  return buildApp({ pool, logger: testLogger(), registry: new Registry(), readiness, jwtSecret: JWT_SECRET });
+/**
+ * The service as main.ts builds it, on a test database (and vhost, for tests that start it: without
+ * start() nothing connects to the broker). No built-in traffic: tests make their own.
+ */
+export function testService(db: TestDatabase, options: { vhost?: TestVhost; topology?: Topology } = {}): DemoService {
+  const config = loadDemoConfig({
+    DATABASE_URL: db.url,
+    AMQP_URL: options.vhost?.url ?? 'amqp://guest:guest@127.0.0.1:5672',
+    JWT_SECRET,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    DEMO_TRAFFIC_RATE: '0',
+  });
+  return createDemoService(config, { logger: testLogger(), registry: new Registry(), topology: options.topology });
 }
 
 export interface OutboxRow {

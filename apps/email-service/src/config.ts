@@ -1,10 +1,14 @@
 import { commonConfig, ConfigError, loadConfig, type ConfigOf } from '@community/config';
+import { emailRetentionIssues } from './retention/policy';
 
 const HTTP = ['http:', 'https:'];
 
+/** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
+export const SERVICE_NAME = 'email-service';
+
 /** Everything email-service reads from the environment (common entries first). */
 export const EMAIL_CONFIG_SPEC = [
-  ...commonConfig('email-service'),
+  ...commonConfig(SERVICE_NAME),
   // Links in emails point to the community site; unsubscribe links to this service.
   { name: 'PUBLIC_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3000', protocols: HTTP },
   { name: 'UNSUBSCRIBE_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3002', protocols: HTTP },
@@ -39,6 +43,13 @@ export const EMAIL_CONFIG_SPEC = [
   { name: 'DIGEST_FLUSH_INTERVAL_MS', kind: 'duration-ms', default: 60_000, min: 10 },
   { name: 'DIGEST_MAX_ATTEMPTS', kind: 'int', default: 8, min: 1 },
   { name: 'DIGEST_BATCH_SIZE', kind: 'int', default: 100, min: 1, max: 10_000 },
+
+  // Retention (docs/EMAIL.md "Retention"): finished ledger rows and closed digest windows are kept
+  // this many days; notification.created events older than that (less a margin) are refused.
+  // Checked below against the longest redelivery of the email queues.
+  { name: 'EMAIL_RETENTION_DAYS', kind: 'int', default: 30, min: 2, max: 3650 },
+  { name: 'RETENTION_INTERVAL_MS', kind: 'duration-ms', default: 3_600_000, min: 1_000, max: 86_400_000 },
+  { name: 'RETENTION_BATCH_SIZE', kind: 'int', default: 5_000, min: 1, max: 100_000 },
 ] as const;
 
 export type EmailConfig = ConfigOf<typeof EMAIL_CONFIG_SPEC>;
@@ -58,6 +69,7 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
   if (config.SMTP_BREAKER_PROBE_MAX_MS < config.SMTP_BREAKER_PROBE_MIN_MS) {
     issues.push({ name: 'SMTP_BREAKER_PROBE_MAX_MS', message: 'SMTP_BREAKER_PROBE_MAX_MS: must be >= SMTP_BREAKER_PROBE_MIN_MS' });
   }
+  issues.push(...emailRetentionIssues(config));
   if (issues.length > 0) throw new ConfigError(issues);
   return config;
 }

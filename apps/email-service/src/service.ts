@@ -7,32 +7,25 @@ import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
 import { readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
-import type { EmailConfig } from './config';
-import { Composer } from './delivery/compose';
+import { SERVICE_NAME, type EmailConfig } from './config';
+import { createComposer } from './delivery/compose';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
 import { Scheduler } from './digest/scheduler';
 import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
-import { messageIdDomain } from './message-id';
 import { emailMetrics } from './metrics';
+import { createEmailRetention, emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from './retention';
+import type { CircuitBreaker } from './smtp/breaker';
 import { classifySmtpError } from './smtp/classify';
-import { CircuitBreaker } from './smtp/breaker';
-import { createRateLimiter } from './smtp/rate-limiter';
-import { createSender } from './smtp/sender';
-import { createTransport } from './smtp/transport';
-import { DigestStore } from './store/digests';
-import { LedgerStore } from './store/ledger';
-import { SuppressionStore } from './store/suppressions';
-import { UsersStore } from './store/users';
+import { createSmtpStack } from './smtp/stack';
 import { PreferencesClient } from './unsubscribe/preferences-client';
 import { syncDueSuppressions } from './unsubscribe/sync';
 import { UnsubscribeTokens } from './unsubscribe/token';
 
-export const SEND_QUEUE = 'email-service.send';
-export const USERS_QUEUE = 'email-service.users';
+const SEND_QUEUE = 'email-service.send';
+const USERS_QUEUE = 'email-service.users';
 
-export interface EmailServiceOptions {
-  config: EmailConfig;
+export interface EmailServiceDeps {
   logger: Logger;
   registry: Registry;
   /** COMMUNITY_TOPOLOGY unless a test passes one with short retry delays. */
@@ -45,14 +38,17 @@ export interface EmailServiceOptions {
 
 export interface EmailService {
   app: FastifyInstance;
+  /** Behind /readyz; runService flips it before stop(). */
+  readiness: ReadinessState;
   messaging: Messaging;
   breaker: CircuitBreaker;
   scheduler: Scheduler;
   sendConsumer: Consumer;
   pool: Pool;
-  readiness: ReadinessState;
   digestJobs: DigestJobDeps;
+  /** Connects to the broker and starts consuming, then the scheduler. */
   start(): Promise<void>;
+  /** Drains the consumers and closes what start() opened; app.close() then ends the HTTP server and the pool. */
   stop(): Promise<void>;
 }
 
@@ -67,55 +63,31 @@ function only<T extends EventType>(type: T) {
   };
 }
 
-/** The composition of the service; main.ts adds the process lifecycle around it. */
-export function createEmailService(options: EmailServiceOptions): EmailService {
-  const { config, logger, registry } = options;
-  const clock = options.clock ?? (() => new Date());
+/**
+ * The composition of the service: pool → SMTP (transport, breaker, limiter, sender) → messaging →
+ * consumers → scheduler → HTTP. Building does no I/O; start() connects. main.ts adds the process
+ * lifecycle, the tests and the benchmark call it as is.
+ */
+export function createEmailService(config: EmailConfig, deps: EmailServiceDeps): EmailService {
+  const { logger, registry } = deps;
+  const clock = deps.clock ?? (() => new Date());
   const metrics = emailMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: 'email-service', logger });
-  const users = new UsersStore(pool);
-  const ledger = new LedgerStore(pool);
-  const digests = new DigestStore(pool);
-  const suppressions = new SuppressionStore(pool);
+  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: SERVICE_NAME, logger });
 
-  const transport = createTransport({
-    url: config.SMTP_URL,
-    poolSize: config.SMTP_POOL_SIZE,
-    connectionTimeoutMs: config.SMTP_CONNECTION_TIMEOUT_MS,
-    socketTimeoutMs: config.SMTP_SOCKET_TIMEOUT_MS,
-  });
-  const breaker = new CircuitBreaker({
-    threshold: config.SMTP_BREAKER_THRESHOLD,
-    probeMinMs: config.SMTP_BREAKER_PROBE_MIN_MS,
-    probeMaxMs: config.SMTP_BREAKER_PROBE_MAX_MS,
-    probe: () => transport.verify(),
-    logger: logger.child({ component: 'smtp-breaker' }),
-    metrics,
-  });
-  const limiter = createRateLimiter(config.SMTP_RATE_PER_SECOND, config.SMTP_RATE_BURST);
-  const sender = createSender({ transport, limiter, breaker, metrics, from: config.EMAIL_FROM });
+  const { breaker, sender } = createSmtpStack(config, { logger, metrics });
   const tokens = new UnsubscribeTokens(config.JWT_SECRET);
-  const composer = new Composer({
-    publicBaseUrl: config.PUBLIC_BASE_URL,
-    unsubscribeBaseUrl: config.UNSUBSCRIBE_BASE_URL,
-    messageIdDomain: messageIdDomain(config.EMAIL_FROM),
-    digestPeriod: config.DIGEST_PERIOD,
-    tokens,
-  });
+  const composer = createComposer(config, tokens);
 
   const messaging = createMessaging({
     url: config.AMQP_URL,
-    service: 'email-service',
-    topology: options.topology ?? COMMUNITY_TOPOLOGY,
+    service: SERVICE_NAME,
+    topology: deps.topology ?? COMMUNITY_TOPOLOGY,
     logger,
     registry,
     classifiers: [classifyPgError, classifySmtpError],
   });
   const handlerDeps = {
-    users,
-    ledger,
-    suppressions,
-    digests,
+    pool,
     sender,
     breaker,
     composer,
@@ -132,10 +104,9 @@ export function createEmailService(options: EmailServiceOptions): EmailService {
     name: 'send-email',
     prefetch: config.EMAIL_CONSUMER_CONCURRENCY,
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
-    // Covers a breaker hold, waiting out a crashed sender's lease, and the send itself.
-    timeoutMs: config.SMTP_BREAKER_MAX_HOLD_MS + 2 * config.EMAIL_LEASE_MS + 30_000,
+    timeoutMs: sendHandlerTimeoutMs(config),
     validate: only('notification.created'),
-    handle: notificationCreatedHandler(handlerDeps),
+    handle: refuseExpiredEvents(emailRetentionPolicy(config).maxEventAgeMs, clock, notificationCreatedHandler(handlerDeps)),
   });
   messaging.consume<EventOf<'user.upserted'>>({
     queue: USERS_QUEUE,
@@ -143,7 +114,7 @@ export function createEmailService(options: EmailServiceOptions): EmailService {
     prefetch: 32,
     timeoutMs: 10_000,
     validate: only('user.upserted'),
-    handle: userUpsertedHandler(users),
+    handle: userUpsertedHandler(pool),
   });
 
   // The breaker pauses this service's SMTP-bound queue only; the user projection and any other
@@ -159,9 +130,7 @@ export function createEmailService(options: EmailServiceOptions): EmailService {
   breaker.on('close', () => enqueue('resume'));
 
   const digestJobs: DigestJobDeps = {
-    digests,
-    ledger,
-    users,
+    pool,
     sender,
     breaker,
     composer,
@@ -173,7 +142,7 @@ export function createEmailService(options: EmailServiceOptions): EmailService {
     concurrency: config.SMTP_POOL_SIZE,
   };
   const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.JWT_SECRET);
-  const syncDeps = { suppressions, preferences, metrics, logger: logger.child({ component: 'preferences-sync' }) };
+  const syncDeps = { pool, preferences, metrics, logger: logger.child({ component: 'preferences-sync' }) };
   const scheduler = new Scheduler({
     intervalMs: config.DIGEST_FLUSH_INTERVAL_MS,
     clock,
@@ -185,36 +154,44 @@ export function createEmailService(options: EmailServiceOptions): EmailService {
     ],
   });
 
+  const retention = createEmailRetention({ pool, logger, registry, config });
+
   const readiness = readinessState();
   const app = buildApp({
     logger,
     registry,
     checks: () => ({ ...readiness.checks(), ...messaging.readiness() }),
     details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming' }),
-    unsubscribe: { ...syncDeps, tokens, suppressions, now: clock },
+    unsubscribe: { ...syncDeps, tokens, now: clock },
   });
+
+  // Last, after the HTTP server stopped: requests still running during the drain need the pool.
+  app.addHook('onClose', async () => pool.end());
 
   return {
     app,
+    readiness,
     messaging,
     breaker,
     scheduler,
     sendConsumer,
     pool,
-    readiness,
     digestJobs,
     async start() {
       await messaging.start();
-      if (options.runScheduler !== false) scheduler.start();
+      if (deps.runScheduler !== false) {
+        scheduler.start();
+        retention.start();
+      }
     },
     async stop() {
       readiness.markShuttingDown();
       await scheduler.stop();
+      await retention.stop();
       await messaging.stop(config.SHUTDOWN_TIMEOUT_MS);
       await breaker.stop();
       sender.close();
       await transition;
-      await pool.end();
     },
   };
 }

@@ -39,6 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.svc.stop();
+  await s?.svc.app.close();
   await smtp?.close();
   await infra?.close();
 });
@@ -85,13 +86,18 @@ it('neutralises CR/LF and <script> in names and excerpts; links and List-Unsubsc
   expect(mail.headers.get('list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
 });
 
-it('keeps the newest user.upserted: a stale update does not overwrite it', async () => {
+it('keeps the newest user.upserted: a stale update, handled after it, does not overwrite it', async () => {
+  const carol = async () => (await s.svc.pool.query(`SELECT email, display_name FROM email_users WHERE user_id = 'carol'`)).rows;
+  const staleRefused = () => s.metric('messaging_succeeded_total', { queue: 'email-service.users', outcome: 'duplicate' });
   const t = Date.now();
+  // One at a time, so the order in which they are handled is the order under test (consumed
+  // concurrently, the stale one could be handled first, and then there is nothing to refuse).
   await s.publish(userUpserted('carol', 'carol-new@example.test', 'Carol New', new Date(t)));
+  await eventually('the newer update is projected', async () => (await carol()).length === 1);
+  const refusedBefore = await staleRefused();
   await s.publish(userUpserted('carol', 'carol-old@example.test', 'Carol Old', new Date(t - 60_000)));
-  await eventually('both handled', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.users', outcome: 'duplicate' })) >= 1);
-  const { rows } = await s.svc.pool.query(`SELECT email, display_name FROM email_users WHERE user_id = 'carol'`);
-  expect(rows).toEqual([{ email: 'carol-new@example.test', display_name: 'Carol New' }]);
+  await eventually('the stale update is handled, as a duplicate', async () => (await staleRefused()) === refusedBefore + 1);
+  expect(await carol()).toEqual([{ email: 'carol-new@example.test', display_name: 'Carol New' }]);
 });
 
 it('delivers after a retry when the server answers 4xx', async () => {

@@ -1,6 +1,6 @@
 import { eventually } from '@community/testing';
 import { messageIdFor } from '../src/message-id';
-import { digestKey, windowFor } from '../src/store/digests';
+import { digestKey, windowFor } from '../src/domain/digest-window';
 import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
 import { TestSmtp } from './support/smtp';
 
@@ -33,6 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await a?.svc.stop();
   await b?.svc.stop();
+  await Promise.all([a?.svc.app.close(), b?.svc.app.close()]);
   await smtp?.close();
   await infra?.close();
 });

@@ -60,6 +60,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.svc.stop();
+  await s?.svc.app.close();
   await smtp?.close();
   await infra?.close();
   await new Promise((r) => prefsServer.close(r));

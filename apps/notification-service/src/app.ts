@@ -21,9 +21,9 @@ export interface AppDeps {
 }
 
 /** The HTTP API (ARCHITECTURE.md "HTTP contract"), built without listening: tests use inject(). */
-export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+export function buildApp(deps: AppDeps): FastifyInstance {
   const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness });
-  await registerAuth(app, deps.jwtSecret);
+  registerAuth(app, deps.jwtSecret);
   registerNotificationRoutes(app, deps);
   registerPreferenceRoutes(app, deps);
   registerStreamRoute(app, deps);

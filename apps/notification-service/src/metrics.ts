@@ -13,13 +13,13 @@ export interface NotificationMetrics {
 export function notificationMetrics(registry: Registry): NotificationMetrics {
   return {
     created: new Counter({
-      name: 'notifications_created_total',
+      name: 'notification_created_total',
       help: 'Notifications inserted, by type and whether they are visible in-app',
       labelNames: ['type', 'in_app'],
       registers: [registry],
     }),
     upgraded: new Counter({
-      name: 'notifications_upgraded_total',
+      name: 'notification_upgraded_total',
       help: 'Existing notifications upgraded in place by a higher-ranked one of the same slot (e.g. a mention after a reply)',
       registers: [registry],
     }),

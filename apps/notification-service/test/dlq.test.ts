@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { PermanentError } from '@community/messaging';
-import { eventually, testLogger, type PeekedMessage } from '@community/testing';
-import { createNotificationBatchHandler } from '../src/handlers/notification-batch';
-import { batchItems, bearer, event, mention, startHarness, type Harness } from './harness';
+import pino from 'pino';
+import { eventually, type PeekedMessage } from '@community/testing';
+import { bearer, event, mention, startHarness, type Harness } from './harness';
 
 /**
  * Bad input ends in the DLQ of the queue it arrived on, with a header saying why, within a second,
@@ -19,13 +18,13 @@ const valid = mention('c-ok', 'actor-1', 'someone');
 const violation = { ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: undefined } };
 
 /** Polls the DLQ until the message with `messageId` is there; returns it and how long it took. */
-async function dead(queue: string, messageId: string, since: number): Promise<{ msg: PeekedMessage; ms: number }> {
+async function dead(queue: string, messageId: string, since: number, harness: Harness = h): Promise<{ msg: PeekedMessage; ms: number }> {
   const seen: PeekedMessage[] = [];
   const msg = await eventually(
     `${messageId} in ${queue}`,
     async () => {
-      if (!h.vhost) throw new Error('harness without AMQP');
-      seen.push(...(await h.vhost.take(queue, 50)));
+      if (!harness.vhost) throw new Error('harness without AMQP');
+      seen.push(...(await harness.vhost.take(queue, 50)));
       return seen.find((m) => m.properties.message_id === messageId);
     },
     5000,
@@ -60,19 +59,53 @@ it.each([
   }, 5000, 20);
 });
 
-it('an event the database refuses fails alone; the rest of its batch commits', async () => {
-  // The contract now refuses NUL before any handler, so such an event can only reach the batch
-  // handler directly. It stands for any permanent refusal by PostgreSQL (SQLSTATE class 22/23).
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'dlq-direct', metrics: h.metrics });
-  const users = Array.from({ length: 20 }, () => `u-${randomUUID()}`);
-  const good = users.map((u) => mention(`c-${randomUUID()}`, 'actor-1', u));
-  const poison = { ...good[0], id: randomUUID(), data: { ...good[0].data, commentId: `c-${randomUUID()}`, mentionedUserId: 'bad\u0000user' } };
-  const batch = [...good.slice(0, 10), poison, ...good.slice(10)];
-  const results = (await handle(batchItems(batch), { logger: testLogger(), signal: new AbortController().signal, queue: 'test', handler: 'test' })) as unknown[];
+describe('a batch', () => {
+  // Its own service, whose batches wait up to 1 s to fill, so that messages published together
+  // are consumed together; and whose log is kept, to see the batch that failed.
+  const lines: Array<{ msg: string; size?: number; queue?: string }> = [];
+  let b: Harness;
+  beforeAll(async () => {
+    const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    b = await startHarness('dlq-batch', { batchWaitMs: 1000, logger });
+    // The contract refuses text no store keeps (NUL) before any handler, so a valid event that the
+    // database refuses is made here: PostgreSQL rejects the notification of one recipient with a
+    // permanent SQLSTATE (22023, invalid parameter value), as it would reject data it cannot hold.
+    await b.pool.query(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.user_id LIKE 'poison-%' THEN RAISE EXCEPTION 'refused for %', NEW.user_id USING ERRCODE = '22023'; END IF; RETURN NEW; END $$`);
+    await b.pool.query('CREATE TRIGGER refuse_poison BEFORE INSERT ON notification_items FOR EACH ROW EXECUTE FUNCTION refuse_poison()');
+  });
+  afterAll(async () => b?.close());
 
-  expect(results[10]).toBeInstanceOf(PermanentError);
-  expect(String((results[10] as Error).message)).toMatch(/SQLSTATE 22021/);
-  expect(results.filter((r) => r === 'processed')).toHaveLength(users.length);
-  const { rows } = await h.pool.query('SELECT count(*)::int AS n FROM notification_items WHERE user_id = ANY($1)', [users]);
-  expect(rows[0].n).toBe(users.length);
+  it('a bad event in a batch sends only itself to the DLQ, with the reason; the rest of the batch commits', async () => {
+    const users = Array.from({ length: 20 }, () => `u-${randomUUID()}`);
+    const poison = mention(`c-${randomUUID()}`, 'actor-1', `poison-${randomUUID()}`);
+    const good = users.map((u) => mention(`c-${randomUUID()}`, 'actor-1', u));
+    const t0 = Date.now();
+    await Promise.all([...good.slice(0, 10), poison, ...good.slice(10)].map((e) => b.publish(e)));
+
+    const { msg } = await dead('notification-service.critical.dlq', poison.id, t0, b);
+    expect(msg.properties.headers).toMatchObject({
+      'x-error-class': 'PermanentError',
+      'x-error-kind': 'permanent',
+      'x-attempts': 1,
+      'x-original-queue': 'notification-service.critical',
+      'x-handler': 'notification-service.critical:notifications',
+      'x-original-routing-key': 'user.mentioned',
+    });
+    expect(String(msg.properties.headers?.['x-error-message'])).toMatch(/SQLSTATE 22023.*refused for poison-/);
+    expect(Date.parse(String(msg.properties.headers?.['x-dead-lettered-at']))).toBeGreaterThanOrEqual(t0 - 1000);
+
+    // The poison was not alone: the batch that failed held it and good events (the only event that
+    // can fail here is the poison), and was then isolated one event per transaction.
+    const failed = lines.filter((l) => l.msg === 'batch failed permanently; isolating the failing events one by one');
+    expect(failed).toHaveLength(1);
+    expect(failed[0].size).toBeGreaterThan(1);
+
+    await eventually('all good mentions committed', async () => {
+      const { rows } = await b.pool.query('SELECT count(*)::int AS n FROM notification_items WHERE user_id = ANY($1)', [users]);
+      return rows[0].n === users.length;
+    });
+    // Nothing else went to the DLQ.
+    expect(await b.vhost?.take('notification-service.critical.dlq', 50)).toEqual([]);
+  });
 });

@@ -1,22 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import amqplib from 'amqplib';
 import type { FastifyInstance } from 'fastify';
-import { Pool } from 'pg';
+import type { Pool } from 'pg';
+import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { buildEvent, COMMUNITY_TOPOLOGY, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
+import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { BatchItem, MessageContext } from '@community/messaging';
-import { classifyPgError } from '@community/db';
-import { createMessaging, type Messaging } from '@community/messaging';
-import { createRelay, type OutboxRelay } from '@community/outbox';
+import type { Messaging } from '@community/messaging';
+import type { OutboxRelay } from '@community/outbox';
 import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
-import { buildApp } from '../src/app';
-import { registerConsumers } from '../src/consumers';
-import { notificationMetrics, type NotificationMetrics } from '../src/metrics';
-import { createInboxHub, type InboxHub } from '../src/sse/hub';
+import { loadNotificationConfig, type NotificationConfig } from '../src/config';
+import type { NotificationMetrics } from '../src/metrics';
+import { createNotificationService, type NotificationService } from '../src/service';
+import type { InboxHub } from '../src/sse/hub';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 
 export interface Harness {
+  service: NotificationService;
   db: TestDatabase;
   pool: Pool;
   app: FastifyInstance;
@@ -37,40 +38,50 @@ export interface Harness {
 export interface HarnessOptions {
   /** Real RabbitMQ vhost + consumers (default true). */
   amqp?: boolean;
-  /** The outbox relay too (default false). */
-  relay?: boolean;
   heartbeatMs?: number;
   /** Notifications an SSE resume replays at most. */
   backlogLimit?: number;
+  /** CONSUMER_BATCH_WAIT_MS (default 5): longer makes messages published together share a batch. */
+  batchWaitMs?: number;
+  /** The service's logger (default: silent), e.g. to observe what it logs. */
+  logger?: Logger;
 }
 
-/** One service instance in-process against its own vhost and database. */
+/** The service's configuration against a test database and vhost (tunables sized for tests). */
+export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, options: HarnessOptions = {}): NotificationConfig {
+  return loadNotificationConfig({
+    DATABASE_URL: db.url,
+    // Without a vhost the service is built without messaging and never connects to this URL.
+    AMQP_URL: vhost?.url ?? 'amqp://guest:guest@127.0.0.1:5672',
+    JWT_SECRET,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    DATABASE_POOL_MAX: '8',
+    CONSUMER_BATCH_SIZE: '50',
+    CONSUMER_BATCH_WAIT_MS: String(options.batchWaitMs ?? 5),
+    CONSUMER_BATCH_CONCURRENCY: '2',
+    SSE_HEARTBEAT_MS: String(options.heartbeatMs ?? 60_000),
+    SHUTDOWN_TIMEOUT_MS: '3000',
+  });
+}
+
+/** One service instance in-process against its own vhost and database, built by the service's own builder. */
 export async function startHarness(prefix: string, options: HarnessOptions = {}): Promise<Harness> {
   const withAmqp = options.amqp ?? true;
   const [db, vhost] = await Promise.all([createTestDatabase(`ns_${prefix}`), withAmqp ? createTestVhost(`ns-${prefix}`) : Promise.resolve(undefined)]);
-  const logger = testLogger(prefix);
-  const registry = new Registry();
-  const metrics = notificationMetrics(registry);
-  const pool = new Pool({ connectionString: db.url, max: 8 });
-  pool.on('error', () => undefined);
-  const hub = createInboxHub({ databaseUrl: db.url, pool, logger, metrics, heartbeatMs: options.heartbeatMs ?? 60_000, backlogLimit: options.backlogLimit });
-  await hub.start();
-
-  let messaging: Messaging | undefined;
-  let relay: OutboxRelay | undefined;
-  if (vhost) {
-    messaging = createMessaging({ url: vhost.url, service: 'notification-service-test', topology: COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
-    registerConsumers(messaging, { pool, metrics }, { batchSize: 50, batchWaitMs: 5, batchConcurrency: 2 });
-    await messaging.start();
-    if (options.relay) {
-      relay = createRelay({ pool, publisher: messaging.publisher, producer: 'notification-service', logger, registry, databaseUrl: db.url, pollIntervalMs: 200 });
-      await relay.start();
-    }
-  }
-  const app = await buildApp({ pool, logger, registry, metrics, hub, jwtSecret: JWT_SECRET, readiness: () => ({ ok: true }) });
+  const service = createNotificationService(testConfig(db, vhost, options), {
+    logger: options.logger ?? testLogger(prefix),
+    registry: new Registry(),
+    messaging: withAmqp,
+    relayPollIntervalMs: 200,
+    sseBacklogLimit: options.backlogLimit,
+  });
+  await service.start();
+  const { app, pool, hub, metrics, messaging, relay } = service;
   await app.ready();
 
   return {
+    service,
     db,
     pool,
     app,
@@ -101,11 +112,8 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
       }
     },
     async close() {
-      await app.close();
-      await relay?.stop();
-      await messaging?.stop(2000);
-      await hub.stop();
-      await pool.end();
+      await service.stop();
+      await app.close(); // ends the pool (onClose)
       await Promise.all([db.drop(), vhost?.delete()]);
     },
   };

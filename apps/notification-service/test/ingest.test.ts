@@ -9,7 +9,7 @@ import { bearer, countersAndRecount, event, mention, startHarness, type Harness 
 let h: Harness;
 
 beforeAll(async () => {
-  h = await startHarness('ingest', { relay: true });
+  h = await startHarness('ingest');
 });
 afterAll(async () => h.close());
 

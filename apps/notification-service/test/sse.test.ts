@@ -4,10 +4,8 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { eventually, testLogger } from '@community/testing';
-import { buildApp } from '../src/app';
-import { notificationMetrics } from '../src/metrics';
-import { createInboxHub, type InboxHub } from '../src/sse/hub';
-import { bearer, JWT_SECRET, mention, startHarness, type Harness } from './harness';
+import { createNotificationService, type NotificationService } from '../src/service';
+import { bearer, mention, startHarness, testConfig, type Harness } from './harness';
 
 /**
  * The SSE stream, read with a plain HTTP client and parsed by hand: notifications published over
@@ -184,20 +182,21 @@ it('keeps pushing after its LISTEN connection is terminated (it reconnects on it
 });
 
 describe('another replica', () => {
+  let replica: NotificationService;
   let app2: FastifyInstance;
-  let hub2: InboxHub;
   let port2: number;
 
   beforeAll(async () => {
-    const registry = new Registry();
-    const metrics = notificationMetrics(registry);
-    hub2 = createInboxHub({ databaseUrl: h.db.url, pool: h.pool, logger: testLogger(), metrics, heartbeatMs: 60_000 });
-    await hub2.start();
-    app2 = await buildApp({ pool: h.pool, logger: testLogger(), registry, metrics, hub: hub2, jwtSecret: JWT_SECRET, readiness: () => ({ ok: true }) });
+    // Same database, its own pool and LISTEN connection; no broker, so it can only learn of the
+    // first replica's commits through NOTIFY.
+    replica = createNotificationService(testConfig(h.db, undefined), { logger: testLogger(), registry: new Registry(), messaging: false });
+    await replica.start();
+    app2 = replica.app;
     await app2.listen({ port: 0, host: '127.0.0.1' });
     port2 = (app2.server.address() as AddressInfo).port;
   });
-  afterAll(async () => hub2.stop());
+  // The test itself closes app2 (which ends its pool); stop() ends its LISTEN connection.
+  afterAll(async () => replica.stop());
 
   it('streams what a different replica committed, and closing the app ends its streams', async () => {
     const user = `u-${randomUUID()}`;

@@ -1,3 +1,5 @@
 export { inboxClaimSql } from './inbox';
-export { purgeProcessedEvents, MIN_RETENTION_MS, DEFAULT_RETENTION_MS } from './retention';
-export type { PurgeOptions } from './retention';
+export { assertInboxRetention, inboxRetentionJob, purgeProcessedEvents, MIN_RETENTION_MS, DEFAULT_RETENTION_MS } from './retention';
+export type { InboxRetentionJobOptions, PurgeOptions } from './retention';
+export { longestRedeliveryMs } from './horizon';
+export type { RedeliveryPath } from './horizon';

@@ -1,8 +1,8 @@
 // The inbox claim (inboxClaimSql) and retention against a private migrated database.
 import type { Pool, PoolClient } from 'pg';
-import { createPgPool, withTransaction } from '@community/db';
-import { createTestDatabase, type TestDatabase } from '@community/testing';
-import { inboxClaimSql, purgeProcessedEvents } from '../src/index';
+import { createPgPool, createScheduler, withTransaction } from '@community/db';
+import { createTestDatabase, testLogger, type TestDatabase } from '@community/testing';
+import { inboxClaimSql, inboxRetentionJob, purgeProcessedEvents } from '../src/index';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -83,4 +83,30 @@ it('purges only rows past the retention horizon, and refuses a horizon that coul
   expect(await purgeProcessedEvents(pool, { consumer: 'p', batchSize: 1 })).toBe(2);
   const left = await pool.query("SELECT event_id FROM processed_events WHERE consumer = 'p'");
   expect(left.rows.map((r) => r.event_id)).toEqual(['new-1']);
+});
+
+it("the scheduled inbox retention purges only its own consumers' rows past the horizon, and records the run", async () => {
+  await pool.query(
+    `INSERT INTO processed_events (consumer, event_id, processed_at) VALUES
+       ('svc.critical', 'c-old', now() - interval '3 days'), ('svc.critical', 'c-edge', now() - interval '47 hours'),
+       ('svc.standard', 's-old', now() - interval '30 days'), ('svc.standard', 's-new', now()),
+       ('other.queue', 'x-old', now() - interval '30 days')`,
+  );
+  const job = inboxRetentionJob({ name: 'inbox-retention:svc', intervalMs: 3_600_000, retentionMs: 2 * 86_400_000, consumers: ['svc.critical', 'svc.standard'], batchSize: 1 });
+  const scheduler = createScheduler({ pool, logger: testLogger(), jobs: [job] });
+  expect(await scheduler.runOnce('inbox-retention:svc')).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 2 } });
+  await scheduler.stop();
+  const left = await pool.query("SELECT event_id FROM processed_events WHERE event_id IN ('c-old', 'c-edge', 's-old', 's-new', 'x-old') ORDER BY event_id");
+  expect(left.rows.map((r) => r.event_id)).toEqual(['c-edge', 's-new', 'x-old']);
+  const runs = await pool.query("SELECT outcome, counts FROM scheduled_job_runs WHERE job = 'inbox-retention:svc'");
+  expect(runs.rows).toEqual([{ outcome: 'succeeded', counts: { deleted: 2 } }]);
+});
+
+it('refuses an inbox retention job below the minimum horizon, and stops a purge whose signal aborted', async () => {
+  expect(() => inboxRetentionJob({ name: 'inbox-retention:short', intervalMs: 60_000, retentionMs: 3_600_000, consumers: ['q'] })).toThrow(/below the minimum/);
+  await pool.query("INSERT INTO processed_events (consumer, event_id, processed_at) VALUES ('aborted', 'a-1', now() - interval '9 days')");
+  const controller = new AbortController();
+  controller.abort(new Error('stopping'));
+  await expect(purgeProcessedEvents(pool, { consumers: ['aborted'], signal: controller.signal })).rejects.toThrow('stopping');
+  expect((await pool.query("SELECT 1 FROM processed_events WHERE consumer = 'aborted'")).rowCount).toBe(1);
 });

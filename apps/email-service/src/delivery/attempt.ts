@@ -1,7 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pool } from 'pg';
 import type { Logger } from 'pino';
+import { backoffDelay } from '@community/messaging';
 import { SmtpPermanentError, type SmtpTransientError } from '../smtp/errors';
 import type { OutgoingEmail, Sender } from '../smtp/sender';
-import type { DeliveryChannel, Lease, LedgerStore } from '../store/ledger';
+import * as ledger from '../store/ledger';
+import type { DeliveryChannel, Lease } from '../store/ledger';
 
 export type AttemptResult = { outcome: 'sent' } | { outcome: 'transient'; error: SmtpTransientError };
 
@@ -15,7 +19,7 @@ export type AttemptResult = { outcome: 'sent' } | { outcome: 'transient'; error:
  * re-attempted with the same Message-ID. Everything here keeps that window to one UPDATE.
  */
 export async function attemptSend(
-  deps: { sender: Sender; ledger: LedgerStore; logger: Logger },
+  deps: { sender: Sender; pool: Pool; logger: Logger },
   lease: Lease,
   mail: OutgoingEmail,
   channel: DeliveryChannel,
@@ -26,7 +30,7 @@ export async function attemptSend(
     ({ response } = await deps.sender.send(mail, channel, signal));
   } catch (err) {
     if (err instanceof SmtpPermanentError) {
-      await deps.ledger.markFailed(lease, err.message);
+      await ledger.markFailed(deps.pool, lease, err.message);
       throw err;
     }
     return { outcome: 'transient', error: err as SmtpTransientError };
@@ -40,10 +44,10 @@ export async function attemptSend(
  * hiccup is retried a few times here (about 3 s) before giving up, rather than at once widening
  * the duplicate window to "until the lease expires".
  */
-async function markSentDurably(deps: { ledger: LedgerStore; logger: Logger }, lease: Lease, response: string): Promise<void> {
+async function markSentDurably(deps: { pool: Pool; logger: Logger }, lease: Lease, response: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const recorded = await deps.ledger.markSent(lease, response);
+      const recorded = await ledger.markSent(deps.pool, lease, response);
       if (!recorded) {
         deps.logger.error({ deliveryId: lease.id, messageId: lease.messageId }, 'sent, but the lease had expired and was taken over: a second copy with the same Message-ID may go out');
       }
@@ -51,7 +55,8 @@ async function markSentDurably(deps: { ledger: LedgerStore; logger: Logger }, le
     } catch (err) {
       if (attempt >= 4) throw err;
       deps.logger.warn({ err: (err as Error).message, attempt }, 'could not record sent; retrying');
-      await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+      // 0.5 s, 1 s, 2 s: no jitter, only this process waits on this row.
+      await sleep(backoffDelay(attempt, { baseMs: 250, maxMs: 2_000, jitter: 'none' }));
     }
   }
 }

@@ -1,12 +1,13 @@
-import { messageIdFor } from '../message-id';
+import type { EmailConfig } from '../config';
+import { messageIdDomain, messageIdFor } from '../message-id';
 import type { OutgoingEmail } from '../smtp/sender';
 import type { EmailUserRow } from '../store/users';
-import type { DigestPeriod } from '../store/digests';
+import type { DigestPeriod } from '../domain/digest-window';
 import { renderDigest } from '../templates/digest';
 import { headerSafe } from '../templates/escape';
 import type { RenderedEmail } from '../templates/layout';
 import { renderNotification, type NotificationView } from '../templates/notification';
-import { unsubscribeUrl, type UnsubscribeScope, type UnsubscribeTokens } from '../unsubscribe/token';
+import { isUnsubscribeScope, unsubscribeUrl, type UnsubscribeScope, type UnsubscribeTokens } from '../unsubscribe/token';
 
 export interface ComposerOptions {
   publicBaseUrl: string;
@@ -16,12 +17,24 @@ export interface ComposerOptions {
   tokens: UnsubscribeTokens;
 }
 
+/** The composer the service uses, configured from PUBLIC_BASE_URL, UNSUBSCRIBE_BASE_URL, EMAIL_FROM and DIGEST_PERIOD. */
+export function createComposer(config: EmailConfig, tokens: UnsubscribeTokens): Composer {
+  return new Composer({
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    unsubscribeBaseUrl: config.UNSUBSCRIBE_BASE_URL,
+    messageIdDomain: messageIdDomain(config.EMAIL_FROM),
+    digestPeriod: config.DIGEST_PERIOD,
+    tokens,
+  });
+}
+
 /** Turns a rendered template into an email: recipient, Message-ID, and the list headers. */
 export class Composer {
   constructor(private readonly options: ComposerOptions) {}
 
   notification(user: EmailUserRow, view: NotificationView, idempotencyKey: string): OutgoingEmail {
-    const scope = view.type === 'security_alert' ? undefined : view.type;
+    // A locked type (security alert) cannot be muted, so its email offers no unsubscribe link.
+    const scope = isUnsubscribeScope(view.type) ? view.type : undefined;
     const unsubscribe = scope ? this.unsubscribeUrl(user.userId, scope) : undefined;
     const rendered = renderNotification(view, { publicBaseUrl: this.options.publicBaseUrl, unsubscribeUrl: unsubscribe });
     return this.envelope(user, rendered, messageIdFor('immediate', idempotencyKey, this.options.messageIdDomain), unsubscribe);

@@ -1,19 +1,20 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pool } from 'pg';
 import type { Logger } from 'pino';
+import { PREFERENCE_LOCKED_TYPES, type EventOf } from '@community/contracts';
 import { TransientError, type MessageContext, type Outcome } from '@community/messaging';
-import type { EventOf } from '@community/contracts';
+import { isFinal, next, startDelivery, type DeliveryStep, type StepResult } from '../domain/immediate-delivery';
 import type { EmailMetrics } from '../metrics';
 import type { CircuitBreaker } from '../smtp/breaker';
-import type { Sender } from '../smtp/sender';
-import type { LedgerStore, NewDelivery } from '../store/ledger';
-import type { SuppressionStore } from '../store/suppressions';
-import type { UsersStore } from '../store/users';
+import type { OutgoingEmail, Sender } from '../smtp/sender';
+import * as ledger from '../store/ledger';
+import * as suppressions from '../store/suppressions';
+import * as users from '../store/users';
 import { attemptSend } from './attempt';
 import type { Composer } from './compose';
 
 export interface ImmediateDeps {
-  users: UsersStore;
-  ledger: LedgerStore;
-  suppressions: SuppressionStore;
+  pool: Pool;
   sender: Sender;
   breaker: CircuitBreaker;
   composer: Composer;
@@ -26,20 +27,18 @@ export interface ImmediateDeps {
 }
 
 /**
- * Sends one notification email, at most once per idempotency key:
+ * Sends one notification email, at most once per idempotency key.
  *
- * 1. No address yet: retry (transient) during the grace period, then record the row as failed with
- *    the reason and ack: a permanent, explained outcome, no crash, no DLQ (docs/EMAIL.md).
- * 2. Loop: wait while the breaker is open (the row waits as pending); check opt-outs; claim the
- *    row (created in, or moved to, sending). A row already sent is a duplicate delivery: ack, no
- *    email. A row another delivery is sending right now (live lease) is polled until it settles.
- * 3. Send under the lease. 5xx → failed + DLQ. Transient → back to pending; if that failure opened
- *    the breaker (or it was already open), hold the message and try again once it closes, so the
- *    outage costs no retry attempt; otherwise take a retry tier.
+ * No address yet: retry (transient) during the grace period, then record the row as failed with
+ * the reason and ack: a permanent, explained outcome, no crash, no DLQ (docs/EMAIL.md). Otherwise
+ * the state machine of domain/immediate-delivery.ts decides each step (hold for the breaker, check
+ * opt-outs, claim, wait on another sender's lease, send, release) and this driver performs it.
+ * Errors of the effects propagate as they are: a 5xx (the row is already failed), a hold that
+ * outlasted its limit (BreakerOpenError), a database error.
  */
 export async function deliverImmediate(deps: ImmediateDeps, event: EventOf<'notification.created'>, ctx: MessageContext): Promise<Outcome> {
   const d = event.data;
-  const row: NewDelivery = {
+  const row: ledger.NewDelivery = {
     idempotencyKey: d.idempotencyKey,
     channel: 'immediate',
     userId: d.userId,
@@ -48,7 +47,7 @@ export async function deliverImmediate(deps: ImmediateDeps, event: EventOf<'noti
     notificationId: d.notificationId,
   };
 
-  const people = await deps.users.getMany(d.actorId ? [d.userId, d.actorId] : [d.userId]);
+  const people = await users.getMany(deps.pool, d.actorId ? [d.userId, d.actorId] : [d.userId]);
   const user = people.get(d.userId);
   if (!user || user.email.trim() === '') {
     const waitedMs = deps.now().getTime() - Date.parse(event.occurredAt);
@@ -56,7 +55,7 @@ export async function deliverImmediate(deps: ImmediateDeps, event: EventOf<'noti
       throw new TransientError(`no address for user ${d.userId} yet (no user.upserted seen; ${Math.round(waitedMs / 1000)} s of the ${Math.round(deps.userGraceMs / 1000)} s grace)`, 'USER_UNKNOWN');
     }
     const reason = user ? `no_address: user ${d.userId} has an empty email address` : `no_address: no user.upserted for user ${d.userId} within the ${Math.round(deps.userGraceMs / 1000)} s grace period`;
-    await deps.ledger.recordUndeliverable(row, reason);
+    await ledger.recordUndeliverable(deps.pool, row, reason);
     deps.metrics.undeliverable.inc({ reason: user ? 'empty_address' : 'unknown_user' });
     ctx.logger.warn({ idempotencyKey: d.idempotencyKey, reason }, 'email undeliverable: recorded as failed');
     return 'skipped';
@@ -68,47 +67,50 @@ export async function deliverImmediate(deps: ImmediateDeps, event: EventOf<'noti
     { type: d.type, notificationId: d.notificationId, actorName, resourceType: d.resourceType, excerpt: d.excerpt },
     d.idempotencyKey,
   );
-  const locked = d.type === 'security_alert';
-  let pollMs = 100;
-
-  for (;;) {
-    if (deps.breaker.isOpen()) {
-      await deps.ledger.record(row);
-      await deps.breaker.waitUntilClosed(ctx.signal, deps.breakerMaxHoldMs);
-    }
-    if (!locked && (await deps.suppressions.blocks(d.userId, [d.type], new Date(event.occurredAt)))) {
-      await deps.ledger.recordSuppressed(row, 'opted out after the email was decided');
-      deps.metrics.decisions.inc({ decision: 'suppressed' });
-      return 'skipped';
-    }
-    const claim = await deps.ledger.claim(row, deps.leaseMs);
-    if (!claim.claimed) {
-      if (claim.state !== 'sending') return 'duplicate'; // sent or suppressed already: no second email
-      // Another delivery of this key is sending (a concurrent duplicate), or crashed mid-send and
-      // its lease has not expired yet. Poll until it settles or the lease can be taken over.
-      await sleep(Math.min(pollMs, claim.msUntilLeaseExpiry + 10), ctx.signal);
-      pollMs = Math.min(pollMs * 2, 2_000);
-      continue;
-    }
-    const result = await attemptSend(deps, claim.lease, mail, 'immediate', ctx.signal);
-    if (result.outcome === 'sent') return 'processed';
-    await deps.ledger.release(claim.lease, result.error.message);
-    if (!deps.breaker.isOpen()) throw result.error;
-    ctx.logger.warn({ err: result.error.message }, 'send failed and the breaker is open: holding the message until it closes');
+  const effects = { deps, row, mail, ctx, decidedAt: new Date(event.occurredAt), type: d.type };
+  // Security alerts cannot be muted: opt-outs are never consulted for them.
+  let state = startDelivery(!PREFERENCE_LOCKED_TYPES.includes(d.type), { breakerOpen: deps.breaker.isOpen() });
+  while (!isFinal(state.step)) {
+    const result = await perform(state.step, effects);
+    state = next(state, result, { breakerOpen: deps.breaker.isOpen() });
   }
+  if (state.step.kind === 'fail') throw state.step.error;
+  return state.step.outcome;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+interface Effects {
+  deps: ImmediateDeps;
+  row: ledger.NewDelivery;
+  mail: OutgoingEmail;
+  ctx: MessageContext;
+  decidedAt: Date;
+  type: string;
+}
+
+/** The side effect of one step; its result is all the state machine learns. */
+async function perform(step: Exclude<DeliveryStep, { kind: 'done' | 'fail' }>, e: Effects): Promise<StepResult> {
+  const { deps, row, ctx } = e;
+  switch (step.kind) {
+    case 'hold':
+      if (step.after !== undefined) ctx.logger.warn({ err: step.after }, 'send failed and the breaker is open: holding the message until it closes');
+      await ledger.record(deps.pool, row);
+      await deps.breaker.waitUntilClosed(ctx.signal, deps.breakerMaxHoldMs);
+      return { kind: 'hold' };
+    case 'check-opt-out':
+      return { kind: 'check-opt-out', optedOut: await suppressions.blocks(deps.pool, row.userId, [e.type], e.decidedAt) };
+    case 'suppress':
+      await ledger.recordSuppressed(deps.pool, row, 'opted out after the email was decided');
+      deps.metrics.decisions.inc({ decision: 'suppressed' });
+      return { kind: 'suppress' };
+    case 'claim':
+      return { kind: 'claim', claim: await ledger.claim(deps.pool, row, deps.leaseMs) };
+    case 'wait-lease':
+      await sleep(step.ms, undefined, { signal: ctx.signal });
+      return { kind: 'wait-lease' };
+    case 'send':
+      return { kind: 'send', result: await attemptSend(deps, step.lease, e.mail, 'immediate', ctx.signal) };
+    case 'release':
+      await ledger.release(deps.pool, step.lease, step.error.message);
+      return { kind: 'release' };
+  }
 }

@@ -1,3 +1,4 @@
+import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { attemptSend } from '../delivery/attempt';
 import type { Composer } from '../delivery/compose';
@@ -5,15 +6,15 @@ import type { EmailMetrics } from '../metrics';
 import type { CircuitBreaker } from '../smtp/breaker';
 import { SmtpPermanentError } from '../smtp/errors';
 import type { Sender } from '../smtp/sender';
-import type { DigestStore } from '../store/digests';
-import type { DigestLease, LedgerStore } from '../store/ledger';
-import type { UsersStore } from '../store/users';
+import { digestRetryDelayMs } from '../domain/retry-schedules';
+import * as digests from '../store/digests';
+import * as ledger from '../store/ledger';
+import type { DigestLease } from '../store/ledger';
+import * as users from '../store/users';
 import type { NotificationView } from '../templates/notification';
 
 export interface DigestJobDeps {
-  digests: DigestStore;
-  ledger: LedgerStore;
-  users: UsersStore;
+  pool: Pool;
   sender: Sender;
   breaker: CircuitBreaker;
   composer: Composer;
@@ -30,18 +31,13 @@ export interface DigestJobDeps {
 export async function flushDueWindows(deps: DigestJobDeps, now: Date): Promise<{ flushed: number; empty: number }> {
   const total = { flushed: 0, empty: 0 };
   for (;;) {
-    const r = await deps.digests.flushDue(now, deps.batchSize, (key) => deps.composer.digestMessageId(key));
+    const r = await digests.flushDue(deps.pool, now, deps.batchSize, (key) => deps.composer.digestMessageId(key));
     total.flushed += r.flushed;
     total.empty += r.empty;
     deps.metrics.digestWindows.inc({ outcome: 'flushed' }, r.flushed);
     deps.metrics.digestWindows.inc({ outcome: 'empty' }, r.empty);
     if (r.flushed + r.empty < deps.batchSize) return total;
   }
-}
-
-/** Next try of a digest after a transient failure: 30 s, 1 min, 2 min, … capped at 1 h. */
-export function digestBackoffMs(attempts: number): number {
-  return Math.min(3_600_000, 30_000 * 2 ** Math.max(0, attempts - 1));
 }
 
 /**
@@ -52,7 +48,7 @@ export function digestBackoffMs(attempts: number): number {
 export async function sendDueDigests(deps: DigestJobDeps, now: Date): Promise<number> {
   let sent = 0;
   while (!deps.breaker.isOpen()) {
-    const leases = await deps.ledger.claimDueDigests(now, deps.batchSize, deps.leaseMs);
+    const leases = await ledger.claimDueDigests(deps.pool, now, deps.batchSize, deps.leaseMs);
     await forEachLimit(leases, deps.concurrency, async (lease) => {
       if (await sendOne(deps, lease, now)) sent += 1;
     });
@@ -64,22 +60,22 @@ export async function sendDueDigests(deps: DigestJobDeps, now: Date): Promise<nu
 async function sendOne(deps: DigestJobDeps, lease: DigestLease, now: Date): Promise<boolean> {
   const log = deps.logger.child({ idempotencyKey: lease.idempotencyKey, deliveryId: lease.id });
   if (deps.breaker.isOpen()) {
-    await deps.ledger.release(lease, 'SMTP circuit breaker open', { refundAttempt: true });
+    await ledger.release(deps.pool, lease, 'SMTP circuit breaker open', { refundAttempt: true });
     return false;
   }
-  const user = await deps.users.get(lease.userId);
+  const user = await users.get(deps.pool, lease.userId);
   if (!user || user.email.trim() === '') {
-    await deps.ledger.markFailed(lease, `no_address: no address known for user ${lease.userId}`);
+    await ledger.markFailed(deps.pool, lease, `no_address: no address known for user ${lease.userId}`);
     deps.metrics.undeliverable.inc({ reason: user ? 'empty_address' : 'unknown_user' });
     log.warn('digest undeliverable: no address; recorded as failed');
     return false;
   }
-  const items = lease.digestWindowId ? await deps.digests.liveItems(lease.digestWindowId) : [];
+  const items = lease.digestWindowId ? await digests.liveItems(deps.pool, lease.digestWindowId) : [];
   if (items.length === 0) {
-    await deps.ledger.markSuppressed(lease, 'every item of the window was opted out before sending');
+    await ledger.markSuppressed(deps.pool, lease, 'every item of the window was opted out before sending');
     return false;
   }
-  const names = await deps.users.displayNames(items.flatMap((i) => (i.actorId ? [i.actorId] : [])));
+  const names = await users.displayNames(deps.pool, items.flatMap((i) => (i.actorId ? [i.actorId] : [])));
   const views: NotificationView[] = items.map((i) => ({
     type: i.notificationType,
     notificationId: i.notificationId,
@@ -92,12 +88,12 @@ async function sendOne(deps: DigestJobDeps, lease: DigestLease, now: Date): Prom
     const result = await attemptSend(deps, lease, mail, 'digest');
     if (result.outcome === 'sent') return true;
     if (lease.attempts >= deps.maxAttempts) {
-      await deps.ledger.markFailed(lease, `gave up after ${lease.attempts} attempts: ${result.error.message}`);
+      await ledger.markFailed(deps.pool, lease, `gave up after ${lease.attempts} attempts: ${result.error.message}`);
       log.error({ err: result.error.message }, 'digest failed for good');
     } else {
       // An attempt refused because the provider is down (the breaker opened) is not counted.
       const refundAttempt = deps.breaker.isOpen();
-      await deps.ledger.release(lease, result.error.message, { nextAttemptAt: new Date(now.getTime() + digestBackoffMs(lease.attempts)), refundAttempt });
+      await ledger.release(deps.pool, lease, result.error.message, { nextAttemptAt: new Date(now.getTime() + digestRetryDelayMs(lease.attempts)), refundAttempt });
       log.warn({ err: result.error.message, attempts: lease.attempts }, 'digest send failed; rescheduled');
     }
   } catch (err) {

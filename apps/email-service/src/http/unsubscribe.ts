@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { SuppressionStore } from '../store/suppressions';
+import * as suppressions from '../store/suppressions';
 import { escapeHtml } from '../templates/escape';
+import { ERRORS } from './errors';
 import { unsubscribeLabel } from '../templates/notification';
 import { syncOne, type SyncDeps } from '../unsubscribe/sync';
 import type { UnsubscribeClaim, UnsubscribeTokens } from '../unsubscribe/token';
 
 export interface UnsubscribeRouteDeps extends SyncDeps {
   tokens: UnsubscribeTokens;
-  suppressions: SuppressionStore;
   now: () => Date;
 }
 
@@ -44,7 +44,7 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
 
   const verify = (token: string): UnsubscribeClaim => {
     const claim = deps.tokens.verify(token);
-    if (!claim) throw Object.assign(new Error('invalid or tampered unsubscribe token'), { statusCode: 400 });
+    if (!claim) throw ERRORS.INVALID_UNSUBSCRIBE_TOKEN();
     return claim;
   };
 
@@ -63,7 +63,7 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
 
   app.post<{ Querystring: { token: string } }>('/v1/unsubscribe', { schema: { querystring: querySchema } }, async (request, reply) => {
     const claim = verify(request.query.token);
-    await deps.suppressions.add(claim.userId, claim.scope);
+    await suppressions.add(deps.pool, claim.userId, claim.scope);
     const synced = await syncOne(deps, claim.userId, claim.scope, 1, deps.now());
     request.log.info({ userId: claim.userId, scope: claim.scope, synced }, 'unsubscribed');
     return page(reply, 'Unsubscribed', `<h1>Unsubscribed</h1><p>You will no longer receive <strong>${escapeHtml(what(claim))}</strong>.</p>`);

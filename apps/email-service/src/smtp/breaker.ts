@@ -1,5 +1,7 @@
 import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { backoffDelay } from '@community/messaging';
 import type { EmailMetrics } from '../metrics';
 import { BreakerOpenError } from './errors';
 
@@ -8,7 +10,7 @@ export type BreakerState = 'closed' | 'open';
 export interface BreakerOptions {
   /** Consecutive provider failures that open the breaker. */
   threshold: number;
-  /** First wait before a probe while open; doubles (with jitter) up to probeMaxMs. */
+  /** First wait before a probe while open; doubles (equal jitter) up to probeMaxMs. */
   probeMinMs: number;
   probeMaxMs: number;
   /** Connects to the provider (EHLO/AUTH, nodemailer's verify()); resolves if it answers. */
@@ -24,7 +26,7 @@ export interface BreakerOptions {
  *
  * While open, nothing is sent: the service pauses the email queue's consumer ('open' event), and
  * sends already in flight wait in `waitUntilClosed()` instead of failing, so an outage spends no
- * retry budget. A probe loop with exponential backoff and full jitter checks the provider; the
+ * retry budget. A probe loop with exponential backoff and jitter checks the provider; the
  * first successful probe closes the breaker (it is the half-open trial: a probe costs one
  * connection, never a message), resumes consumption ('close' event) and releases the waiters.
  * If the provider is still unwell, N more failures reopen it.
@@ -34,7 +36,8 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
   private failures = 0;
   private openedAt = 0;
   private probing: Promise<void> | undefined;
-  private stopped = false;
+  /** Aborted by stop(): ends the wait between probes at once. */
+  private readonly stopping = new AbortController();
   private waiters = new Set<() => void>();
   private lastError = '';
 
@@ -102,7 +105,7 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
 
   /** Stops probing; waiters are released by their own deadline or signal. */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping.abort();
     await this.probing;
   }
 
@@ -129,11 +132,14 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
 
   private async probeUntilHealthy(): Promise<void> {
     const { probeMinMs, probeMaxMs } = this.options;
-    for (let attempt = 0; !this.stopped; attempt++) {
-      // Full jitter: replicas that opened together do not probe (and resume) in lockstep.
-      const ceiling = Math.min(probeMaxMs, probeMinMs * 2 ** attempt);
-      await sleep(probeMinMs / 2 + Math.random() * (ceiling - probeMinMs / 2), () => this.stopped);
-      if (this.stopped) return;
+    const { signal } = this.stopping;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      // Jittered: replicas that opened together do not probe (and resume) in lockstep. Equal jitter
+      // (half the ceiling at least) because a probe right after the failure that opened the
+      // breaker would only fail again. Unref'd: a pending probe never keeps the process alive.
+      const delay = backoffDelay(attempt, { baseMs: probeMinMs, maxMs: probeMaxMs, jitter: 'equal' });
+      const slept = await sleep(delay, true, { signal, ref: false }).catch(() => false);
+      if (!slept) return;
       try {
         await this.options.probe();
         this.options.metrics.breakerProbes.inc({ outcome: 'ok' });
@@ -145,13 +151,5 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
         this.options.logger.warn({ attempt: attempt + 1, err: this.lastError }, 'SMTP probe failed; breaker stays open');
       }
     }
-  }
-}
-
-/** Sleeps up to `ms`, waking early (every 50 ms check) once `cancelled()` turns true. */
-async function sleep(ms: number, cancelled: () => boolean): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cancelled() && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, Math.min(50, until - Date.now())).unref());
   }
 }

@@ -2,22 +2,8 @@ import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '@community/db';
 import type { NotificationType } from '@community/contracts';
 import { TransientError } from '@community/messaging';
+import { digestKey, nextWindow, windowFor, type DigestPeriod } from '../domain/digest-window';
 import { ITEM_BLOCKED_SQL } from './suppressions';
-
-export type DigestPeriod = 'daily' | 'hourly';
-const PERIOD_MS: Record<DigestPeriod, number> = { daily: 86_400_000, hourly: 3_600_000 };
-
-/** The window containing `at`: UTC-aligned days or hours. */
-export function windowFor(at: Date, period: DigestPeriod): { start: Date; end: Date } {
-  const ms = PERIOD_MS[period];
-  const start = Math.floor(at.getTime() / ms) * ms;
-  return { start: new Date(start), end: new Date(start + ms) };
-}
-
-/** `digest:{userId}:{windowStart ISO}`: the ledger key of the one digest email of a window. */
-export function digestKey(userId: string, windowStart: Date): string {
-  return `digest:${userId}:${windowStart.toISOString()}`;
-}
 
 export interface DigestItemInput {
   idempotencyKey: string;
@@ -45,107 +31,103 @@ export interface FlushResult {
   empty: number;
 }
 
-export class DigestStore {
-  constructor(private readonly pool: Pool) {}
-
-  /**
-   * Adds a notification to its user's open window (created on first use). The window row is
-   * locked by the upsert, so an item is never added to a window a flusher is closing: the flusher
-   * holds the same lock while it reads the items, and once it commits the window is no longer
-   * open and the item goes to the next window. The item's key makes a redelivery a no-op.
-   */
-  async addItem(item: DigestItemInput, period: DigestPeriod, now: Date): Promise<'added' | 'duplicate'> {
-    return withTransaction(this.pool, async (tx) => {
-      let { start, end } = windowFor(now, period);
-      for (let hops = 0; ; hops++) {
-        const w = await tx.query<{ id: string; status: string }>(
-          `INSERT INTO email_digest_windows (user_id, window_start, window_end) VALUES ($1, $2, $3)
-           ON CONFLICT (user_id, window_start) DO UPDATE SET window_end = email_digest_windows.window_end
-           RETURNING id::text AS id, status`,
-          [item.userId, start, end],
-        );
-        if (w.rows[0].status === 'open') return this.insertItem(tx, item, w.rows[0].id);
-        // Only a clock far behind the other replicas' could see several closed windows ahead.
-        if (hops >= 2) throw new TransientError(`digest windows of user ${item.userId} up to ${end.toISOString()} are already closed`, 'DIGEST_CLOCK');
-        ({ start, end } = { start: end, end: new Date(end.getTime() + PERIOD_MS[period]) });
-      }
-    });
-  }
-
-  private async insertItem(tx: PoolClient, item: DigestItemInput, windowId: string): Promise<'added' | 'duplicate'> {
-    const res = await tx.query(
-      `INSERT INTO email_digest_items
-         (idempotency_key, window_id, user_id, notification_id, notification_type, actor_id, resource_type, resource_id, excerpt, occurred_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-       ON CONFLICT (idempotency_key) DO NOTHING`,
-      [
-        item.idempotencyKey,
-        windowId,
-        item.userId,
-        item.notificationId,
-        item.notificationType,
-        item.actorId ?? null,
-        item.resourceType,
-        item.resourceId,
-        item.excerpt ?? null,
-        item.occurredAt,
-      ],
-    );
-    return res.rowCount === 1 ? 'added' : 'duplicate';
-  }
-
-  /**
-   * Closes due windows (window_end <= now), at most `limit` per call, in one transaction:
-   * FOR UPDATE SKIP LOCKED hands each window to exactly one flusher even with several replicas
-   * racing, and the status change commits together with the digest's ledger row (unique key
-   * `digest:{user}:{window}` as a second guard). A window with nothing left to send (every item
-   * suppressed) becomes `empty` and sends nothing.
-   */
-  async flushDue(now: Date, limit: number, messageIdFor: (key: string) => string): Promise<FlushResult> {
-    return withTransaction(this.pool, async (tx) => {
-      const due = await tx.query<{ id: string; userId: string; windowStart: Date }>(
-        `SELECT id::text AS id, user_id AS "userId", window_start AS "windowStart"
-           FROM email_digest_windows
-          WHERE status = 'open' AND window_end <= $1
-          ORDER BY window_end
-          LIMIT $2
-          FOR UPDATE SKIP LOCKED`,
-        [now, limit],
+/**
+ * Adds a notification to its user's open window (created on first use). The window row is
+ * locked by the upsert, so an item is never added to a window a flusher is closing: the flusher
+ * holds the same lock while it reads the items, and once it commits the window is no longer
+ * open and the item goes to the next window. The item's key makes a redelivery a no-op.
+ */
+export async function addItem(pool: Pool, item: DigestItemInput, period: DigestPeriod, now: Date): Promise<'added' | 'duplicate'> {
+  return withTransaction(pool, async (tx) => {
+    let { start, end } = windowFor(now, period);
+    for (let hops = 0; ; hops++) {
+      const w = await tx.query<{ id: string; status: string }>(
+        `INSERT INTO email_digest_windows (user_id, window_start, window_end) VALUES ($1, $2, $3)
+         ON CONFLICT (user_id, window_start) DO UPDATE SET window_end = email_digest_windows.window_end
+         RETURNING id::text AS id, status`,
+        [item.userId, start, end],
       );
-      const result: FlushResult = { flushed: 0, empty: 0 };
-      for (const w of due.rows) {
-        const live = await tx.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM email_digest_items i WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL}`,
-          [w.id],
-        );
-        if (live.rows[0].n === 0) {
-          await tx.query(`UPDATE email_digest_windows SET status = 'empty', flushed_at = $2 WHERE id = $1`, [w.id, now]);
-          result.empty += 1;
-          continue;
-        }
-        const key = digestKey(w.userId, w.windowStart);
-        await tx.query(
-          `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, digest_window_id, next_attempt_at)
-           VALUES ($1, 'digest', $2, $3, $4, $5) ON CONFLICT (idempotency_key, channel) DO NOTHING`,
-          [key, w.userId, messageIdFor(key), w.id, now],
-        );
-        await tx.query(`UPDATE email_digest_windows SET status = 'flushed', flushed_at = $2 WHERE id = $1`, [w.id, now]);
-        result.flushed += 1;
-      }
-      return result;
-    });
-  }
+      if (w.rows[0].status === 'open') return insertItem(tx, item, w.rows[0].id);
+      // Only a clock far behind the other replicas' could see several closed windows ahead.
+      if (hops >= 2) throw new TransientError(`digest windows of user ${item.userId} up to ${end.toISOString()} are already closed`, 'DIGEST_CLOCK');
+      ({ start, end } = nextWindow(end, period));
+    }
+  });
+}
 
-  /** The items of a window still to be sent (suppressed ones left out), oldest first. */
-  async liveItems(windowId: string): Promise<DigestItemRow[]> {
-    const res = await this.pool.query<DigestItemRow>(
-      `SELECT notification_id AS "notificationId", notification_type AS "notificationType", actor_id AS "actorId",
-              resource_type AS "resourceType", excerpt
-         FROM email_digest_items i
-        WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL}
-        ORDER BY i.occurred_at, i.idempotency_key`,
-      [windowId],
+async function insertItem(tx: PoolClient, item: DigestItemInput, windowId: string): Promise<'added' | 'duplicate'> {
+  const res = await tx.query(
+    `INSERT INTO email_digest_items
+       (idempotency_key, window_id, user_id, notification_id, notification_type, actor_id, resource_type, resource_id, excerpt, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (idempotency_key) DO NOTHING`,
+    [
+      item.idempotencyKey,
+      windowId,
+      item.userId,
+      item.notificationId,
+      item.notificationType,
+      item.actorId ?? null,
+      item.resourceType,
+      item.resourceId,
+      item.excerpt ?? null,
+      item.occurredAt,
+    ],
+  );
+  return res.rowCount === 1 ? 'added' : 'duplicate';
+}
+
+/**
+ * Closes due windows (window_end <= now), at most `limit` per call, in one transaction:
+ * FOR UPDATE SKIP LOCKED hands each window to exactly one flusher even with several replicas
+ * racing, and the status change commits together with the digest's ledger row (unique key
+ * `digest:{user}:{window}` as a second guard). A window with nothing left to send (every item
+ * suppressed) becomes `empty` and sends nothing.
+ */
+export async function flushDue(pool: Pool, now: Date, limit: number, messageIdFor: (key: string) => string): Promise<FlushResult> {
+  return withTransaction(pool, async (tx) => {
+    const due = await tx.query<{ id: string; userId: string; windowStart: Date }>(
+      `SELECT id::text AS id, user_id AS "userId", window_start AS "windowStart"
+         FROM email_digest_windows
+        WHERE status = 'open' AND window_end <= $1
+        ORDER BY window_end
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED`,
+      [now, limit],
     );
-    return res.rows;
-  }
+    const result: FlushResult = { flushed: 0, empty: 0 };
+    for (const w of due.rows) {
+      const live = await tx.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM email_digest_items i WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL}`,
+        [w.id],
+      );
+      if (live.rows[0].n === 0) {
+        await tx.query(`UPDATE email_digest_windows SET status = 'empty', flushed_at = $2 WHERE id = $1`, [w.id, now]);
+        result.empty += 1;
+        continue;
+      }
+      const key = digestKey(w.userId, w.windowStart);
+      await tx.query(
+        `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, digest_window_id, next_attempt_at)
+         VALUES ($1, 'digest', $2, $3, $4, $5) ON CONFLICT (idempotency_key, channel) DO NOTHING`,
+        [key, w.userId, messageIdFor(key), w.id, now],
+      );
+      await tx.query(`UPDATE email_digest_windows SET status = 'flushed', flushed_at = $2 WHERE id = $1`, [w.id, now]);
+      result.flushed += 1;
+    }
+    return result;
+  });
+}
+
+/** The items of a window still to be sent (suppressed ones left out), oldest first. */
+export async function liveItems(pool: Pool, windowId: string): Promise<DigestItemRow[]> {
+  const res = await pool.query<DigestItemRow>(
+    `SELECT notification_id AS "notificationId", notification_type AS "notificationType", actor_id AS "actorId",
+            resource_type AS "resourceType", excerpt
+       FROM email_digest_items i
+      WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL}
+      ORDER BY i.occurred_at, i.idempotency_key`,
+    [windowId],
+  );
+  return res.rows;
 }

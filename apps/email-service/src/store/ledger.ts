@@ -51,138 +51,134 @@ export type ClaimResult =
 
 const LEASE_COLUMNS = `id::text AS id, lease_token::text AS token, attempts, message_id AS "messageId"`;
 
-export class LedgerStore {
-  constructor(private readonly pool: Pool) {}
+/** Records a decision waiting to be sent (pending), e.g. while the breaker holds it. No-op if the row exists. */
+export async function record(pool: Pool, d: NewDelivery): Promise<void> {
+  await pool.query(
+    `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, notification_type, notification_id)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (idempotency_key, channel) DO NOTHING`,
+    [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null],
+  );
+}
 
-  /** Records a decision waiting to be sent (pending), e.g. while the breaker holds it. No-op if the row exists. */
-  async record(d: NewDelivery): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, notification_type, notification_id)
-       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (idempotency_key, channel) DO NOTHING`,
-      [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null],
-    );
-  }
+/**
+ * Creates the row in `sending`, or moves pending | failed | sending-with-expired-lease to
+ * `sending`, under a new lease; one statement, so two deliveries of the same key racing here
+ * cannot both win (the loser waits on the row lock, then its WHERE no longer matches).
+ */
+export async function claim(pool: Pool, d: NewDelivery, leaseMs: number): Promise<ClaimResult> {
+  const res = await pool.query<Lease>(
+    `INSERT INTO email_deliveries
+       (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, attempts, lease_token, lease_until)
+     VALUES ($1, $2, $3, $4, $5, $6, 'sending', 1, $7, now() + $8::float8 * interval '1 millisecond')
+     ON CONFLICT (idempotency_key, channel) DO UPDATE
+       SET state = 'sending', attempts = email_deliveries.attempts + 1, lease_token = EXCLUDED.lease_token,
+           lease_until = EXCLUDED.lease_until, updated_at = now()
+     WHERE email_deliveries.state IN ('pending', 'failed')
+        OR (email_deliveries.state = 'sending' AND email_deliveries.lease_until < now())
+     RETURNING ${LEASE_COLUMNS}`,
+    [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, randomUUID(), leaseMs],
+  );
+  if (res.rows[0]) return { claimed: true, lease: res.rows[0] };
+  const current = await pool.query<{ state: DeliveryState; ms: number | null }>(
+    `SELECT state, GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::float8 AS ms
+       FROM email_deliveries WHERE idempotency_key = $1 AND channel = $2`,
+    [d.idempotencyKey, d.channel],
+  );
+  const row = current.rows[0];
+  return { claimed: false, state: row?.state, msUntilLeaseExpiry: row?.ms ?? 0 };
+}
 
-  /**
-   * Creates the row in `sending`, or moves pending | failed | sending-with-expired-lease to
-   * `sending`, under a new lease; one statement, so two deliveries of the same key racing here
-   * cannot both win (the loser waits on the row lock, then its WHERE no longer matches).
-   */
-  async claim(d: NewDelivery, leaseMs: number): Promise<ClaimResult> {
-    const res = await this.pool.query<Lease>(
-      `INSERT INTO email_deliveries
-         (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, attempts, lease_token, lease_until)
-       VALUES ($1, $2, $3, $4, $5, $6, 'sending', 1, $7, now() + $8::float8 * interval '1 millisecond')
-       ON CONFLICT (idempotency_key, channel) DO UPDATE
-         SET state = 'sending', attempts = email_deliveries.attempts + 1, lease_token = EXCLUDED.lease_token,
-             lease_until = EXCLUDED.lease_until, updated_at = now()
-       WHERE email_deliveries.state IN ('pending', 'failed')
-          OR (email_deliveries.state = 'sending' AND email_deliveries.lease_until < now())
-       RETURNING ${LEASE_COLUMNS}`,
-      [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, randomUUID(), leaseMs],
-    );
-    if (res.rows[0]) return { claimed: true, lease: res.rows[0] };
-    const current = await this.pool.query<{ state: DeliveryState; ms: number | null }>(
-      `SELECT state, GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::float8 AS ms
-         FROM email_deliveries WHERE idempotency_key = $1 AND channel = $2`,
-      [d.idempotencyKey, d.channel],
-    );
-    const row = current.rows[0];
-    return { claimed: false, state: row?.state, msUntilLeaseExpiry: row?.ms ?? 0 };
-  }
+/**
+ * Claims digest deliveries that are due (pending and next_attempt_at reached, or sending with an
+ * expired lease). SKIP LOCKED: concurrent schedulers take disjoint rows instead of waiting.
+ */
+export async function claimDueDigests(pool: Pool, now: Date, limit: number, leaseMs: number): Promise<DigestLease[]> {
+  const res = await pool.query<DigestLease>(
+    `UPDATE email_deliveries
+        SET state = 'sending', attempts = attempts + 1, lease_token = gen_random_uuid(),
+            lease_until = now() + $3::float8 * interval '1 millisecond', updated_at = now()
+      WHERE id IN (
+        SELECT id FROM email_deliveries
+         WHERE channel = 'digest'
+           AND ((state = 'pending' AND next_attempt_at <= $1) OR (state = 'sending' AND lease_until < now()))
+         ORDER BY next_attempt_at
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED)
+      RETURNING ${LEASE_COLUMNS}, idempotency_key AS "idempotencyKey", user_id AS "userId", digest_window_id::text AS "digestWindowId"`,
+    [now, limit, leaseMs],
+  );
+  return res.rows;
+}
 
-  /**
-   * Claims digest deliveries that are due (pending and next_attempt_at reached, or sending with an
-   * expired lease). SKIP LOCKED: concurrent schedulers take disjoint rows instead of waiting.
-   */
-  async claimDueDigests(now: Date, limit: number, leaseMs: number): Promise<DigestLease[]> {
-    const res = await this.pool.query<DigestLease>(
-      `UPDATE email_deliveries
-          SET state = 'sending', attempts = attempts + 1, lease_token = gen_random_uuid(),
-              lease_until = now() + $3::float8 * interval '1 millisecond', updated_at = now()
-        WHERE id IN (
-          SELECT id FROM email_deliveries
-           WHERE channel = 'digest'
-             AND ((state = 'pending' AND next_attempt_at <= $1) OR (state = 'sending' AND lease_until < now()))
-           ORDER BY next_attempt_at
-           LIMIT $2
-           FOR UPDATE SKIP LOCKED)
-        RETURNING ${LEASE_COLUMNS}, idempotency_key AS "idempotencyKey", user_id AS "userId", digest_window_id::text AS "digestWindowId"`,
-      [now, limit, leaseMs],
-    );
-    return res.rows;
-  }
+/** sending → sent. False when the lease was lost (taken over after expiry): see docs/EMAIL.md. */
+export async function markSent(pool: Pool, lease: Lease, smtpResponse: string): Promise<boolean> {
+  const res = await pool.query(
+    `UPDATE email_deliveries
+        SET state = 'sent', sent_at = now(), smtp_response = $3, last_error = NULL,
+            lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE id = $1 AND lease_token = $2`,
+    [lease.id, lease.token, smtpResponse.slice(0, 1000)],
+  );
+  return res.rowCount === 1;
+}
 
-  /** sending → sent. False when the lease was lost (taken over after expiry): see docs/EMAIL.md. */
-  async markSent(lease: Lease, smtpResponse: string): Promise<boolean> {
-    const res = await this.pool.query(
-      `UPDATE email_deliveries
-          SET state = 'sent', sent_at = now(), smtp_response = $3, last_error = NULL,
-              lease_token = NULL, lease_until = NULL, updated_at = now()
-        WHERE id = $1 AND lease_token = $2`,
-      [lease.id, lease.token, smtpResponse.slice(0, 1000)],
-    );
-    return res.rowCount === 1;
-  }
+/**
+ * sending → pending after a transient failure. `nextAttemptAt` schedules a digest's next try;
+ * `refundAttempt` undoes the claim's attempt count when nothing was tried (breaker opened).
+ */
+export async function release(pool: Pool, lease: Lease, error: string, options: { nextAttemptAt?: Date; refundAttempt?: boolean } = {}): Promise<void> {
+  await pool.query(
+    `UPDATE email_deliveries
+        SET state = 'pending', last_error = $3, next_attempt_at = COALESCE($4::timestamptz, next_attempt_at),
+            attempts = attempts - $5::int, lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE id = $1 AND lease_token = $2`,
+    [lease.id, lease.token, error.slice(0, 1000), options.nextAttemptAt ?? null, options.refundAttempt ? 1 : 0],
+  );
+}
 
-  /**
-   * sending → pending after a transient failure. `nextAttemptAt` schedules a digest's next try;
-   * `refundAttempt` undoes the claim's attempt count when nothing was tried (breaker opened).
-   */
-  async release(lease: Lease, error: string, options: { nextAttemptAt?: Date; refundAttempt?: boolean } = {}): Promise<void> {
-    await this.pool.query(
-      `UPDATE email_deliveries
-          SET state = 'pending', last_error = $3, next_attempt_at = COALESCE($4::timestamptz, next_attempt_at),
-              attempts = attempts - $5::int, lease_token = NULL, lease_until = NULL, updated_at = now()
-        WHERE id = $1 AND lease_token = $2`,
-      [lease.id, lease.token, error.slice(0, 1000), options.nextAttemptAt ?? null, options.refundAttempt ? 1 : 0],
-    );
-  }
+/** sending → failed (5xx, or a digest out of attempts), with the reason. */
+export async function markFailed(pool: Pool, lease: Lease, reason: string): Promise<void> {
+  await pool.query(
+    `UPDATE email_deliveries
+        SET state = 'failed', last_error = $3, lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE id = $1 AND lease_token = $2`,
+    [lease.id, lease.token, reason.slice(0, 1000)],
+  );
+}
 
-  /** sending → failed (5xx, or a digest out of attempts), with the reason. */
-  async markFailed(lease: Lease, reason: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE email_deliveries
-          SET state = 'failed', last_error = $3, lease_token = NULL, lease_until = NULL, updated_at = now()
-        WHERE id = $1 AND lease_token = $2`,
-      [lease.id, lease.token, reason.slice(0, 1000)],
-    );
-  }
+/** sending → suppressed: the user opted out after the email was decided. */
+export async function markSuppressed(pool: Pool, lease: Lease, reason: string): Promise<void> {
+  await pool.query(
+    `UPDATE email_deliveries
+        SET state = 'suppressed', last_error = $3, lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE id = $1 AND lease_token = $2`,
+    [lease.id, lease.token, reason.slice(0, 1000)],
+  );
+}
 
-  /** sending → suppressed: the user opted out after the email was decided. */
-  async markSuppressed(lease: Lease, reason: string): Promise<void> {
-    await this.pool.query(
-      `UPDATE email_deliveries
-          SET state = 'suppressed', last_error = $3, lease_token = NULL, lease_until = NULL, updated_at = now()
-        WHERE id = $1 AND lease_token = $2`,
-      [lease.id, lease.token, reason.slice(0, 1000)],
-    );
-  }
+/**
+ * Records an email that cannot be sent without trying (no address): a failed row with the reason,
+ * created or updated from pending/failed. A row already sent or in flight is left alone.
+ */
+export async function recordUndeliverable(pool: Pool, d: NewDelivery, reason: string): Promise<void> {
+  await pool.query(
+    `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, last_error)
+     VALUES ($1, $2, $3, $4, $5, $6, 'failed', $7)
+     ON CONFLICT (idempotency_key, channel) DO UPDATE
+       SET state = 'failed', last_error = EXCLUDED.last_error, updated_at = now()
+     WHERE email_deliveries.state IN ('pending', 'failed')`,
+    [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, reason],
+  );
+}
 
-  /**
-   * Records an email that cannot be sent without trying (no address): a failed row with the reason,
-   * created or updated from pending/failed. A row already sent or in flight is left alone.
-   */
-  async recordUndeliverable(d: NewDelivery, reason: string): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, last_error)
-       VALUES ($1, $2, $3, $4, $5, $6, 'failed', $7)
-       ON CONFLICT (idempotency_key, channel) DO UPDATE
-         SET state = 'failed', last_error = EXCLUDED.last_error, updated_at = now()
-       WHERE email_deliveries.state IN ('pending', 'failed')`,
-      [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, reason],
-    );
-  }
-
-  /** (none) | pending | failed → suppressed: an opt-out seen before sending. */
-  async recordSuppressed(d: NewDelivery, reason: string): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, last_error)
-       VALUES ($1, $2, $3, $4, $5, $6, 'suppressed', $7)
-       ON CONFLICT (idempotency_key, channel) DO UPDATE
-         SET state = 'suppressed', last_error = EXCLUDED.last_error, updated_at = now()
-       WHERE email_deliveries.state IN ('pending', 'failed')`,
-      [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, reason],
-    );
-  }
+/** (none) | pending | failed → suppressed: an opt-out seen before sending. */
+export async function recordSuppressed(pool: Pool, d: NewDelivery, reason: string): Promise<void> {
+  await pool.query(
+    `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, last_error)
+     VALUES ($1, $2, $3, $4, $5, $6, 'suppressed', $7)
+     ON CONFLICT (idempotency_key, channel) DO UPDATE
+       SET state = 'suppressed', last_error = EXCLUDED.last_error, updated_at = now()
+     WHERE email_deliveries.state IN ('pending', 'failed')`,
+    [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, reason],
+  );
 }

@@ -1,6 +1,8 @@
 import type { Pool } from 'pg';
 import type { EventOf } from '@community/contracts';
 
+/** email-service's own projection of users' addresses and names (`email_users`), fed by `user.upserted`. */
+
 export interface EmailUserRow {
   userId: string;
   email: string;
@@ -8,56 +10,51 @@ export interface EmailUserRow {
   locale: string | null;
 }
 
-/** email-service's own projection of users' addresses and names, fed by `user.upserted`. */
-export class UsersStore {
-  constructor(private readonly pool: Pool) {}
+/**
+ * Last write wins on (occurredAt, event id): an update older than the row, or the same event
+ * again, changes nothing. Events of one user can arrive out of order (retries, replays, several
+ * producers), and the comparison makes the outcome independent of arrival order. The event id
+ * breaks ties between two events stamped with the same millisecond, deterministically.
+ * Returns false when the event was stale or a duplicate.
+ */
+export async function upsert(pool: Pool, event: EventOf<'user.upserted'>): Promise<boolean> {
+  const { userId, email, displayName, locale } = event.data;
+  const res = await pool.query(
+    `INSERT INTO email_users (user_id, email, display_name, locale, source_event_id, source_occurred_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, now())
+     ON CONFLICT (user_id) DO UPDATE
+       SET email = EXCLUDED.email, display_name = EXCLUDED.display_name, locale = EXCLUDED.locale,
+           source_event_id = EXCLUDED.source_event_id, source_occurred_at = EXCLUDED.source_occurred_at, updated_at = now()
+     WHERE (email_users.source_occurred_at, email_users.source_event_id) < (EXCLUDED.source_occurred_at, EXCLUDED.source_event_id)`,
+    [userId, email, displayName, locale ?? null, event.id, event.occurredAt],
+  );
+  return res.rowCount === 1;
+}
 
-  /**
-   * Last write wins on (occurredAt, event id): an update older than the row, or the same event
-   * again, changes nothing. Events of one user can arrive out of order (retries, replays, several
-   * producers), and the comparison makes the outcome independent of arrival order. The event id
-   * breaks ties between two events stamped with the same millisecond, deterministically.
-   * Returns false when the event was stale or a duplicate.
-   */
-  async upsert(event: EventOf<'user.upserted'>): Promise<boolean> {
-    const { userId, email, displayName, locale } = event.data;
-    const res = await this.pool.query(
-      `INSERT INTO email_users (user_id, email, display_name, locale, source_event_id, source_occurred_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, now())
-       ON CONFLICT (user_id) DO UPDATE
-         SET email = EXCLUDED.email, display_name = EXCLUDED.display_name, locale = EXCLUDED.locale,
-             source_event_id = EXCLUDED.source_event_id, source_occurred_at = EXCLUDED.source_occurred_at, updated_at = now()
-       WHERE (email_users.source_occurred_at, email_users.source_event_id) < (EXCLUDED.source_occurred_at, EXCLUDED.source_event_id)`,
-      [userId, email, displayName, locale ?? null, event.id, event.occurredAt],
-    );
-    return res.rowCount === 1;
-  }
+export async function get(pool: Pool, userId: string): Promise<EmailUserRow | undefined> {
+  const res = await pool.query<EmailUserRow>(
+    `SELECT user_id AS "userId", email, display_name AS "displayName", locale FROM email_users WHERE user_id = $1`,
+    [userId],
+  );
+  return res.rows[0];
+}
 
-  async get(userId: string): Promise<EmailUserRow | undefined> {
-    const res = await this.pool.query<EmailUserRow>(
-      `SELECT user_id AS "userId", email, display_name AS "displayName", locale FROM email_users WHERE user_id = $1`,
-      [userId],
-    );
-    return res.rows[0];
-  }
+/** Several users in one query (a recipient and an actor); unknown ids are absent. */
+export async function getMany(pool: Pool, userIds: string[]): Promise<Map<string, EmailUserRow>> {
+  const res = await pool.query<EmailUserRow>(
+    `SELECT user_id AS "userId", email, display_name AS "displayName", locale FROM email_users WHERE user_id = ANY($1::text[])`,
+    [[...new Set(userIds)]],
+  );
+  return new Map(res.rows.map((r) => [r.userId, r]));
+}
 
-  /** Several users in one query (a recipient and an actor); unknown ids are absent. */
-  async getMany(userIds: string[]): Promise<Map<string, EmailUserRow>> {
-    const res = await this.pool.query<EmailUserRow>(
-      `SELECT user_id AS "userId", email, display_name AS "displayName", locale FROM email_users WHERE user_id = ANY($1::text[])`,
-      [[...new Set(userIds)]],
-    );
-    return new Map(res.rows.map((r) => [r.userId, r]));
-  }
-
-  /** Display names of several users at once (actors of a digest); unknown ids are absent. */
-  async displayNames(userIds: string[]): Promise<Map<string, string>> {
-    const unique = [...new Set(userIds)];
-    if (unique.length === 0) return new Map();
-    const res = await this.pool.query<{ userId: string; displayName: string }>(
-      `SELECT user_id AS "userId", display_name AS "displayName" FROM email_users WHERE user_id = ANY($1::text[])`,
-      [unique],
-    );
-    return new Map(res.rows.map((r) => [r.userId, r.displayName]));
-  }
+/** Display names of several users at once (actors of a digest); unknown ids are absent. */
+export async function displayNames(pool: Pool, userIds: string[]): Promise<Map<string, string>> {
+  const unique = [...new Set(userIds)];
+  if (unique.length === 0) return new Map();
+  const res = await pool.query<{ userId: string; displayName: string }>(
+    `SELECT user_id AS "userId", display_name AS "displayName" FROM email_users WHERE user_id = ANY($1::text[])`,
+    [unique],
+  );
+  return new Map(res.rows.map((r) => [r.userId, r.displayName]));
 }

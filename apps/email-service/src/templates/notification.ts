@@ -1,4 +1,4 @@
-import type { NotificationType } from '@community/contracts';
+import { PREFERENCE_LOCKED_TYPES, type NotificationType } from '@community/contracts';
 import { blockHtml, escapeHtml, headerSafe, inlineHtml } from './escape';
 import { htmlDocument, notificationUrl, textFooter, type Footer, type RenderedEmail } from './layout';
 
@@ -57,12 +57,16 @@ export function unsubscribeLabel(type: NotificationType): string {
 export function renderNotification(view: NotificationView, options: RenderOptions): RenderedEmail {
   const title = headline(view);
   const link = notificationUrl(options.publicBaseUrl, view.notificationId);
+  // A locked type (a security alert) cannot be muted: the email says so and offers no unsubscribe link.
+  const locked = PREFERENCE_LOCKED_TYPES.includes(view.type);
+  // Wording of this type only (what to do about it), not the mute rule.
   const security = view.type === 'security_alert';
+  const label = TYPE_LABEL[view.type];
   const footer: Footer = {
-    reason: security
-      ? 'Security alerts are always sent, whatever your notification settings.'
+    reason: locked
+      ? `${label.charAt(0).toUpperCase()}${label.slice(1)} are always sent, whatever your notification settings.`
       : 'You receive this email because of your notification settings.',
-    unsubscribeUrl: security ? undefined : options.unsubscribeUrl,
+    unsubscribeUrl: locked ? undefined : options.unsubscribeUrl,
     unsubscribeWhat: unsubscribeLabel(view.type),
   };
   const excerpt = view.excerpt?.trim() ? view.excerpt.trim() : undefined;

@@ -60,8 +60,7 @@ export async function startService(
   options: { retryDelaysMs?: number[]; clock?: () => Date; runScheduler?: boolean; before?: (svc: EmailService) => void } = {},
 ): Promise<StartedService> {
   const registry = new Registry();
-  const svc = createEmailService({
-    config,
+  const svc = createEmailService(config, {
     logger: testLogger('email-service'),
     registry,
     topology: shortRetryTopology(options.retryDelaysMs ?? [200, 400, 800]),

@@ -6,7 +6,7 @@ import { classify, PermanentError, type BatchContext, type BatchHandler, type Ba
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import { onePerSlot, planNotifications } from '../domain/plan';
 import type { NotificationMetrics } from '../metrics';
-import { SERVICE_NAME } from '../service-name';
+import { SERVICE_NAME } from '../config';
 import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
 
 export interface NotificationBatchDeps {

@@ -1,6 +1,6 @@
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ERRORS, HttpError } from './errors';
+import { ERRORS } from './errors';
 
 export interface Principal {
   userId: string;
@@ -14,8 +14,9 @@ declare module 'fastify' {
 }
 
 /** HS256 only: a token signed with another algorithm (or `none`) is invalid, whatever its claims. */
-export async function registerAuth(app: FastifyInstance, secret: string): Promise<void> {
-  await app.register(fastifyJwt, { secret, sign: { algorithm: 'HS256' }, verify: { algorithms: ['HS256'] } });
+export function registerAuth(app: FastifyInstance, secret: string): void {
+  // Loaded at app.ready() like every plugin: request.jwtVerify is only called once requests flow.
+  app.register(fastifyJwt, { secret, sign: { algorithm: 'HS256' }, verify: { algorithms: ['HS256'] } });
 }
 
 /** `scope` as OAuth writes it ("read admin") or as a JSON array. */
@@ -39,11 +40,11 @@ export async function authorizeInbox(request: FastifyRequest): Promise<void> {
     // Whatever the verifier refused is "no valid token": @fastify/jwt answers 400 for a malformed
     // header, and lets some of fast-jwt's errors (e.g. a disallowed algorithm) through without a status.
     if (e.statusCode === 401) throw err;
-    throw new HttpError(401, e.code ?? 'NS_INVALID_TOKEN', `Authorization token is invalid: ${e.message ?? 'rejected'}`);
+    const invalid = ERRORS.INVALID_TOKEN(e.message ?? 'rejected');
+    // The verifier's own code (e.g. FAST_JWT_EXPIRED) says more than ours; clients see it as is.
+    throw e.code ? invalid.withCode(e.code) : invalid;
   }
-  if (typeof payload.sub !== 'string' || payload.sub.length === 0) {
-    throw new HttpError(401, 'NS_TOKEN_WITHOUT_SUBJECT', "the token has no 'sub' claim (the user id)");
-  }
+  if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw ERRORS.TOKEN_WITHOUT_SUBJECT();
   const principal = { userId: payload.sub, admin: scopesOf(payload.scope).includes('admin') };
   const target = (request.params as { userId?: string }).userId;
   if (!principal.admin && principal.userId !== target) throw ERRORS.FORBIDDEN_INBOX(principal.userId, target ?? '');

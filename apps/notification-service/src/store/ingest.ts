@@ -4,7 +4,7 @@ import { inboxClaimSql } from '@community/idempotency';
 import { OUTBOX_CHANNEL, outboxWriteSql } from '@community/outbox';
 import type { PlannedNotification } from '../domain/plan';
 import type { StoredPreference } from '../domain/preferences';
-import { SERVICE_NAME } from '../service-name';
+import { SERVICE_NAME } from '../config';
 
 /**
  * The SQL of the consumers' batch transaction: two statements, each covering the whole batch

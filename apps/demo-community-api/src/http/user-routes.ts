@@ -1,0 +1,67 @@
+import type { FastifyInstance } from 'fastify';
+import type { Pool, PoolClient } from 'pg';
+import { isUniqueViolation, withTransaction } from '@community/db';
+import { EventBatch } from '../store/outbox';
+import { addFollow, emailHolder, removeFollow, upsertUser, userExists, type UserRow } from '../store/users';
+import { actingUser } from './actor';
+import { ERRORS } from './errors';
+import { UpsertUserBody, UserParams } from './schemas';
+
+function toUser(r: UserRow) {
+  return { id: r.id, email: r.email, displayName: r.display_name, locale: r.locale, createdAt: r.created_at, updatedAt: r.updated_at };
+}
+
+export function registerUserRoutes(app: FastifyInstance, pool: Pool): void {
+  /**
+   * Creates or replaces a user by id. `user.upserted` is emitted only when something changed, so
+   * re-sending the same profile (the traffic generator does at every start) is a quiet no-op.
+   */
+  app.post<{ Body: UpsertUserBody }>('/v1/users', { schema: { body: UpsertUserBody } }, async (request, reply) => {
+    const { id, email, displayName, locale } = request.body;
+    try {
+      const { row, inserted } = await withTransaction(pool, async (tx) => {
+        const holder = await emailHolder(tx, email, id);
+        if (holder !== undefined) throw ERRORS.EMAIL_TAKEN(holder);
+        const result = await upsertUser(tx, { id, email, displayName, locale });
+        if (result.changed) await new EventBatch(request.id).add('user.upserted', { userId: id, email, displayName, locale }, id).enqueue(tx);
+        return result;
+      });
+      return reply.code(inserted ? 201 : 200).send(toUser(row));
+    } catch (err) {
+      // Two requests claiming the same email at once: the unique index decides, the loser gets 409.
+      if (isUniqueViolation(err, 'community_users_email_key')) throw ERRORS.EMAIL_TAKEN('another user');
+      throw err;
+    }
+  });
+
+  app.post<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams } }, async (request, reply) => {
+    const followerId = await actingUser(request, pool);
+    const followeeId = request.params.userId;
+    if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
+    const created = await withTransaction(pool, async (tx) => {
+      await requireUser(tx, followeeId);
+      // Following twice changes nothing and notifies nobody twice.
+      const added = await addFollow(tx, followerId, followeeId);
+      if (added) await new EventBatch(request.id).add('user.followed', { followerId, followeeId }, followeeId).enqueue(tx);
+      return added;
+    });
+    return reply.code(created ? 201 : 200).send({ followerId, followeeId, following: true });
+  });
+
+  app.delete<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams } }, async (request) => {
+    const followerId = await actingUser(request, pool);
+    const followeeId = request.params.userId;
+    if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
+    await withTransaction(pool, async (tx) => {
+      await requireUser(tx, followeeId);
+      if (await removeFollow(tx, followerId, followeeId)) {
+        await new EventBatch(request.id).add('user.unfollowed', { followerId, followeeId }, followeeId).enqueue(tx);
+      }
+    });
+    return { followerId, followeeId, following: false };
+  });
+}
+
+async function requireUser(tx: PoolClient, userId: string): Promise<void> {
+  if (!(await userExists(tx, userId))) throw ERRORS.USER_NOT_FOUND(userId);
+}

@@ -1,0 +1,98 @@
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import { createMessaging, type Messaging, type Topology } from '@community/messaging';
+import { answers, readinessState, type Logger, type ReadinessState } from '@community/observability';
+import { createRelay, type OutboxRelay } from '@community/outbox';
+import type { Registry } from 'prom-client';
+import { buildApp } from './app';
+import { SERVICE_NAME, type DemoConfig } from './config';
+import { PRODUCER } from './store/outbox';
+import { startTraffic, type Traffic } from './traffic/generator';
+
+export interface DemoServiceDeps {
+  logger: Logger;
+  registry: Registry;
+  /** COMMUNITY_TOPOLOGY unless a test adds a queue of its own. */
+  topology?: Topology;
+}
+
+export interface DemoService {
+  app: FastifyInstance;
+  /** Behind /readyz; runService flips it before stop(). */
+  readiness: ReadinessState;
+  pool: Pool;
+  messaging: Messaging;
+  relay: OutboxRelay;
+  /**
+   * Connects to the broker, starts the outbox relay, then (DEMO_TRAFFIC_RATE > 0) the traffic
+   * generator, which calls this very server: start() must run after the app listens.
+   */
+  start(): Promise<void>;
+  /** Stops the traffic, the relay and the broker connection; app.close() then ends the HTTP server and the pool. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition of the demo community API: pool → messaging (publisher only) → outbox relay →
+ * HTTP. Writes do not need the broker (the outbox holds their events); the relay does. Building
+ * does no I/O; start() connects. main.ts adds the process lifecycle, the tests call it as is.
+ */
+export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): DemoService {
+  const { logger, registry } = deps;
+  const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE_NAME, logger });
+  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
+  const relay = createRelay({
+    pool,
+    publisher: messaging.publisher,
+    producer: PRODUCER,
+    logger,
+    registry,
+    databaseUrl: config.DATABASE_URL,
+    pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
+    batchSize: config.OUTBOX_BATCH_SIZE,
+  });
+  const readiness = readinessState();
+  const app = buildApp({
+    pool,
+    logger,
+    registry,
+    jwtSecret: config.JWT_SECRET,
+    readiness: async () => ({
+      ...readiness.checks(),
+      database: await answers(() => pool.query('SELECT 1')),
+      amqp: messaging.readiness().amqp,
+      relay: relay.isHealthy(),
+    }),
+  });
+  // Last, after the HTTP server stopped: requests still running during the drain need the pool.
+  app.addHook('onClose', async () => pool.end());
+  let traffic: Traffic | undefined;
+
+  return {
+    app,
+    readiness,
+    pool,
+    messaging,
+    relay,
+    async start() {
+      await messaging.start();
+      await relay.start();
+      if (config.DEMO_TRAFFIC_RATE > 0) {
+        const { port } = app.server.address() as AddressInfo;
+        traffic = startTraffic({ baseUrl: `http://127.0.0.1:${port}`, rate: config.DEMO_TRAFFIC_RATE, logger: logger.child({ component: 'traffic' }) });
+        logger.info({ rate: config.DEMO_TRAFFIC_RATE }, 'demo traffic started (DEMO_TRAFFIC_RATE=0 disables it)');
+      }
+    },
+    async stop() {
+      readiness.markShuttingDown();
+      // Traffic first (it calls this very server), then the relay finishes its cycle (confirms and
+      // marks), then the broker connection closes.
+      await traffic?.stop();
+      await relay.stop();
+      await messaging.stop(5000);
+    },
+  };
+}

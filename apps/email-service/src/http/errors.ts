@@ -1,0 +1,9 @@
+import { defineErrors } from '@community/observability';
+
+/**
+ * Every error the HTTP API answers with, by code (`ES_` + key on the wire), in fastify's shape
+ * `{ statusCode, code, error, message }`.
+ */
+export const ERRORS = defineErrors('ES_', {
+  INVALID_UNSUBSCRIBE_TOKEN: { statusCode: 400, message: 'invalid or tampered unsubscribe token' },
+});

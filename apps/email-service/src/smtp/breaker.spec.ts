@@ -1,0 +1,50 @@
+import { Registry } from 'prom-client';
+import { testLogger } from '@community/testing';
+import { emailMetrics } from '../metrics';
+import { CircuitBreaker } from './breaker';
+import { BreakerOpenError } from './errors';
+
+describe('circuit breaker', () => {
+  it('opens after N consecutive failures, holds waiters, probes with backoff and closes on the first good probe', async () => {
+    let healthy = false;
+    let probes = 0;
+    const breaker = new CircuitBreaker({
+      threshold: 3,
+      probeMinMs: 20,
+      probeMaxMs: 40,
+      probe: async () => {
+        probes += 1;
+        if (!healthy) throw new Error('still down');
+      },
+      logger: testLogger(),
+      metrics: emailMetrics(new Registry()),
+    });
+    const events: string[] = [];
+    breaker.on('open', () => events.push('open'));
+    breaker.on('close', () => events.push('close'));
+
+    breaker.recordFailure(new Error('1'));
+    breaker.recordFailure(new Error('2'));
+    breaker.recordSuccess(); // not consecutive: starts over
+    breaker.recordFailure(new Error('1'));
+    breaker.recordFailure(new Error('2'));
+    expect(breaker.state).toBe('closed');
+    breaker.recordFailure(new Error('3'));
+    expect(breaker.state).toBe('open');
+
+    const held = breaker.waitUntilClosed(undefined, 5_000);
+    await expect(breaker.waitUntilClosed(undefined, 10)).rejects.toBeInstanceOf(BreakerOpenError);
+    const aborted = new AbortController();
+    const released = breaker.waitUntilClosed(aborted.signal, 5_000);
+    aborted.abort();
+    await expect(released).rejects.toThrow(/released by abort/);
+
+    await new Promise((r) => setTimeout(r, 150));
+    expect(probes).toBeGreaterThanOrEqual(2);
+    healthy = true;
+    await held;
+    expect(breaker.state).toBe('closed');
+    expect(events).toEqual(['open', 'close']);
+    await breaker.stop();
+  });
+});

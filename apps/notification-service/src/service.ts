@@ -1,0 +1,145 @@
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { Logger } from 'pino';
+import { COMMUNITY_TOPOLOGY, validateOrThrow } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import type { Registry } from 'prom-client';
+import { createMessaging, type Messaging, type Topology } from '@community/messaging';
+import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { createRelay, type OutboxRelay } from '@community/outbox';
+import { buildApp } from './app';
+import { SERVICE_NAME, type NotificationConfig } from './config';
+import { createNotificationBatchHandler } from './handlers/notification-batch';
+import { notificationMetrics, type NotificationMetrics } from './metrics';
+import { BATCH_TIMEOUT_MS, CRITICAL_QUEUE, STANDARD_QUEUE } from './queues';
+import { createNotificationRetention } from './retention';
+import { createInboxHub, type InboxHub } from './sse/hub';
+
+
+export interface NotificationServiceDeps {
+  logger: Logger;
+  registry: Registry;
+  /** COMMUNITY_TOPOLOGY unless a test passes one with short retry delays. */
+  topology?: Topology;
+  /**
+   * Consume and relay (default true). False builds an HTTP + SSE replica without a broker: tests
+   * of the HTTP API, or a second replica that only serves streams.
+   */
+  messaging?: boolean;
+  /** The outbox relay's polling fallback when no NOTIFY arrives (the relay's default otherwise). */
+  relayPollIntervalMs?: number;
+  /** Notifications an SSE resume replays at most (the hub's default otherwise). */
+  sseBacklogLimit?: number;
+}
+
+export interface NotificationService {
+  app: FastifyInstance;
+  /** Behind /readyz; runService flips it before stop(). */
+  readiness: ReadinessState;
+  pool: Pool;
+  metrics: NotificationMetrics;
+  hub: InboxHub;
+  /** Undefined when built with `messaging: false`. */
+  messaging?: Messaging;
+  relay?: OutboxRelay;
+  /** Connects: the LISTEN connection of the SSE hub, then the broker and the outbox relay. */
+  start(): Promise<void>;
+  /** Drains and closes what start() opened; app.close() then ends the HTTP server and the pool. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition of the service: pool → messaging → consumers → relay → SSE hub → HTTP. Building
+ * does no I/O; start() connects. main.ts adds the process lifecycle, the tests call it as is.
+ */
+export function createNotificationService(config: NotificationConfig, deps: NotificationServiceDeps): NotificationService {
+  const { logger, registry } = deps;
+  const metrics = notificationMetrics(registry);
+  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
+
+  let messaging: Messaging | undefined;
+  let relay: OutboxRelay | undefined;
+  if (deps.messaging !== false) {
+    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
+    registerConsumers(messaging, config, pool, metrics);
+    relay = createRelay({
+      pool,
+      publisher: messaging.publisher,
+      producer: SERVICE_NAME,
+      logger,
+      registry,
+      databaseUrl: config.DATABASE_URL,
+      pollIntervalMs: deps.relayPollIntervalMs,
+    });
+  }
+  const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS, backlogLimit: deps.sseBacklogLimit });
+  // Inbox retention under single leadership across replicas (docs/DATABASE.md, "Retention").
+  const retention = createNotificationRetention({ pool, logger, registry, config });
+
+  const readiness = readinessState();
+  const app = buildApp({
+    pool,
+    logger,
+    registry,
+    metrics,
+    hub,
+    jwtSecret: config.JWT_SECRET,
+    readiness: async () => ({
+      ...readiness.checks(),
+      ...messaging?.readiness(),
+      database: await answers(() => pool.query('SELECT 1')),
+      ...(relay ? { relay: relay.isHealthy() } : {}),
+    }),
+  });
+  // Last, after the HTTP server stopped: requests still running during the drain need the pool.
+  app.addHook('onClose', async () => pool.end());
+
+  return {
+    app,
+    readiness,
+    pool,
+    metrics,
+    hub,
+    messaging,
+    relay,
+    async start() {
+      await hub.start();
+      await messaging?.start();
+      await relay?.start();
+      retention.start();
+    },
+    async stop() {
+      readiness.markShuttingDown();
+      // Streams end first (clients reconnect to another replica and resume with Last-Event-ID).
+      // The relay stops before messaging closes its publisher, so its last cycle still gets its
+      // confirms. Rows that consumers commit while draining stay in the outbox: every replica's
+      // relay publishes all of this producer's rows, and so does this one at its next start.
+      await hub.stop();
+      await retention.stop();
+      await relay?.stop();
+      await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
+    },
+  };
+}
+
+/**
+ * Both queues run the same batch handler, each with its own inbox consumer name. They are
+ * separate consumers on purpose: a backlog of follows and reactions on the standard queue never
+ * sits in front of a mention or a security alert.
+ */
+function registerConsumers(messaging: Messaging, config: NotificationConfig, pool: Pool, metrics: NotificationMetrics): void {
+  for (const queue of [CRITICAL_QUEUE, STANDARD_QUEUE]) {
+    messaging.consume({
+      queue,
+      name: `${queue}:notifications`,
+      timeoutMs: BATCH_TIMEOUT_MS,
+      validate: validateOrThrow,
+      batch: {
+        size: config.CONSUMER_BATCH_SIZE,
+        maxWaitMs: config.CONSUMER_BATCH_WAIT_MS,
+        concurrency: config.CONSUMER_BATCH_CONCURRENCY,
+        handle: createNotificationBatchHandler({ pool, consumer: queue, metrics }),
+      },
+    });
+  }
+}

@@ -1,0 +1,278 @@
+// Scheduled jobs under single leadership (createScheduler) against a private migrated database:
+// two schedulers stand for two replicas, each with its own pool.
+import type { Pool } from 'pg';
+import { Registry } from 'prom-client';
+import { createTestDatabase, eventually, testLogger, type TestDatabase } from '@community/testing';
+import { createPgPool, createScheduler, LeadershipLostError, type JobContext, type ScheduledJob, type Scheduler } from '../src/index';
+
+let db: TestDatabase;
+let admin: Pool;
+const cleanup: Array<() => Promise<void>> = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase('db_scheduler');
+  admin = createPgPool(db.url, { max: 2 });
+});
+
+afterEach(async () => {
+  while (cleanup.length > 0) await cleanup.pop()?.();
+});
+
+afterAll(async () => {
+  await admin.end();
+  await db.drop();
+});
+
+interface Replica {
+  scheduler: Scheduler;
+  pool: Pool;
+  registry: Registry;
+}
+
+/** One "replica": its own pool, registry and holder name; stopped and closed after the test. */
+function replica(holder: string, jobs: ScheduledJob[], extra: { stopTimeoutMs?: number; url?: string } = {}): Replica {
+  const pool = createPgPool(extra.url ?? db.url, { max: 3, applicationName: `scheduler-test-${holder}` });
+  const registry = new Registry();
+  const scheduler = createScheduler({ pool, logger: testLogger(holder), registry, jobs, holder, stopTimeoutMs: extra.stopTimeoutMs });
+  cleanup.push(async () => {
+    await scheduler.stop();
+    await pool.end();
+  });
+  return { scheduler, pool, registry };
+}
+
+interface RunRow {
+  job: string;
+  holder: string;
+  outcome: string;
+  started_at: Date;
+  counts: Record<string, number>;
+  error: string | null;
+}
+const runs = async (job: string) =>
+  (await admin.query<RunRow>('SELECT job, holder, outcome, started_at, counts, error FROM scheduled_job_runs WHERE job = $1 ORDER BY id', [job])).rows;
+
+async function metric(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
+  const m = registry.getSingleMetric(name);
+  const values = ((await m?.get())?.values ?? []) as Array<{ labels: Record<string, unknown>; value: number }>;
+  return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((sum, v) => sum + v.value, 0);
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Resolves when `signal` aborts, then throws its reason, as a job checking its signal does. */
+const untilAborted = (signal: AbortSignal) =>
+  new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+
+it('two replicas run a job once per interval window, never at the same time', async () => {
+  const intervalMs = 400;
+  let running = 0;
+  let overlapped = false;
+  const job = (holder: string): ScheduledJob => ({
+    name: 'leadership',
+    intervalMs,
+    run: async () => {
+      running += 1;
+      if (running > 1) overlapped = true;
+      await new Promise((r) => setTimeout(r, 60));
+      running -= 1;
+      return { ran: 1, [holder]: 1 };
+    },
+  });
+  const a = replica('a', [job('a')]);
+  const b = replica('b', [job('b')]);
+  // b starts half an interval later: without the recorded start, b would run between a's runs.
+  a.scheduler.start();
+  await new Promise((r) => setTimeout(r, intervalMs / 2));
+  b.scheduler.start();
+  await new Promise((r) => setTimeout(r, 2_100));
+  await a.scheduler.stop();
+  await b.scheduler.stop();
+
+  const rows = await runs('leadership');
+  expect(overlapped).toBe(false);
+  // 2.3 s in all at one run per 400 ms window (plus up to 10 % jitter): at most 6 runs, about 5
+  // (fewer on a loaded machine); two replicas each running on their own timer made 11.
+  expect(rows.length).toBeGreaterThanOrEqual(3);
+  expect(rows.length).toBeLessThanOrEqual(6);
+  for (let i = 1; i < rows.length; i++) {
+    expect(rows[i].started_at.getTime() - rows[i - 1].started_at.getTime()).toBeGreaterThanOrEqual(intervalMs - 1);
+  }
+  expect(rows.every((r) => r.outcome === 'succeeded' && r.counts.ran === 1)).toBe(true);
+  const skips = (await metric(a.registry, 'scheduled_job_skips_total', { job: 'leadership' })) + (await metric(b.registry, 'scheduled_job_skips_total', { job: 'leadership' }));
+  expect(skips).toBeGreaterThan(0);
+});
+
+it('a replica skips while another holds the lock, then finds the job not due until the window ends', async () => {
+  const release = deferred();
+  const started = deferred();
+  const slow: ScheduledJob = {
+    name: 'exclusive',
+    intervalMs: 60_000,
+    run: async () => {
+      started.resolve();
+      await release.promise;
+      return { deleted: 3 };
+    },
+  };
+  const a = replica('a', [slow]);
+  const b = replica('b', [slow]);
+  const first = a.scheduler.runOnce('exclusive');
+  await started.promise;
+  expect(await b.scheduler.runOnce('exclusive')).toMatchObject({ status: 'skipped', reason: 'locked' });
+  release.resolve();
+  expect(await first).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 3 } });
+
+  const again = await b.scheduler.runOnce('exclusive');
+  expect(again).toMatchObject({ status: 'skipped', reason: 'not_due' });
+  expect(again.nextInMs).toBeGreaterThan(55_000);
+  expect(again.nextInMs).toBeLessThanOrEqual(60_000);
+  const rows = await runs('exclusive');
+  expect(rows).toEqual([expect.objectContaining({ holder: 'a', outcome: 'succeeded', counts: { deleted: 3 }, error: null })]);
+  expect(await metric(a.registry, 'scheduled_job_items_total', { job: 'exclusive', item: 'deleted' })).toBe(3);
+  expect(await metric(a.registry, 'scheduled_job_last_success_timestamp_seconds', { job: 'exclusive' })).toBeGreaterThan(Date.now() / 1000 - 60);
+  expect(await metric(b.registry, 'scheduled_job_skips_total', { job: 'exclusive', reason: 'locked' })).toBe(1);
+  expect(await metric(b.registry, 'scheduled_job_skips_total', { job: 'exclusive', reason: 'not_due' })).toBe(1);
+});
+
+it("records a job's failure and keeps scheduling it", async () => {
+  let calls = 0;
+  const flaky: ScheduledJob = {
+    name: 'flaky',
+    intervalMs: 150,
+    run: async () => {
+      calls += 1;
+      if (calls <= 2) throw new Error(`boom ${calls}`);
+      return { fixed: 1 };
+    },
+  };
+  const a = replica('a', [flaky]);
+  a.scheduler.start();
+  await eventually('a successful run after two failures', async () => (await runs('flaky')).some((r) => r.outcome === 'succeeded'), 5_000, 50);
+  await a.scheduler.stop();
+
+  const rows = await runs('flaky');
+  expect(rows.slice(0, 3).map((r) => [r.outcome, r.error])).toEqual([
+    ['failed', 'boom 1'],
+    ['failed', 'boom 2'],
+    ['succeeded', null],
+  ]);
+  expect(await metric(a.registry, 'scheduled_job_runs_total', { job: 'flaky', outcome: 'failed' })).toBe(2);
+  expect(await metric(a.registry, 'scheduled_job_runs_total', { job: 'flaky', outcome: 'succeeded' })).toBeGreaterThanOrEqual(1);
+  const durations = await metric(a.registry, 'scheduled_job_duration_seconds', { job: 'flaky', outcome: 'failed' });
+  expect(durations).toBeGreaterThan(0); // the histogram's _count and buckets for the failed runs
+});
+
+it("releases the lock when the holder's connection is terminated, and the other replica takes over", async () => {
+  const aStarted = deferred();
+  let aReason: unknown;
+  let bRuns = 0;
+  const job = (onRun: (ctx: JobContext) => Promise<void>): ScheduledJob => ({ name: 'takeover', intervalMs: 300, timeoutMs: 30_000, run: onRun });
+  const a = replica('a', [
+    job(async ({ signal }) => {
+      aStarted.resolve();
+      try {
+        await untilAborted(signal);
+      } catch (err) {
+        aReason = err;
+        throw err;
+      }
+    }),
+  ]);
+  const b = replica('b', [
+    job(async () => {
+      bRuns += 1;
+    }),
+  ]);
+  const aAttempt = a.scheduler.runOnce('takeover');
+  await aStarted.promise;
+  b.scheduler.start();
+  await eventually('b skipped while a held the lock', async () => (await metric(b.registry, 'scheduled_job_skips_total', { job: 'takeover', reason: 'locked' })) >= 1, 5_000, 20);
+  expect(bRuns).toBe(0);
+
+  // a's lock connection is the session holding the advisory lock in this test's database.
+  const holder = await admin.query<{ pid: number }>("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+  expect(holder.rows).toHaveLength(1);
+  await admin.query('SELECT pg_terminate_backend($1)', [holder.rows[0].pid]);
+
+  expect(await aAttempt).toMatchObject({ status: 'ran', outcome: 'aborted' });
+  expect(aReason).toBeInstanceOf(LeadershipLostError);
+  await eventually('b ran the job', () => bRuns >= 1, 5_000, 20);
+  await b.scheduler.stop();
+  const rows = await runs('takeover');
+  expect(rows[0]).toMatchObject({ holder: 'a', outcome: 'aborted' });
+  expect(rows[0].error).toMatch(/lock failed/);
+  expect(rows.slice(1).every((r) => r.holder === 'b' && r.outcome === 'succeeded')).toBe(true);
+});
+
+it('marks a run left running by a vanished holder as abandoned', async () => {
+  await admin.query("INSERT INTO scheduled_job_runs (job, holder, started_at) VALUES ('orphan', 'crashed-pod', now() - interval '1 hour')");
+  const a = replica('a', [{ name: 'orphan', intervalMs: 60_000, run: async () => ({ ok: 1 }) }]);
+  expect(await a.scheduler.runOnce('orphan')).toMatchObject({ status: 'ran', outcome: 'succeeded' });
+  expect((await runs('orphan')).map((r) => [r.holder, r.outcome])).toEqual([
+    ['crashed-pod', 'abandoned'],
+    ['a', 'succeeded'],
+  ]);
+});
+
+it('logs and skips when the database cannot be reached, and stops cleanly', async () => {
+  const unreachable = new URL(db.url);
+  unreachable.port = '1';
+  let ran = 0;
+  const a = replica('a', [{ name: 'no-db', intervalMs: 100, run: async () => void (ran += 1) }], { url: unreachable.toString() });
+  expect(await a.scheduler.runOnce('no-db')).toMatchObject({ status: 'skipped', reason: 'database_error', nextInMs: 100 });
+  a.scheduler.start();
+  await eventually('several failed attempts', async () => (await metric(a.registry, 'scheduled_job_skips_total', { job: 'no-db', reason: 'database_error' })) >= 3, 5_000, 20);
+  await a.scheduler.stop();
+  expect(ran).toBe(0);
+});
+
+it('stop() waits for a running job, and aborts one that outlives stopTimeoutMs', async () => {
+  const finishing = deferred();
+  const a = replica('a', [
+    {
+      name: 'finishes',
+      intervalMs: 60_000,
+      run: async () => {
+        finishing.resolve();
+        await new Promise((r) => setTimeout(r, 300));
+        return { done: 1 };
+      },
+    },
+  ]);
+  const attempt = a.scheduler.runOnce('finishes');
+  await finishing.promise;
+  await a.scheduler.stop();
+  expect(await attempt).toMatchObject({ status: 'ran', outcome: 'succeeded' });
+  expect(await runs('finishes')).toEqual([expect.objectContaining({ outcome: 'succeeded', counts: { done: 1 } })]);
+
+  const stuck = deferred();
+  const b = replica('b', [
+    {
+      name: 'stuck',
+      intervalMs: 60_000,
+      run: async ({ signal }) => {
+        stuck.resolve();
+        await untilAborted(signal);
+      },
+    },
+  ], { stopTimeoutMs: 100 });
+  const stuckAttempt = b.scheduler.runOnce('stuck');
+  await stuck.promise;
+  const t0 = Date.now();
+  await b.scheduler.stop();
+  expect(Date.now() - t0).toBeLessThan(2_000);
+  expect(await stuckAttempt).toMatchObject({ status: 'ran', outcome: 'aborted' });
+  const [row] = await runs('stuck');
+  expect(row.outcome).toBe('aborted');
+  expect(row.error).toMatch(/stopping/);
+  const locks = await admin.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+  expect(locks.rowCount).toBe(0);
+});
