@@ -12,7 +12,7 @@ import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
 import { Scheduler } from './digest/scheduler';
-import { criticalLaneHandler, criticalLaneValidator } from './handlers/critical-lane';
+import { criticalLaneHandler } from './handlers/critical-lane';
 import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
@@ -135,13 +135,13 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   });
   // The critical lane (docs/EMAIL.md): its own queue, so no backlog on SEND_QUEUE delays a security
   // alert; the other types on it are acked at once, hence a deeper prefetch than the regular lane.
-  const criticalConsumer = messaging.consume<EventOf<'notification.created'> | null>({
+  const criticalConsumer = messaging.consume<EventOf<'notification.created'>>({
     queue: CRITICAL_SEND_QUEUE,
     name: 'send-critical-email',
     prefetch: CRITICAL_LANE_PREFETCH,
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
     timeoutMs: sendHandlerTimeoutMs(config),
-    validate: criticalLaneValidator(only('notification.created')),
+    validate: only('notification.created'),
     handle: criticalLaneHandler(handleNotification),
   });
   messaging.consume<EventOf<'user.upserted'>>({

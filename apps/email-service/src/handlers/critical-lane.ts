@@ -1,4 +1,4 @@
-import { ContractError, type EventOf } from '@community/contracts';
+import type { EventOf } from '@community/contracts';
 import type { Handler } from '@community/messaging';
 import { isCriticalEmail } from '../domain/lanes';
 
@@ -6,31 +6,17 @@ type NotificationCreated = EventOf<'notification.created'>;
 
 /**
  * `email-service.send-critical` receives every notification.created (the routing key is the event
- * type; the notification type is only in the body), so this lane's validator and handler let
- * through only critical email and ack the rest at once; acking costs microseconds, so even a deep
- * backlog of other email is crossed in moments.
+ * type; the notification type is only in the body), so this lane hands only critical email to
+ * `handle` and acks the rest at once: acking costs microseconds, so even a deep backlog of other
+ * email is crossed in moments. `handle` is the regular lane's handler: the ledger's one row per
+ * idempotency key makes whichever lane comes second a duplicate, without a second email.
  *
- * A message that is not a valid notification.created is acked here too: its copy on
- * `email-service.send` is dead-lettered with the reason, one DLQ entry per bad message.
+ * A bad message is dead-lettered here as on every queue (the runtime checks the properties and the
+ * contract before this handler): the same bad message then has a DLQ entry per queue it reached.
  */
-export function criticalLaneValidator(validate: (body: Buffer) => NotificationCreated): (body: Buffer) => NotificationCreated | null {
-  return (body) => {
-    try {
-      return validate(body);
-    } catch (err) {
-      if (err instanceof ContractError) return null;
-      throw err;
-    }
-  };
-}
-
-/**
- * Critical email goes to `handle` (the same handler as the regular lane: the ledger's one row per
- * idempotency key makes whichever lane comes second a duplicate, without a second email).
- */
-export function criticalLaneHandler(handle: Handler<NotificationCreated>): Handler<NotificationCreated | null> {
+export function criticalLaneHandler(handle: Handler<NotificationCreated>): Handler<NotificationCreated> {
   return async (event, ctx) => {
-    if (event === null || !isCriticalEmail(event.data.type)) return 'skipped';
+    if (!isCriticalEmail(event.data.type)) return 'skipped';
     return handle(event, ctx);
   };
 }
