@@ -27,9 +27,9 @@ const HANDLED = new Set<AnyEvent['type']>(['user.upserted', 'user.mentioned', 'c
  * 3. user.upserted → the display-name projection (only when the batch has some);
  * 4. apply preferences to the fresh events' notifications, keep one per slot, build each one's
  *    notification.created;
- * 5. insert the notifications + add the inserted ones to the counters + NOTIFY the SSE hubs +
- *    notification.created into the outbox for the inserted rows only (one statement); COMMIT. The
- *    runtime acks the messages only after this returns.
+ * 5. insert the notifications (a higher rank replaces a lower one of its slot) + move the counters
+ *    + NOTIFY the SSE hubs + notification.created into the outbox for the rows written (one
+ *    statement); COMMIT. The runtime acks the messages only after this returns.
  *
  * A batch that fails with a permanent error (say one event whose text Postgres refuses) is rerun
  * one event per transaction, so only the culprit is dead-lettered and the rest commit.
