@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AnyEvent } from '@community/contracts';
 import { createNotificationBatchHandler } from '../src/handlers/notification-batch';
+import { BATCH_TIMEOUT_MS } from '../src/queues';
 import { batchItems, bearer, event, mention, startHarness, type Harness } from './harness';
 
 /**
@@ -21,7 +22,7 @@ type Order = 'mention then reply' | 'reply then mention' | 'one batch, reply fir
 const ORDERS: Order[] = ['mention then reply', 'reply then mention', 'one batch, reply first', 'one batch, mention first'];
 
 async function deliver(order: Order, m: AnyEvent, reply: AnyEvent): Promise<void> {
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'slot-order', metrics: h.metrics });
+  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'slot-order', metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
   const ctx = { logger: batchItems([m])[0].ctx.logger, signal: new AbortController().signal, queue: 'slot-order', handler: 'test' };
   const batches: AnyEvent[][] = {
     'mention then reply': [[m], [reply]],
@@ -120,7 +121,7 @@ describe('mention and reply for the same comment end the same in every order', (
     const [author, x] = [`u-${randomUUID()}`, `u-${randomUUID()}`];
     const commentId = `c-${randomUUID()}`;
     const reply = event('comment.created', { commentId, postId: 'p-1', postAuthorId: author, authorId: author, parentCommentId: 'c-parent', parentAuthorId: x, excerpt: 'hey' });
-    const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'slot-order', metrics: h.metrics });
+    const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'slot-order', metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
     const ctx = { logger: batchItems([reply])[0].ctx.logger, signal: new AbortController().signal, queue: 'slot-order', handler: 'test' };
     await handle(batchItems([reply]), ctx);
     const { rows } = await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1', [x]);
