@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { BatchItem, MessageContext } from '@community/messaging';
-import type { Messaging } from '@community/messaging';
+import type { Messaging, Topology } from '@community/messaging';
 import type { OutboxRelay } from '@community/outbox';
 import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadNotificationConfig, type NotificationConfig } from '../src/config';
@@ -49,6 +49,8 @@ export interface HarnessOptions {
   batchConcurrency?: number;
   /** The batch deadline (default BATCH_TIMEOUT_MS, 10 s). */
   batchTimeoutMs?: number;
+  /** COMMUNITY_TOPOLOGY unless given (e.g. with short retry tiers). */
+  topology?: Topology;
 }
 
 /** The service's configuration against a test database and vhost (tunables sized for tests). */
@@ -80,6 +82,7 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
     relayPollIntervalMs: 200,
     sseBacklogLimit: options.backlogLimit,
     batchTimeoutMs: options.batchTimeoutMs,
+    topology: options.topology,
   });
   await service.start();
   const { app, pool, hub, metrics, messaging, relay } = service;

@@ -104,10 +104,12 @@ export async function withTransaction<T>(
   } finally {
     signal?.removeEventListener('abort', onAbort);
     await cancelled;
-    client.removeListener('error', onError);
     // A connection a cancel was sent to is not reused: a cancel that arrived late would hit whoever
     // ran the next statement on it.
-    client.release(broken ?? (cancelled ? new Error('a statement on this connection was cancelled') : undefined));
+    const destroy = broken ?? (cancelled ? new Error('a statement on this connection was cancelled') : undefined);
+    // A destroyed client keeps the listener: it may still report its end, and nobody else listens.
+    if (!destroy) client.removeListener('error', onError);
+    client.release(destroy);
   }
 }
 
