@@ -26,13 +26,32 @@ export default [
     },
   },
   {
-    // Scripts (benchmarks, dev tooling) build apps through their public entry, apps/<name>/src/index.ts,
-    // never from their internals: an app may reshape src/ freely (docs/SERVICE-TEMPLATE.md).
-    files: ['scripts/**/*.ts'],
+    // Scripts (benchmarks, dev and db tooling, end-to-end tests) drive the code through its public
+    // entry points, as an operator or another service would: a lib as `@community/<lib>` or one of the
+    // entries tsconfig.base.json declares (nothing else resolves), a lib's own bench as '../src' (its
+    // index), an app through its index (`apps/<app>/src`, its public builder, docs/SERVICE-TEMPLATE.md);
+    // never another file inside a src/ folder. A deep import ties a script to internals that a
+    // refactoring is free to move, and it goes unnoticed until it breaks.
+    files: ['scripts/**/*.{ts,mjs,cjs,js}', 'libs/*/bench/**/*.ts', 'e2e/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/apps/*/src/**', '!**/apps/*/src/index'], message: "Import the app's public entry (apps/<name>/src), not its internals." }] },
+        {
+          patterns: [
+            {
+              regex: '(^|/)libs/[^/]+/src(/|$)',
+              message: 'Scripts use public entry points only: import a lib as @community/<name>, not a path into libs/*/src.',
+            },
+            {
+              regex: '(^|/)apps/[^/]+/src/(?!index$).',
+              message: "Scripts use public entry points only: an app's index (apps/<app>/src), not a file inside its src/.",
+            },
+            {
+              regex: '^\\.\\./src/.',
+              message: "A lib's bench imports the lib's index ('../src'), not a file inside it.",
+            },
+          ],
+        },
       ],
     },
   },

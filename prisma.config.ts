@@ -4,8 +4,8 @@
 // DATABASE_URL is read from process.env directly on purpose: `env()` from prisma/config throws
 // when the variable is unset, which would break `prisma generate` on a machine without a database.
 import { defineConfig } from 'prisma/config';
-
-export const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/community';
+// A relative path, not @community/config: Prisma's config loader does not read tsconfig paths.
+import { LOCAL_DEFAULTS } from './libs/config/src/common';
 
 export default defineConfig({
   // A folder: each service keeps its models in a file of its own (prisma/schema/<area>.prisma).
@@ -14,6 +14,6 @@ export default defineConfig({
     path: 'prisma/migrations',
   },
   datasource: {
-    url: process.env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    url: process.env.DATABASE_URL || LOCAL_DEFAULTS.DATABASE_URL,
   },
 });

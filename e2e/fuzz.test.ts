@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestDatabase, createTestVhost, eventually, rabbitmqctl, type TestDatabase, type TestVhost } from '@community/testing';
 import { drain, openPublisher } from './fuzz/broker';
 import { Canaries, leakedCanaries } from './fuzz/canaries';
@@ -160,7 +161,7 @@ it(`${MESSAGES} bad messages end in the DLQ of each queue they reach, with a rea
   const count = await http<{ count: number }>('GET', `${apps.notifications.url}/v1/users/${GOOD_USER}/notifications/unread-count`, undefined, auth(GOOD_USER));
   check(count.body.count === mentions + reactions, 'unread count differs from the good events', count.body);
   await eventually('one email per good mention', () => smtp.mails.filter((m) => m.to.includes(GOOD_EMAIL)).length >= mentions, 30_000, 250);
-  await new Promise((r) => setTimeout(r, 1000)); // a duplicate would arrive about now
+  await sleep(1000); // a duplicate would arrive about now
   check(smtp.mails.filter((m) => m.to.includes(GOOD_EMAIL)).length === mentions, 'good mentions emailed other than once');
   check((await inbox(VICTIM)).length === 0, 'a bad message reached the victim\'s inbox');
   const strayMail = smtp.mails.filter((m) => !m.to.includes(GOOD_EMAIL));

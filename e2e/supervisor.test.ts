@@ -10,6 +10,8 @@ import { promisify } from 'node:util';
  */
 const run = promisify(execFile);
 const PROCESSES = path.resolve(__dirname, '../scripts/dev/setup/processes.mjs');
+const RULES = path.resolve(__dirname, '../scripts/dev/setup/project-rules.mjs');
+const ROOT = path.resolve(__dirname, '..');
 
 async function supervise(script: string): Promise<string> {
   const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], { timeout: 30_000 });
@@ -20,6 +22,9 @@ it('restarts a crashing app with growing delays, counts the restarts, and stops 
   // The child crashes on its first two starts (a counter file tells which start it is), then stays up.
   const output = await supervise(`
     import { Supervisor } from ${JSON.stringify(PROCESSES)};
+    import { loadProjectRules } from ${JSON.stringify(RULES)};
+    import { setTimeout as sleep } from 'node:timers/promises';
+    await loadProjectRules(${JSON.stringify(ROOT)}); // as npm start's setup does before supervising
     import { mkdtempSync } from 'node:fs';
     import { tmpdir } from 'node:os';
     import path from 'node:path';
@@ -32,10 +37,10 @@ it('restarts a crashing app with growing delays, counts the restarts, and stops 
       setInterval(() => {}, 1000);\`;
     const s = new Supervisor({ graceMs: 2000, backoffBaseMs: 200, backoffMaxMs: 5000 });
     s.spawn('app', process.execPath, ['-e', child], { restart: true });
-    await new Promise((r) => setTimeout(r, 2500));
+    await sleep(2500);
     console.log('RESTARTS=' + s.restarts('app') + ' ALIVE=' + s.alive('app'));
     await s.stopAll();
-    await new Promise((r) => setTimeout(r, 800));
+    await sleep(800);
     console.log('AFTER_STOP RESTARTS=' + s.restarts('app') + ' ALIVE=' + s.alive('app'));
   `);
   expect(output).toContain('RESTARTS=2 ALIVE=true');
@@ -53,9 +58,12 @@ it('restarts a crashing app with growing delays, counts the restarts, and stops 
 it('leaves a child without restart: true dead, as before (MailDev)', async () => {
   const output = await supervise(`
     import { Supervisor } from ${JSON.stringify(PROCESSES)};
+    import { loadProjectRules } from ${JSON.stringify(RULES)};
+    import { setTimeout as sleep } from 'node:timers/promises';
+    await loadProjectRules(${JSON.stringify(ROOT)}); // as npm start's setup does before supervising
     const s = new Supervisor({ graceMs: 1000, backoffBaseMs: 100 });
     s.spawn('once', process.execPath, ['-e', 'process.exit(1)']);
-    await new Promise((r) => setTimeout(r, 800));
+    await sleep(800);
     console.log('RESTARTS=' + s.restarts('once') + ' ALIVE=' + s.alive('once'));
   `);
   expect(output).toContain('RESTARTS=0 ALIVE=false');

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
 import type { BadMessage, GoodEvent } from './messages';
 
@@ -65,10 +66,10 @@ export async function drain(url: string, queue: string, count: number, timeoutMs
       },
       { noAck: true },
     );
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([enough, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
-    clearTimeout(timer);
-    await new Promise((r) => setTimeout(r, lingerMs));
+    const waited = new AbortController();
+    await Promise.race([enough, sleep(timeoutMs, undefined, { signal: waited.signal })]);
+    waited.abort(); // its AbortError rejects the timer's promise, which the race has already handled
+    await sleep(lingerMs);
     return got;
   } finally {
     await conn.close().catch(() => undefined);

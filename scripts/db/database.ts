@@ -1,6 +1,7 @@
 // Small PostgreSQL helpers for the migration runner: URL handling, "create the database if missing",
 // and connection errors that tell the operator which setting to fix.
 import pg from 'pg';
+import { LOCAL_DEFAULTS } from '@community/config';
 
 /** Raised for anything the operator fixes in the environment (unreachable server, bad URL, no database). */
 export class DatabaseSetupError extends Error {
@@ -91,7 +92,7 @@ export function connectionError(url: string, error: unknown): DatabaseSetupError
   const hint = hintFor(e);
   return new DatabaseSetupError(
     `Cannot connect to PostgreSQL with DATABASE_URL=${redactUrl(url)}: ${e?.message ?? String(error)}.` +
-      `${hint ? ` ${hint}` : ''} Set DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/community).`,
+      `${hint ? ` ${hint}` : ''} Set DATABASE_URL (default ${LOCAL_DEFAULTS.DATABASE_URL}).`,
   );
 }
 

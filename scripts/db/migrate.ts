@@ -7,6 +7,7 @@
 // no download, and keeps the standard prisma/migrations layout and _prisma_migrations table: native
 // `prisma migrate deploy` can take over anywhere it is available. See docs/DATABASE.md.
 import { parseArgs } from 'node:util';
+import { LOCAL_DEFAULTS } from '@community/config';
 import { create, deploy, resolve, status } from './commands';
 import { DatabaseSetupError } from './database';
 import { describeEngineError } from './engine';
@@ -33,7 +34,7 @@ Options:
   --config <path>          Prisma config file (default: ./prisma.config.ts).
 
 Environment:
-  DATABASE_URL      Target database (default postgresql://postgres@127.0.0.1:5432/community).
+  DATABASE_URL      Target database (default ${LOCAL_DEFAULTS.DATABASE_URL}).
   DB_MIGRATE_DEBUG  Set to 1 to print the schema engine's trace.`;
 
 export async function main(argv: string[]): Promise<number> {

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { setup, ROOT } from './setup/index.mjs';
 import { c, log, runMain } from './setup/log.mjs';
 import { ensureMaildev } from './setup/maildev.mjs';
-import { APP_PORTS, appCommand, discoverApps } from './setup/apps.mjs';
+import { appCommand, appPort, discoverApps } from './setup/apps.mjs';
 import { Supervisor, onShutdownSignals } from './setup/processes.mjs';
 import { httpGet } from './setup/net.mjs';
 
@@ -80,7 +80,7 @@ function printSummary(apps, mail, supervisor) {
   console.log(`\n${c.bold('Where to look')}`);
   if (apps.length) {
     for (const name of apps) {
-      const port = APP_PORTS[name];
+      const port = appPort(name);
       const restarts = supervisor.restarts(name);
       const note = restarts ? c.yellow(`  restarted ${restarts}× (see its log lines)`) : '';
       line(name, `${port ? `http://127.0.0.1:${port}  (/healthz, /readyz, /metrics)` : 'port: see its log lines'}${note}`);
@@ -97,7 +97,7 @@ function printSummary(apps, mail, supervisor) {
 
 /** Logs once per app when its /healthz first answers (for up to 2 minutes). */
 async function watchHealth(apps, supervisor) {
-  const pending = new Set(apps.filter((n) => APP_PORTS[n]));
+  const pending = new Set(apps.filter((n) => appPort(n)));
   const deadline = Date.now() + 120_000;
   while (pending.size && Date.now() < deadline) {
     await sleep(1000);
@@ -106,12 +106,12 @@ async function watchHealth(apps, supervisor) {
         pending.delete(name);
         continue;
       }
-      const res = await httpGet(`http://127.0.0.1:${APP_PORTS[name]}/healthz`, 800);
+      const res = await httpGet(`http://127.0.0.1:${appPort(name)}/healthz`, 800);
       if (res?.status === 200) {
-        log.ok(`${name} is up: http://127.0.0.1:${APP_PORTS[name]}`);
+        log.ok(`${name} is up: http://127.0.0.1:${appPort(name)}`);
         pending.delete(name);
       }
     }
   }
-  for (const name of pending) log.warn(`${name}: /healthz on port ${APP_PORTS[name]} has not answered after 2 minutes`);
+  for (const name of pending) log.warn(`${name}: /healthz on port ${appPort(name)} has not answered after 2 minutes`);
 }

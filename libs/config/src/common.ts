@@ -1,5 +1,10 @@
 // The variables every service shares, with the local defaults from ARCHITECTURE.md ("Configuration").
 // A service loads `[...commonConfig(name), ...its own entries]`.
+//
+// This file is the one place the local defaults and ports are written. Besides the services, the
+// test helpers (libs/testing), prisma.config.ts and the plain-node dev scripts read them from here;
+// the scripts compile this file on the fly (scripts/dev/setup/project-rules.mjs), so keep it free
+// of runtime imports.
 import type { ConfigSpec } from './spec';
 
 export const SERVICE_NAMES = [
@@ -11,6 +16,14 @@ export const SERVICE_NAMES = [
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
+/** Where the backing services answer on a development machine (ARCHITECTURE.md "Configuration"). */
+export const LOCAL_DEFAULTS = {
+  AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
+  DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/community',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  SMTP_URL: 'smtp://127.0.0.1:1025',
+} as const;
+
 /** Contract ports (ARCHITECTURE.md "HTTP contract"). */
 export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = {
   'notification-service': 3001,
@@ -20,7 +33,7 @@ export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = {
   'demo-community-api': 3000,
 };
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Well known on purpose: it only exists so a laptop starts without setup, and production refuses it. */
@@ -28,15 +41,10 @@ export const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
 
 export function commonConfig(service: ServiceName) {
   return [
-    { name: 'AMQP_URL', kind: 'url', default: 'amqp://guest:guest@127.0.0.1:5672', protocols: ['amqp:', 'amqps:'] },
-    {
-      name: 'DATABASE_URL',
-      kind: 'url',
-      default: 'postgresql://postgres@127.0.0.1:5432/community',
-      protocols: ['postgresql:', 'postgres:'],
-    },
-    { name: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', protocols: ['redis:', 'rediss:'] },
-    { name: 'SMTP_URL', kind: 'url', default: 'smtp://127.0.0.1:1025', protocols: ['smtp:', 'smtps:'] },
+    { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'] },
+    { name: 'DATABASE_URL', kind: 'url', default: LOCAL_DEFAULTS.DATABASE_URL, protocols: ['postgresql:', 'postgres:'] },
+    { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'] },
+    { name: 'SMTP_URL', kind: 'url', default: LOCAL_DEFAULTS.SMTP_URL, protocols: ['smtp:', 'smtps:'] },
     { name: 'JWT_SECRET', kind: 'string', default: DEV_JWT_SECRET, secret: true, refuseDefaultInProduction: true },
     { name: 'LOG_LEVEL', kind: 'enum', values: LOG_LEVELS, default: 'info' },
     // 0 is allowed so tests can ask the OS for a free port.

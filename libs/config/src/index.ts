@@ -1,6 +1,6 @@
 export { ConfigError, loadConfig, redactConfig } from './load-config';
 export type { ConfigIssue } from './load-config';
-export { commonConfig, DEFAULT_PORTS, DEV_JWT_SECRET, LOG_LEVELS, SERVICE_NAMES } from './common';
+export { commonConfig, DEFAULT_PORTS, DEV_JWT_SECRET, LOCAL_DEFAULTS } from './common';
 export type { CommonConfigSpec, LogLevel, ServiceName } from './common';
 export type {
   BoolVar,

@@ -1,4 +1,4 @@
-import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox';
+import { Type, type TObject, type TProperties } from '@sinclair/typebox';
 import './formats';
 
 /**
@@ -16,9 +16,9 @@ import './formats';
 /** Non-empty id. The upper bound only keeps garbage out of keys and indexes; real ids are far shorter. */
 export const IdSchema = Type.String({ minLength: 1, maxLength: 256 });
 
-export const EventIdSchema = Type.String({ format: 'uuid' });
-export const TimestampSchema = Type.String({ format: 'date-time' });
-export const ProducerSchema = Type.String({ minLength: 1, maxLength: 128 });
+const EventIdSchema = Type.String({ format: 'uuid' });
+const TimestampSchema = Type.String({ format: 'date-time' });
+const ProducerSchema = Type.String({ minLength: 1, maxLength: 128 });
 export const CorrelationIdSchema = Type.String({ minLength: 1, maxLength: 256 });
 
 /** Properties shared by every envelope, whatever its type and version. */
@@ -48,19 +48,3 @@ export function envelopeSchema<T extends string, V extends number, D extends TOb
     { additionalProperties: false, $id: `${type}.v${version}` },
   );
 }
-
-/**
- * The envelope independent of its type: `type` is any non-empty string, `data` any object.
- * Useful to tools (DLQ console, replay) that handle messages without interpreting `data`.
- */
-export const EnvelopeSchema = Type.Object(
-  {
-    ...commonProperties,
-    type: Type.String({ minLength: 1 }),
-    version: Type.Integer({ minimum: 1 }),
-    data: Type.Record(Type.String(), Type.Unknown()),
-  },
-  { additionalProperties: false },
-);
-
-export type Envelope = Static<typeof EnvelopeSchema>;

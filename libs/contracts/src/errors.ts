@@ -17,8 +17,6 @@ export interface ContractErrorDetails {
 export class ContractError extends Error {
   override readonly name = 'ContractError';
   readonly permanent = true as const;
-  /** Alias of `permanent`, for callers that read it as a predicate. */
-  readonly isPermanent = true as const;
   readonly code: ContractErrorCode;
   /** JSON pointer into the message body, e.g. `/data/mentionedUserId`; `''` is the whole body. */
   readonly path: string;
@@ -35,8 +33,4 @@ export class ContractError extends Error {
     if (details.eventType !== undefined) this.eventType = details.eventType;
     if (details.eventId !== undefined) this.eventId = details.eventId;
   }
-}
-
-export function isContractError(err: unknown): err is ContractError {
-  return err instanceof ContractError;
 }

@@ -1,6 +1,6 @@
 import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox';
 import { IdSchema, envelopeSchema } from './envelope';
-import { EmailChannelSchema, NotificationTypeSchema } from './idempotency-keys';
+import { EmailChannelSchema, NotificationTypeSchema } from './preferences';
 
 // `data` schemas of every event type, version 1, field names exactly as in ARCHITECTURE.md.
 // Objects keep TypeBox's default (extra properties allowed): see the note in envelope.ts.

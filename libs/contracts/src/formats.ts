@@ -18,11 +18,11 @@ const EMAIL =
 
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
-export function isUuid(value: string): boolean {
+function isUuid(value: string): boolean {
   return UUID.test(value);
 }
 
-export function isDateTime(value: string): boolean {
+function isDateTime(value: string): boolean {
   const m = DATE_TIME.exec(value);
   if (!m) return false;
   const year = Number(m[1]);
@@ -33,11 +33,11 @@ export function isDateTime(value: string): boolean {
   return true;
 }
 
-export function isEmail(value: string): boolean {
+function isEmail(value: string): boolean {
   return value.length <= 254 && EMAIL.test(value);
 }
 
-export function registerFormats(): void {
+function registerFormats(): void {
   if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', isUuid);
   if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', isDateTime);
   if (!FormatRegistry.Has('email')) FormatRegistry.Set('email', isEmail);

@@ -4,5 +4,5 @@ export * from './errors';
 export * from './validate';
 export * from './build';
 export * from './idempotency-keys';
-export { isUuid, isDateTime, isEmail, registerFormats } from './formats';
+export * from './preferences';
 export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';

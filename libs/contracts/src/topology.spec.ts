@@ -1,4 +1,4 @@
-import { validateTopology } from '@community/messaging';
+import { DEFAULT_DELIVERY_LIMIT, validateTopology } from '@community/messaging';
 import { EVENT_TYPE_NAMES } from './events';
 import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';
 
@@ -15,4 +15,8 @@ it('binds every event type of the contract to at least one queue (an unroutable 
 
 it('keeps the broker names operators and tools know: community.dlx and community:<queue> policies', () => {
   expect(COMMUNITY_TOPOLOGY).toMatchObject({ deadLetterExchange: 'community.dlx', policyPrefix: 'community' });
+});
+
+it('gives every queue a delivery limit above the restart budget: a healthy message survives 20 consumer restarts', () => {
+  for (const q of COMMUNITY_TOPOLOGY.queues) expect(q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT).toBeGreaterThan(20);
 });

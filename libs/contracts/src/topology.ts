@@ -17,8 +17,10 @@ const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 export const COMMUNITY_TOPOLOGY: Topology = {
   exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic' }],
-  // Broker dead-lettering (delivery limit) goes through this exchange to each queue's DLQ; the
-  // policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
+  // Broker dead-lettering (delivery limit, max-length overflow) goes through this exchange to each
+  // queue's DLQ; the policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
+  // No queue sets `deliveryLimit`: the runtime's default (50) is sized against consumer restarts,
+  // which count toward the limit on RabbitMQ 3.10–3.13.
   deadLetterExchange: 'community.dlx',
   policyPrefix: 'community',
   queues: [
@@ -26,25 +28,21 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       name: 'notification-service.critical',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.mentioned', 'security.alert'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
-      deliveryLimit: 5,
     },
     {
       name: 'notification-service.standard',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
-      deliveryLimit: 5,
     },
     {
       name: 'email-service.send',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
-      deliveryLimit: 5,
     },
     {
       name: 'email-service.users',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
-      deliveryLimit: 5,
     },
     {
       // Bound now so every event type a producer emits has a queue (an unroutable event holds back
@@ -52,7 +50,6 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       name: 'feed-service.activity',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
-      deliveryLimit: 5,
     },
   ],
 };

@@ -16,6 +16,13 @@ export interface RuntimeMetrics {
   inFlight: Gauge<'queue'>;
   published: Counter<'exchange' | 'message_type' | 'outcome'>;
   publishDuration: Histogram<'exchange' | 'message_type'>;
+  /** Sampled from the management API by the policy guard: work queues and their DLQs. */
+  queueMessages: Gauge<'queue'>;
+  queueMaxLength: Gauge<'queue'>;
+  /** 1 when the broker reports the queue's dead-letter exchange and delivery limit in force; consumers wait for it. */
+  queuePolicyInForce: Gauge<'queue'>;
+  /** Retry or DLQ copies the broker returned as unroutable (their originals stay unacked and are retried). */
+  unroutableCopies: Counter<'queue' | 'destination'>;
 }
 
 const cache = new WeakMap<Registry, RuntimeMetrics>();
@@ -57,6 +64,10 @@ export function runtimeMetrics(registry: Registry): RuntimeMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
       registers,
     }),
+    queueMessages: new Gauge({ name: 'messaging_queue_messages', help: 'Messages in a work queue or its DLQ (management API sample, ~5 s old)', labelNames: ['queue'], registers }),
+    queueMaxLength: new Gauge({ name: 'messaging_queue_max_length', help: 'Effective max-length of a work queue; past it the oldest message is dead-lettered (maxlen)', labelNames: ['queue'], registers }),
+    queuePolicyInForce: new Gauge({ name: 'messaging_queue_policy_in_force', help: '1 when the queue has its dead-letter exchange and delivery limit in force', labelNames: ['queue'], registers }),
+    unroutableCopies: new Counter({ name: 'messaging_unroutable_copies_total', help: 'Retry/DLQ copies returned unroutable; the original was not acked', labelNames: ['queue', 'destination'], registers }),
   };
   cache.set(registry, m);
   return m;

@@ -1,15 +1,14 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { backoffDelay } from './backoff';
 import { connect } from './connection';
 import { createConsumer, type Consumer } from './consumer/consumer';
 import type { ConsumerOptions } from './consumer/types';
 import type { ErrorClassifier } from './errors';
 import { runtimeMetrics, type RuntimeMetrics } from './metrics';
+import { PolicyGuard } from './policy-guard';
 import { createPublisher, type Publisher } from './publisher';
-import { assertQueueDeclared, ensurePolicies, managementTargetFor, plan as planTopology, validateTopology, type Topology, type TopologyPlan } from './topology';
+import { assertQueueDeclared, managementTargetFor, plan as planTopology, validateTopology, type Topology, type TopologyPlan } from './topology';
 
 export interface MessagingOptions {
   /** AMQP_URL; its vhost is the one used. */
@@ -30,6 +29,8 @@ export interface MessagingOptions {
   /** Defaults to http://<amqp host>:15672 with the AMQP credentials. */
   managementUrl?: string;
   publishTimeoutMs?: number;
+  /** How often queue policies are re-checked (and depths sampled) once in force. Default 30 s. */
+  policyCheckIntervalMs?: number;
 }
 
 export interface Messaging {
@@ -38,7 +39,10 @@ export interface Messaging {
   readonly plan: TopologyPlan;
   /** Registers a consumer; it starts with `start()` (or at once if already started). */
   consume<E>(options: ConsumerOptions<E>): Consumer;
-  /** Applies policies, connects, declares the topology and starts every consumer. */
+  /**
+   * Applies policies, connects and declares the topology. Each consumer subscribes once the broker
+   * reports its queue's dead-letter exchange and delivery limit in force (a fresh queue: ~5 s).
+   */
   start(): Promise<void>;
   /** Graceful: consumers drain within the deadline, then the publisher and connection close. */
   stop(deadlineMs?: number): Promise<void>;
@@ -60,20 +64,15 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const consumers: Consumer[] = [];
   const stopping = new AbortController();
   let started = false;
-
-  async function applyPolicies(): Promise<void> {
-    const target = managementTargetFor(options.url, options.managementUrl);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await ensurePolicies(target, plan.policies, logger);
-        return;
-      } catch (err) {
-        // Without its policy a work queue has no DLX and no delivery limit: do not consume yet.
-        logger.error({ err: (err as Error).message, attempt: attempt + 1 }, 'could not apply queue policies through the management API; retrying');
-        await sleep(backoffDelay(attempt, { baseMs: 500, maxMs: 10_000 }), undefined, { signal: stopping.signal });
-      }
-    }
-  }
+  // Without its policy a work queue has no DLX and no delivery limit: its consumers wait for the guard.
+  const policies = new PolicyGuard({
+    target: managementTargetFor(options.url, options.managementUrl),
+    plan,
+    logger,
+    metrics,
+    intervalMs: options.policyCheckIntervalMs ?? 30_000,
+    signal: stopping.signal,
+  });
 
   return {
     publisher,
@@ -83,15 +82,20 @@ export function createMessaging(options: MessagingOptions): Messaging {
     consume<E>(opts: ConsumerOptions<E>): Consumer {
       assertQueueDeclared(topology, opts.queue);
       const spec = topology.queues.find((q) => q.name === opts.queue)!;
-      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers }, opts);
+      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers, policies }, opts);
       consumers.push(consumer);
       if (started) void consumer.start();
       return consumer;
     },
     async start() {
-      await applyPolicies();
+      await policies.apply();
       started = true;
+      // Connected and declared; then, the queues existing, their policy state is known and every
+      // consumer whose queue has it in force is subscribed before start() resolves.
       await Promise.all([publisher.ready(), ...consumers.map((c) => c.start())]);
+      await policies.checkNow();
+      await Promise.all(consumers.map((c) => c.start()));
+      policies.watchInBackground();
     },
     async stop(deadlineMs = 10_000) {
       stopping.abort();

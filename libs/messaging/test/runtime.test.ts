@@ -50,7 +50,7 @@ describe('topology setup', () => {
     expect(policies.find((p) => p.name === 'messaging:test.transient')?.definition).toMatchObject({
       'delivery-limit': 3,
       'dead-letter-exchange': 'dlx',
-      'dead-letter-strategy': 'at-least-once',
+      overflow: 'drop-head',
     });
   });
 

@@ -1,12 +1,11 @@
-export { createLogger, messageLogger } from './logger';
-export type { Logger, LoggerOptions, LogLevel, MessageLogBindings } from './logger';
-export { REDACT_PATHS, REDACTED, redactString } from './redact';
+export { createLogger } from './logger';
+export type { Logger, LoggerOptions, LogLevel } from './logger';
 export { createRegistry } from './metrics';
 export type { RegistryOptions } from './metrics';
-export { ACCEPTING_CHECK, answers, readinessState } from './readiness';
+export { answers, readinessState } from './readiness';
 export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readiness';
 export { CodedHttpError, defineErrors } from './http-errors';
-export { buildServer, listen, registerOpsRoutes } from './server';
-export type { ServerOptions, UnderPressureOptions } from './server';
+export { buildServer, listen } from './server';
+export type { ServerOptions } from './server';
 export { runService } from './run-service';
 export type { RunningService, RunServiceOptions } from './run-service';

@@ -1,4 +1,4 @@
-import { createLogger, messageLogger, type LoggerOptions } from './logger';
+import { createLogger, type LoggerOptions } from './logger';
 import { redactString } from './redact';
 
 // A real JWT shape (header.payload.signature), so the test exercises the actual pattern.
@@ -100,34 +100,5 @@ describe('createLogger', () => {
     logger.info('hidden');
     logger.warn('shown');
     expect(lines().map((l) => l['msg'])).toEqual(['shown']);
-  });
-});
-
-describe('messageLogger', () => {
-  it('binds per-message fields to every line and drops undefined ones', () => {
-    const { logger, lines } = capture();
-    const log = messageLogger(logger, {
-      eventId: 'evt-1',
-      correlationId: 'corr-1',
-      queue: 'notification-service.critical',
-      handler: 'mention',
-      attempt: 2,
-      idempotencyKey: 'mention:c1:u2',
-    });
-    log.info('handled');
-    messageLogger(logger, { eventId: 'evt-2', queue: 'email-service.send' }).info('handled');
-
-    const [first, second] = lines();
-    expect(first).toMatchObject({
-      service: 'test-service',
-      eventId: 'evt-1',
-      correlationId: 'corr-1',
-      queue: 'notification-service.critical',
-      handler: 'mention',
-      attempt: 2,
-      idempotencyKey: 'mention:c1:u2',
-    });
-    expect(Object.keys(second)).not.toContain('handler');
-    expect(second).toMatchObject({ eventId: 'evt-2', queue: 'email-service.send' });
   });
 });

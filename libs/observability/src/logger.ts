@@ -35,22 +35,3 @@ export function createLogger(options: LoggerOptions): Logger {
   // process exits mid-write and loses them on a crash, exactly the shutdown/fatal lines that matter.
   return pino(pinoOptions, options.destination ?? pino.destination({ dest: 1, sync: true }));
 }
-
-/** Per-message context that every log line of one delivery carries, so one grep follows a message. */
-export interface MessageLogBindings {
-  eventId?: string;
-  correlationId?: string;
-  queue?: string;
-  handler?: string;
-  attempt?: number;
-  idempotencyKey?: string;
-}
-
-export function messageLogger(base: Logger, bindings: MessageLogBindings): Logger {
-  // Undefined fields are dropped so lines do not carry `"handler":undefined`-style noise keys.
-  const defined: Record<string, string | number> = {};
-  for (const [key, value] of Object.entries(bindings)) {
-    if (value !== undefined) defined[key] = value;
-  }
-  return base.child(defined);
-}

@@ -13,7 +13,7 @@ export interface ReadinessState {
 }
 
 /** The pseudo-check that turns false on shutdown, visible in /readyz bodies. */
-export const ACCEPTING_CHECK = 'accepting';
+const ACCEPTING_CHECK = 'accepting';
 
 /**
  * Readiness as state that the parts push into (connection events, consumer start), rather than

@@ -109,34 +109,4 @@ describe('buildServer ops routes', () => {
     const boom = await app.inject({ method: 'GET', url: '/boom' });
     expect(boom.json()).toEqual({ statusCode: 500, error: 'Internal Server Error', message: 'kaput' });
   });
-
-  it('can leave out the ops routes', async () => {
-    ({ app } = setup(() => ({}), { healthRoutes: false }));
-    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(404);
-  });
-
-  it('under pressure, sheds app routes with 503 + Retry-After but keeps ops routes up', async () => {
-    let registry;
-    ({ app, registry } = setup(() => ({ ok: true }), {
-      // An unhealthy external check is the deterministic way to put the plugin under pressure.
-      underPressure: { healthCheck: async () => false, healthCheckInterval: 1000, retryAfter: 7 },
-    }));
-    app.get('/v1/thing', async () => ({ ok: true }));
-    await app.ready(); // the plugin runs healthCheck once during registration
-
-    const shed = await app.inject({ method: 'GET', url: '/v1/thing' });
-    expect(shed.statusCode).toBe(503);
-    expect(shed.headers['retry-after']).toBe('7');
-    expect(shed.json()).toEqual({
-      statusCode: 503,
-      error: 'Service Unavailable',
-      message: 'Service Unavailable: server under pressure',
-    });
-    for (const url of ['/healthz', '/readyz', '/metrics']) {
-      expect((await app.inject({ method: 'GET', url })).statusCode).toBe(200);
-    }
-    expect(await registry.metrics()).toMatch(
-      /^http_requests_shed_total\{reason="healthCheck",service="test-service"\} 1$/m,
-    );
-  });
 });

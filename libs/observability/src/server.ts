@@ -1,25 +1,15 @@
-import underPressurePlugin, { type FastifyUnderPressureOptions } from '@fastify/under-pressure';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { Counter, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { registerErrorHandler } from './http-errors';
 import type { Logger } from './logger';
 import type { ReadinessChecks, ReadinessProbe } from './readiness';
-
-export type UnderPressureOptions = Omit<FastifyUnderPressureOptions, 'exposeStatusRoute'>;
 
 export interface ServerOptions {
   logger: Logger;
   registry: Registry;
   /** Feeds GET /readyz; typically `readinessState().checks`. */
   readiness: ReadinessProbe;
-  /** Register /healthz, /readyz and /metrics (default true). */
-  healthRoutes?: boolean;
-  /**
-   * Opt-in load shedding for HTTP APIs: past these limits app routes answer 503 with Retry-After.
-   * The ops routes are exempt: a liveness failure under load would make Kubernetes restart a busy
-   * but healthy pod, and /metrics is what shows the overload.
-   */
-  underPressure?: UnderPressureOptions;
   /** A readiness probe slower than this counts as not ready (default 2000 ms). */
   readinessTimeoutMs?: number;
   /**
@@ -36,12 +26,11 @@ const OPS_ROUTE = {
   // Probes and scrapes arrive every few seconds; at info they would drown the useful lines.
   // Errors on these routes are still logged.
   logLevel: 'warn' as const,
-  // A nullish result from a route-level pressureHandler lets the request through.
-  config: { pressureHandler: () => undefined },
 };
 
 /**
- * Builds the HTTP server without listening (tests use `app.inject()`; `listen()` starts it).
+ * Builds the HTTP server with /healthz, /readyz and /metrics, without listening (tests use
+ * `app.inject()`; `listen()` starts it).
  * Errors keep fastify's `{ statusCode, error, message }` shape: catalogue errors (http-errors.ts)
  * add their `code`, everything else is answered by fastify's default handler.
  */
@@ -49,17 +38,12 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   // Typed as fastify's base logger so apps get a plain `FastifyInstance`; at runtime it is our pino.
   const loggerInstance: FastifyBaseLogger = options.logger;
   const app = Fastify({ ...options.fastifyOptions, loggerInstance });
-
   registerErrorHandler(app);
-  if (options.underPressure) registerUnderPressure(app, options.registry, options.underPressure);
-  if (options.healthRoutes !== false) registerOpsRoutes(app, options);
+  registerOpsRoutes(app, options);
   return app;
 }
 
-export function registerOpsRoutes(
-  app: FastifyInstance,
-  options: Pick<ServerOptions, 'registry' | 'readiness' | 'readinessTimeoutMs' | 'readinessDetails'>,
-): void {
+function registerOpsRoutes(app: FastifyInstance, options: ServerOptions): void {
   const { registry, readiness } = options;
   const timeoutMs = options.readinessTimeoutMs ?? 2000;
 
@@ -85,37 +69,20 @@ export function registerOpsRoutes(
   });
 }
 
-function registerUnderPressure(app: FastifyInstance, registry: Registry, opts: UnderPressureOptions): void {
-  const shed =
-    (registry.getSingleMetric('http_requests_shed_total') as Counter<'reason'> | undefined) ??
-    new Counter({
-      name: 'http_requests_shed_total',
-      help: 'HTTP requests answered 503 by load shedding, by the limit that was exceeded',
-      labelNames: ['reason'],
-      registers: [registry],
-    });
-  const retryAfter = opts.retryAfter ?? 10;
-
-  app.register(underPressurePlugin, {
-    // Replying here (instead of the plugin's default thrown error) avoids an error-level log line
-    // per shed request, which would add load exactly when the process is overloaded.
-    pressureHandler: (_request, reply, type) => {
-      shed.inc({ reason: type });
-      reply
-        .code(503)
-        .header('Retry-After', String(retryAfter))
-        .send({ statusCode: 503, error: 'Service Unavailable', message: 'Service Unavailable: server under pressure' });
-    },
-    ...opts,
+/**
+ * Rejects when `promise` has not settled within `ms`. The timer is `node:timers/promises`' setTimeout,
+ * cancelled through its AbortSignal as soon as the probe settles, so no timer outlives a request.
+ */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  const cancel = new AbortController();
+  const expired = sleep(ms, undefined, { signal: cancel.signal }).then(() => {
+    throw new Error(`readiness probe timed out after ${ms} ms`);
   });
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`readiness probe timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    cancel.abort(); // its AbortError rejects `expired`, which the race has already handled
+  }
 }
 
 /** Starts listening on all interfaces (containers need 0.0.0.0); returns the bound address. */

@@ -12,6 +12,7 @@
  *
  * Env: BENCH_MESSAGES (20000), BENCH_BATCH (200), BENCH_AGGREGATES (2000), BENCH_ROUNDS (3).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import pino from 'pino';
@@ -66,7 +67,7 @@ async function relayRound(url: string, pool: Pool, databaseUrl: string): Promise
   for (;;) {
     const { rows } = await pool.query<{ left: boolean }>('SELECT EXISTS (SELECT 1 FROM outbox_messages WHERE producer = $1 AND sent_at IS NULL) AS left', [PRODUCER]);
     if (!rows[0].left) break;
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
   }
   const rate = N / ((performance.now() - t0) / 1000);
   await relay.stop();

@@ -1,8 +1,9 @@
+import { setTimeout as sleepFor } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { withTransaction } from '@community/db';
-import { errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
+import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';
 import { claimHeads, markFailed, markSent, purgeSent, type ClaimedRow, type Failure } from './store';
@@ -46,11 +47,16 @@ interface CycleResult {
   retryInMs: number | null;
 }
 
-/** Failed rows wait 0.5 s, 1 s, 2 s, ... up to 60 s (with jitter) before the next attempt. */
+/**
+ * Failed rows wait 0.5 s, 1 s, 2 s, ... up to 60 s before the next attempt, jittered in the upper
+ * half: a row that just failed gains nothing from an immediate retry.
+ */
 export function retryDelayMs(failedAttempts: number): number {
-  const ceiling = Math.min(60_000, 500 * 2 ** Math.max(0, failedAttempts - 1));
-  return Math.round(ceiling * (0.5 + Math.random() * 0.5));
+  return backoffDelay(failedAttempts - 1, { baseMs: 500, maxMs: 60_000, jitter: 'equal' });
 }
+
+/** A failing database is retried after 0.5 s, 1 s, 2 s, ... up to 30 s. */
+const dbRetryDelayMs = (failures: number): number => backoffDelay(failures, { baseMs: 250, maxMs: 30_000, jitter: 'none' });
 
 function outcomeOf(err: unknown): string {
   if (err instanceof UnroutableError) return 'unroutable';
@@ -81,7 +87,8 @@ export function createRelay(options: RelayOptions): OutboxRelay {
   let loopDone: Promise<void> = Promise.resolve();
   let stopped: Promise<void> = Promise.resolve();
   let wakeRequested = false;
-  let wakeSleeper: (() => void) | undefined;
+  // Aborted by wake(): ends the current sleep early (a NOTIFY, stop()).
+  let sleeping: AbortController | undefined;
   let dbFailures = 0;
   let cycleStartedAt: number | undefined;
   // Round robin over aggregates: where the head scan resumes ('' = from the first aggregate).
@@ -92,21 +99,20 @@ export function createRelay(options: RelayOptions): OutboxRelay {
 
   function wake(): void {
     wakeRequested = true;
-    wakeSleeper?.();
+    sleeping?.abort();
   }
 
   const listener = createListener({ databaseUrl: options.databaseUrl, producer, logger, onWake: wake });
 
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeSleeper = undefined;
-        resolve();
-      }
-      wakeSleeper = done;
-    });
+  async function sleep(ms: number): Promise<void> {
+    sleeping = new AbortController();
+    try {
+      await sleepFor(ms, undefined, { signal: sleeping.signal });
+    } catch {
+      // woken early by wake()
+    } finally {
+      sleeping = undefined;
+    }
   }
 
   async function publishAll(rows: ClaimedRow[]): Promise<{ sent: string[]; failed: Failure[] }> {
@@ -191,7 +197,7 @@ export function createRelay(options: RelayOptions): OutboxRelay {
         dbFailures = 0;
       } catch (err) {
         dbFailures += 1;
-        const retryInMs = Math.min(30_000, 250 * 2 ** Math.min(dbFailures, 7));
+        const retryInMs = dbRetryDelayMs(dbFailures);
         logger.error({ err: errorMessage(err), failures: dbFailures, retryInMs }, 'outbox relay cycle failed (database); retrying');
         await sleep(retryInMs);
         continue;

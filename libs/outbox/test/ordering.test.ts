@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { classifyPgError, createPgPool } from '@community/db';
@@ -39,7 +40,7 @@ afterAll(async () => {
 });
 
 function slow<A extends unknown[]>(publish: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
-  return (...args) => new Promise((r) => setTimeout(r, 30)).then(() => publish(...args));
+  return (...args) => sleep(30).then(() => publish(...args));
 }
 
 async function confirmed(registry: Registry): Promise<number> {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
@@ -53,7 +54,7 @@ it('reports the backlog and the age of its oldest row on /metrics, from the tabl
       { event: mention('zed', 2), aggregateId: 'zed' },
     ]),
   );
-  await new Promise((r) => setTimeout(r, 1100));
+  await sleep(1100);
   expect(await metric('outbox_backlog_messages', 'producer="idle-producer"')).toBe(2);
   expect(await metric('outbox_lag_seconds', 'producer="idle-producer"')).toBeGreaterThanOrEqual(1);
   await idle.stop();
@@ -133,7 +134,7 @@ it('keeps an unroutable row unsent, holds its aggregate back, and publishes both
   expect(row).toMatchObject({ sent_at: null, last_error: expect.stringMatching(/^UnroutableError: unroutable/) });
   expect(await metric('outbox_published_total', 'outcome="unroutable"')).toBeGreaterThanOrEqual(1);
   // Order per aggregate: erin's later event waits behind the failing one instead of overtaking it.
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300);
   expect(await vhost.ready(QUEUE)).toBe(0);
   expect(relay.isHealthy()).toBe(true);
 

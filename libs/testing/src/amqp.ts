@@ -1,43 +1,21 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
+import { LOCAL_DEFAULTS } from '@community/config';
+import { managementRequest, managementTargetFor, type ManagementTarget } from '@community/messaging';
 
 const run = promisify(execFile);
 
 /**
- * The management API of the test broker. Written here rather than imported from libs/messaging
- * (which has its own for policies) because messaging's tests depend on this lib: importing back
- * would make the two libs a cycle.
+ * The test broker's management API, found and called the way the runtime does it (libs/messaging's
+ * `managementTargetFor` and `managementRequest`): RABBITMQ_MANAGEMENT_URL if set, else port 15672 on
+ * the AMQP host, with the AMQP credentials.
  */
-export interface ManagementTarget {
-  baseUrl: string;
-  username: string;
-  password: string;
-}
+const managementTarget = (amqpUrl: string): ManagementTarget => managementTargetFor(amqpUrl, process.env.RABBITMQ_MANAGEMENT_URL);
 
-function managementTarget(amqpUrl: string): ManagementTarget {
-  const amqp = new URL(amqpUrl);
-  const mgmt = new URL(process.env.RABBITMQ_MANAGEMENT_URL ?? `http://${amqp.hostname}:15672`);
-  return {
-    baseUrl: `${mgmt.protocol}//${mgmt.host}`,
-    username: decodeURIComponent(mgmt.username || amqp.username || 'guest'),
-    password: decodeURIComponent(mgmt.password || amqp.password || 'guest'),
-  };
-}
-
-export function managementRequest(target: ManagementTarget, method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${target.baseUrl}/api${path}`, {
-    method,
-    headers: {
-      authorization: `Basic ${Buffer.from(`${target.username}:${target.password}`).toString('base64')}`,
-      'content-type': 'application/json',
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(10_000),
-  });
-}
-const BASE_AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const BASE_AMQP_URL = process.env.AMQP_URL || LOCAL_DEFAULTS.AMQP_URL;
 
 export interface TestVhost {
   vhost: string;
@@ -141,6 +119,6 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+    await sleep(everyMs);
   }
 }

@@ -14,9 +14,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { LOCAL_DEFAULTS } from '@community/config';
 
-const DEFAULT_DATABASE_URL = 'postgresql://postgres@127.0.0.1:5432/community';
 const REPO_ROOT = path.resolve(__dirname, '../../..');
 const MIGRATE_SCRIPT = path.join(REPO_ROOT, 'scripts/db/migrate.ts');
 
@@ -157,7 +158,7 @@ function uniqueName(prefix: string): string {
  * postgres@127.0.0.1:5432). Use one per test file and `drop()` it in afterAll.
  */
 export async function createTestDatabase(prefix: string): Promise<TestDatabase> {
-  const baseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
+  const baseUrl = process.env.DATABASE_URL || LOCAL_DEFAULTS.DATABASE_URL;
   const template = `community_tpl_${await hashMigrations(migrationsDir())}`;
   await ensureTemplate(baseUrl, template);
 
@@ -170,7 +171,7 @@ export async function createTestDatabase(prefix: string): Promise<TestDatabase> 
         return;
       } catch (error) {
         if ((error as { code?: string }).code !== '55006' || attempt >= 20) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        await sleep(50 * attempt);
       }
     }
   });

@@ -1,15 +1,10 @@
 // The apps: every apps/<name>/src/main.ts, bundled by esbuild (./bundle.mjs) and run by plain node.
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { projectRules } from './project-rules.mjs';
 
-/** Default HTTP ports from docs (ARCHITECTURE: HTTP contract). */
-export const APP_PORTS = {
-  'demo-community-api': 3000,
-  'notification-service': 3001,
-  'email-service': 3002,
-  'feed-service': 3003,
-  reconciler: 3004,
-};
+/** An app's default HTTP port (libs/config DEFAULT_PORTS, the HTTP contract), or undefined. */
+export const appPort = (name) => projectRules().appPorts[name];
 
 /** Names of the apps in this checkout, in port order (unknown ones last, alphabetically). */
 export function discoverApps(root) {
@@ -22,7 +17,7 @@ export function discoverApps(root) {
   } catch {
     /* no apps/ */
   }
-  const rank = (n) => APP_PORTS[n] ?? Infinity;
+  const rank = (n) => appPort(n) ?? Infinity;
   return names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
 }
 

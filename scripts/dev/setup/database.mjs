@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { log, SetupError } from './log.mjs';
 import { redact } from './net.mjs';
-import { DEFAULTS } from './services.mjs';
+import { target } from './targets.mjs';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
@@ -37,7 +37,7 @@ export function ensureDatabase(root) {
     log.warn('scripts/db/migrate.ts is not in this checkout yet: skipping db:migrate');
     return;
   }
-  log.step(`creating the database if missing and applying migrations: npm run db:migrate (${redact(process.env.DATABASE_URL || DEFAULTS.DATABASE_URL)})`);
+  log.step(`creating the database if missing and applying migrations: npm run db:migrate (${redact(target(process.env, 'DATABASE_URL').raw)})`);
   npmRun(root, 'db:migrate', { quiet: false });
   log.ok('database migrated');
 }

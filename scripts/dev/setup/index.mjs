@@ -1,15 +1,18 @@
-// The setup shared by `npm start` and `npm test`. Node built-ins only, so it runs on a fresh clone.
+// The setup shared by `npm start` and `npm test`. Node built-ins only, so it runs on a fresh clone; the
+// project's own rules (env defaults, ports, management URL) are loaded once dependencies are installed.
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { ensureDependencies } from './deps.mjs';
-import { ensureRabbitPlugins, ensureServices } from './services.mjs';
+import { loadProjectRules } from './project-rules.mjs';
+import { ensureRabbitPlugins } from './rabbitmq.mjs';
+import { ensureServices } from './services.mjs';
 import { ensureDatabase } from './database.mjs';
 import { log } from './log.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /**
- * 1. dependencies (npm ci when node_modules is missing or stale)
+ * 1. dependencies (npm ci when node_modules is missing or stale), then the project's rules
  * 2. RabbitMQ, PostgreSQL, Redis reachable (start / docker compose / apt, see services.mjs)
  * 3. RabbitMQ plugins enabled, management API answering
  * 4. Prisma client generated, database created and migrated
@@ -19,6 +22,7 @@ export async function setup({ services = true } = {}) {
   process.chdir(ROOT);
   const started = Date.now();
   ensureDependencies(ROOT);
+  await loadProjectRules(ROOT);
   if (!services) return null;
   await ensureServices(ROOT, process.env);
   const mgmt = await ensureRabbitPlugins(process.env);

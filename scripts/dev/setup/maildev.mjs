@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { log, SetupError } from './log.mjs';
 import { httpGet, redact, tcpAnswers, waitFor } from './net.mjs';
-import { target } from './services.mjs';
+import { target } from './targets.mjs';
 
 export const MAILDEV_WEB_PORT = 1080;
 

@@ -10,7 +10,9 @@
 // stack heals itself and still shows that something went wrong.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { c, log } from './log.mjs';
+import { projectRules } from './project-rules.mjs';
 
 const PALETTE = [c.cyan, c.magenta, c.blue, c.yellow, c.green];
 
@@ -90,7 +92,10 @@ export class Supervisor {
 
   /** The delay before the next restart: base · 2^(quick exits in a row), capped. */
   restartDelay(entry) {
-    return Math.min(this.backoff.maxMs, this.backoff.baseMs * 2 ** Math.min(entry.crashes, 20));
+    // The project's one backoff rule (backoffDelay, @community/messaging). No jitter: there is one
+    // supervisor per laptop, and the logged delays read 1 s, 2 s, 4 s.
+    const { baseMs, maxMs } = this.backoff;
+    return projectRules().backoffDelay(entry.crashes, { baseMs, maxMs, jitter: 'none' });
   }
 
   scheduleRestart(entry, how) {
@@ -119,10 +124,10 @@ export class Supervisor {
     if (!live.length) return;
     log.step(`stopping ${live.map((e) => e.name).join(', ')} (SIGTERM; SIGKILL after ${this.graceMs / 1000} s)`);
     for (const e of live) signalGroup(e.child, 'SIGTERM');
-    let timer;
-    const timeout = new Promise((resolve) => (timer = setTimeout(resolve, this.graceMs, 'timeout')));
+    const graceOver = new AbortController();
+    const timeout = sleep(this.graceMs, 'timeout', { signal: graceOver.signal });
     const result = await Promise.race([Promise.all(live.map((e) => e.exited)), timeout]);
-    clearTimeout(timer);
+    graceOver.abort(); // its AbortError rejects `timeout`, which the race has already handled
     if (result === 'timeout') {
       const stuck = live.filter((e) => e.alive);
       log.warn(`${stuck.map((e) => e.name).join(', ')} did not stop within ${this.graceMs / 1000} s: SIGKILL`);

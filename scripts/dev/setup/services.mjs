@@ -5,130 +5,14 @@
 //   4. root on Debian/Ubuntu → apt-get install the Debian packages, then start them;
 //   5. otherwise stop with a message naming the variables to set.
 // Services are only started or installed when their URL points at this machine.
-// Node built-ins only.
-import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, openSync, closeSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+// Node built-ins only, plus the project's rules (./project-rules.mjs), loaded once dependencies are installed.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { c, log, SetupError } from './log.mjs';
-import { amqpProbe, httpGet, isLocalHost, pgProbe, redact, redisProbe, waitFor } from './net.mjs';
-
-/** Local defaults, as in docs/ARCHITECTURE (Configuration). */
-export const DEFAULTS = {
-  AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
-  DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/community',
-  REDIS_URL: 'redis://127.0.0.1:6379',
-  SMTP_URL: 'smtp://127.0.0.1:1025',
-};
-
-export const RABBITMQ_PLUGINS = [
-  'rabbitmq_management',
-  'rabbitmq_prometheus',
-  'rabbitmq_shovel',
-  'rabbitmq_shovel_management',
-  'rabbitmq_consistent_hash_exchange',
-];
-
-const SCHEME_PORTS = { amqp: 5672, amqps: 5671, postgres: 5432, postgresql: 5432, redis: 6379, rediss: 6379, smtp: 1025, smtps: 465 };
-
-/** Parses a service URL from env (or its default); a malformed value fails naming the variable. */
-export function target(env, name) {
-  const raw = env[name] || DEFAULTS[name];
-  let u;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new SetupError(`${name} is not a valid URL: ${JSON.stringify(raw)}`);
-  }
-  const scheme = u.protocol.replace(/:$/, '');
-  const port = Number(u.port) || SCHEME_PORTS[scheme];
-  if (!port) throw new SetupError(`${name} has no port and an unknown scheme: ${redact(raw)}`);
-  return { name, raw, url: u, host: u.hostname, port, local: isLocalHost(u.hostname) };
-}
-
-/**
- * The management API base URL with credentials, resolved the way libs/messaging does it:
- * RABBITMQ_MANAGEMENT_URL if set, else http://<AMQP host>:15672; credentials from that URL,
- * else from AMQP_URL, else guest/guest.
- */
-export function managementUrl(env) {
-  const amqp = target(env, 'AMQP_URL').url;
-  let mgmt;
-  try {
-    mgmt = new URL(env.RABBITMQ_MANAGEMENT_URL || `http://${amqp.hostname}:15672`);
-  } catch {
-    throw new SetupError(`RABBITMQ_MANAGEMENT_URL is not a valid URL: ${JSON.stringify(env.RABBITMQ_MANAGEMENT_URL)}`);
-  }
-  const user = mgmt.username || amqp.username || 'guest';
-  const pass = mgmt.password || amqp.password || 'guest';
-  return `${mgmt.protocol}//${user}:${pass}@${mgmt.host}`;
-}
-
-// ---------------------------------------------------------------------------------------------
-// helpers
-
-const EXTRA_BIN_DIRS = ['/usr/local/sbin', '/usr/sbin', '/sbin'];
-
-/** Absolute path of an executable on PATH (plus the sbin directories), or null. */
-export function findBin(name) {
-  const dirs = [...(process.env.PATH || '').split(path.delimiter), ...EXTRA_BIN_DIRS];
-  for (const dir of dirs) {
-    if (!dir) continue;
-    const file = path.join(dir, name);
-    try {
-      accessSync(file, constants.X_OK);
-      return file;
-    } catch {
-      /* next */
-    }
-  }
-  return null;
-}
-
-/** Runs a short command, capturing its output. */
-function run(cmd, args, { timeoutMs = 120_000, inherit = false, env = process.env } = {}) {
-  const res = spawnSync(cmd, args, {
-    encoding: 'utf8',
-    stdio: inherit ? 'inherit' : ['ignore', 'pipe', 'pipe'],
-    timeout: timeoutMs,
-    env,
-  });
-  const out = `${res.stdout ?? ''}${res.stderr ?? ''}`.trim();
-  return { ok: !res.error && res.status === 0, status: res.status, out, error: res.error };
-}
-
-/**
- * Starts a daemonising command (rabbitmq-server -detached, redis-server --daemonize, pg_ctlcluster)
- * with its output in a log file, so a forked daemon never holds our pipes. Resolves once the command
- * itself exits (or after 60 s), with the log file path.
- */
-function startDaemon(label, cmd, args) {
-  const logFile = path.join(os.tmpdir(), `community-dev-${label}-start.log`);
-  const fd = openSync(logFile, 'w');
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], detached: true, env: process.env });
-    closeSync(fd);
-    const timer = setTimeout(() => resolve({ logFile, status: null }), 60_000);
-    child.once('error', (err) => {
-      clearTimeout(timer);
-      writeFileSync(logFile, `could not run ${cmd}: ${err.message}\n`, { flag: 'a' });
-      resolve({ logFile, status: -1 });
-    });
-    child.once('exit', (status) => {
-      clearTimeout(timer);
-      resolve({ logFile, status });
-    });
-    child.unref();
-  });
-}
-
-const tail = (file, lines = 15) => {
-  try {
-    return readFileSync(file, 'utf8').trim().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '';
-  }
-};
+import { amqpProbe, pgProbe, redact, redisProbe, waitFor } from './net.mjs';
+import { findBin, run, startDaemon, tail } from './system.mjs';
+import { projectRules } from './project-rules.mjs';
+import { target } from './targets.mjs';
 
 // ---------------------------------------------------------------------------------------------
 // the three services
@@ -331,6 +215,7 @@ export async function ensureServices(root, env = process.env) {
   }
 
   // 5. give up, clearly.
+  const { localDefaults } = projectRules();
   const lines = left.map(({ svc, t }) => `  - ${svc.label}: nothing answers at ${svc.envVar}=${redact(t.raw)}`);
   throw new SetupError(
     [
@@ -339,82 +224,10 @@ export async function ensureServices(root, env = process.env) {
       'Tried: a local installation (none found), Docker (`docker info` did not answer),',
       'and installing Debian packages (needs root on Debian/Ubuntu).',
       'Start them yourself, or point at running ones by setting these variables:',
-      '  AMQP_URL      (default amqp://guest:guest@127.0.0.1:5672; needs the management plugin on :15672)',
-      '  DATABASE_URL  (default postgresql://postgres@127.0.0.1:5432/community)',
-      '  REDIS_URL     (default redis://127.0.0.1:6379)',
+      `  AMQP_URL      (default ${localDefaults.AMQP_URL}; needs the management plugin on :15672)`,
+      `  DATABASE_URL  (default ${localDefaults.DATABASE_URL})`,
+      `  REDIS_URL     (default ${localDefaults.REDIS_URL})`,
       'See docs/OPERATIONS-LOCAL.md.',
     ].join('\n'),
   );
-}
-
-// ---------------------------------------------------------------------------------------------
-// RabbitMQ plugins and management API
-
-async function enabledPluginsViaApi(mgmt) {
-  const res = await httpGet(`${mgmt}/api/nodes`);
-  if (!res || res.status !== 200 || !Array.isArray(res.body)) return null;
-  return new Set(res.body.flatMap((n) => n.enabled_plugins ?? []));
-}
-
-function enabledPluginsViaCli(cli) {
-  const res = run(cli, ['list', '-e', '-m'], { timeoutMs: 60_000 });
-  if (!res.ok) return null;
-  return new Set(res.out.split('\n').map((l) => l.trim()).filter((l) => /^rabbitmq_/.test(l)));
-}
-
-/**
- * Enables the RabbitMQ plugins the project relies on (management, prometheus, shovel,
- * consistent-hash) and waits until the management API answers: tests use it to create vhosts.
- */
-export async function ensureRabbitPlugins(env = process.env) {
-  const amqp = target(env, 'AMQP_URL');
-  const mgmt = managementUrl(env);
-  const cli = amqp.local ? findBin('rabbitmq-plugins') : null;
-
-  let enabled = await enabledPluginsViaApi(mgmt);
-  if (!enabled && cli) enabled = enabledPluginsViaCli(cli);
-  const missing = enabled ? RABBITMQ_PLUGINS.filter((p) => !enabled.has(p)) : RABBITMQ_PLUGINS;
-
-  if (enabled && !missing.length) {
-    log.ok('RabbitMQ plugins enabled (management, prometheus, shovel, consistent-hash)');
-  } else if (cli) {
-    log.step(`enabling RabbitMQ plugins: ${missing.join(' ')}`);
-    const res = run(cli, ['enable', ...missing], { timeoutMs: 120_000 });
-    if (!res.ok) {
-      throw new SetupError(`rabbitmq-plugins enable ${missing.join(' ')} failed (run it as root or the rabbitmq user):\n${res.out}`);
-    }
-    log.ok('RabbitMQ plugins enabled');
-  } else if (enabled) {
-    log.warn(
-      `RabbitMQ at ${redact(amqp.raw)} lacks plugins ${missing.join(', ')} and is not managed here; ` +
-        `enable them on that broker: rabbitmq-plugins enable ${missing.join(' ')}`,
-    );
-  }
-
-  const overview = await waitFor(() => httpGet(`${mgmt}/api/overview`), {
-    timeoutMs: 90_000,
-    intervalMs: 1000,
-    onTimeout:
-      `The RabbitMQ management API did not answer at ${redact(mgmt)}/api/overview within 90 s. ` +
-      'Enable it (rabbitmq-plugins enable rabbitmq_management) or set RABBITMQ_MANAGEMENT_URL ' +
-      '(http://user:pass@host:15672).',
-  });
-  if (overview.status === 401) {
-    throw new SetupError(
-      `The RabbitMQ management API at ${redact(mgmt)} refused the credentials (401). ` +
-        'Set RABBITMQ_MANAGEMENT_URL=http://user:pass@host:15672 (guest/guest only works from localhost).',
-    );
-  }
-  if (overview.status !== 200) {
-    throw new SetupError(`The RabbitMQ management API at ${redact(mgmt)}/api/overview answered HTTP ${overview.status}.`);
-  }
-  if (!enabled && !cli) {
-    // Could not check before the API was up (e.g. a container still booting): check now.
-    const now = await enabledPluginsViaApi(mgmt);
-    const still = now ? RABBITMQ_PLUGINS.filter((p) => !now.has(p)) : [];
-    if (still.length) log.warn(`RabbitMQ lacks plugins ${still.join(', ')}; enable them: rabbitmq-plugins enable ${still.join(' ')}`);
-  }
-  const version = overview.body?.rabbitmq_version;
-  log.ok(`RabbitMQ management API answers${version ? ` (RabbitMQ ${version})` : ''}: ${redact(mgmt)}`);
-  return mgmt;
 }

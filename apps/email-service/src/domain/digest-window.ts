@@ -1,4 +1,6 @@
 /** Digest windows: a user's digest collects what happened in one UTC-aligned day or hour. */
+import { compositeKey } from '@community/contracts';
+
 export type DigestPeriod = 'daily' | 'hourly';
 const PERIOD_MS: Record<DigestPeriod, number> = { daily: 86_400_000, hourly: 3_600_000 };
 
@@ -9,9 +11,12 @@ export function windowFor(at: Date, period: DigestPeriod): { start: Date; end: D
   return { start: new Date(start), end: new Date(start + ms) };
 }
 
-/** `digest:{userId}:{windowStart ISO}`: the ledger key of the one digest email of a window. */
+/**
+ * `digest:{userId}:{windowStart ISO}`: the ledger key of the one digest email of a window. The user id
+ * is escaped by the contract's key rule; the timestamp, last and of a fixed format, is appended as is.
+ */
 export function digestKey(userId: string, windowStart: Date): string {
-  return `digest:${userId}:${windowStart.toISOString()}`;
+  return `${compositeKey('digest', { userId })}:${windowStart.toISOString()}`;
 }
 
 /** The window right after the one ending at `end` (an item that arrives while its window is closing goes there). */

@@ -1,5 +1,6 @@
 import {
   commentOnPostKey,
+  compositeKey,
   followKey,
   mentionKey,
   reactionKey,
@@ -42,9 +43,9 @@ export const SLOT_RANK: Readonly<Record<NotificationType, number>> = {
   security_alert: 0,
 };
 
-/** `thread:{commentId}:{userId}`, each part URI-encoded so ids containing ':' cannot collide. */
+/** `thread:{commentId}:{userId}`, escaped by the contract's key rule so ids containing ':' cannot collide. */
 export function threadSlot(commentId: string, userId: string): string {
-  return `thread:${encodeURIComponent(commentId)}:${encodeURIComponent(userId)}`;
+  return compositeKey('thread', { commentId, userId });
 }
 
 function truncate(text: string): string {

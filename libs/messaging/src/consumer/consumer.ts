@@ -5,6 +5,7 @@ import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
 import { errorMessage, type ErrorClassifier } from '../errors';
 import type { RuntimeMetrics } from '../metrics';
+import type { PolicyGate } from '../policy-guard';
 import { declareTopology, type QueueSpec, type TopologyPlan } from '../topology';
 import { Acker } from './acker';
 import { batchRunner, joinBatch, type BatchEntry } from './batch';
@@ -17,7 +18,7 @@ import type { ConsumerOptions, SingleConsumerOptions } from './types';
 
 export interface Consumer {
   readonly queue: string;
-  /** Opens the channel and starts consuming; resolves once connected. */
+  /** Opens the channel; resolves once connected, and subscribed if the queue's policy is in force. */
   start(): Promise<void>;
   /** Stops taking new messages (in-flight ones finish). Used by circuit breakers. */
   pause(): Promise<void>;
@@ -36,12 +37,16 @@ export interface ConsumerDeps {
   logger: Logger;
   metrics: RuntimeMetrics;
   classifiers: readonly ErrorClassifier[];
+  /** Says whether the queue's dead-letter exchange and delivery limit are in force: no subscription before. */
+  policies: PolicyGate;
 }
 
 /**
  * The channel lifecycle of one queue: subscribe, hand each message to its pipeline (pipeline.ts),
  * settle it exactly once on the channel it came from (acks coalesced by the Acker), drain on stop,
  * resubscribe after a reconnect. Everything that happens to a message in between is middleware.
+ * It subscribes only while its queue's policy is in force (PolicyGuard), on every path: first
+ * start, consume() after start, reconnect, resume, and a policy that comes back.
  */
 export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E>): Consumer {
   const { connection, plan, spec, metrics } = deps;
@@ -136,12 +141,23 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     else limiter.submit(d, () => dispatch(d));
   }
 
-  async function subscribe(ch: ConfirmChannel): Promise<void> {
-    const acker = ackers.get(ch) ?? new Acker(ch);
-    ackers.set(ch, acker);
-    const ok = await ch.consume(queue, (msg) => onMessage(ch, acker, msg), { noAck: false });
-    consumerTag = ok.consumerTag;
-    log.info({ prefetch, consumerTag }, 'consuming');
+  const mayConsume = (): boolean => !paused && !stopping && deps.policies.inForce(queue);
+  let subscribing: Promise<void> | undefined;
+
+  /** Subscribes on the current channel if allowed and not yet subscribed; one attempt at a time. */
+  function subscribe(): Promise<void> {
+    subscribing ??= (async () => {
+      const ch = channel;
+      if (!ch || consumerTag || !mayConsume()) return;
+      const acker = ackers.get(ch) ?? new Acker(ch);
+      ackers.set(ch, acker);
+      const ok = await ch.consume(queue, (msg) => onMessage(ch, acker, msg), { noAck: false });
+      consumerTag = ok.consumerTag;
+      log.info({ prefetch, consumerTag }, 'consuming');
+      // Paused, stopped or the policy lost while basic.consume was on its way.
+      if (!mayConsume()) await unsubscribe();
+    })().finally(() => (subscribing = undefined));
+    return subscribing;
   }
 
   async function unsubscribe(): Promise<void> {
@@ -160,10 +176,16 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
       consumerTag = undefined;
       ch.once('close', () => onChannelClosed(ch));
       await ch.prefetch(prefetch);
-      if (!paused && !stopping) await subscribe(ch);
+      // An attempt still under way belongs to the old channel; let it end, then subscribe on this one.
+      await subscribing?.catch(() => undefined);
+      await subscribe();
     },
   });
   wrapper.on('error', (err) => log.error({ err: errorMessage(err) }, 'consumer channel setup failed'));
+  deps.policies.watch(queue, (inForce) => {
+    const change = inForce ? subscribe() : unsubscribe();
+    change.catch((err: unknown) => log.error({ err: errorMessage(err) }, 'could not follow the queue policy change'));
+  });
 
   function onChannelClosed(ch: ConfirmChannel): void {
     if (channel !== ch) return;
@@ -196,6 +218,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     queue,
     async start() {
       await wrapper.waitForConnect();
+      await subscribe();
     },
     async pause() {
       paused = true;
@@ -204,7 +227,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     },
     async resume() {
       paused = false;
-      if (channel && !consumerTag && !stopping) await subscribe(channel);
+      await subscribe();
       log.info('resumed');
     },
     async stop(deadlineMs: number) {

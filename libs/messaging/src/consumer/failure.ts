@@ -1,5 +1,5 @@
-import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import { classify, errorClass, errorMessage, type ErrorClassifier, type FailureKind } from '../errors';
+import type { ConfirmChannel, ConsumeMessage, Message } from 'amqplib';
+import { classify, errorClass, errorMessage, UnroutableError, type ErrorClassifier, type FailureKind } from '../errors';
 import { dlqName, retryQueueName } from '../topology';
 import { DEAD_LETTER_HEADERS as H, DELIVERY_COUNT_HEADER, numberHeader } from './headers';
 
@@ -62,18 +62,54 @@ export function failureHeaders(msg: ConsumeMessage, route: FailureRoute, facts: 
 }
 
 /**
+ * Returned copies per channel, keyed by message id and target queue. A basic.return arrives before
+ * the basic.ack of the same message on the same channel, and confirms resolve in publish order, so
+ * the first confirm for a key after its return is the returned copy's.
+ */
+const returns = new WeakMap<ConfirmChannel, Map<string, number>>();
+
+const returnKey = (messageId: unknown, queue: string): string => `${String(messageId ?? '')}\u0000${queue}`;
+
+function returnsOf(channel: ConfirmChannel): Map<string, number> {
+  let pending = returns.get(channel);
+  if (!pending) {
+    const map = new Map<string, number>();
+    channel.on('return', (returned: Message) => {
+      const key = returnKey(returned.properties.messageId, returned.fields.routingKey);
+      map.set(key, (map.get(key) ?? 0) + 1);
+    });
+    returns.set(channel, (pending = map));
+  }
+  return pending;
+}
+
+/** True once per returned copy: consumes the mark. */
+function takeReturn(pending: Map<string, number>, key: string): boolean {
+  const n = pending.get(key);
+  if (!n) return false;
+  if (n === 1) pending.delete(key);
+  else pending.set(key, n - 1);
+  return true;
+}
+
+/**
  * Publishes the copy on the consumer's own confirm channel and resolves on the broker's confirm.
  * Only then may the original be acked: ack first and a crash in between would lose the message.
  * Through the default exchange, straight to the retry/DLQ queue: never back via the topic exchange.
+ * `mandatory`: a copy to a queue that does not exist is confirmed *and dropped* by the broker; it
+ * rejects with UnroutableError instead, so the original is not acked.
  */
 export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, queue: string, headers: Record<string, unknown>): Promise<void> {
   const p = msg.properties;
+  const pending = returnsOf(channel);
+  const key = returnKey(p.messageId, queue);
   return new Promise((resolve, reject) => {
     channel.publish(
       '',
       queue,
       msg.content,
       {
+        mandatory: true,
         persistent: true,
         contentType: p.contentType,
         contentEncoding: p.contentEncoding,
@@ -84,7 +120,11 @@ export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, queue:
         appId: p.appId,
         headers,
       },
-      (err) => (err ? reject(err) : resolve()),
+      (err) => {
+        if (err) reject(err);
+        else if (takeReturn(pending, key)) reject(new UnroutableError('', queue, 'NO_ROUTE'));
+        else resolve();
+      },
     );
   });
 }

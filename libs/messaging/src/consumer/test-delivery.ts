@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { Writable } from 'node:stream';
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import pino from 'pino';
@@ -18,21 +19,36 @@ export interface TestDelivery {
 }
 
 export function testDelivery(
-  o: { body?: string; headers?: Record<string, unknown>; type?: string; messageId?: string; deliveryTag?: number; publishFails?: boolean; logLevel?: pino.Level } = {},
+  o: {
+    body?: string;
+    headers?: Record<string, unknown>;
+    type?: string;
+    messageId?: string;
+    deliveryTag?: number;
+    publishFails?: boolean;
+    /** The first this many mandatory publishes are returned (basic.return) before their confirm. */
+    unroutable?: number;
+    logLevel?: pino.Level;
+  } = {},
 ): TestDelivery {
   const published: TestDelivery['published'] = [];
   const acks: TestDelivery['acks'] = [];
   const nacks: TestDelivery['nacks'] = [];
   const logLines: TestDelivery['logLines'] = [];
-  const channel = {
+  let unroutable = o.unroutable ?? 0;
+  const channel = Object.assign(new EventEmitter(), {
     publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish, cb: (err: Error | null) => void) {
       published.push({ exchange, routingKey, content, options });
-      setImmediate(() => cb(o.publishFails ? new Error('channel closed') : null));
+      const returned = options.mandatory === true && unroutable-- > 0;
+      setImmediate(() => {
+        if (returned) channel.emit('return', { content, fields: { exchange, routingKey, replyText: 'NO_ROUTE' }, properties: options });
+        cb(o.publishFails ? new Error('channel closed') : null);
+      });
       return true;
     },
     ack: (msg: ConsumeMessage, multiple = false) => acks.push({ tag: msg.fields.deliveryTag, multiple }),
     nack: (msg: ConsumeMessage, _allUpTo: boolean, requeue: boolean) => nacks.push({ tag: msg.fields.deliveryTag, requeue }),
-  } as unknown as ConfirmChannel;
+  }) as unknown as ConfirmChannel;
   const msg = {
     content: Buffer.from(o.body ?? '{"id":"e-1"}'),
     fields: { deliveryTag: o.deliveryTag ?? 1, redelivered: false, exchange: 'events', routingKey: 'user.mentioned', consumerTag: 'ctag' },

@@ -1,7 +1,12 @@
 import { DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_POLICY_PREFIX, dlqName, escapeRegex, policyName, retryQueueName } from './names';
 import type { Topology, TopologyPlan } from './types';
 
-export const DEFAULT_DELIVERY_LIMIT = 10;
+/**
+ * Above the restart budget: on RabbitMQ 3.10–3.13 every return of a message counts toward the
+ * limit, a graceful stop or a lost channel included, and a healthy message in a backlog must
+ * survive at least 20 consumer restarts (docs/MESSAGING.md, "Delivery limit versus restarts").
+ */
+export const DEFAULT_DELIVERY_LIMIT = 50;
 export const DEFAULT_MAX_LENGTH = 1_000_000;
 
 /**
@@ -9,9 +14,11 @@ export const DEFAULT_MAX_LENGTH = 1_000_000;
  *
  * - Every queue is a quorum queue: only quorum queues dead-letter at-least-once and enforce a
  *   delivery limit. `x-queue-type` can only be an argument.
- * - Work-queue tunables (dead-letter exchange, delivery-limit, max-length, overflow,
- *   dead-letter-strategy) live in a policy, so an operator can change them in the management UI
- *   without a redeploy. `dead-letter-strategy=at-least-once` requires `overflow=reject-publish`.
+ * - Work-queue tunables (dead-letter exchange, delivery-limit, max-length, overflow) live in a
+ *   policy, so an operator can change them in the management UI without a redeploy.
+ * - A full work queue drops its *oldest* message into its DLQ (`overflow=drop-head`, x-death
+ *   reason `maxlen`) instead of nacking the publish: one publish reaches several queues, and
+ *   `reject-publish` would refuse it for all of them because one is full.
  * - Retry tiers carry their TTL and their way home as arguments: they are the tier's identity
  *   (the name says "5s"), and a retry returns to its own work queue through the default exchange,
  *   never through the topic exchange (which would redeliver it to every other consumer).
@@ -66,8 +73,7 @@ export function plan(topology: Topology): TopologyPlan {
       definition: {
         'dead-letter-exchange': dlx,
         'dead-letter-routing-key': q.name,
-        'dead-letter-strategy': 'at-least-once',
-        overflow: 'reject-publish',
+        overflow: 'drop-head',
         'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
         'max-length': q.maxLength ?? DEFAULT_MAX_LENGTH,
       },

@@ -5,10 +5,11 @@ import type { PolicyPlan } from './types';
  * Policies cannot be declared over AMQP, so they go through the management HTTP API
  * (the rabbitmq_management plugin, enabled by the project's setup).
  *
- * Create-if-missing, never overwrite: a policy is where an operator tunes delivery-limit,
- * max-length or the dead-letter exchange from the management UI without a redeploy, and a
- * restarting service must not silently undo that. To go back to the code's values, delete the
- * policy; the next start of any service recreates it (docs/MESSAGING.md).
+ * Create if missing; an existing policy keeps the operator's tunables (a policy is where an
+ * operator raises delivery-limit or max-length from the management UI without a redeploy, and a
+ * restarting service must not undo that) but its safety keys are repaired (`reconcilePolicy`).
+ * To go back to the code's values, delete the policy; the next start of any service recreates it
+ * (docs/MESSAGING.md).
  */
 export interface ManagementTarget {
   /** e.g. http://127.0.0.1:15672 */
@@ -46,27 +47,80 @@ export async function managementRequest(
   });
 }
 
-export async function ensurePolicies(target: ManagementTarget, policies: PolicyPlan[], logger: Logger): Promise<void> {
+/** Keys whose value the code owns: without them a queue loses messages or blocks every producer. */
+const OWNED_KEYS = ['dead-letter-exchange', 'dead-letter-routing-key', 'overflow'] as const;
+
+export interface Reconciled {
+  definition: Record<string, unknown>;
+  /** Keys changed to restore safety (logged as a warning, written to the broker). */
+  repaired: string[];
+  /** Keys the operator set differently and that are kept. */
+  kept: string[];
+}
+
+/**
+ * What an existing policy must become. The operator's tunables stay; what the code owns is
+ * restored:
+ * - the dead-letter exchange and routing key: without them no DLQ, and a message past the
+ *   delivery limit or over max-length would be dropped;
+ * - `overflow=drop-head`: `reject-publish` (what older versions wrote) nacks a publish for every
+ *   queue it is routed to as soon as one of them is full;
+ * - `dead-letter-strategy` removed: `at-least-once` requires `reject-publish`;
+ * - `delivery-limit` never below the code's (the restart budget, see plan.ts), `max-length` present.
+ */
+export function reconcilePolicy(current: Record<string, unknown>, wanted: Record<string, string | number>): Reconciled {
+  const definition: Record<string, unknown> = { ...current };
+  const repaired: string[] = [];
+  for (const key of OWNED_KEYS) {
+    if (key in wanted && definition[key] !== wanted[key]) {
+      definition[key] = wanted[key];
+      repaired.push(key);
+    }
+  }
+  if ('dead-letter-strategy' in definition && !('dead-letter-strategy' in wanted)) {
+    delete definition['dead-letter-strategy'];
+    repaired.push('dead-letter-strategy');
+  }
+  const limit = definition['delivery-limit'];
+  if (typeof wanted['delivery-limit'] === 'number' && !(typeof limit === 'number' && limit >= wanted['delivery-limit'])) {
+    definition['delivery-limit'] = wanted['delivery-limit'];
+    repaired.push('delivery-limit');
+  }
+  if (!('max-length' in definition) && 'max-length' in wanted) {
+    definition['max-length'] = wanted['max-length'];
+    repaired.push('max-length');
+  }
+  const kept = Object.keys(wanted).filter((k) => !repaired.includes(k) && definition[k] !== wanted[k]);
+  return { definition, repaired, kept };
+}
+
+/**
+ * Creates missing policies and repairs unsafe ones. Returns, per policy, the tunables an operator
+ * set differently from the code (kept; the caller decides how loudly to say so).
+ */
+export async function ensurePolicies(target: ManagementTarget, policies: PolicyPlan[], logger: Logger): Promise<Array<{ policy: string; kept: string[] }>> {
   const vhost = encodeURIComponent(target.vhost);
+  const differing: Array<{ policy: string; kept: string[] }> = [];
   for (const policy of policies) {
     const path = `/policies/${vhost}/${encodeURIComponent(policy.name)}`;
     const existing = await managementRequest(target, 'GET', path);
+    if (existing.status !== 200 && existing.status !== 404) throw new Error(`management API GET ${path}: HTTP ${existing.status}`);
     if (existing.status === 200) {
-      const current = (await existing.json()) as { definition: Record<string, unknown> };
-      const changed = Object.keys(policy.definition).filter((k) => current.definition[k] !== policy.definition[k]);
-      if (changed.length > 0) {
-        logger.warn({ policy: policy.name, changed, current: current.definition }, 'policy differs from the code; keeping the broker\'s version');
-      }
+      const current = (await existing.json()) as { definition: Record<string, unknown>; priority?: number };
+      const { definition, repaired, kept } = reconcilePolicy(current.definition, policy.definition);
+      if (kept.length > 0) differing.push({ policy: policy.name, kept });
+      if (repaired.length === 0) continue;
+      logger.warn({ policy: policy.name, repaired, was: current.definition }, 'policy was unsafe; repairing the keys the code owns');
+      await putPolicy(target, path, policy, definition, current.priority ?? policy.priority);
       continue;
     }
-    if (existing.status !== 404) throw new Error(`management API GET ${path}: HTTP ${existing.status}`);
-    const put = await managementRequest(target, 'PUT', path, {
-      pattern: policy.pattern,
-      'apply-to': policy.applyTo,
-      priority: policy.priority,
-      definition: policy.definition,
-    });
-    if (!put.ok) throw new Error(`management API PUT ${path}: HTTP ${put.status} ${await put.text()}`);
+    await putPolicy(target, path, policy, policy.definition, policy.priority);
     logger.info({ policy: policy.name }, 'policy created');
   }
+  return differing;
+}
+
+async function putPolicy(target: ManagementTarget, path: string, policy: PolicyPlan, definition: Record<string, unknown>, priority: number): Promise<void> {
+  const put = await managementRequest(target, 'PUT', path, { pattern: policy.pattern, 'apply-to': policy.applyTo, priority, definition });
+  if (!put.ok) throw new Error(`management API PUT ${path}: HTTP ${put.status} ${await put.text()}`);
 }

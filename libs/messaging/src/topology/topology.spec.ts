@@ -65,7 +65,7 @@ describe('plan', () => {
     expect(p.policies).toEqual([
       expect.objectContaining({
         pattern: '^svc\\.work$',
-        definition: expect.objectContaining({ 'dead-letter-strategy': 'at-least-once', overflow: 'reject-publish', 'delivery-limit': 10 }),
+        definition: expect.objectContaining({ overflow: 'drop-head', 'delivery-limit': 50 }),
       }),
     ]);
     expect(p.policies[0].name).toBe('messaging:svc.work');

@@ -29,10 +29,14 @@ export interface QueueSpec {
   retryDelaysMs: number[];
   /**
    * Quorum-queue delivery limit (applied as a policy): a message redelivered more often than this
-   * — typically because it crashes its consumer — is dead-lettered by the broker.
+   * — typically because it crashes its consumer — is dead-lettered by the broker. Keep it above
+   * the number of consumer restarts a healthy message can see in a backlog (default 50).
    */
   deliveryLimit?: number;
-  /** Max ready messages (applied as a policy with overflow=reject-publish, so publishers see a nack). */
+  /**
+   * Max messages in the queue (a policy, with overflow=drop-head): past it the oldest message is
+   * dead-lettered to the DLQ with reason `maxlen`; publishers are never refused because of it.
+   */
   maxLength?: number;
   /** One active consumer at a time, for strict per-queue ordering. */
   singleActiveConsumer?: boolean;

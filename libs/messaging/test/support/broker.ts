@@ -35,6 +35,11 @@ export interface TestVhost {
   queues(): Promise<Array<{ name: string; type: string; arguments: Record<string, unknown> }>>;
   /** Closes this vhost's client connections, as a broker-side connection loss would. */
   closeConnections(): Promise<void>;
+  /**
+   * The same through the management API (DELETE /api/connections/<name>), this vhost's only, or
+   * only those a runtime named `connectionName`; resolves with how many were closed.
+   */
+  dropConnections(connectionName?: string): Promise<number>;
   delete(): Promise<void>;
 }
 
@@ -80,6 +85,13 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
     },
     async closeConnections() {
       await run('rabbitmqctl', ['close_all_connections', '-q', '--vhost', vhost, 'test: injected connection loss']);
+    },
+    async dropConnections(connectionName) {
+      const res = await expectOk(managementRequest(management, 'GET', `/vhosts/${v}/connections`), `list connections of ${vhost}`);
+      const connections = (await res.json()) as Array<{ name: string; vhost: string; client_properties?: { connection_name?: string } }>;
+      const own = connections.filter((c) => c.vhost === vhost && (connectionName === undefined || c.client_properties?.connection_name === connectionName));
+      const closed = await Promise.all(own.map((c) => managementRequest(management, 'DELETE', `/connections/${encodeURIComponent(c.name)}`)));
+      return closed.filter((r) => r.ok).length;
     },
     async delete() {
       await managementRequest(management, 'DELETE', `/vhosts/${v}`).catch(() => undefined);

@@ -41,7 +41,7 @@ export function validateTestEvent(body: Buffer): TestEvent {
 }
 
 /** One queue per scenario, each bound to its own routing key (unless given), with short retry tiers. */
-export function testTopology(queues: Array<{ name: string; routingKeys?: string[]; retryDelaysMs?: number[]; deliveryLimit?: number; singleActiveConsumer?: boolean }>): Topology {
+export function testTopology(queues: Array<{ name: string; routingKeys?: string[]; retryDelaysMs?: number[]; deliveryLimit?: number; maxLength?: number; singleActiveConsumer?: boolean }>): Topology {
   return {
     exchanges: [{ name: 'test.events', type: 'topic' }],
     queues: queues.map((q) => ({
@@ -49,6 +49,7 @@ export function testTopology(queues: Array<{ name: string; routingKeys?: string[
       bindings: [{ exchange: 'test.events', routingKeys: q.routingKeys ?? [q.name] }],
       retryDelaysMs: q.retryDelaysMs ?? [300, 600],
       deliveryLimit: q.deliveryLimit ?? 3,
+      ...(q.maxLength ? { maxLength: q.maxLength } : {}),
       ...(q.singleActiveConsumer ? { singleActiveConsumer: true } : {}),
     })),
   };

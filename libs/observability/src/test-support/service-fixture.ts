@@ -1,5 +1,6 @@
 // A real process for run-service.spec.ts: signals and process.exit cannot be tested in-process.
 // Behaviour is driven by env: STOP_MS (how long stop() drains), SHUTDOWN_TIMEOUT_MS, FAIL_START.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { buildServer, createLogger, createRegistry, readinessState, runService } from '../index';
 
 const logger = createLogger({ service: 'fixture' });
@@ -24,7 +25,7 @@ runService({
     // What a load balancer sees while consumers drain.
     const res = await fetch(`${address}/readyz`);
     logger.info({ readyzStatus: res.status }, 'stop: draining');
-    await new Promise((resolve) => setTimeout(resolve, Number(process.env['STOP_MS'] ?? 0)));
+    await sleep(Number(process.env['STOP_MS'] ?? 0));
     logger.info('stop: drained');
   },
 }).then((running) => {

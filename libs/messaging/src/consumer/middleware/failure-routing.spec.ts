@@ -55,6 +55,27 @@ describe('failureRouting', () => {
     await expect(failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx)).rejects.toThrow('channel closed');
   });
 
+  it('publishes copies as mandatory and keeps retrying an unroutable one instead of resolving (the original is not acked)', async () => {
+    const metrics = runtimeMetrics(new Registry());
+    const { delivery, published, logLines } = testDelivery({ unroutable: 1 });
+    const started = Date.now();
+    await expect(failureRouting({ ...options(), metrics })(failing(new TransientError('busy')))(undefined, delivery.ctx)).resolves.toBeUndefined();
+    expect(published.map((p) => [p.routingKey, p.options.mandatory])).toEqual([
+      ['q.retry.1s', true],
+      ['q.retry.1s', true],
+    ]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450); // backoff before the second copy
+    expect((await metrics.unroutableCopies.get()).values).toEqual([expect.objectContaining({ labels: { queue: 'q', destination: 'retry' }, value: 1 })]);
+    expect(logLines.some((l) => String(l.msg).includes('unroutable') && l.target === 'q.retry.1s')).toBe(true);
+  });
+
+  it('gives up on an unroutable copy at a forced shutdown, so the original goes back to the broker', async () => {
+    const { delivery, shutdown } = testDelivery({ unroutable: 100 });
+    const routed = failureRouting(options())(failing(new PermanentError('bad')))(undefined, delivery.ctx);
+    setTimeout(() => shutdown.abort(), 50);
+    await expect(routed).rejects.toThrow(/unroutable/);
+  });
+
   it('routes nothing for a message already returned to the broker', async () => {
     const { delivery, published } = testDelivery();
     delivery.settled = true;

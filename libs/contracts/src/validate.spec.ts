@@ -50,7 +50,6 @@ describe('validate: type and version', () => {
     expect(error.path).toBe('/type');
     expect(error.message).toBe("/type: Unknown event type 'user.teleported'");
     expect(error.permanent).toBe(true);
-    expect(error.isPermanent).toBe(true);
   });
 
   it('rejects an unknown version with UNSUPPORTED_VERSION at /version', () => {

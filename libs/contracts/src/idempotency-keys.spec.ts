@@ -1,8 +1,6 @@
 import {
-  DEFAULT_PREFERENCES,
-  NOTIFICATION_TYPES,
-  PREFERENCE_LOCKED_TYPES,
   commentOnPostKey,
+  compositeKey,
   followKey,
   mentionKey,
   reactionKey,
@@ -31,30 +29,14 @@ describe('idempotency keys', () => {
     expect(followKey('a%3Ab', 'c')).not.toBe(followKey('a:b', 'c'));
   });
 
+  it('are built by compositeKey, which keeps the parts in order and escapes each one', () => {
+    expect(compositeKey('thread', { commentId: 'c1', userId: 'u1' })).toBe('thread:c1:u1');
+    expect(compositeKey('thread', { commentId: 'a:b%c', userId: 'u:1' })).toBe('thread:a%3Ab%25c:u%3A1');
+    expect(() => compositeKey('thread', { commentId: 'c1', userId: '' })).toThrow(/userId/);
+  });
+
   it('refuse empty ids', () => {
     expect(() => reactionKey('')).toThrow(/reactionId/);
     expect(() => followKey('u1', '')).toThrow(/followeeId/);
-  });
-});
-
-describe('default preferences', () => {
-  it('cover every notification type with in-app on', () => {
-    expect(Object.keys(DEFAULT_PREFERENCES).sort()).toEqual([...NOTIFICATION_TYPES].sort());
-    for (const type of NOTIFICATION_TYPES) expect(DEFAULT_PREFERENCES[type].inApp).toBe(true);
-  });
-
-  it('email as the contract says', () => {
-    expect(DEFAULT_PREFERENCES.mention.email).toBe('immediate');
-    expect(DEFAULT_PREFERENCES.reply.email).toBe('immediate');
-    expect(DEFAULT_PREFERENCES.security_alert.email).toBe('immediate');
-    expect(DEFAULT_PREFERENCES.follow.email).toBe('digest');
-    expect(DEFAULT_PREFERENCES.reaction.email).toBe('digest');
-    expect(DEFAULT_PREFERENCES.comment.email).toBe('digest');
-  });
-
-  it('cannot be mutated by a consumer', () => {
-    expect(Object.isFrozen(DEFAULT_PREFERENCES)).toBe(true);
-    expect(Object.isFrozen(DEFAULT_PREFERENCES.mention)).toBe(true);
-    expect(PREFERENCE_LOCKED_TYPES).toEqual(['security_alert']);
   });
 });

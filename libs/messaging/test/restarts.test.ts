@@ -1,0 +1,134 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import type { Socket } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Registry } from 'prom-client';
+import { createMessaging, DEFAULT_DELIVERY_LIMIT, managementRequest, type Messaging } from '../src';
+import { createTestVhost, eventually, type TestVhost } from './support/broker';
+import { mention, testLogger, testTopology, validateTestEvent } from './support/events';
+
+/**
+ * Delivery limit versus restarts. On RabbitMQ 3.10–3.13 every return of a message counts toward
+ * the delivery limit, a graceful stop and a lost connection included. A healthy message must
+ * survive 20+ consumer restarts in a backlog; a message that kills its consumer must still end in
+ * the DLQ. Both with the runtime's default delivery limit.
+ */
+const topology = testTopology([{ name: 'test.backlog' }, { name: 'test.poison' }]);
+for (const q of topology.queues) delete q.deliveryLimit; // the runtime's default applies
+let vhost: TestVhost;
+const runtimes: Messaging[] = [];
+
+beforeAll(async () => {
+  vhost = await createTestVhost('restarts');
+});
+
+afterAll(async () => {
+  await Promise.all(runtimes.map((m) => m.stop(1000)));
+  await vhost.delete();
+});
+
+/** The broker's name for a runtime's current connection ("client ip:port -> server ip:port"). */
+function connectionNameOf(m: Messaging): string | undefined {
+  const socket = (m.connection.connection as unknown as { connection?: { stream?: Socket } } | undefined)?.connection?.stream;
+  return socket?.localPort ? `${socket.localAddress}:${socket.localPort} -> ${socket.remoteAddress}:${socket.remotePort}` : undefined;
+}
+
+/** Closes one connection of our own vhost through the management API, as a broker-side loss would. */
+async function dropConnection(name: string): Promise<void> {
+  // The management API knows a new connection only after its next statistics round (~5 s).
+  await eventually(`management API closed ${name}`, async () => (await managementRequest(vhost.management, 'DELETE', `/connections/${encodeURIComponent(name)}`)).ok, 20_000, 250);
+}
+
+function newRuntime(service = 'restarts-test'): Messaging {
+  const m = createMessaging({ url: vhost.url, service, topology, logger: testLogger(), registry: new Registry(), classifiers: [] });
+  runtimes.push(m);
+  return m;
+}
+
+it('a backlog survives 33 consumer restarts (graceful stops and dropped connections): every message handled, none dead-lettered', async () => {
+  const publisher = newRuntime();
+  await publisher.start();
+  const events = Array.from({ length: 150 }, (_, i) => mention(`backlog ${i}`));
+  for (const e of events) await publisher.publisher.publish(e, { routingKey: 'test.backlog' });
+
+  const effects = new Set<string>(); // what an idempotent handler commits: once per event
+  const calls = new Map<string, number>();
+  let maxDeliveryCount = 0;
+  // Closed around a connection drop, so a handler is in flight when it happens.
+  let hold: Promise<void> | undefined;
+  const consumeWith = (m: Messaging) =>
+    m.consume({
+      queue: 'test.backlog',
+      name: 'slow',
+      prefetch: 100, // the whole backlog's head sits in the window through every restart
+      concurrency: 1,
+      validate: validateTestEvent,
+      handle: async (e, ctx) => {
+        maxDeliveryCount = Math.max(maxDeliveryCount, ctx.deliveryCount);
+        calls.set(e.id, (calls.get(e.id) ?? 0) + 1);
+        await sleep(30);
+        await hold;
+        effects.add(e.id);
+      },
+    });
+
+  let consumer = newRuntime('restarts-consumer');
+  consumeWith(consumer);
+  await consumer.start();
+  let drops = 0;
+  for (let restart = 1; restart <= 33; restart++) {
+    const before = effects.size;
+    await eventually(`progress before restart ${restart}`, () => effects.size > before, 20_000, 10);
+    if (restart % 3 === 0) {
+      await consumer.stop(2000); // graceful: cancel, return the unstarted, finish in-flight
+      consumer = newRuntime('restarts-consumer');
+      consumeWith(consumer);
+      await consumer.start();
+    } else {
+      // Abrupt: everything unacked returns to the queue. Retried until the runtime's current
+      // connection (it reconnects by itself) is listed and closed.
+      let release!: () => void;
+      hold = new Promise((r) => (release = r));
+      const name = connectionNameOf(consumer);
+      if (!name) throw new Error('consumer runtime has no connection');
+      await dropConnection(name);
+      drops += 1;
+      release();
+      await eventually(`reconnected after restart ${restart}`, () => connectionNameOf(consumer) !== name && consumer.readiness().consumers, 20_000, 10);
+    }
+  }
+  expect(drops).toBe(22);
+  expect(effects.size).toBeLessThan(events.length); // the backlog outlived the restarts
+
+  await eventually('every event handled', () => effects.size === events.length, 60_000);
+  expect(maxDeliveryCount).toBeGreaterThan(20); // some message really was returned 20+ times
+  expect(await vhost.ready('test.backlog.dlq')).toBe(0);
+  // Run twice only around a dropped connection: the in-flight message and an ack still on the wire
+  // are lost with it (the handlers' idempotency absorbs them: the effects above are once each).
+  const repeated = [...calls.values()].filter((n) => n > 1).length;
+  expect(repeated).toBeLessThanOrEqual(2 * drops);
+  await eventually('queue drained', async () => (await vhost.depth('test.backlog')).total === 0, 20_000);
+}, 180_000);
+
+it('a message that kills its consumer process on every delivery still ends in the DLQ, through the default delivery limit', async () => {
+  const publisher = newRuntime();
+  await publisher.start();
+  const poison = mention('kills its consumer');
+  await publisher.publisher.publish(poison, { routingKey: 'test.poison' });
+  let spawns = 0;
+  while ((await vhost.ready('test.poison.dlq')) === 0) {
+    expect(spawns).toBeLessThanOrEqual(DEFAULT_DELIVERY_LIMIT + 2);
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(__dirname, 'child-consumer.ts')], {
+      env: { ...process.env, AMQP_URL: vhost.url, CHILD_MODE: 'crash', CHILD_QUEUE: 'test.poison', CHILD_DELIVERY_LIMIT: String(DEFAULT_DELIVERY_LIMIT) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    spawns += 1;
+    const [, signal] = await once(child, 'exit');
+    expect(signal).toBe('SIGKILL');
+  }
+  expect(spawns).toBe(DEFAULT_DELIVERY_LIMIT + 1);
+  const [dead] = await vhost.take('test.poison.dlq', 1);
+  expect(dead.properties.message_id).toBe(poison.id);
+  expect((dead.properties.headers?.['x-death'] as Array<{ reason: string }>)[0].reason).toBe('delivery_limit');
+}, 300_000);
