@@ -3,9 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost } from '@community/testing';
+import { databaseFaults, createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost, type DatabaseFaults } from '@community/testing';
 import type { DemoService } from '../src/service';
-import { databaseFaults, type DatabaseFaults } from './db-faults';
 import { testService } from './helpers';
 
 /**

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
-import { eventually } from '@community/testing';
+import { databaseFaults, eventually, type DatabaseFaults } from '@community/testing';
 import { CRITICAL_QUEUE } from '../src/queues';
-import { databaseFaults, type DatabaseFaults } from './db-faults';
 import { countersAndRecount, mention, startHarness, type Harness } from './harness';
 
 /**
