@@ -20,7 +20,7 @@ export function notificationMetrics(registry: Registry): NotificationMetrics {
     }),
     upgraded: new Counter({
       name: 'notification_upgraded_total',
-      help: 'Existing notifications upgraded in place by a higher-ranked one of the same slot (e.g. a mention after a reply)',
+      help: 'Existing notifications replaced by a higher-ranked one of the same slot (e.g. a mention after a reply)',
       registers: [registry],
     }),
     readStateChanges: new Counter({

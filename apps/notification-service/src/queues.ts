@@ -8,3 +8,12 @@ export const STANDARD_QUEUE = 'notification-service.standard';
  * (./retention.ts).
  */
 export const BATCH_TIMEOUT_MS = 10_000;
+
+/**
+ * How long a batch's transaction may run under a batch deadline of `timeoutMs`: a margin short of
+ * it, so the statement is cancelled and rolled back BEFORE the runtime gives up on the handler and
+ * frees its concurrency slot (the runtime stops waiting at the deadline, whatever the handler does).
+ */
+export function transactionBudgetMs(timeoutMs: number): number {
+  return timeoutMs - Math.min(1000, Math.floor(timeoutMs / 4));
+}

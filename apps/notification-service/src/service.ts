@@ -30,6 +30,8 @@ export interface NotificationServiceDeps {
   relayPollIntervalMs?: number;
   /** Notifications an SSE resume replays at most (the hub's default otherwise). */
   sseBacklogLimit?: number;
+  /** The batch deadline (BATCH_TIMEOUT_MS); tests of the deadline itself use a short one. */
+  batchTimeoutMs?: number;
 }
 
 export interface NotificationService {
@@ -61,7 +63,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
     messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
-    registerConsumers(messaging, config, pool, metrics);
+    registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS);
     relay = createRelay({
       pool,
       publisher: messaging.publisher,
@@ -127,18 +129,18 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
  * separate consumers on purpose: a backlog of follows and reactions on the standard queue never
  * sits in front of a mention or a security alert.
  */
-function registerConsumers(messaging: Messaging, config: NotificationConfig, pool: Pool, metrics: NotificationMetrics): void {
+function registerConsumers(messaging: Messaging, config: NotificationConfig, pool: Pool, metrics: NotificationMetrics, batchTimeoutMs: number): void {
   for (const queue of [CRITICAL_QUEUE, STANDARD_QUEUE]) {
     messaging.consume({
       queue,
       name: `${queue}:notifications`,
-      timeoutMs: BATCH_TIMEOUT_MS,
+      timeoutMs: batchTimeoutMs,
       validate: validateOrThrow,
       batch: {
         size: config.CONSUMER_BATCH_SIZE,
         maxWaitMs: config.CONSUMER_BATCH_WAIT_MS,
         concurrency: config.CONSUMER_BATCH_CONCURRENCY,
-        handle: createNotificationBatchHandler({ pool, consumer: queue, metrics }),
+        handle: createNotificationBatchHandler({ pool, consumer: queue, metrics, batchTimeoutMs }),
       },
     });
   }

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { testLogger } from '@community/testing';
 import { createNotificationBatchHandler } from '../src/handlers/notification-batch';
+import { BATCH_TIMEOUT_MS } from '../src/queues';
 import { batchItems, JWT_SECRET, mention, startHarness, type Harness } from './harness';
 
 /**
@@ -16,7 +17,7 @@ let notificationId: string;
 
 beforeAll(async () => {
   h = await startHarness('auth', { amqp: false });
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'test', metrics: h.metrics });
+  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'test', metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
   await handle(batchItems([mention('c-1', 'actor-1', owner)]), { logger: testLogger(), signal: new AbortController().signal, queue: 't', handler: 't' });
   notificationId = (await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1', [owner])).rows[0].id;
   await h.app.listen({ port: 0, host: '127.0.0.1' });

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { BatchItem, MessageContext } from '@community/messaging';
-import type { Messaging } from '@community/messaging';
+import type { Messaging, Topology } from '@community/messaging';
 import type { OutboxRelay } from '@community/outbox';
 import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadNotificationConfig, type NotificationConfig } from '../src/config';
@@ -45,6 +45,12 @@ export interface HarnessOptions {
   batchWaitMs?: number;
   /** The service's logger (default: silent), e.g. to observe what it logs. */
   logger?: Logger;
+  /** CONSUMER_BATCH_CONCURRENCY (default 2). */
+  batchConcurrency?: number;
+  /** The batch deadline (default BATCH_TIMEOUT_MS, 10 s). */
+  batchTimeoutMs?: number;
+  /** COMMUNITY_TOPOLOGY unless given (e.g. with short retry tiers). */
+  topology?: Topology;
 }
 
 /** The service's configuration against a test database and vhost (tunables sized for tests). */
@@ -59,7 +65,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, optio
     DATABASE_POOL_MAX: '8',
     CONSUMER_BATCH_SIZE: '50',
     CONSUMER_BATCH_WAIT_MS: String(options.batchWaitMs ?? 5),
-    CONSUMER_BATCH_CONCURRENCY: '2',
+    CONSUMER_BATCH_CONCURRENCY: String(options.batchConcurrency ?? 2),
     SSE_HEARTBEAT_MS: String(options.heartbeatMs ?? 60_000),
     SHUTDOWN_TIMEOUT_MS: '3000',
   });
@@ -75,6 +81,8 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
     messaging: withAmqp,
     relayPollIntervalMs: 200,
     sseBacklogLimit: options.backlogLimit,
+    batchTimeoutMs: options.batchTimeoutMs,
+    topology: options.topology,
   });
   await service.start();
   const { app, pool, hub, metrics, messaging, relay } = service;

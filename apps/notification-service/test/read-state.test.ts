@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AnyEvent } from '@community/contracts';
 import { testLogger } from '@community/testing';
 import { createNotificationBatchHandler } from '../src/handlers/notification-batch';
+import { BATCH_TIMEOUT_MS } from '../src/queues';
 import { batchItems, bearer, countersAndRecount, mention, startHarness, type Harness } from './harness';
 
 /**
@@ -13,7 +14,7 @@ let ingest: (events: AnyEvent[]) => Promise<unknown>;
 
 beforeAll(async () => {
   h = await startHarness('readstate', { amqp: false });
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'test', metrics: h.metrics });
+  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'test', metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
   const ctx = { logger: testLogger(), signal: new AbortController().signal, queue: 'test', handler: 'test' };
   ingest = (events) => handle(batchItems(events), ctx);
 });

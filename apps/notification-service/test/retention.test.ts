@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
 import { testLogger } from '@community/testing';
 import { loadNotificationConfig } from '../src/config';
-import { CRITICAL_QUEUE, STANDARD_QUEUE } from '../src/queues';
+import { BATCH_TIMEOUT_MS, CRITICAL_QUEUE, STANDARD_QUEUE } from '../src/queues';
 import { createNotificationBatchHandler } from '../src/handlers/notification-batch';
 import { createNotificationRetention } from '../src/retention';
 import { batchItems, countersAndRecount, mention, startHarness, type Harness } from './harness';
@@ -22,7 +22,7 @@ const outboxCount = async (userId: string) =>
   Number((await h.pool.query("SELECT count(*) FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1", [userId])).rows[0].count);
 
 it("purges this service's inbox rows past INBOX_RETENTION_DAYS, and a copy replayed after the purge changes nothing", async () => {
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: CRITICAL_QUEUE, metrics: h.metrics });
+  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: CRITICAL_QUEUE, metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
   const event = mention('c-retention', 'bob', 'carol');
   await handle(batchItems([event]), bctx);
   expect((await h.pool.query('SELECT 1 FROM notification_items WHERE user_id = $1', ['carol'])).rowCount).toBe(1);

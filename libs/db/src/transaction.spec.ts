@@ -21,3 +21,14 @@ describe('beginStatement', () => {
     expect(() => beginStatement({ isolation: 'snapshot; DROP TABLE x' as IsolationLevel })).toThrow(RangeError);
   });
 });
+
+describe('beginStatement with a statement timeout', () => {
+  it('sets it for this transaction only, in the same round trip, in whole milliseconds', () => {
+    expect(beginStatement({ statementTimeoutMs: 1500 })).toBe('BEGIN; SET LOCAL statement_timeout = 1500');
+    expect(beginStatement({ statementTimeoutMs: 0.2 })).toBe('BEGIN; SET LOCAL statement_timeout = 1');
+  });
+
+  it('refuses a timeout that would mean "none" or is not a number', () => {
+    for (const ms of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => beginStatement({ statementTimeoutMs: ms })).toThrow(RangeError);
+  });
+});

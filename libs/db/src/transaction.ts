@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from 'pg';
+import pg, { type Pool, type PoolClient } from 'pg';
 
 export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
@@ -17,6 +17,22 @@ export interface TransactionOptions {
    * such as bookkeeping of work that is itself idempotent. Default true.
    */
   synchronousCommit?: boolean;
+  /**
+   * `SET LOCAL statement_timeout` for this transaction only: PostgreSQL cancels any one statement
+   * that runs longer (SQLSTATE 57014). The server-side backstop of `signal`: it holds even when the
+   * cancel request cannot reach the server. Whole milliseconds, at least 1.
+   */
+  statementTimeoutMs?: number;
+  /**
+   * The caller's deadline (a message handler's `ctx.signal`). When it aborts, the running statement
+   * is cancelled (`pg_cancel_backend` from a connection of its own, so it works with the pool
+   * exhausted), the transaction is rolled back and never committed, and withTransaction rejects
+   * with the signal's reason, but only once the transaction has ended: a caller bounding how many
+   * transactions run at once can trust that its slot is free when this returns. Already aborted:
+   * nothing is checked out. `fn` should not start another statement after the abort; if it does,
+   * that statement runs (bounded by `statementTimeoutMs`) and is rolled back.
+   */
+  signal?: AbortSignal;
 }
 
 const ISOLATION_SQL: Record<IsolationLevel, string> = {
@@ -35,6 +51,11 @@ export function beginStatement(options: TransactionOptions = {}): string {
   }
   if (options.readOnly) sql += ' READ ONLY';
   if (options.synchronousCommit === false) sql += '; SET LOCAL synchronous_commit TO off';
+  if (options.statementTimeoutMs !== undefined) {
+    const ms = Math.ceil(options.statementTimeoutMs);
+    if (!Number.isFinite(ms) || ms < 1) throw new RangeError(`statementTimeoutMs must be at least 1, got ${String(options.statementTimeoutMs)}`);
+    sql += `; SET LOCAL statement_timeout = ${ms}`;
+  }
   return sql;
 }
 
@@ -56,20 +77,58 @@ export async function withTransaction<T>(
 ): Promise<T> {
   const [options, fn] = typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn as (tx: PoolClient) => Promise<T>];
   const begin = beginStatement(options);
+  const { signal } = options;
+  signal?.throwIfAborted();
   const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (err: Error) => (broken ??= err);
   client.on('error', onError);
+  // Set on abort; awaited before anything else is sent on this connection, so the cancel can never
+  // land on the ROLLBACK or, after release, on the next user's statement.
+  let cancelled: Promise<void> | undefined;
+  const onAbort = () => (cancelled = cancelBackend(pool, client));
   try {
+    if (signal?.aborted) throw signal.reason; // aborted while waiting for a connection
+    signal?.addEventListener('abort', onAbort, { once: true });
     await client.query(begin);
     const result = await fn(client);
+    // After the deadline nothing commits, even if every statement finished: the caller has already
+    // been told to retry, and a late commit would race the retry.
+    signal?.throwIfAborted();
     await client.query('COMMIT');
     return result;
   } catch (err) {
+    await cancelled;
     if (!broken) await client.query('ROLLBACK').catch((rollbackErr: Error) => (broken = rollbackErr));
-    throw err;
+    throw signal?.aborted ? signal.reason : err;
   } finally {
-    client.removeListener('error', onError);
-    client.release(broken);
+    signal?.removeEventListener('abort', onAbort);
+    await cancelled;
+    // A connection a cancel was sent to is not reused: a cancel that arrived late would hit whoever
+    // ran the next statement on it.
+    const destroy = broken ?? (cancelled ? new Error('a statement on this connection was cancelled') : undefined);
+    // A destroyed client keeps the listener: it may still report its end, and nobody else listens.
+    if (!destroy) client.removeListener('error', onError);
+    client.release(destroy);
+  }
+}
+
+/**
+ * Cancels whatever `client`'s backend is running, from a short-lived connection of its own (the
+ * pool may have none to spare). Best effort: if it cannot connect, the transaction's
+ * statement_timeout still ends the statement.
+ */
+async function cancelBackend(pool: Pool, client: PoolClient): Promise<void> {
+  const pid = (client as PoolClient & { processID?: number | null }).processID;
+  if (typeof pid !== 'number') return;
+  const canceller = new pg.Client(pool.options);
+  canceller.on('error', () => undefined); // its only job is one statement; a failure changes nothing
+  try {
+    await canceller.connect();
+    await canceller.query('SELECT pg_cancel_backend($1)', [pid]);
+  } catch {
+    // The statement timeout is the backstop (TransactionOptions.statementTimeoutMs).
+  } finally {
+    await canceller.end().catch(() => undefined);
   }
 }

@@ -125,3 +125,61 @@ describe('a connection that dies', () => {
     }
   });
 });
+
+describe('a signal (the caller deadline)', () => {
+  /** Transactions of this test's database that are still open, seen from another connection. */
+  const openTransactions = async () =>
+    Number((await admin.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()")).rows[0].count);
+
+  it('cancels the running statement, commits nothing, and returns only once the transaction has ended', async () => {
+    const single = createPgPool(db.url, { max: 1 }); // exhausted while the statement runs: the cancel needs no pooled connection
+    try {
+      const deadline = new AbortController();
+      const reason = new Error('deadline passed');
+      setTimeout(() => deadline.abort(reason), 200);
+      const t0 = Date.now();
+      const failed = await withTransaction(single, { signal: deadline.signal }, async (tx) => {
+        await tx.query("INSERT INTO effects VALUES ('slow-write')");
+        await tx.query('SELECT pg_sleep(10)');
+      }).catch((e: unknown) => e);
+      const open = await openTransactions();
+      expect(failed).toBe(reason);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(open).toBe(0);
+      expect(await count('slow-write')).toBe(0);
+      expect(await withTransaction(single, async (tx) => (await tx.query('SELECT 1 AS one')).rows[0].one)).toBe(1); // the pool goes on
+    } finally {
+      await single.end();
+    }
+  });
+
+  it('never commits after the abort, even when fn ignored it and finished', async () => {
+    const deadline = new AbortController();
+    const failed = await withTransaction(pool, { signal: deadline.signal }, async (tx) => {
+      await tx.query("INSERT INTO effects VALUES ('finished-late')");
+      deadline.abort(new Error('deadline passed while idle in transaction'));
+      return 'done';
+    }).catch((e: unknown) => e);
+    expect(failed).toEqual(new Error('deadline passed while idle in transaction'));
+    expect(await count('finished-late')).toBe(0);
+  });
+
+  it('already aborted: nothing is checked out, fn never runs', async () => {
+    const fn = jest.fn(insert('never'));
+    const idleBefore = pool.idleCount + pool.totalCount;
+    await expect(withTransaction(pool, { signal: AbortSignal.abort(new Error('too late')) }, fn)).rejects.toThrow('too late');
+    expect(fn).not.toHaveBeenCalled();
+    expect(pool.idleCount + pool.totalCount).toBe(idleBefore);
+  });
+
+  it('statementTimeoutMs ends a long statement on the server, for that transaction only', async () => {
+    const single = createPgPool(db.url, { max: 1 });
+    try {
+      const failed = await withTransaction(single, { statementTimeoutMs: 100 }, (tx) => tx.query('SELECT pg_sleep(5)')).catch((e: unknown) => e);
+      expect(sqlState(failed)).toBe('57014'); // query_canceled
+      expect(await withTransaction(single, async (tx) => (await tx.query('SHOW statement_timeout')).rows[0].statement_timeout)).toBe('0');
+    } finally {
+      await single.end();
+    }
+  });
+});

@@ -1,3 +1,4 @@
 export * from './amqp';
 export * from './logger';
 export * from './db';
+export * from './db-faults';

@@ -137,22 +137,22 @@ export async function release(pool: Pool, lease: Lease, error: string, options: 
 }
 
 /** sending → failed (5xx, or a digest out of attempts), with the reason. */
-export async function markFailed(pool: Pool, lease: Lease, reason: string): Promise<void> {
-  await pool.query(
-    `UPDATE email_deliveries
-        SET state = 'failed', last_error = $3, lease_token = NULL, lease_until = NULL, updated_at = now()
-      WHERE id = $1 AND lease_token = $2`,
-    [lease.id, lease.token, reason.slice(0, 1000)],
-  );
+export function markFailed(pool: Pool, lease: Lease, reason: string): Promise<void> {
+  return finishWithout(pool, lease, 'failed', reason);
 }
 
 /** sending → suppressed: the user opted out after the email was decided. */
-export async function markSuppressed(pool: Pool, lease: Lease, reason: string): Promise<void> {
+export function markSuppressed(pool: Pool, lease: Lease, reason: string): Promise<void> {
+  return finishWithout(pool, lease, 'suppressed', reason);
+}
+
+/** Ends a lease without a send: the final state and its reason, only while the lease is still ours. */
+async function finishWithout(pool: Pool, lease: Lease, state: 'failed' | 'suppressed', reason: string): Promise<void> {
   await pool.query(
     `UPDATE email_deliveries
-        SET state = 'suppressed', last_error = $3, lease_token = NULL, lease_until = NULL, updated_at = now()
+        SET state = $3, last_error = $4, lease_token = NULL, lease_until = NULL, updated_at = now()
       WHERE id = $1 AND lease_token = $2`,
-    [lease.id, lease.token, reason.slice(0, 1000)],
+    [lease.id, lease.token, state, reason.slice(0, 1000)],
   );
 }
 

@@ -30,8 +30,9 @@ export interface PlannedNotification {
  * queue), replies to their comment and sits under their post (comment.created, standard queue).
  * They get ONE notification for it: all three share the slot `thread:{commentId}:{userId}` and the
  * highest rank wins. The insert keeps the higher rank whichever event arrives first (a later
- * mention upgrades an existing reply in place; a later reply finds a mention and does nothing), so
- * the outcome does not depend on the order the two queues deliver in.
+ * mention replaces an existing reply with exactly the row it would have inserted first, channels,
+ * read state and notification.created included; a later reply finds a mention and does nothing),
+ * so the outcome does not depend on the order the two queues deliver in (store/ingest.ts).
  */
 export const SLOT_RANK: Readonly<Record<NotificationType, number>> = {
   mention: 3,

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { buildEvent, type AnyEvent, type EventOf } from '@community/contracts';
 import { classifyPgError, withTransaction } from '@community/db';
-import { classify, PermanentError, type BatchContext, type BatchHandler, type BatchItem, type Outcome } from '@community/messaging';
+import { classify, HandlerTimeoutError, PermanentError, type BatchContext, type BatchHandler, type BatchItem, type Outcome } from '@community/messaging';
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import { onePerSlot, planNotifications } from '../domain/plan';
 import type { NotificationMetrics } from '../metrics';
 import { SERVICE_NAME } from '../config';
+import { transactionBudgetMs } from '../queues';
 import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
 
 export interface NotificationBatchDeps {
@@ -14,6 +15,8 @@ export interface NotificationBatchDeps {
   /** The inbox (processed_events) consumer name: the queue, so the two queues never share claims. */
   consumer: string;
   metrics: NotificationMetrics;
+  /** The runtime's deadline for one batch (the consumer's timeoutMs); the transactions end before it. */
+  batchTimeoutMs: number;
 }
 
 const HANDLED = new Set<AnyEvent['type']>(['user.upserted', 'user.mentioned', 'comment.created', 'reaction.added', 'user.followed', 'security.alert']);
@@ -27,32 +30,62 @@ const HANDLED = new Set<AnyEvent['type']>(['user.upserted', 'user.mentioned', 'c
  * 3. user.upserted → the display-name projection (only when the batch has some);
  * 4. apply preferences to the fresh events' notifications, keep one per slot, build each one's
  *    notification.created;
- * 5. insert the notifications + add the inserted ones to the counters + NOTIFY the SSE hubs +
- *    notification.created into the outbox for the inserted rows only (one statement); COMMIT. The
- *    runtime acks the messages only after this returns.
+ * 5. insert the notifications (a higher rank replaces a lower one of its slot) + move the counters
+ *    + NOTIFY the SSE hubs + notification.created into the outbox for the rows written (one
+ *    statement); COMMIT. The runtime acks the messages only after this returns.
  *
  * A batch that fails with a permanent error (say one event whose text Postgres refuses) is rerun
  * one event per transaction, so only the culprit is dead-lettered and the rest commit.
+ *
+ * The deadline cancels the database work: every transaction of the batch gets a signal that aborts
+ * a margin before the runtime's deadline (or at a forced shutdown: `ctx.signal`) and a statement
+ * timeout for what is left. On abort the statement is cancelled and rolled back, nothing commits,
+ * and the handler returns only once the transaction has ended: the message goes to a retry tier
+ * while nothing of it runs any more, so no retry races a late commit and the consumers'
+ * concurrency bound counts every transaction that runs.
  */
 export function createNotificationBatchHandler(deps: NotificationBatchDeps): BatchHandler<AnyEvent> {
   return async (items: BatchItem<AnyEvent>[], ctx: BatchContext) => {
+    const budgetMs = transactionBudgetMs(deps.batchTimeoutMs);
+    const budget = new AbortController();
+    const timer = setTimeout(() => budget.abort(new HandlerTimeoutError(budgetMs)), budgetMs);
+    const deadline = { signal: AbortSignal.any([ctx.signal, budget.signal]), endsAt: Date.now() + budgetMs };
     try {
-      return await processBatch(deps, items);
-    } catch (err) {
-      if (classify(err, [classifyPgError]) !== 'permanent') throw err; // the whole batch goes to a retry tier
-      if (items.length === 1) throw describeFailure(err);
-      ctx.logger.warn({ err, size: items.length }, 'batch failed permanently; isolating the failing events one by one');
-      const results: Array<Outcome | Error> = [];
-      for (const item of items) {
-        try {
-          results.push((await processBatch(deps, [item]))[0]);
-        } catch (itemErr) {
-          results.push(describeFailure(itemErr));
-        }
-      }
-      return results;
+      return await isolateOnPermanentFailure(deps, items, ctx, deadline);
+    } finally {
+      clearTimeout(timer);
     }
   };
+}
+
+interface BatchDeadline {
+  signal: AbortSignal;
+  /** Date.now() at which the signal aborts (absent a forced shutdown). */
+  endsAt: number;
+}
+
+async function isolateOnPermanentFailure(
+  deps: NotificationBatchDeps,
+  items: BatchItem<AnyEvent>[],
+  ctx: BatchContext,
+  deadline: BatchDeadline,
+): Promise<Array<Outcome | Error>> {
+  try {
+    return await processBatch(deps, items, deadline);
+  } catch (err) {
+    if (classify(err, [classifyPgError]) !== 'permanent') throw err; // the whole batch goes to a retry tier
+    if (items.length === 1) throw describeFailure(err);
+    ctx.logger.warn({ err, size: items.length }, 'batch failed permanently; isolating the failing events one by one');
+    const results: Array<Outcome | Error> = [];
+    for (const item of items) {
+      try {
+        results.push((await processBatch(deps, [item], deadline))[0]);
+      } catch (itemErr) {
+        results.push(describeFailure(itemErr));
+      }
+    }
+    return results;
+  }
 }
 
 /**
@@ -67,7 +100,7 @@ function describeFailure(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEvent>[]): Promise<Array<Outcome | Error>> {
+async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEvent>[], deadline: BatchDeadline): Promise<Array<Outcome | Error>> {
   const results: Array<Outcome | Error> = items.map(() => 'duplicate');
   const events = new Map<string, AnyEvent>();
   items.forEach(({ event }, i) => {
@@ -77,7 +110,11 @@ async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEve
   });
   if (events.size === 0) return results;
 
-  const outcomes = await withTransaction(deps.pool, (tx) => applyEvents(tx, deps, [...events.values()]));
+  const outcomes = await withTransaction(
+    deps.pool,
+    { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) },
+    (tx) => applyEvents(tx, deps, [...events.values()], deadline.signal),
+  );
   const decided = new Set<string>();
   items.forEach(({ event }, i) => {
     if (results[i] instanceof Error || decided.has(event.id)) return; // the same id twice in one batch: the second copy is the duplicate
@@ -92,7 +129,7 @@ async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEve
  * then rows + counters + outbox (one statement). Returns the outcome of each fresh event; an event
  * id absent from the map was already processed (a duplicate).
  */
-async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: AnyEvent[]): Promise<Map<string, Outcome>> {
+async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: AnyEvent[], signal: AbortSignal): Promise<Map<string, Outcome>> {
   const planned = events.flatMap((e) => (planNotifications(e) ?? []).map((p) => ({ ...p, sourceEventId: e.id })));
   const { fresh, inboxes } = await claimAndLockInboxes(
     tx,
@@ -105,6 +142,7 @@ async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: 
 
   const users = events.filter((e): e is EventOf<'user.upserted'> => e.type === 'user.upserted' && fresh.has(e.id));
   if (users.length) {
+    signal.throwIfAborted(); // no new statement after the deadline (withTransaction cancels a running one)
     await upsertUsers(tx, users.map((e) => ({ userId: e.data.userId, displayName: e.data.displayName, locale: e.data.locale, occurredAt: e.occurredAt })));
     for (const e of users) outcomes.set(e.id, 'processed');
   }
@@ -130,6 +168,7 @@ async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: 
   // Built (and validated against the contract) for every candidate; the statement keeps those of
   // the rows it actually inserts.
   const created = unique.map((r) => notificationCreated(r, correlationOf.get(r.sourceEventId) ?? r.sourceEventId));
+  signal.throwIfAborted();
   const written = await writeNotifications(tx, unique, inboxes, created);
   const inserted = written.filter((w) => w.inserted);
   for (const w of written) outcomes.set(w.sourceEventId, 'processed');

@@ -36,7 +36,7 @@ export interface WrittenRow {
   sourceEventId: string;
   type: NotificationType;
   inApp: boolean;
-  /** false: an existing lower-ranked notification of the same slot was upgraded in place. */
+  /** false: an existing lower-ranked notification of the same slot was replaced (an upgrade). */
   inserted: boolean;
 }
 
@@ -118,9 +118,14 @@ function notifyInboxesSql(changedUsers: string, channel: string, chunkBytes: str
  * (delivered at commit, dropped on rollback) go with them.
  *
  * ON CONFLICT on the slot: a duplicate (same business key, whatever its event id) inserts nothing
- * and publishes nothing; a higher-ranked notification of the same slot (a mention after a reply)
- * upgrades the existing row in place (keeping its id) and leaves the counter alone (the row was
- * counted, and announced, when inserted).
+ * and publishes nothing. A higher-ranked notification of the same slot (a mention after a reply)
+ * REPLACES the row: every column becomes what the higher-ranked one would have inserted had it
+ * arrived first (its id, its in-app flag and email channel from its own preferences, unread, the
+ * new inbox version), the counter moves by the difference (the old row counted if it was in-app
+ * and unread, the new one if in-app), and its notification.created goes to the outbox. Otherwise a
+ * mention arriving after a read or hidden reply would be silent: no email, nothing to see.
+ * `existing` reads the replaced rows as they were: a CTE sees the statement's snapshot, and the
+ * counter locks taken in claimAndLockInboxes keep every other writer of these inboxes out.
  */
 export async function writeNotifications(
   tx: PoolClient,
@@ -140,6 +145,11 @@ export async function writeNotifications(
          AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
               excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, ord)
      ),
+     existing AS (
+       -- The rows a higher rank may replace, as they were before this statement.
+       SELECT n.slot_key, n.in_app AS was_in_app, (n.in_app AND n.read_at IS NULL) AS was_counted
+       FROM notification_items n JOIN input i ON i.slot_key = n.slot_key
+     ),
      written AS (
        INSERT INTO notification_items AS n (id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
               resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version)
@@ -147,26 +157,35 @@ export async function writeNotifications(
               in_app, email_channel, source_event_id, version, version
        FROM input ORDER BY slot_key
        ON CONFLICT (slot_key) DO UPDATE
-         SET type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
-             actor_id = EXCLUDED.actor_id, excerpt = EXCLUDED.excerpt, source_event_id = EXCLUDED.source_event_id
+         SET id = EXCLUDED.id, type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
+             actor_id = EXCLUDED.actor_id, resource_type = EXCLUDED.resource_type, resource_id = EXCLUDED.resource_id,
+             excerpt = EXCLUDED.excerpt, in_app = EXCLUDED.in_app, email_channel = EXCLUDED.email_channel,
+             source_event_id = EXCLUDED.source_event_id, created_at = now(), read_at = NULL,
+             created_version = EXCLUDED.created_version, state_version = EXCLUDED.state_version
          WHERE n.slot_rank < EXCLUDED.slot_rank
-       RETURNING n.id, n.user_id, n.type, n.in_app, n.source_event_id, (n.xmax = 0) AS inserted
+       RETURNING n.id, n.user_id, n.slot_key, n.type, n.in_app, n.source_event_id, (n.xmax = 0) AS inserted
+     ),
+     changed AS (
+       -- The inbox change of each written row: +1 for a counted new row, -1 for a counted replaced one.
+       SELECT w.user_id, w.in_app OR coalesce(e.was_in_app, false) AS visible,
+              w.in_app::int - (NOT w.inserted AND coalesce(e.was_counted, false))::int AS delta
+       FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key
      ),
      counted AS (
        UPDATE notification_counters AS c SET unread_count = c.unread_count + d.added
-       FROM (SELECT user_id, count(*)::int AS added FROM written WHERE inserted AND in_app GROUP BY user_id) AS d
+       FROM (SELECT user_id, sum(delta)::int AS added FROM changed GROUP BY user_id HAVING sum(delta) <> 0) AS d
        WHERE c.user_id = d.user_id
        RETURNING 1
      ),
      notified AS (
        -- One NOTIFY per chunk of changed in-app inboxes (none when nothing changed).
-       ${notifyInboxesSql('written WHERE in_app', '$14', '$15')}
+       ${notifyInboxesSql('changed WHERE visible', '$14', '$15')}
      ),
      created AS (
-       -- notification.created for the inserted rows only, ordered per recipient as the batch was.
+       -- notification.created of every written row (inserted or replacing a lower rank), ordered
+       -- per recipient as the batch was. A replaced row took the new id, so the join finds it.
        SELECT i.user_id AS aggregate_id, i.event_id, 'notification.created' AS event_type, i.payload, i.ord
        FROM written w JOIN input i ON i.id = w.id
-       WHERE w.inserted
      ),
      ${outboxWriteSql({ from: 'created', producer: '$19', channel: '$20' })}
      SELECT w.source_event_id, w.type, w.in_app, w.inserted
