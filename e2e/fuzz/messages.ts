@@ -17,11 +17,11 @@ export const ROUTES: Record<string, string[]> = {
   'reaction.added': ['notification-service.standard'],
   // Also bound to feed-service.activity, whose consumer (feed-service) does not exist yet.
   'user.followed': ['notification-service.standard', 'feed-service.activity'],
-  'notification.created': ['email-service.send'],
+  'notification.created': ['email-service.send', 'email-service.send-critical'],
 };
 
 /** Queues that have a consumer now; the others only hold what they receive. */
-export const CONSUMED_QUEUES = ['notification-service.critical', 'notification-service.standard', 'email-service.users', 'email-service.send'];
+export const CONSUMED_QUEUES = ['notification-service.critical', 'notification-service.standard', 'email-service.users', 'email-service.send', 'email-service.send-critical'];
 
 /** The user every bad message is about: nothing may ever reach their inbox or mailbox. */
 export const VICTIM = 'fuzz-victim';
