@@ -14,8 +14,13 @@ export interface LedgerEntry {
 
 export class Ledger {
   readonly entries: LedgerEntry[] = [];
-  refused = 0;
+  /** Answers other than 201, by status: a 5xx during a dependency fault is worth a look (503 is the honest one). */
+  readonly refused = new Map<number, number>();
   transportErrors = 0;
+
+  get failedRequests(): number {
+    return [...this.refused.values()].reduce((a, b) => a + b, 0) + this.transportErrors;
+  }
 
   /** Mentions the ledger expects per user (for the email and counter checks). */
   perUser(): Map<string, number> {
@@ -85,7 +90,7 @@ async function postComment(o: LoadOptions, body: string): Promise<string | undef
     });
     const json = (await res.json().catch(() => ({}))) as { id?: string };
     if (res.status === 201 && json.id) return json.id;
-    o.ledger.refused++;
+    o.ledger.refused.set(res.status, (o.ledger.refused.get(res.status) ?? 0) + 1);
   } catch {
     o.ledger.transportErrors++;
   }

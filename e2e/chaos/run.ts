@@ -76,7 +76,7 @@ const FAULTS: Record<string, (ctx: { vhost: string; dbUrl: string }) => Promise<
   },
 };
 
-interface Row extends Figures { fault: string; requests: number; refused: number; firstEffectMs: number; drainedMs: number; exits: number }
+interface Row extends Figures { fault: string; requests: number; refused: string; firstEffectMs: number; drainedMs: number; exits: number }
 
 async function main(): Promise<number> {
   const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : Object.keys(FAULTS);
@@ -108,7 +108,7 @@ async function main(): Promise<number> {
     for (const fault of selected) {
       const inject = FAULTS[fault];
       if (!inject) throw new Error(`unknown fault "${fault}"; known: ${Object.keys(FAULTS).join(', ')}`);
-      const before = { entries: ledger.entries.length, refused: ledger.refused + ledger.transportErrors, exits: unexpectedExits.length };
+      const before = { entries: ledger.entries.length, refused: new Map(ledger.refused), transport: ledger.transportErrors, exits: unexpectedExits.length };
       let healedAt = 0;
       let injected: () => void = () => undefined;
       const injectAt = new Promise<void>((resolve) => { injected = resolve; });
@@ -118,12 +118,18 @@ async function main(): Promise<number> {
         while (ledger.entries.length - before.entries < EVENTS / 6) await sleep(100);
         injected();
       })();
+      // Recovered end to end: a notification created and an email received since the heal, watched
+      // from the heal on (the load goes on meanwhile).
+      const recovered = faultDone.then(async () => {
+        const mailsAtHeal = smtp.mails.length;
+        const since = async () => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM notification_items WHERE type = 'mention' AND created_at > to_timestamp($1 / 1000.0)`, [healedAt])).rows[0].n;
+        return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), 300_000, 100).catch(() => NaN);
+      });
       console.log(`[chaos] ${fault}: load of ${EVENTS} events at ${RATE}/s`);
       const load = await runLoad({ apiUrl: () => apps.api.url, postId: post.body.id, author: AUTHOR, users: USERS, eventsPerSecond: RATE, events: EVENTS, until: faultDone, ledger });
       await Promise.all([watcher, faultDone]);
+      const firstEffect = await recovered;
 
-      const mentionsNow = async () => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM notification_items WHERE type = 'mention' AND created_at > to_timestamp($1 / 1000.0)`, [healedAt])).rows[0].n;
-      const firstEffect = await eventually('a first effect after the heal', async () => (await mentionsNow().catch(() => 0)) > 0 ? Date.now() : false, 300_000, 100).catch(() => NaN);
       const drained = await eventually('drained (queues and outbox empty)', async () => {
         const depths = await queueDepths(vhost.vhost).catch(() => undefined);
         const work = await pendingWork(pool).catch(() => undefined);
@@ -138,7 +144,7 @@ async function main(): Promise<number> {
         fault,
         ...figures,
         requests: load.sent,
-        refused: ledger.refused + ledger.transportErrors - before.refused,
+        refused: [...ledger.refused].map(([status, n]) => [status, n - (before.refused.get(status) ?? 0)]).filter(([, n]) => n > 0).map(([status, n]) => `${n}×${status}`).concat(ledger.transportErrors > before.transport ? [`${ledger.transportErrors - before.transport}×no answer`] : []).join(', ') || 'none',
         firstEffectMs: firstEffect - healedAt,
         drainedMs: drained - healedAt,
         exits: unexpectedExits.length - before.exits,
@@ -158,7 +164,7 @@ async function main(): Promise<number> {
 }
 
 function printTable(rows: Row[]): void {
-  console.log('\n| Fault | Requests (refused) | Ledger events (cumulative) | Lost | Duplicated | DLQ | Emails missing / duplicated / crash window | Counters off | Unexpected exits | First effect after heal | Drained after heal |');
+  console.log('\n| Fault | Requests (failed) | Ledger events (cumulative) | Lost | Duplicated | DLQ | Emails missing / duplicated / crash window | Counters off | Unexpected exits | First effect after heal | Drained after heal |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(`| ${r.fault} | ${r.requests} (${r.refused}) | ${r.ledgerEvents} | ${r.lost} | ${r.duplicated} | ${r.dlq} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} | ${r.exits} | ${(r.firstEffectMs / 1000).toFixed(1)} s | ${(r.drainedMs / 1000).toFixed(1)} s |`);
