@@ -76,7 +76,7 @@ const FAULTS: Record<string, (ctx: { vhost: string; dbUrl: string }) => Promise<
   },
 };
 
-interface Row extends Figures { fault: string; requests: number; refused: string; firstEffectMs: number; drainedMs: number; exits: number }
+interface Row extends Figures { fault: string; requests: number; refused: string; firstEffectMs: number; drainedMs: number; exits: number; notReady: string }
 
 async function main(): Promise<number> {
   const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : Object.keys(FAULTS);
@@ -140,6 +140,8 @@ async function main(): Promise<number> {
       const depths = await queueDepths(vhost.vhost);
       const dlq = [...depths].filter(([q]) => q.endsWith('.dlq')).reduce((n, [, d]) => n + d, 0);
       const figures = await checkInvariants(pool, ledger, smtp.mails, dlq);
+      // Every app says it is ready again on its own (a dependency it still thinks is down would show here).
+      const notReady = (await Promise.all(Object.values(apps).map(async (a) => ((await fetch(`${a.url}/readyz`).catch(() => undefined))?.status === 200 ? [] : [a.name])))).flat();
       rows.push({
         fault,
         ...figures,
@@ -148,6 +150,7 @@ async function main(): Promise<number> {
         firstEffectMs: firstEffect - healedAt,
         drainedMs: drained - healedAt,
         exits: unexpectedExits.length - before.exits,
+        notReady: notReady.join(', ') || 'none',
       });
       console.log(`[chaos] ${fault}: ${JSON.stringify(rows.at(-1))}`);
     }
@@ -159,15 +162,15 @@ async function main(): Promise<number> {
   }
   printTable(rows);
   for (const e of unexpectedExits) console.error(`[chaos] UNEXPECTED EXIT: ${e}`);
-  const failed = rows.filter((r) => r.lost > r.dlq || r.duplicated > 0 || r.emailsMissing > 0 || r.emailsDuplicated > 0 || r.counterMismatches > 0 || r.exits > 0);
+  const failed = rows.filter((r) => r.lost > r.dlq || r.duplicated > 0 || r.emailsMissing > 0 || r.emailsDuplicated > 0 || r.counterMismatches > 0 || r.exits > 0 || r.notReady !== 'none');
   return failed.length === 0 && unexpectedExits.length === 0 ? 0 : 1;
 }
 
 function printTable(rows: Row[]): void {
-  console.log('\n| Fault | Requests (failed) | Ledger events (cumulative) | Lost | Duplicated | DLQ | Emails missing / duplicated / crash window | Counters off | Unexpected exits | First effect after heal | Drained after heal |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('\n| Fault | Requests (failed) | Ledger events (cumulative) | Lost | Duplicated (rows not in the ledger) | DLQ | Emails missing / duplicated / crash window | Counters off | Unexpected exits | Not ready after drain | First effect after heal | Drained after heal |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.fault} | ${r.requests} (${r.refused}) | ${r.ledgerEvents} | ${r.lost} | ${r.duplicated} | ${r.dlq} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} | ${r.exits} | ${(r.firstEffectMs / 1000).toFixed(1)} s | ${(r.drainedMs / 1000).toFixed(1)} s |`);
+    console.log(`| ${r.fault} | ${r.requests} (${r.refused}) | ${r.ledgerEvents} | ${r.lost} | ${r.duplicated} (${r.unledgered}) | ${r.dlq} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} | ${r.exits} | ${r.notReady} | ${(r.firstEffectMs / 1000).toFixed(1)} s | ${(r.drainedMs / 1000).toFixed(1)} s |`);
   }
 }
 
