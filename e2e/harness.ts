@@ -79,6 +79,9 @@ export async function startSmtpSink(): Promise<{ port: number; mails: ReceivedMa
       });
     },
   });
+  // A client killed mid-session (kill -9 of email-service) resets its connection: the server emits
+  // 'error', which would crash the test process without a listener. The sink only records.
+  server.on('error', () => undefined);
   const port = await freePort();
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return { port, mails, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };

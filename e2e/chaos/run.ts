@@ -174,6 +174,11 @@ function printTable(rows: Row[]): void {
   }
 }
 
+// Whatever ends this process, the apps it started end with it (they would otherwise hold the ports and the test database).
+process.on('exit', () => {
+  for (const a of Object.values(apps)) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
+});
+
 main().then((code) => { process.exitCode = code; }, (err: unknown) => {
   console.error('[chaos] failed:', err, ...unexpectedExits);
   process.exitCode = 1;
