@@ -54,7 +54,7 @@ const FAULTS: Record<string, (ctx: { vhost: string; dbUrl: string }) => Promise<
       await sleep(5000);
     }
   },
-  'pg_terminate_backend (own database) x5, 2 s apart': async ({ dbUrl }) => {
+  'pg_terminate_backend (own database) x5 2 s apart': async ({ dbUrl }) => {
     const faults = await databaseFaults(dbUrl);
     try {
       for (let i = 0; i < 5; i++) {
@@ -80,6 +80,8 @@ interface Row extends Figures { fault: string; requests: number; refused: string
 
 async function main(): Promise<number> {
   const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : Object.keys(FAULTS);
+  const unknown = selected.filter((f) => !FAULTS[f]);
+  if (unknown.length > 0) throw new Error(`unknown fault(s) ${JSON.stringify(unknown)}; known: ${Object.keys(FAULTS).join(' | ')}`);
   const [vhost, db, smtp] = await Promise.all([createTestVhost('chaos'), createTestDatabase('chaos'), startSmtpSink()]);
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   pool.on('error', () => undefined); // the Postgres faults hit this pool too; its queries retry below
@@ -107,7 +109,6 @@ async function main(): Promise<number> {
 
     for (const fault of selected) {
       const inject = FAULTS[fault];
-      if (!inject) throw new Error(`unknown fault "${fault}"; known: ${Object.keys(FAULTS).join(', ')}`);
       const before = { entries: ledger.entries.length, refused: new Map(ledger.refused), transport: ledger.transportErrors, exits: unexpectedExits.length };
       let healedAt = 0;
       let injected: () => void = () => undefined;
