@@ -76,7 +76,7 @@ const FAULTS: Record<string, (ctx: { vhost: string; dbUrl: string }) => Promise<
   },
 };
 
-interface Row extends Figures { fault: string; requests: number; refused: string; firstEffectMs: number; drainedMs: number; exits: number; notReady: string }
+interface Row extends Figures { fault: string; requests: number; refused: string; firstEffectMs: number; drainedMs: number; backlogMs: number; exits: number; notReady: string }
 
 async function main(): Promise<number> {
   const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : Object.keys(FAULTS);
@@ -128,6 +128,7 @@ async function main(): Promise<number> {
       });
       console.log(`[chaos] ${fault}: load of ${EVENTS} events at ${RATE}/s`);
       const load = await runLoad({ apiUrl: () => apps.api.url, postId: post.body.id, author: AUTHOR, users: USERS, eventsPerSecond: RATE, events: EVENTS, until: faultDone, ledger });
+      const loadEnded = Date.now();
       await Promise.all([watcher, faultDone]);
       const firstEffect = await recovered;
 
@@ -150,6 +151,7 @@ async function main(): Promise<number> {
         refused: [...ledger.refused].map(([status, n]) => [status, n - (before.refused.get(status) ?? 0)]).filter(([, n]) => n > 0).map(([status, n]) => `${n}×${status}`).concat(ledger.transportErrors > before.transport ? [`${ledger.transportErrors - before.transport}×no answer`] : []).join(', ') || 'none',
         firstEffectMs: firstEffect - healedAt,
         drainedMs: drained - healedAt,
+        backlogMs: drained - loadEnded,
         exits: unexpectedExits.length - before.exits,
         notReady: notReady.join(', ') || 'none',
       });
@@ -168,10 +170,10 @@ async function main(): Promise<number> {
 }
 
 function printTable(rows: Row[]): void {
-  console.log('\n| Fault | Requests (failed) | Ledger events (cumulative) | Lost | Duplicated (rows not in the ledger) | DLQ | Emails missing / duplicated / crash window | Counters off | Unexpected exits | Not ready after drain | First effect after heal | Drained after heal |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('\n| Fault | Requests (failed) | Ledger events (cumulative) | Lost | Duplicated (rows not in the ledger) | DLQ | Emails missing / duplicated / crash window | Counters off | Unexpected exits | Not ready after drain | First effect after heal | Drained after heal | Drained after the last request |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.fault} | ${r.requests} (${r.refused}) | ${r.ledgerEvents} | ${r.lost} | ${r.duplicated} (${r.unledgered}) | ${r.dlq} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} | ${r.exits} | ${r.notReady} | ${(r.firstEffectMs / 1000).toFixed(1)} s | ${(r.drainedMs / 1000).toFixed(1)} s |`);
+    console.log(`| ${r.fault} | ${r.requests} (${r.refused}) | ${r.ledgerEvents} | ${r.lost} | ${r.duplicated} (${r.unledgered}) | ${r.dlq} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} | ${r.exits} | ${r.notReady} | ${(r.firstEffectMs / 1000).toFixed(1)} s | ${(r.drainedMs / 1000).toFixed(1)} s | ${(r.backlogMs / 1000).toFixed(1)} s |`);
   }
 }
 
