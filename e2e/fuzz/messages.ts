@@ -3,7 +3,7 @@ import type { Rng } from './random';
 import { INJECTIONS } from './strings';
 
 /**
- * Bad messages for the topic exchange, built from the public contract only (ARCHITECTURE.md):
+ * Bad messages for the topic exchange, built from the public contract only (docs/CONTRACT.md):
  * a valid envelope of each consumed type is made invalid by exactly one kind of defect, so every
  * one of them must end in the DLQ of each queue it is routed to, with the reason in its headers.
  */

@@ -6,7 +6,7 @@ import { rawRequest } from './raw-requests';
 import { badAuth, goodToken } from './tokens';
 
 /**
- * Bad HTTP requests against the public HTTP API of the three apps (ARCHITECTURE.md "HTTP
+ * Bad HTTP requests against the public HTTP API of the three apps (docs/CONTRACT.md "HTTP
  * contract" and the demo API's routes). Every request is bad by construction: whatever the app,
  * the answer must be a 4xx with a reason, never a 5xx and never a success.
  */

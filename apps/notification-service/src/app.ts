@@ -20,7 +20,7 @@ export interface AppDeps {
   readiness: ReadinessProbe;
 }
 
-/** The HTTP API (ARCHITECTURE.md "HTTP contract"), built without listening: tests use inject(). */
+/** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness });
   registerAuth(app, deps.jwtSecret);

@@ -4,7 +4,7 @@ import { inboxRetentionIssues } from './retention';
 /** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
 export const SERVICE_NAME = 'notification-service';
 
-/** The shared variables (ARCHITECTURE.md "Configuration") plus this service's tunables. */
+/** The shared variables (docs/CONTRACT.md "Configuration") plus this service's tunables. */
 export const NOTIFICATION_CONFIG = [
   ...commonConfig(SERVICE_NAME),
   { name: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 2, max: 200, description: 'pg pool size (consumers + HTTP + relay)' },

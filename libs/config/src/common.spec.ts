@@ -2,7 +2,7 @@ import { commonConfig, DEFAULT_PORTS, DEV_JWT_SECRET, SERVICE_NAMES } from './co
 import { ConfigError, loadConfig } from './load-config';
 
 describe('commonConfig', () => {
-  it('has the ARCHITECTURE.md defaults', () => {
+  it('has the docs/CONTRACT.md defaults', () => {
     const cfg = loadConfig(commonConfig('feed-service'), {});
     expect(cfg).toEqual({
       AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',

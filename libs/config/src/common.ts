@@ -1,4 +1,4 @@
-// The variables every service shares, with the local defaults from ARCHITECTURE.md ("Configuration").
+// The variables every service shares, with the local defaults from docs/CONTRACT.md ("Configuration").
 // A service loads `[...commonConfig(name), ...its own entries]`.
 //
 // This file is the one place the local defaults and ports are written. Besides the services, the
@@ -16,7 +16,7 @@ export const SERVICE_NAMES = [
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
-/** Where the backing services answer on a development machine (ARCHITECTURE.md "Configuration"). */
+/** Where the backing services answer on a development machine (docs/CONTRACT.md "Configuration"). */
 export const LOCAL_DEFAULTS = {
   AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
   DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/community',
@@ -24,7 +24,7 @@ export const LOCAL_DEFAULTS = {
   SMTP_URL: 'smtp://127.0.0.1:1025',
 } as const;
 
-/** Contract ports (ARCHITECTURE.md "HTTP contract"). */
+/** Contract ports (docs/CONTRACT.md "HTTP contract"). */
 export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = {
   'notification-service': 3001,
   'email-service': 3002,

@@ -2,7 +2,7 @@ import { Type, type Static, type TObject, type TProperties } from '@sinclair/typ
 import { IdSchema, envelopeSchema } from './envelope';
 import { EmailChannelSchema, NotificationTypeSchema } from './preferences';
 
-// `data` schemas of every event type, version 1, field names exactly as in ARCHITECTURE.md.
+// `data` schemas of every event type, version 1, field names exactly as in docs/CONTRACT.md.
 // Objects keep TypeBox's default (extra properties allowed): see the note in envelope.ts.
 
 /** Excerpts are previews, not content: bounded so one message cannot carry a whole post. */

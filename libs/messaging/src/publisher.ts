@@ -5,7 +5,7 @@ import { PublishRejectedError, PublishTimeoutError, UnroutableError } from './er
 import type { RuntimeMetrics } from './metrics';
 import { assertExchangeDeclared, declareTopology, TopologyDriftError, TopologyError, type Topology, type TopologyPlan } from './topology';
 
-/** The envelope fields the publisher maps to AMQP properties (see ARCHITECTURE.md "Broker contract"). */
+/** The envelope fields the publisher maps to AMQP properties (see docs/CONTRACT.md "Broker contract"). */
 export interface EnvelopeLike {
   id: string;
   type: string;

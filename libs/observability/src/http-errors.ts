@@ -60,7 +60,7 @@ export function defineErrors<const C extends Record<string, ErrorSpec>>(prefix: 
   return catalogue as ErrorCatalogue<C>;
 }
 
-/** The contract's error body (ARCHITECTURE.md, "HTTP contract"), in fastify's key order. */
+/** The contract's error body (docs/CONTRACT.md, "HTTP contract"), in fastify's key order. */
 function errorBody(err: CodedHttpError): { statusCode: number; code: string; error: string; message: string } {
   return { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode] ?? 'Error', message: err.message };
 }
