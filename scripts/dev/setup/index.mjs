@@ -8,6 +8,7 @@ import { ensureRabbitPlugins } from './rabbitmq.mjs';
 import { ensureServices } from './services.mjs';
 import { ensureDatabase } from './database.mjs';
 import { log } from './log.mjs';
+import { ensureTools } from './tools.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -18,11 +19,12 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  * 4. Prisma client generated, database created and migrated
  * Returns the management API URL.
  */
-export async function setup({ services = true } = {}) {
+export async function setup({ services = true, tools = false } = {}) {
   process.chdir(ROOT);
   const started = Date.now();
   ensureDependencies(ROOT);
   await loadProjectRules(ROOT);
+  if (tools) ensureTools();
   if (!services) return null;
   await ensureServices(ROOT, process.env);
   const mgmt = await ensureRabbitPlugins(process.env);
