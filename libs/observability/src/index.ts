@@ -9,3 +9,5 @@ export { buildServer, listen } from './server';
 export type { ServerOptions } from './server';
 export { runService } from './run-service';
 export type { RunningService, RunServiceOptions } from './run-service';
+export { authGuards, registerAuth } from './auth';
+export type { AuthGuardOptions, Principal } from './auth';

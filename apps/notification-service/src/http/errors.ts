@@ -1,16 +1,11 @@
 import { defineErrors } from '@community/observability';
 
 /**
- * Every error the HTTP API answers with, by code (`NS_` + key on the wire). Bodies keep fastify's
+ * Every error the HTTP API answers with besides the token errors (NS_INVALID_TOKEN,
+ * NS_TOKEN_WITHOUT_SUBJECT, NS_FORBIDDEN_INBOX: `authGuards` in libs/observability), by code (`NS_` + key on the wire). Bodies keep fastify's
  * shape `{ statusCode, code, error, message }`; the message says what is wrong and what is expected.
  */
 export const ERRORS = defineErrors('NS_', {
-  INVALID_TOKEN: { statusCode: 401, message: (reason: string) => `Authorization token is invalid: ${reason}` },
-  TOKEN_WITHOUT_SUBJECT: { statusCode: 401, message: "the token has no 'sub' claim (the user id)" },
-  FORBIDDEN_INBOX: {
-    statusCode: 403,
-    message: (subject: string, target: string) => `user '${subject}' may not access the notifications of user '${target}' (admin scope required)`,
-  },
   NOTIFICATION_NOT_FOUND: { statusCode: 404, message: (id: string) => `notification '${id}' does not exist in this inbox` },
   STALE_VERSION: {
     statusCode: 409,
