@@ -104,6 +104,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
 
   const messaging = createMessaging({
     url: config.AMQP_URL,
+    managementUrl: config.RABBITMQ_MANAGEMENT_URL,
     service: SERVICE_NAME,
     topology: deps.topology ?? COMMUNITY_TOPOLOGY,
     logger,

@@ -48,6 +48,8 @@ export const DEV_UNSUBSCRIBE_TOKEN_SECRET = 'dev-only-unsubscribe-secret-change-
 export function commonConfig(service: ServiceName) {
   return [
     { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'] },
+    // Where the queue policies are applied; unset: port 15672 on AMQP_URL's host, with its credentials.
+    { name: 'RABBITMQ_MANAGEMENT_URL', kind: 'url', optional: true, protocols: ['http:', 'https:'], description: 'RabbitMQ management API (default: http://<AMQP host>:15672)' },
     { name: 'DATABASE_URL', kind: 'url', default: LOCAL_DEFAULTS.DATABASE_URL, protocols: ['postgresql:', 'postgres:'] },
     { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'] },
     { name: 'SMTP_URL', kind: 'url', default: LOCAL_DEFAULTS.SMTP_URL, protocols: ['smtp:', 'smtps:'] },
