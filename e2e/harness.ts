@@ -62,29 +62,83 @@ export interface ReceivedMail {
   subject: string | undefined;
 }
 
-export async function startSmtpSink(): Promise<{ port: number; mails: ReceivedMail[]; close(): Promise<void> }> {
+export interface SmtpSink {
+  port: number;
+  mails: ReceivedMail[];
+  /** Replies refused during a storm, by code. */
+  refused: Map<number, number>;
+  /** Stops listening and drops every open session: the port refuses connections (SMTP down). */
+  down(): Promise<void>;
+  /** Listens again on the same port. */
+  up(): Promise<void>;
+  /**
+   * A storm of temporary failures: while `fraction` > 0, that share of the messages is answered
+   * 421 or 451 (alternately) at the end of DATA instead of 250, and not kept. 0 ends the storm.
+   */
+  storm(fraction: number): void;
+  close(): Promise<void>;
+}
+
+export async function startSmtpSink(): Promise<SmtpSink> {
   const mails: ReceivedMail[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'],
-    logger: false,
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        const header = (name: string) => raw.match(new RegExp(`^${name}:\\s*(.+)$`, 'mi'))?.[1]?.trim();
-        mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw, messageId: header('Message-ID'), subject: header('Subject') });
-        callback();
-      });
-    },
-  });
-  // A client killed mid-session (kill -9 of email-service) resets its connection: the server emits
-  // 'error', which would crash the test process without a listener. The sink only records.
-  server.on('error', () => undefined);
+  const refused = new Map<number, number>();
+  let fraction = 0;
+  let seen = 0;
+  const create = () => {
+    const server = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
+      // At down(), open sessions are cut at once (default: 30 s of grace), as when the server dies.
+      closeTimeout: 50,
+      onData(stream, session, callback) {
+        const chunks: Buffer[] = [];
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => {
+          // Deterministic share: every message whose running number falls under the fraction.
+          if (fraction > 0 && (seen++ % 100) < fraction * 100) {
+            const code = seen % 2 === 0 ? 421 : 451;
+            refused.set(code, (refused.get(code) ?? 0) + 1);
+            callback(Object.assign(new Error(code === 421 ? 'Service not available, closing channel (storm)' : 'Local error in processing (storm)'), { responseCode: code }));
+            return;
+          }
+          const raw = Buffer.concat(chunks).toString('utf8');
+          const header = (name: string) => raw.match(new RegExp(`^${name}:\\s*(.+)$`, 'mi'))?.[1]?.trim();
+          mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw, messageId: header('Message-ID'), subject: header('Subject') });
+          callback();
+        });
+      },
+    });
+    // A client killed mid-session (kill -9 of email-service) resets its connection: the server emits
+    // 'error', which would crash the test process without a listener. The sink only records.
+    server.on('error', () => undefined);
+    return server;
+  };
   const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { port, mails, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  let server: SMTPServer | undefined;
+  const up = async () => {
+    if (server) return;
+    const s = create();
+    await new Promise<void>((resolve) => s.listen(port, '127.0.0.1', resolve));
+    server = s;
+  };
+  const down = async () => {
+    const s = server;
+    server = undefined;
+    if (s) await new Promise<void>((resolve) => s.close(() => resolve()));
+  };
+  await up();
+  return {
+    port,
+    mails,
+    refused,
+    down,
+    up,
+    storm(f) {
+      fraction = f;
+    },
+    close: down,
+  };
 }
 
 /** An HS256 JWT, as the community site would issue for its users. */

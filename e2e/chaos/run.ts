@@ -1,185 +1,413 @@
-import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import pg from 'pg';
-import { createTestDatabase, createTestVhost, databaseFaults, eventually, rabbitmqctl } from '@community/testing';
-import { freePort, http, startApp, startSmtpSink, stopApp, type App } from '../harness';
-import { checkInvariants, pendingWork, queueDepths, type Figures } from './checks';
-import { Ledger, runLoad } from './load';
+import { databaseFaults, eventually } from '@community/testing';
+import { freePort, http, startApp, startSmtpSink, stopApp, type App, type SmtpSink } from '../harness';
+import { checkInvariants, FeedTap, pendingWork, queueDepths, readQueue, type BrokerMessage, type Figures, type Management } from './checks';
+import { cast as makeCast, EVENT_TYPES, Ledger, runLoad } from './load';
+import { createMigratedDatabase, startPrivatePostgres, startPrivateRabbit, startPrivateRedis, type PrivatePostgres, type PrivateRabbit, type PrivateRedis } from './private-deps';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 
 /**
- * The fault suite (`npm run test:chaos`): the three apps as real processes on their own vhost and
- * database, a steady load of mentions through the demo API, and one fault at a time injected in the
- * middle of the load and healed. After each fault the system drains and the invariants are checked
- * over everything acknowledged so far. Exits 1 if any invariant fails or an app exits on its own.
+ * The fault suite (`npm run test:chaos`; short profile in `npm test` via e2e/chaos.disruptive.test.ts).
  *
- * CHAOS_EVENTS: mention events per fault (default 2,000); CHAOS_RATE: events per second (150);
- * CHAOS_FAULTS: a comma-separated subset of the fault names below.
+ * It starts its OWN RabbitMQ node, Postgres cluster and Redis (private-deps.ts) and an SMTP sink, so
+ * the machine-wide faults (broker stop_app, memory alarm, database restart, Redis down) hit nobody
+ * else. The apps run as real processes (e2e/harness.ts); notification-service reaches the broker and
+ * every app reaches Postgres through TCP proxies the suite controls (tcp-proxy.ts), for the
+ * blackhole faults. A load of "rounds" (load.ts: nine requests that produce every event type the
+ * demo API emits) goes through the demo API; one fault at a time is injected once a third of the
+ * phase's rounds are done, held, healed while the load goes on; then the system drains and the
+ * invariants are checked over everything acknowledged so far (checks.ts). Exits 1 on any breach.
+ *
+ * CHAOS_PROFILE: short (CI, default) | mid | full (≥ 10,000 of every event type). Overrides:
+ * CHAOS_ROUNDS (rounds per fault), CHAOS_RATE (rounds per second), CHAOS_HOLD_MS (scale of the
+ * holds), CHAOS_FAULTS (comma-separated subset of the fault names), CHAOS_REPORT (a JSON file to write).
  */
-const EVENTS = Number(process.env.CHAOS_EVENTS ?? 2000);
-const RATE = Number(process.env.CHAOS_RATE ?? 150);
-const SECRET = 'chaos-secret-chaos-secret-chaos-secret';
-const USERS = Array.from({ length: 20 }, (_, i) => `chaosuser${i}`);
-const AUTHOR = 'chaosauthor';
-const exec = promisify(execFile);
+interface Profile {
+  rounds: number;
+  rate: number;
+  /** How long a fault is held ("30 s" in the issue). */
+  holdMs: number;
+  /** Postgres unreachable ("60 s"). */
+  pgHoldMs: number;
+  /** close_all_connections every 5 s for this long ("a minute"). */
+  closeForMs: number;
+  /** Extra environment of the apps: shorter leases and timeouts so the short profile's drains fit in CI. */
+  appEnv: Record<string, string>;
+}
 
-type AppKey = 'api' | 'notifications' | 'email';
-const NAMES: Record<AppKey, string> = { api: 'demo-community-api', notifications: 'notification-service', email: 'email-service' };
-const apps = {} as Record<AppKey, App>;
+const SHORT_TIMEOUTS = {
+  // The kill of email-service leaves its in-flight sends leased; a 10 s lease (default 2 min) lets
+  // the short profile drain in seconds. It must exceed 2 × connection + socket timeout (config check).
+  EMAIL_LEASE_MS: '10000',
+  SMTP_CONNECTION_TIMEOUT_MS: '2000',
+  SMTP_SOCKET_TIMEOUT_MS: '5000',
+  SMTP_BREAKER_PROBE_MAX_MS: '2000',
+};
+const PROFILES: Record<string, Profile> = {
+  short: { rounds: 12, rate: 6, holdMs: 5_000, pgHoldMs: 8_000, closeForMs: 15_000, appEnv: SHORT_TIMEOUTS },
+  mid: { rounds: 150, rate: 8, holdMs: 15_000, pgHoldMs: 30_000, closeForMs: 30_000, appEnv: SHORT_TIMEOUTS },
+  // 16 faults × 650 rounds ≥ 10,000 of each event type; the holds of the issue; product defaults.
+  full: { rounds: 650, rate: 10, holdMs: 30_000, pgHoldMs: 60_000, closeForMs: 60_000, appEnv: {} },
+};
+const PROFILE_NAME = process.env.CHAOS_PROFILE ?? 'short';
+const base = PROFILES[PROFILE_NAME];
+if (!base) throw new Error(`CHAOS_PROFILE: "${PROFILE_NAME}" is not one of ${Object.keys(PROFILES).join(', ')}`);
+const P: Profile = {
+  ...base,
+  rounds: Number(process.env.CHAOS_ROUNDS ?? base.rounds),
+  rate: Number(process.env.CHAOS_RATE ?? base.rate),
+  holdMs: Number(process.env.CHAOS_HOLD_MS ?? base.holdMs),
+};
+const JWT_SECRET = 'chaos-secret-chaos-secret-chaos-secret';
+
+/**
+ * The apps under test, data-driven: adding one (feed-service: PORT, REDIS_URL) is one entry. Every
+ * app gets the same dependency URLs; `amqpViaProxy` puts the blackhole-able proxy between it and the
+ * broker; `backlogQueues` are what it consumes (a kill waits for a backlog there: mid-batch);
+ * `consumesFeed` tells the suite to stop standing in for the feed consumer.
+ */
+interface AppSpec {
+  key: string;
+  name: string;
+  amqpViaProxy?: boolean;
+  backlogQueues: string[];
+  consumesFeed?: boolean;
+  env?: (ports: Record<string, number>) => Record<string, string>;
+}
+const APPS: AppSpec[] = [
+  { key: 'notifications', name: 'notification-service', amqpViaProxy: true, backlogQueues: ['notification-service.critical', 'notification-service.standard'] },
+  { key: 'email', name: 'email-service', backlogQueues: ['email-service.send', 'email-service.send-critical'] },
+  { key: 'api', name: 'demo-community-api', backlogQueues: [] },
+  // { key: 'feed', name: 'feed-service', backlogQueues: ['feed-service.activity'], consumesFeed: true },
+];
+
+interface Deps {
+  rabbit: PrivateRabbit;
+  pgServer: PrivatePostgres;
+  redis: PrivateRedis;
+  smtp: SmtpSink;
+  amqpProxy: TcpProxy;
+  pgProxy: TcpProxy;
+  dbUrl: string;
+  /** The suite's own pool, straight to the server (not through the proxy). */
+  db: pg.Pool;
+  management: Management;
+}
+
+const apps = new Map<string, App>();
 const killedOnPurpose = new Set<App>();
 const unexpectedExits: string[] = [];
-let env: Record<string, string>;
+let appEnv: Record<string, string> = {};
+const ports: Record<string, number> = {};
 
-async function launch(key: AppKey, port: number): Promise<void> {
-  const app = await startApp(NAMES[key], port, env);
+async function launch(spec: AppSpec, deps: Deps): Promise<void> {
+  const amqp = spec.amqpViaProxy ? `amqp://guest:guest@127.0.0.1:${deps.amqpProxy.port}` : deps.rabbit.amqpUrl;
+  const app = await startApp(spec.name, ports[spec.key], { ...appEnv, AMQP_URL: amqp, ...(spec.env?.(ports) ?? {}) });
   app.proc.on('exit', (code, signal) => {
     if (!killedOnPurpose.has(app)) unexpectedExits.push(`${app.name} exited (${signal ?? code}): ${app.output.join('').slice(-1500)}`);
   });
-  apps[key] = app;
+  apps.set(spec.key, app);
 }
 
-async function kill9(key: AppKey): Promise<void> {
-  killedOnPurpose.add(apps[key]);
-  await stopApp(apps[key], 'SIGKILL');
+/** Work in the app's hands: messages in its queues, or (the API) outbox rows its relay has yet to publish. */
+async function backlog(deps: Deps, spec: AppSpec): Promise<number> {
+  if (spec.backlogQueues.length === 0) return (await pendingWork(deps.db).catch(() => ({ outbox: 0 }))).outbox;
+  const depths = await queueDepths(deps.rabbit.ctl, '/').catch(() => new Map<string, number>());
+  return spec.backlogQueues.reduce((n, q) => n + (depths.get(q) ?? 0), 0);
 }
 
-/** Each fault: inject, hold, heal. Resolves once healed. */
-const FAULTS: Record<string, (ctx: { vhost: string; dbUrl: string }) => Promise<void>> = {
-  'kill -9 notification-service': async () => { await kill9('notifications'); await launch('notifications', apps.notifications.port); },
-  'kill -9 email-service': async () => { await kill9('email'); await launch('email', apps.email.port); },
-  'kill -9 demo-community-api': async () => { await kill9('api'); await launch('api', apps.api.port); },
-  'close_all_connections every 5 s for 30 s': async ({ vhost }) => {
-    for (let i = 0; i < 6; i++) {
-      await rabbitmqctl('close_all_connections', '-q', '--vhost', vhost, 'chaos: injected connection loss');
+type Fault = (deps: Deps) => Promise<string>;
+
+/** Each fault: inject, hold, heal; resolves once healed, with a note for the report. */
+function faults(): Record<string, Fault> {
+  const f: Record<string, Fault> = {};
+  for (const spec of APPS) {
+    // Three kills at random points of the hold, each once the app has a backlog in its queues (a
+    // batch in hand), each waiting for the restarted app to be ready.
+    f[`kill -9 ${spec.name} ×3`] = async (deps) => {
+      const notes: number[] = [];
+      for (let k = 0; k < 3; k++) {
+        await sleep(Math.random() * (P.holdMs / 3));
+        await eventually(`${spec.name} has a backlog`, async () => (await backlog(deps, spec)) > 0, 10_000, 50).catch(() => undefined);
+        notes.push(await backlog(deps, spec));
+        const app = apps.get(spec.key)!;
+        killedOnPurpose.add(app);
+        await stopApp(app, 'SIGKILL');
+        await launch(spec, deps);
+      }
+      return `backlog at the kills: ${notes.join(', ')}`;
+    };
+  }
+  f['RabbitMQ stop_app/start_app'] = async ({ rabbit }) => {
+    await rabbit.ctl('stop_app');
+    await sleep(P.holdMs);
+    await rabbit.ctl('start_app');
+    return '';
+  };
+  f[`close_all_connections every 5 s`] = async ({ rabbit }) => {
+    let n = 0;
+    for (const end = Date.now() + P.closeForMs; Date.now() < end; n++) {
+      await rabbit.ctl('close_all_connections', '-q', 'chaos: injected connection loss');
       await sleep(5000);
     }
-  },
-  'pg_terminate_backend (own database) x5 2 s apart': async ({ dbUrl }) => {
-    const faults = await databaseFaults(dbUrl);
+    return `${n} times`;
+  };
+  f['Postgres restart -m immediate'] = async ({ pgServer }) => {
+    await pgServer.restartImmediate();
+    return '';
+  };
+  f["pg_terminate_backend of the services' connections ×5"] = async ({ dbUrl }) => {
+    const db = await databaseFaults(dbUrl);
+    let n = 0;
     try {
       for (let i = 0; i < 5; i++) {
-        await faults.terminateAll();
-        await sleep(2000);
+        n += await db.terminateAll();
+        await sleep(P.holdMs / 5);
       }
     } finally {
-      await faults.close();
+      await db.close();
     }
-  },
-  'RabbitMQ stop_app 10 s, start_app': async () => {
-    await rabbitmqctl('stop_app');
-    await sleep(10_000);
-    await rabbitmqctl('start_app');
-  },
-  'Postgres restart -m immediate': async () => {
-    const version = (await exec('ls', ['/etc/postgresql'])).stdout.trim().split('\n')[0];
-    await exec('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart', '-m', 'immediate'], { timeout: 120_000 });
-  },
-};
+    return `${n} backends`;
+  };
+  f['SMTP down'] = async ({ smtp }) => {
+    await smtp.down();
+    await sleep(P.holdMs);
+    await smtp.up();
+    return '';
+  };
+  f['SMTP 4xx storm (50 %)'] = async ({ smtp }) => {
+    const before = [...smtp.refused.values()].reduce((a, b) => a + b, 0);
+    smtp.storm(0.5);
+    await sleep(P.holdMs);
+    smtp.storm(0);
+    return `${[...smtp.refused.values()].reduce((a, b) => a + b, 0) - before} replies 421/451`;
+  };
+  f['blackhole notification-service ↔ RabbitMQ'] = async ({ amqpProxy }) => {
+    amqpProxy.blackhole();
+    await sleep(P.holdMs);
+    amqpProxy.heal();
+    return '';
+  };
+  f['RabbitMQ memory alarm'] = async ({ rabbit }) => {
+    await rabbit.ctl('set_vm_memory_high_watermark', '0.000001');
+    await sleep(P.holdMs);
+    await rabbit.ctl('set_vm_memory_high_watermark', '0.4');
+    return '';
+  };
+  f['Postgres unreachable (blackhole)'] = async ({ pgProxy }) => {
+    pgProxy.blackhole();
+    await sleep(P.pgHoldMs);
+    pgProxy.heal();
+    return '';
+  };
+  f['Redis down'] = async ({ redis }) => {
+    await redis.down();
+    await sleep(P.holdMs);
+    await redis.up();
+    return '';
+  };
+  return f;
+}
 
-interface Row extends Figures { fault: string; requests: number; refused: string; firstEffectMs: number; drainedMs: number; backlogMs: number; exits: number; notReady: string }
+interface Row extends Omit<Figures, 'events' | 'examples'> {
+  fault: string;
+  note: string;
+  rounds: number;
+  requests: number;
+  refused: string;
+  firstEffectMs: number;
+  drainedMs: number;
+  backlogMs: number;
+  exits: number;
+  notReady: string;
+  ledgerEvents: number;
+}
+
+async function drain(deps: Deps, db: pg.Pool, feed: FeedTap | undefined, timeoutMs: number): Promise<number> {
+  return eventually('drained (queues and outbox empty, no email pending)', async () => {
+    const depths = await queueDepths(deps.rabbit.ctl, '/').catch(() => undefined);
+    if (!depths) return false;
+    if (feed && (depths.get('feed-service.activity') ?? 0) > 0) await feed.take(deps.management, depths.get('feed-service.activity')!).catch(() => undefined);
+    const work = await pendingWork(db).catch(() => undefined);
+    if (!work || work.outbox > 0 || work.emails > 0) return false;
+    const busy = [...depths].filter(([q, n]) => n > 0 && !q.endsWith('.dlq') && !(feed && q === 'feed-service.activity'));
+    return busy.length === 0 ? Date.now() : false;
+  }, timeoutMs, 500);
+}
+
+async function readDlqs(deps: Deps): Promise<BrokerMessage[]> {
+  const depths = await queueDepths(deps.rabbit.ctl, '/');
+  const out: BrokerMessage[] = [];
+  for (const [q, n] of depths) if (q.endsWith('.dlq') && n > 0) out.push(...(await readQueue(deps.management, q, n, 'reject_requeue_true')));
+  return out;
+}
 
 async function main(): Promise<number> {
-  const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : Object.keys(FAULTS);
-  const unknown = selected.filter((f) => !FAULTS[f]);
-  if (unknown.length > 0) throw new Error(`unknown fault(s) ${JSON.stringify(unknown)}; known: ${Object.keys(FAULTS).join(' | ')}`);
-  const [vhost, db, smtp] = await Promise.all([createTestVhost('chaos'), createTestDatabase('chaos'), startSmtpSink()]);
-  const pool = new pg.Pool({ connectionString: db.url, max: 2 });
-  pool.on('error', () => undefined); // the Postgres faults hit this pool too; its queries retry below
+  const all = faults();
+  const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : Object.keys(all);
+  const unknown = selected.filter((f) => !all[f]);
+  if (unknown.length > 0) throw new Error(`CHAOS_FAULTS: unknown fault(s) ${JSON.stringify(unknown)}; known: ${Object.keys(all).join(' | ')}`);
+  console.log(`[chaos] profile ${PROFILE_NAME}: ${P.rounds} rounds per fault at ${P.rate}/s, holds ${P.holdMs} ms (Postgres unreachable ${P.pgHoldMs} ms), ${selected.length} faults`);
+
+  const t0 = Date.now();
   const rows: Row[] = [];
+  let db: pg.Pool | undefined;
   try {
-    const [api, notifications, email] = await Promise.all([freePort(), freePort(), freePort()]);
-    env = {
-      AMQP_URL: vhost.url,
-      DATABASE_URL: db.url,
-      JWT_SECRET: SECRET,
+    const [rabbit, pgServer, redis, smtp] = await Promise.all([startPrivateRabbit(), startPrivatePostgres(), startPrivateRedis(), startSmtpSink()]);
+    started.push(rabbit, pgServer, redis, { stop: () => smtp.close() });
+    const dbUrl = await createMigratedDatabase(pgServer.url, 'community');
+    const amqpProxy = await startTcpProxy({ host: '127.0.0.1', port: rabbit.amqpPort });
+    const pgProxy = await startTcpProxy({ host: '127.0.0.1', port: pgServer.port });
+    started.push({ stop: () => amqpProxy.close() }, { stop: () => pgProxy.close() });
+    db = new pg.Pool({ connectionString: dbUrl, max: 3, application_name: 'chaos-checker' });
+    db.on('error', () => undefined); // the Postgres faults hit this pool too; its queries are retried by the polling below
+    const deps: Deps = { rabbit, pgServer, redis, smtp, amqpProxy, pgProxy, dbUrl, db, management: { url: rabbit.managementUrl, vhost: '/' } };
+    console.log(`[chaos] private RabbitMQ ${rabbit.node} (${rabbit.amqpUrl}), Postgres ${pgServer.url}, Redis ${redis.url}, SMTP :${smtp.port} — ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+    for (const spec of APPS) ports[spec.key] = await freePort();
+    const appDbUrl = new URL(dbUrl);
+    appDbUrl.port = String(pgProxy.port);
+    appEnv = {
+      ...P.appEnv,
+      RABBITMQ_MANAGEMENT_URL: rabbit.managementUrl,
+      DATABASE_URL: appDbUrl.toString(),
+      REDIS_URL: redis.url,
       SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
       SMTP_RATE_PER_SECOND: '0',
-      NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
-      UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
+      JWT_SECRET,
+      NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${ports.notifications}`,
+      UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${ports.email}`,
       DEMO_TRAFFIC_RATE: '0',
     };
-    await launch('notifications', notifications);
-    await Promise.all([launch('email', email), launch('api', api)]);
-    for (const id of [AUTHOR, ...USERS]) {
-      const res = await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: id });
+    // notification-service first: it declares the topology the others publish into.
+    for (const spec of APPS) await launch(spec, deps);
+    const api = () => apps.get('api')!.url;
+
+    const runId = `c${randomBytes(3).toString('hex')}`;
+    const cast = makeCast(`${runId}-`);
+    for (const id of Object.values(cast).flat()) {
+      const res = await http('POST', `${api()}/v1/users`, { id, email: `${id}@example.test`, displayName: id });
       if (res.status !== 201) throw new Error(`creating ${id} answered ${res.status}`);
     }
-    const post = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts`, { title: 'Chaos', body: 'load' }, { 'x-user-id': AUTHOR });
+    const feedConsumed = APPS.some((a) => a.consumesFeed);
+    const feed = feedConsumed ? undefined : new FeedTap();
+    await drain(deps, db, feed, 60_000);
     const ledger = new Ledger();
+    let round = 0;
 
-    for (const fault of selected) {
-      const inject = FAULTS[fault];
-      const before = { entries: ledger.entries.length, refused: new Map(ledger.refused), transport: ledger.transportErrors, exits: unexpectedExits.length };
+    for (const name of selected) {
+      const inject = all[name];
+      const before = { refused: new Map(ledger.refused), transport: ledger.transportErrors, exits: unexpectedExits.length, requests: ledger.requests, events: ledger.events.size };
       let healedAt = 0;
+      let note = '';
       let injected: () => void = () => undefined;
       const injectAt = new Promise<void>((resolve) => { injected = resolve; });
-      // The fault starts once a third of the phase's events are acknowledged: work is in flight.
-      const faultDone = injectAt.then(() => inject({ vhost: vhost.vhost, dbUrl: db.url })).then(() => { healedAt = Date.now(); });
+      const faultDone = injectAt.then(() => inject(deps)).then((n) => { note = n; healedAt = Date.now(); });
+      let completed = 0;
+      // A third of the phase's rounds acknowledged (24 ledger events each), or the time they should take.
       const watcher = (async () => {
-        while (ledger.entries.length - before.entries < EVENTS / 6) await sleep(100);
+        const deadline = Date.now() + (P.rounds / 3 / P.rate) * 3000;
+        while (ledger.events.size - before.events < (P.rounds / 3) * 24 && Date.now() < deadline) await sleep(50);
         injected();
       })();
-      // Recovered end to end: a notification created and an email received since the heal, watched
-      // from the heal on (the load goes on meanwhile).
+      // Recovered end to end: a notification created and an email received since the heal.
       const recovered = faultDone.then(async () => {
         const mailsAtHeal = smtp.mails.length;
-        const since = async () => (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM notification_items WHERE type = 'mention' AND created_at > to_timestamp($1 / 1000.0)`, [healedAt])).rows[0].n;
-        return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), 300_000, 100).catch(() => NaN);
+        const since = async () => (await db!.query<{ n: number }>('SELECT count(*)::int AS n FROM notification_items WHERE created_at > to_timestamp($1 / 1000.0)', [healedAt])).rows[0].n;
+        return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), 600_000, 100).catch(() => NaN);
       });
-      console.log(`[chaos] ${fault}: load of ${EVENTS} events at ${RATE}/s`);
-      const load = await runLoad({ apiUrl: () => apps.api.url, postId: post.body.id, author: AUTHOR, users: USERS, eventsPerSecond: RATE, events: EVENTS, until: faultDone, ledger });
+      console.log(`[chaos] ${name}: ${P.rounds} rounds at ${P.rate}/s`);
+      const load = await runLoad({ apiUrl: api, cast, runId, roundsPerSecond: P.rate, rounds: P.rounds, until: faultDone, ledger, firstRound: round });
+      round += load.started;
+      completed = load.completed;
       const loadEnded = Date.now();
       await Promise.all([watcher, faultDone]);
       const firstEffect = await recovered;
-
-      const drained = await eventually('drained (queues and outbox empty)', async () => {
-        const depths = await queueDepths(vhost.vhost).catch(() => undefined);
-        const work = await pendingWork(pool).catch(() => undefined);
-        if (!depths || !work || work.outbox > 0 || work.emails > 0) return false;
-        return [...depths].every(([q, n]) => n === 0 || q.endsWith('.dlq') || q === 'feed-service.activity') ? Date.now() : false;
-      }, 600_000, 500);
-      await sleep(1000); // the SMTP sink's last messages
-      const depths = await queueDepths(vhost.vhost);
-      const dlq = [...depths].filter(([q]) => q.endsWith('.dlq')).reduce((n, [, d]) => n + d, 0);
-      const figures = await checkInvariants(pool, ledger, smtp.mails, dlq);
-      // Every app says it is ready again on its own (a dependency it still thinks is down would show here).
-      const notReady = (await Promise.all(Object.values(apps).map(async (a) => ((await fetch(`${a.url}/readyz`).catch(() => undefined))?.status === 200 ? [] : [a.name])))).flat();
+      const drained = await drain(deps, db, feed, 900_000);
+      await sleep(500); // the sink's last messages
+      const figures = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps));
+      const notReady = (await Promise.all([...apps.values()].map(async (a) => ((await fetch(`${a.url}/readyz`).catch(() => undefined))?.status === 200 ? [] : [a.name])))).flat();
+      const { events, examples, ...rest } = figures;
       rows.push({
-        fault,
-        ...figures,
-        requests: load.sent,
-        refused: [...ledger.refused].map(([status, n]) => [status, n - (before.refused.get(status) ?? 0)]).filter(([, n]) => n > 0).map(([status, n]) => `${n}×${status}`).concat(ledger.transportErrors > before.transport ? [`${ledger.transportErrors - before.transport}×no answer`] : []).join(', ') || 'none',
+        fault: name,
+        note,
+        ...rest,
+        rounds: completed,
+        requests: ledger.requests - before.requests,
+        refused: [...ledger.refused].map(([s, n]) => [s, n - (before.refused.get(s) ?? 0)] as const).filter(([, n]) => n > 0).map(([s, n]) => `${n}×${s}`).concat(ledger.transportErrors > before.transport ? [`${ledger.transportErrors - before.transport}×no answer`] : []).join(', ') || 'none',
         firstEffectMs: firstEffect - healedAt,
         drainedMs: drained - healedAt,
         backlogMs: drained - loadEnded,
         exits: unexpectedExits.length - before.exits,
         notReady: notReady.join(', ') || 'none',
+        ledgerEvents: ledger.events.size,
       });
-      console.log(`[chaos] ${fault}: ${JSON.stringify(rows.at(-1))}`);
+      console.log(`[chaos] ${name}: ${JSON.stringify(rows.at(-1))}`);
+      if (examples.length > 0) console.log(`[chaos]   missing, e.g.: ${examples.join('; ')}`);
+      console.log(`[chaos]   ledger events by type so far: ${EVENT_TYPES.map((t) => `${t} ${events[t]}`).join(', ')}`);
     }
+    const totals = ledger.countByType();
+    console.log(`\n[chaos] ${PROFILE_NAME} profile: ${ledger.requests} requests, ${ledger.events.size} ledger events in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${EVENT_TYPES.map((t) => `${t} ${totals[t]}`).join(', ')}`);
+    if (process.env.CHAOS_REPORT) await writeFile(process.env.CHAOS_REPORT, JSON.stringify({ profile: PROFILE_NAME, settings: P, totals, rows, unexpectedExits }, null, 2));
   } finally {
-    await Promise.all(Object.values(apps).map((a) => { killedOnPurpose.add(a); return stopApp(a); }));
-    await pool.end().catch(() => undefined);
-    await smtp.close();
-    await Promise.all([vhost.delete(), db.drop()]);
+    await cleanup();
+    await db?.end().catch(() => undefined);
   }
   printTable(rows);
   for (const e of unexpectedExits) console.error(`[chaos] UNEXPECTED EXIT: ${e}`);
-  const failed = rows.filter((r) => r.lost > r.dlq || r.duplicated > 0 || r.emailsMissing > 0 || r.emailsDuplicated > 0 || r.counterMismatches > 0 || r.exits > 0 || r.notReady !== 'none');
-  return failed.length === 0 && unexpectedExits.length === 0 ? 0 : 1;
+  const failed = rows.filter((r) => breaches(r).length > 0);
+  for (const r of failed) console.error(`[chaos] FAILED ${r.fault}: ${breaches(r).join(', ')}`);
+  return failed.length === 0 && unexpectedExits.length === 0 && rows.length === selected.length ? 0 : 1;
+}
+
+/** The invariants a row breaks (empty: it passes). */
+function breaches(r: Row): string[] {
+  const out: string[] = [];
+  if (r.lost > 0) out.push(`${r.lost} lost`);
+  if (r.duplicated > 0) out.push(`${r.duplicated} duplicated`);
+  if (r.dlqUnmatched > 0) out.push(`${r.dlqUnmatched} DLQ messages matching no ledger event`);
+  if (r.dlqWithoutReason > 0) out.push(`${r.dlqWithoutReason} DLQ messages without a reason`);
+  if (r.emailsMissing > 0) out.push(`${r.emailsMissing} emails missing`);
+  if (r.emailsDuplicated > 0) out.push(`${r.emailsDuplicated} emails duplicated`);
+  if (r.counterMismatches > 0) out.push(`${r.counterMismatches} counters off`);
+  if (r.exits > 0) out.push(`${r.exits} unexpected exits`);
+  if (r.notReady !== 'none') out.push(`not ready: ${r.notReady}`);
+  if (!Number.isFinite(r.firstEffectMs)) out.push('no effect after the heal');
+  return out;
 }
 
 function printTable(rows: Row[]): void {
-  console.log('\n| Fault | Requests (failed) | Ledger events (cumulative) | Lost | Duplicated (rows not in the ledger) | DLQ | Emails missing / duplicated / crash window | Counters off | Unexpected exits | Not ready after drain | First effect after heal | Drained after heal | Drained after the last request |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  console.log('\n| Fault | Rounds (requests; failed) | Ledger events, cumulative (effects checked) | Lost | In DLQ (DLQ msgs, unmatched) | Duplicated | Unledgered | Emails missing / dup / crash window | Counters off | Exits | First effect after heal | Drained after heal | Drained after last request | Note |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.fault} | ${r.requests} (${r.refused}) | ${r.ledgerEvents} | ${r.lost} | ${r.duplicated} (${r.unledgered}) | ${r.dlq} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} | ${r.exits} | ${r.notReady} | ${(r.firstEffectMs / 1000).toFixed(1)} s | ${(r.drainedMs / 1000).toFixed(1)} s | ${(r.backlogMs / 1000).toFixed(1)} s |`);
+    console.log(`| ${r.fault} | ${r.rounds} (${r.requests}; ${r.refused}) | ${r.ledgerEvents} (${r.effects}) | ${r.lost} | ${r.inDlq} (${r.dlq}, ${r.dlqUnmatched}) | ${r.duplicated} | ${r.unledgered} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} | ${r.exits} | ${s(r.firstEffectMs)} | ${s(r.drainedMs)} | ${s(r.backlogMs)} | ${r.note} |`);
   }
 }
 
-// Whatever ends this process, the apps it started end with it (they would otherwise hold the ports and the test database).
+/** What the suite started, stopped in reverse order at the end, on an error, or on SIGINT/SIGTERM. */
+const started: Array<{ stop(): Promise<void> }> = [];
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.all([...apps.values()].map((a) => { killedOnPurpose.add(a); return stopApp(a); }));
+    for (const s of started.reverse()) await s.stop().catch((err: unknown) => console.error('[chaos] cleanup:', err));
+  })();
+  return cleaning;
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`[chaos] ${signal}: stopping the apps and the private RabbitMQ, Postgres and Redis`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+
+// Whatever ends this process, the apps it started end with it (they would otherwise hold the ports).
 process.on('exit', () => {
-  for (const a of Object.values(apps)) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
+  for (const a of apps.values()) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
 });
 
 main().then((code) => { process.exitCode = code; }, (err: unknown) => {
