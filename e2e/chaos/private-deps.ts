@@ -142,9 +142,12 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const port = await freePort();
   const pgCtl = (...args: string[]) => as(user, path.join(PG_BIN, 'pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), ...args]);
   await as(user, path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
-  // Test-only durability settings (fsync off): the faults kill the server, never the machine, so
-  // crash recovery after `-m immediate` still has every committed transaction.
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
+  // Test-only durability setting: fsync off. The faults kill the server, never the machine, so the
+  // page cache keeps what was written and crash recovery after `-m immediate` still finds every
+  // acknowledged commit. synchronous_commit stays on: off, a crash loses the last commits already
+  // acknowledged (WAL still in shared memory), which the first run of this suite caught as a "lost"
+  // security alert the API had answered 201 for.
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=300`;
   const start = () => pgCtl('-w', '-t', '60', '-o', options, 'start').then(() => undefined);
   await start();
   const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;

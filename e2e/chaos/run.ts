@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { databaseFaults, eventually } from '@community/testing';
 import { freePort, http, startApp, startSmtpSink, stopApp, type App, type SmtpSink } from '../harness';
-import { checkInvariants, FeedTap, pendingWork, queueDepths, readQueue, type BrokerMessage, type Figures, type Management } from './checks';
+import { checkInvariants, FeedTap, pendingWork, queueDepths, queueDepthsFast, readQueue, type BrokerMessage, type Figures, type Management } from './checks';
 import { cast as makeCast, EVENT_TYPES, Ledger, runLoad } from './load';
 import { createMigratedDatabase, startPrivatePostgres, startPrivateRabbit, startPrivateRedis, type PrivatePostgres, type PrivateRabbit, type PrivateRedis } from './private-deps';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
@@ -47,7 +47,7 @@ const SHORT_TIMEOUTS = {
   SMTP_BREAKER_PROBE_MAX_MS: '2000',
 };
 const PROFILES: Record<string, Profile> = {
-  short: { rounds: 12, rate: 6, holdMs: 5_000, pgHoldMs: 8_000, closeForMs: 15_000, appEnv: SHORT_TIMEOUTS },
+  short: { rounds: 9, rate: 3, holdMs: 4_000, pgHoldMs: 6_000, closeForMs: 10_000, appEnv: SHORT_TIMEOUTS },
   mid: { rounds: 150, rate: 8, holdMs: 15_000, pgHoldMs: 30_000, closeForMs: 30_000, appEnv: SHORT_TIMEOUTS },
   // 16 faults × 650 rounds ≥ 10,000 of each event type; the holds of the issue; product defaults.
   full: { rounds: 650, rate: 10, holdMs: 30_000, pgHoldMs: 60_000, closeForMs: 60_000, appEnv: {} },
@@ -115,7 +115,7 @@ async function launch(spec: AppSpec, deps: Deps): Promise<void> {
 /** Work in the app's hands: messages in its queues, or (the API) outbox rows its relay has yet to publish. */
 async function backlog(deps: Deps, spec: AppSpec): Promise<number> {
   if (spec.backlogQueues.length === 0) return (await pendingWork(deps.db).catch(() => ({ outbox: 0 }))).outbox;
-  const depths = await queueDepths(deps.rabbit.ctl, '/').catch(() => new Map<string, number>());
+  const depths = await queueDepthsFast(deps.management).catch(() => new Map<string, number>());
   return spec.backlogQueues.reduce((n, q) => n + (depths.get(q) ?? 0), 0);
 }
 
@@ -128,17 +128,19 @@ function faults(): Record<string, Fault> {
     // Three kills at random points of the hold, each once the app has a backlog in its queues (a
     // batch in hand), each waiting for the restarted app to be ready.
     f[`kill -9 ${spec.name} ×3`] = async (deps) => {
-      const notes: number[] = [];
+      const notes: string[] = [];
       for (let k = 0; k < 3; k++) {
         await sleep(Math.random() * (P.holdMs / 3));
         await eventually(`${spec.name} has a backlog`, async () => (await backlog(deps, spec)) > 0, 10_000, 50).catch(() => undefined);
-        notes.push(await backlog(deps, spec));
+        const depth = await backlog(deps, spec);
         const app = apps.get(spec.key)!;
         killedOnPurpose.add(app);
         await stopApp(app, 'SIGKILL');
+        const killedAt = Date.now();
         await launch(spec, deps);
+        notes.push(`${depth} (ready again in ${((Date.now() - killedAt) / 1000).toFixed(1)} s)`);
       }
-      return `backlog at the kills: ${notes.join(', ')}`;
+      return `backlog at each kill: ${notes.join(', ')}`;
     };
   }
   f['RabbitMQ stop_app/start_app'] = async ({ rabbit }) => {
@@ -149,9 +151,10 @@ function faults(): Record<string, Fault> {
   };
   f[`close_all_connections every 5 s`] = async ({ rabbit }) => {
     let n = 0;
-    for (const end = Date.now() + P.closeForMs; Date.now() < end; n++) {
+    // On a 5 s grid from the start, whatever rabbitmqctl's own start-up takes.
+    for (const start = Date.now(); Date.now() < start + P.closeForMs; n++) {
       await rabbit.ctl('close_all_connections', '-q', 'chaos: injected connection loss');
-      await sleep(5000);
+      await sleep(Math.max(0, start + (n + 1) * 5000 - Date.now()));
     }
     return `${n} times`;
   };
@@ -228,14 +231,21 @@ interface Row extends Omit<Figures, 'events' | 'examples'> {
 
 async function drain(deps: Deps, db: pg.Pool, feed: FeedTap | undefined, timeoutMs: number): Promise<number> {
   return eventually('drained (queues and outbox empty, no email pending)', async () => {
+    // The management API's figures first (cheap, up to a second old); the exact count once they say empty.
+    const fast = await queueDepthsFast(deps.management).catch(() => undefined);
+    if (!fast || [...fast].some(([q, n]) => n > 0 && !q.endsWith('.dlq') && !(feed && q === 'feed-service.activity'))) return false;
     const depths = await queueDepths(deps.rabbit.ctl, '/').catch(() => undefined);
     if (!depths) return false;
-    if (feed && (depths.get('feed-service.activity') ?? 0) > 0) await feed.take(deps.management, depths.get('feed-service.activity')!).catch(() => undefined);
+    // Standing in for feed-service: take what reached its queue; the next poll must then see it empty.
+    if (feed && (depths.get('feed-service.activity') ?? 0) > 0) {
+      await feed.take(deps.management, depths.get('feed-service.activity')!).catch((err: unknown) => console.error('[chaos] reading feed-service.activity:', err));
+      return false;
+    }
     const work = await pendingWork(db).catch(() => undefined);
     if (!work || work.outbox > 0 || work.emails > 0) return false;
-    const busy = [...depths].filter(([q, n]) => n > 0 && !q.endsWith('.dlq') && !(feed && q === 'feed-service.activity'));
+    const busy = [...depths].filter(([q, n]) => n > 0 && !q.endsWith('.dlq'));
     return busy.length === 0 ? Date.now() : false;
-  }, timeoutMs, 500);
+  }, timeoutMs, 250);
 }
 
 async function readDlqs(deps: Deps): Promise<BrokerMessage[]> {
@@ -305,7 +315,9 @@ async function main(): Promise<number> {
       let note = '';
       let injected: () => void = () => undefined;
       const injectAt = new Promise<void>((resolve) => { injected = resolve; });
-      const faultDone = injectAt.then(() => inject(deps)).then((n) => { note = n; healedAt = Date.now(); });
+      const phaseStart = Date.now();
+      const at = () => `${((Date.now() - phaseStart) / 1000).toFixed(1)} s`;
+      const faultDone = injectAt.then(() => { console.log(`[chaos]   injected at ${at()}`); return inject(deps); }).then((n) => { note = n; healedAt = Date.now(); console.log(`[chaos]   healed at ${at()}`); });
       let completed = 0;
       // A third of the phase's rounds acknowledged (24 ledger events each), or the time they should take.
       const watcher = (async () => {
@@ -326,7 +338,9 @@ async function main(): Promise<number> {
       const loadEnded = Date.now();
       await Promise.all([watcher, faultDone]);
       const firstEffect = await recovered;
+      console.log(`[chaos]   load ended at ${at()}`);
       const drained = await drain(deps, db, feed, 900_000);
+      console.log(`[chaos]   drained at ${at()}`);
       await sleep(500); // the sink's last messages
       const figures = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps));
       const notReady = (await Promise.all([...apps.values()].map(async (a) => ((await fetch(`${a.url}/readyz`).catch(() => undefined))?.status === 200 ? [] : [a.name])))).flat();
