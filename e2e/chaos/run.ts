@@ -34,6 +34,9 @@ interface Profile {
   pgHoldMs: number;
   /** close_all_connections every 5 s for this long ("a minute"). */
   closeForMs: number;
+  /** How long to wait for the first effect after a heal, and for the drain, before calling it a failure. */
+  recoverMs: number;
+  drainMs: number;
   /** Extra environment of the apps: shorter leases and timeouts so the short profile's drains fit in CI. */
   appEnv: Record<string, string>;
 }
@@ -47,10 +50,10 @@ const SHORT_TIMEOUTS = {
   SMTP_BREAKER_PROBE_MAX_MS: '2000',
 };
 const PROFILES: Record<string, Profile> = {
-  short: { rounds: 9, rate: 3, holdMs: 4_000, pgHoldMs: 6_000, closeForMs: 10_000, appEnv: SHORT_TIMEOUTS },
-  mid: { rounds: 150, rate: 8, holdMs: 15_000, pgHoldMs: 30_000, closeForMs: 30_000, appEnv: SHORT_TIMEOUTS },
+  short: { rounds: 9, rate: 3, holdMs: 4_000, pgHoldMs: 6_000, closeForMs: 10_000, recoverMs: 120_000, drainMs: 240_000, appEnv: SHORT_TIMEOUTS },
+  mid: { rounds: 150, rate: 8, holdMs: 15_000, pgHoldMs: 30_000, closeForMs: 30_000, recoverMs: 300_000, drainMs: 600_000, appEnv: SHORT_TIMEOUTS },
   // 16 faults × 650 rounds ≥ 10,000 of each event type; the holds of the issue; product defaults.
-  full: { rounds: 650, rate: 10, holdMs: 30_000, pgHoldMs: 60_000, closeForMs: 60_000, appEnv: {} },
+  full: { rounds: 650, rate: 10, holdMs: 30_000, pgHoldMs: 60_000, closeForMs: 60_000, recoverMs: 600_000, drainMs: 900_000, appEnv: {} },
 };
 const PROFILE_NAME = process.env.CHAOS_PROFILE ?? 'short';
 const base = PROFILES[PROFILE_NAME];
@@ -107,7 +110,12 @@ async function launch(spec: AppSpec, deps: Deps): Promise<void> {
   const amqp = spec.amqpViaProxy ? `amqp://guest:guest@127.0.0.1:${deps.amqpProxy.port}` : deps.rabbit.amqpUrl;
   const app = await startApp(spec.name, ports[spec.key], { ...appEnv, AMQP_URL: amqp, ...(spec.env?.(ports) ?? {}) });
   app.proc.on('exit', (code, signal) => {
-    if (!killedOnPurpose.has(app)) unexpectedExits.push(`${app.name} exited (${signal ?? code}): ${app.output.join('').slice(-1500)}`);
+    if (killedOnPurpose.has(app) || cleaning) return;
+    const what = `${app.name} exited (${signal ?? code}): ${app.output.join('').slice(-3000)}`;
+    unexpectedExits.push(what);
+    console.error(`[chaos] UNEXPECTED EXIT (a breach; restarted as a supervisor would): ${what}`);
+    // Restarted, as `npm start` and a Deployment would, so the rest of the run still measures something.
+    void sleep(1000).then(() => (cleaning ? undefined : launch(spec, deps))).catch((err: unknown) => console.error(`[chaos] restarting ${app.name}:`, err));
   });
   apps.set(spec.key, app);
 }
@@ -329,7 +337,7 @@ async function main(): Promise<number> {
       const recovered = faultDone.then(async () => {
         const mailsAtHeal = smtp.mails.length;
         const since = async () => (await db!.query<{ n: number }>('SELECT count(*)::int AS n FROM notification_items WHERE created_at > to_timestamp($1 / 1000.0)', [healedAt])).rows[0].n;
-        return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), 600_000, 100).catch(() => NaN);
+        return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), P.recoverMs, 100).catch(() => NaN);
       });
       console.log(`[chaos] ${name}: ${P.rounds} rounds at ${P.rate}/s`);
       const load = await runLoad({ apiUrl: api, cast, runId, roundsPerSecond: P.rate, rounds: P.rounds, until: faultDone, ledger, firstRound: round });
@@ -338,8 +346,11 @@ async function main(): Promise<number> {
       const loadEnded = Date.now();
       await Promise.all([watcher, faultDone]);
       const firstEffect = await recovered;
-      console.log(`[chaos]   load ended at ${at()}`);
-      const drained = await drain(deps, db, feed, 900_000);
+      console.log(`[chaos]   load ended at ${((loadEnded - phaseStart) / 1000).toFixed(1)} s, first effect after the heal at ${at()}`);
+      const drained = await drain(deps, db, feed, P.drainMs).catch((err: unknown) => {
+        console.error(`[chaos] ${name}: ${(err as Error).message}`);
+        return NaN;
+      });
       console.log(`[chaos]   drained at ${at()}`);
       await sleep(500); // the sink's last messages
       const figures = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps));
@@ -390,6 +401,7 @@ function breaches(r: Row): string[] {
   if (r.exits > 0) out.push(`${r.exits} unexpected exits`);
   if (r.notReady !== 'none') out.push(`not ready: ${r.notReady}`);
   if (!Number.isFinite(r.firstEffectMs)) out.push('no effect after the heal');
+  if (!Number.isFinite(r.drainedMs)) out.push('did not drain');
   return out;
 }
 
