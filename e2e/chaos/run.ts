@@ -52,8 +52,8 @@ const SHORT_TIMEOUTS = {
 const PROFILES: Record<string, Profile> = {
   short: { rounds: 9, rate: 3, holdMs: 4_000, pgHoldMs: 6_000, closeForMs: 10_000, recoverMs: 120_000, drainMs: 240_000, appEnv: SHORT_TIMEOUTS },
   mid: { rounds: 150, rate: 8, holdMs: 15_000, pgHoldMs: 30_000, closeForMs: 30_000, recoverMs: 300_000, drainMs: 600_000, appEnv: SHORT_TIMEOUTS },
-  // 16 faults × 650 rounds ≥ 10,000 of each event type; the holds of the issue; product defaults.
-  full: { rounds: 650, rate: 10, holdMs: 30_000, pgHoldMs: 60_000, closeForMs: 60_000, recoverMs: 600_000, drainMs: 900_000, appEnv: {} },
+  // 13 faults × 800 rounds ≥ 10,000 of each event type; the holds of the issue; product defaults.
+  full: { rounds: 800, rate: 10, holdMs: 30_000, pgHoldMs: 60_000, closeForMs: 60_000, recoverMs: 600_000, drainMs: 900_000, appEnv: {} },
 };
 const PROFILE_NAME = process.env.CHAOS_PROFILE ?? 'short';
 const base = PROFILES[PROFILE_NAME];
