@@ -109,6 +109,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     logger,
     registry,
     classifiers: [classifyPgError, classifySmtpError],
+    provisioning: config.AMQP_TOPOLOGY,
   });
   const handlerDeps = {
     pool,

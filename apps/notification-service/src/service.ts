@@ -62,7 +62,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
+    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
     registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS);
     relay = createRelay({
       pool,

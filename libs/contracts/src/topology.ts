@@ -61,5 +61,24 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
+    {
+      // feed-service's own work: one message per batch of followers to fan a post out to, fed by
+      // feed-service itself through the default exchange (no binding).
+      name: 'feed-service.fanout',
+      bindings: [],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // Timeline rebuilds after a follow (or on request), fed by feed-service itself.
+      name: 'feed-service.backfill',
+      bindings: [],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // The reconciler's own low-priority work (replays, repairs), fed by itself and its API.
+      name: 'reconciler.low-priority',
+      bindings: [],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
   ],
 };
