@@ -86,3 +86,16 @@ export function buildDefinitions(options: DefinitionsOptions): Definitions {
 export function communityDefinitions(): Definitions {
   return buildDefinitions({ vhost: COMMUNITY_VHOST });
 }
+
+/**
+ * For the compose broker only (never a deployment): guest/guest as administrator on `/` and the
+ * community vhost, as a development broker has it, so `npm test` and the local tools work against
+ * it. Imported next to the community definitions (rabbitmq.conf points at the directory).
+ */
+export function devGuestDefinitions(vhost: string): Pick<Definitions, 'users' | 'vhosts' | 'permissions'> {
+  return {
+    users: [{ name: 'guest', password_hash: rabbitPasswordHash('guest', 'guest'), hashing_algorithm: 'rabbit_password_hashing_sha256', tags: ['administrator'], limits: {} }],
+    vhosts: [{ name: '/' }],
+    permissions: ['/', vhost].map((v) => ({ user: 'guest', vhost: v, configure: '.*', write: '.*', read: '.*' })),
+  };
+}

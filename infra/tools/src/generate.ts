@@ -2,7 +2,7 @@
 // app table (./k8s.ts). `npm run infra:generate` writes them; generate.spec.ts fails when a
 // committed file differs from what this returns (regenerate and commit).
 import { stringify } from 'yaml';
-import { buildDefinitions, communityDefinitions, devPassword } from './definitions';
+import { buildDefinitions, communityDefinitions, devGuestDefinitions, devPassword } from './definitions';
 import { appDockerfile, DOCKERIGNORE, migrateDockerfile } from './docker';
 import { APPS, appManifests } from './k8s';
 import { operatorResources } from './operator';
@@ -20,6 +20,9 @@ export function generatedFiles(): Map<string, string> {
   const files = new Map<string, string>();
   const defs = communityDefinitions();
   files.set('infra/rabbitmq/definitions.json', json(defs));
+  // docker-compose.yml only: `npm test` (and the tools of docs/OPERATIONS-LOCAL.md) use guest, an
+  // administrator, which a broker importing definitions at boot would not create.
+  files.set('infra/rabbitmq/dev-guest.json', json(devGuestDefinitions(defs.vhosts[0].name)));
   // What `npm start` and docker-compose.yml log in with: the development passwords behind the hashes above.
   files.set('infra/rabbitmq/dev-credentials.json', json({ vhost: defs.vhosts[0].name, users: Object.fromEntries(defs.users.map((u) => [u.name, devPassword(u.name)])) }));
 

@@ -16,6 +16,6 @@ it('sets consumer_timeout above the longest handler deadline (email send at the 
 
 it('loads the generated definitions from where docker-compose.yml and the cluster mount them', () => {
   expect(setting('definitions.import_backend')).toBe('local_filesystem');
-  expect(setting('definitions.local.path')).toBe('/etc/rabbitmq/definitions.json');
+  expect(setting('definitions.local.path')).toBe('/etc/rabbitmq/definitions.d');
   expect(setting('cluster_name')).toBe('community');
 });
