@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { managementRequest } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost } from '@community/testing';
-import { buildDefinitions, devPassword } from '../infra/tools/src/definitions';
+import { buildDefinitions, devPassword } from '../infra/tools/src';
 import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**

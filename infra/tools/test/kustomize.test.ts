@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { COMMUNITY_TOPOLOGY, SERVICE_ACCESS } from '@community/contracts';
 import { planTopology } from '@community/messaging';
-import { APPS } from '../src/k8s';
+import { APPS } from '../src';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../../..');

@@ -6,7 +6,7 @@ import amqplib, { type Channel, type ChannelModel } from 'amqplib';
 import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, SERVICE_ACCESS } from '@community/contracts';
 import { managementRequest, ownQueueNames, planTopology, type ServiceAccess } from '@community/messaging';
 import { createTestVhost, eventually, type TestVhost } from '@community/testing';
-import { buildDefinitions, devPassword } from '../src/definitions';
+import { buildDefinitions, devPassword } from '../src';
 
 const plan = planTopology(COMMUNITY_TOPOLOGY);
 const argsOf = (queue: string) => plan.queues.find((q) => q.name === queue)!.arguments;

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import amqplib from 'amqplib';
 import { managementRequest } from '@community/messaging';
 import { createTestVhost, type TestVhost } from '@community/testing';
-import { buildDefinitions, devPassword } from '../src/definitions';
+import { buildDefinitions, devPassword } from '../src';
 
 const run = promisify(execFile);
 const SCRIPT = path.resolve(__dirname, '../../k8s/base/topology/apply-topology.sh');
