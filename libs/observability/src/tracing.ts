@@ -93,7 +93,8 @@ export function startTracing(serviceName: string, options: StartTracingOptions =
   // off never needs.
   const { NodeSDK: Sdk } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
   const sdk = new Sdk({
-    serviceName,
+    // OTEL_SERVICE_NAME, if set, wins (the SDK would let this option override it).
+    serviceName: (options.env ?? process.env).OTEL_SERVICE_NAME?.trim() || serviceName,
     // No module patching: context crosses HTTP, the outbox and AMQP explicitly (docs/TRACING.md).
     instrumentations: [],
     // Traces only: the SDK would otherwise default metrics and logs to OTLP exporters too.
