@@ -124,6 +124,7 @@ export function createRelay(options: RelayOptions): OutboxRelay {
     const tracing = propagationEnabled();
     const outcomes = await Promise.allSettled(
       rows.map((row) => {
+        if (!tracing) return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs });
         const span = startPublishSpan(row, producer, tracing);
         return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, headers: span.headers }).then(
           () => span.end(),
