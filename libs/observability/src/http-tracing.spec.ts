@@ -114,3 +114,29 @@ describe('HTTP server spans, tracing on', () => {
     expect([missing.name, missing.status.code, missing.attributes['http.response.status_code']]).toEqual(['GET', SpanStatusCode.UNSET, 404]);
   });
 });
+
+describe('log lines inside a span, tracing on', () => {
+  it('carry traceId and spanId (a logger created before tracing started carries nothing)', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const destination = { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) };
+    const before = createLogger({ service: 's', destination });
+    const tracing = startTracing('s', { spanProcessors: [new SimpleSpanProcessor({ exporter: new InMemorySpanExporter() })] });
+    const after = createLogger({ service: 's', destination });
+    const span = trace.getTracer('t').startSpan('work');
+    context.with(trace.setSpan(context.active(), span), () => {
+      before.info('before');
+      after.child({ component: 'c' }).info('inside');
+    });
+    after.info('outside');
+    span.end();
+    expect(lines.map((l) => [l.msg, l.traceId, l.spanId])).toEqual([
+      ['before', undefined, undefined],
+      ['inside', span.spanContext().traceId, span.spanContext().spanId],
+      ['outside', undefined, undefined],
+    ]);
+    await tracing.shutdown();
+    trace.disable();
+    propagation.disable();
+    context.disable();
+  });
+});
