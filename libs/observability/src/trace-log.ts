@@ -8,8 +8,9 @@ import { tracingEnabled } from './http-tracing';
  */
 export function traceLogMixin(): (() => Record<string, string>) | undefined {
   if (!tracingEnabled()) return undefined;
-  return () => {
+  return (): Record<string, string> => {
     const ctx = trace.getActiveSpan()?.spanContext();
-    return ctx && isSpanContextValid(ctx) ? { traceId: ctx.traceId, spanId: ctx.spanId } : {};
+    if (!ctx || !isSpanContextValid(ctx)) return {};
+    return { traceId: ctx.traceId, spanId: ctx.spanId };
   };
 }
