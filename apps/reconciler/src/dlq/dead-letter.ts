@@ -72,7 +72,7 @@ export function readDeadLetter(dlq: string, msg: Pick<ConsumeMessage, 'content' 
   const headers: Record<string, unknown> = { ...(p.headers ?? {}) };
   const deaths = Array.isArray(headers['x-death']) ? (headers['x-death'] as XDeath[]) : [];
   const death = deaths[0];
-  const fromConsumer = str(headers[H.errorClass]) !== null;
+  const consumerErrorClass = str(headers[H.errorClass]);
 
   const originalQueue =
     str(headers[H.originalQueue]) ?? str(death?.queue) ?? (dlq.endsWith('.dlq') ? dlq.slice(0, -'.dlq'.length) : dlq);
@@ -82,8 +82,8 @@ export function readDeadLetter(dlq: string, msg: Pick<ConsumeMessage, 'content' 
   let errorClass: string;
   let errorMessage: string;
   let errorKind: string;
-  if (fromConsumer) {
-    errorClass = str(headers[H.errorClass])!;
+  if (consumerErrorClass !== null) {
+    errorClass = consumerErrorClass;
     errorMessage = str(headers[H.errorMessage]) ?? '';
     errorKind = str(headers[H.errorKind]) ?? 'permanent';
   } else if (death) {

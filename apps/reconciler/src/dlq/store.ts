@@ -316,7 +316,10 @@ export async function getOperation(db: Db, id: string): Promise<OperationRow | n
 export async function listOperations(db: Db, limit = 20): Promise<OperationRow[]> {
   const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM dlq_operations ORDER BY id DESC LIMIT $1`, [limit]);
   const out: OperationRow[] = [];
-  for (const r of rows) out.push((await getOperation(db, r.id))!);
+  for (const r of rows) {
+    const op = await getOperation(db, r.id);
+    if (op) out.push(op);
+  }
   return out;
 }
 
