@@ -57,7 +57,14 @@ export interface DlqHarness {
   close(): Promise<void>;
 }
 
-export async function startDlqHarness(prefix: string, options: { replayStaleMs?: number; replaySweepMs?: number } = {}): Promise<DlqHarness> {
+export interface DlqHarnessOptions {
+  replayStaleMs?: number;
+  replaySweepMs?: number;
+  /** Routes added to the app beside the console's (e.g. a stand-in for another part's endpoint). */
+  extraRoutes?: (app: FastifyInstance) => void;
+}
+
+export async function startDlqHarness(prefix: string, options: DlqHarnessOptions = {}): Promise<DlqHarness> {
   const [db, vhost] = await Promise.all([createTestDatabase(`rc_${prefix}`), createTestVhost(`rc-${prefix}`)]);
   const pool = createPgPool(db.url, { max: 8 });
   await pool.query(`
@@ -98,6 +105,7 @@ export async function startDlqHarness(prefix: string, options: { replayStaleMs?:
     replaySweepMs: options.replaySweepMs,
   });
   await app.register(dlq.routes);
+  options.extraRoutes?.(app);
   await app.ready();
   await messaging.start();
   await dlq.start();
