@@ -30,9 +30,14 @@ describe('composeStatus / renderStatus', () => {
     expect(text).toContain('4× PermanentError: user <n> not found');
   });
 
+  it('shows structured values through their detail only', () => {
+    const r = composeStatus({ checks: [{ name: 'jobs', ok: true, value: [{ job: 'a' }], threshold: 'each job ran', detail: 'every job runs on schedule' }] }, dlq(0));
+    expect(renderStatus(r)).toContain('OK    jobs        (threshold each job ran) — every job runs on schedule');
+  });
+
   it('fails when a part cannot be read', () => {
     const r = composeStatus(new Error('no such route'), dlq(0));
     expect(r.ok).toBe(false);
-    expect(renderStatus(r)).toContain('FAIL  reconciler-status   — no such route  → see docs/RUNBOOK.md#check-reconciler-status');
+    expect(renderStatus(r)).toContain('FAIL  reconciler-status — no such route  → see docs/RUNBOOK.md#check-reconciler-status');
   });
 });

@@ -60,15 +60,15 @@ export function age(seconds: number | null | undefined): string {
   return `${Math.round(seconds / 86_400)} d`;
 }
 
-const show = (v: unknown): string => (v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+/** Scalars only: structured values (per-queue maps, job lists) are in `detail` for people and in --json for machines. */
+const show = (v: unknown): string => (v === undefined || v === null || typeof v === 'object' ? '' : String(v));
 
 export function renderStatus(report: StatusReport): string {
   const width = Math.max(...report.checks.map((c) => c.name.length), 10);
   const lines: string[] = [];
   for (const c of report.checks) {
-    const value = show(c.value);
-    const threshold = c.threshold === undefined ? '' : ` (threshold ${show(c.threshold)})`;
-    let line = `${c.ok ? 'OK  ' : 'FAIL'}  ${c.name.padEnd(width)}  ${value}${threshold}`;
+    const value = [show(c.value), show(c.threshold) === '' ? '' : `(threshold ${show(c.threshold)})`].filter(Boolean).join(' ');
+    let line = `${c.ok ? 'OK  ' : 'FAIL'}  ${c.name.padEnd(width)}  ${value}`.trimEnd();
     if (c.detail) line += ` — ${c.detail}`;
     if (!c.ok) line += `  → see ${c.runbook ?? anchor(`check: ${c.name}`)}`;
     lines.push(line.trimEnd());
