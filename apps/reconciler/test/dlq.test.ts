@@ -1,4 +1,5 @@
 import { eventually } from '@community/testing';
+import { createOperation } from '../src/dlq/store';
 import { OTHER, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
 
 /**
@@ -9,7 +10,8 @@ import { OTHER, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-ha
 let h: DlqHarness;
 
 beforeAll(async () => {
-  h = await startDlqHarness('dlq');
+  // A replay untouched for 2 s counts as orphaned (a runner touches it at every message).
+  h = await startDlqHarness('dlq', { replayStaleMs: 2000, replaySweepMs: 200 });
 });
 afterAll(async () => h?.close());
 
@@ -53,7 +55,7 @@ describe('ingest, grouping and inspection', () => {
       [1, 'PermanentError', 'no shipping address for <email>', `${WORK}-handler`],
       [3, 'PermanentError', 'item <n> out of stock for order <uuid>', `${WORK}-handler`],
     ]);
-    expect(await metric('reconciler_dlq_new_causes_total')).toBeGreaterThanOrEqual(2);
+    expect(await metric('reconciler_dlq_new_causes_total')).toBe(2);
     const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM dlq_messages WHERE message_id = ANY($1)`, [[...stock, ...address]]);
     expect(rows[0].n).toBe(4);
   });
@@ -178,6 +180,32 @@ describe('replay', () => {
     await waitDone(started.body.operationId);
     // 6 messages at 5/s: the first at once, the last 1 s later.
     expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
+  });
+});
+
+describe('a replay whose runner died', () => {
+  it('is taken over and finishes, each message processed once', async () => {
+    const ids = [orderId(), orderId()];
+    await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `orphan ${id}` })));
+    h.poisoned.clear();
+    const group = (await api('GET', `/v1/admin/dlq/messages?q=${ids[0]}`)).body.items[0].fingerprint;
+    // What a replica that crashed right after accepting the request leaves behind: the operation,
+    // its items, one message already claimed ('replaying'), and a heartbeat from long ago.
+    const client = await h.pool.connect();
+    let operationId: string;
+    try {
+      await client.query('BEGIN');
+      ({ id: operationId } = await createOperation(client, { action: 'replay', requestedBy: 'gone', selection: { filter: { group } }, ratePerSecond: 100 }));
+      await client.query(`UPDATE dlq_messages SET state = 'replaying' WHERE message_id = $1`, [ids[0]]);
+      await client.query(`UPDATE dlq_operations SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [operationId]);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const op = await waitDone(operationId);
+    expect(op).toMatchObject({ state: 'done', matched: 2, succeeded: 2 });
+    for (const id of ids) await eventually(`${id} processed`, async () => (await h.processed(WORK, id)).processed === 1);
+    expect(await states(ids)).toEqual(['replayed', 'replayed']);
   });
 });
 
