@@ -78,6 +78,32 @@ it('shows the cause, a message beside its error, dry-runs and replays the group 
   expect(rows).toEqual([{ requested_by: 'erin' }]);
 });
 
+it('discards one message from its detail view, with the same preview, and keeps it visible as discarded', async () => {
+  const id = orderId();
+  await h.deadLetter([{ id, type: 'order.placed', reason: `fraud check failed for order ${id}` }]);
+  await page.click('#refresh');
+  const groupRow = page.locator('#groups tbody tr', { hasText: 'fraud check failed for order <uuid>' });
+  await groupRow.waitFor();
+  await groupRow.click();
+  await page.waitForSelector('#total[data-total="1"]');
+  await page.locator('#messages tbody tr').first().click();
+  await page.waitForSelector(`#detail-id:has-text("${id}")`);
+  await page.click('#detail-discard');
+  await page.waitForSelector('#preview-text[data-matched="1"]');
+  expect(await page.textContent('#preview-text')).toContain('Dry run: discard would act on 1 message(s)');
+  const before = await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id]);
+  expect(before.rows).toEqual([{ state: 'pending' }]);
+
+  await page.click('#confirm');
+  await page.waitForSelector('#progress-text[data-state="done"]:has-text("(discard)")');
+  expect(await page.textContent('#progress-text')).toMatch(/\(discard\): done — 1\/1 \(1 ok/);
+  const after = await h.pool.query(`SELECT m.state, o.requested_by FROM dlq_messages m JOIN dlq_operation_items i ON i.message_id = m.id JOIN dlq_operations o ON o.id = i.operation_id WHERE m.message_id = $1`, [id]);
+  expect(after.rows).toEqual([{ state: 'discarded', requested_by: 'erin' }]);
+  await page.selectOption('#filters select[name=state]', 'discarded');
+  await page.click('#filters button[type=submit]');
+  await page.waitForSelector(`#messages tbody tr:has-text("fraud check failed for order ${id}")`);
+});
+
 it('asks for the token again when the API refuses it', async () => {
   const fresh = await browser.newPage();
   await fresh.goto(`${base}/console`);

@@ -218,6 +218,10 @@ export const CONSOLE_HTML = `<!doctype html>
     const body = Object.assign({ dryRun: false }, selection, action === 'replay' ? { ratePerSecond: rate } : {});
     const r = await api('POST', '/v1/admin/dlq/' + action, body);
     $('progress').hidden = false;
+    $('progress-text').dataset.state = 'starting';
+    $('progress-text').dataset.operation = r.operationId;
+    $('progress-text').textContent = 'Operation #' + r.operationId + ' (' + action + '): starting — 0/' + r.matched;
+    $('progress-bar').value = 0;
     await poll(r.operationId);
   }
 
