@@ -243,3 +243,14 @@ describe('discard', () => {
     for (const id of drop) expect((await h.processed(WORK, id)).deliveries).toBe(1);
   });
 });
+
+describe('ingest after the broker connection is lost', () => {
+  it('reconnects by itself and stores what is dead-lettered afterwards, once', async () => {
+    await h.vhost.closeConnections();
+    const ids = [orderId(), orderId()];
+    await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `after reconnect ${id}` })));
+    const { rows } = await h.pool.query(`SELECT message_id FROM dlq_messages WHERE message_id = ANY($1) ORDER BY 1`, [ids]);
+    expect(rows.map((r) => r.message_id)).toEqual([...ids].sort());
+    await eventually('the ingest consumes every DLQ again', async () => (await api('GET', '/v1/admin/dlq')).body.consuming.length === 2);
+  });
+});

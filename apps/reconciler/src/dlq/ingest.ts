@@ -86,13 +86,21 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'dlq ingest connection error'));
     const ch = await c.createChannel();
     ch.on('error', (err: Error) => logger.warn({ err: err.message }, 'dlq ingest channel error'));
+    // A lost channel or a consumer cancelled by the broker (its DLQ deleted) starts a new session,
+    // which probes and subscribes again: nothing stays silently unread.
+    const restart = (why: string) => {
+      if (stopping) return;
+      logger.warn({ why }, 'dlq ingest: reconnecting');
+      c.close().catch(() => undefined);
+    };
+    ch.on('close', () => restart('channel closed'));
     await ch.prefetch(options.prefetch ?? 20);
     const waiting = new Set(dlqs);
     const attach = async () => {
       for (const queue of [...waiting]) {
         if (!(await exists(c, queue))) continue;
         await ch.consume(queue, (msg) => {
-          if (!msg) return;
+          if (!msg) return restart(`consumer of ${queue} cancelled by the broker`);
           const p = handle(ch, queue, msg);
           inFlight.add(p);
           void p.finally(() => inFlight.delete(p));
