@@ -13,6 +13,8 @@ export const EXCHANGE = 'shop.events';
 /** Two queues bound to the same routing key: a replay must reach only the one the message failed on. */
 export const WORK = 'shop.orders';
 export const OTHER = 'shop.audit';
+/** No consumer and room for one message: the broker itself dead-letters the overflow (reason maxlen). */
+export const TINY = 'shop.tiny';
 
 export const TOPOLOGY: Topology = {
   exchanges: [{ name: EXCHANGE, type: 'topic' }],
@@ -21,6 +23,7 @@ export const TOPOLOGY: Topology = {
   queues: [
     { name: WORK, bindings: [{ exchange: EXCHANGE, routingKeys: ['order.placed'] }], retryDelaysMs: [] },
     { name: OTHER, bindings: [{ exchange: EXCHANGE, routingKeys: ['order.placed'] }], retryDelaysMs: [] },
+    { name: TINY, bindings: [{ exchange: EXCHANGE, routingKeys: ['order.tiny'] }], retryDelaysMs: [], maxLength: 1 },
   ],
 };
 

@@ -1,6 +1,6 @@
 import { eventually } from '@community/testing';
 import { createOperation } from '../src/dlq/store';
-import { OTHER, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
+import { EXCHANGE, OTHER, orderId, startDlqHarness, TINY, WORK, type DlqHarness } from './dlq-harness';
 
 /**
  * The DLQ console against a real broker and database: messages dead-lettered by a real consumer are
@@ -251,6 +251,27 @@ describe('ingest after the broker connection is lost', () => {
     await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `after reconnect ${id}` })));
     const { rows } = await h.pool.query(`SELECT message_id FROM dlq_messages WHERE message_id = ANY($1) ORDER BY 1`, [ids]);
     expect(rows.map((r) => r.message_id)).toEqual([...ids].sort());
-    await eventually('the ingest consumes every DLQ again', async () => (await api('GET', '/v1/admin/dlq')).body.consuming.length === 2);
+    await eventually('the ingest consumes every DLQ again', async () => (await api('GET', '/v1/admin/dlq')).body.consuming.length === 3);
+  });
+});
+
+describe('copies dead-lettered by the broker itself', () => {
+  it('are stored with the broker\'s reason as their cause and their original queue from x-death', async () => {
+    const ids = [orderId(), orderId(), orderId()];
+    for (const id of ids) {
+      await h.messaging.publisher.publish({ id, type: 'order.tiny', version: 1, occurredAt: new Date().toISOString(), correlationId: id }, { exchange: EXCHANGE, routingKey: 'order.tiny' });
+    }
+    // max-length 1, overflow drop-head: the two oldest go to the DLQ through the DLX.
+    const stored = await eventually('overflow stored', async () => {
+      const { rows } = await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = ANY($1) ORDER BY id`, [ids]);
+      return rows.length === 2 ? rows : undefined;
+    });
+    expect(stored.map((r) => r.message_id)).toEqual(ids.slice(0, 2));
+    for (const r of stored) {
+      expect(r).toMatchObject({ queue: `${TINY}.dlq`, original_queue: TINY, error_class: 'broker:maxlen', error_kind: 'maxlen', message_type: 'order.tiny', handler: null });
+      expect(Math.abs(new Date(r.dead_lettered_at).getTime() - Date.now())).toBeLessThan(60_000);
+    }
+    const { body } = await api('GET', `/v1/admin/dlq/groups?queue=${TINY}.dlq`);
+    expect(body.groups).toMatchObject([{ count: 2, errorClass: 'broker:maxlen', normalized: `dead-lettered by the broker (maxlen) from ${TINY}` }]);
   });
 });
