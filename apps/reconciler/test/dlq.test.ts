@@ -1,5 +1,6 @@
 import { eventually } from '@community/testing';
-import { createOperation } from '../src/dlq/store';
+import { readDeadLetter } from '../src/dlq/dead-letter';
+import { createOperation, insertDeadLetter } from '../src/dlq/store';
 import { EXCHANGE, OTHER, orderId, startDlqHarness, TINY, WORK, type DlqHarness } from './dlq-harness';
 
 /**
@@ -266,12 +267,37 @@ describe('copies dead-lettered by the broker itself', () => {
       const { rows } = await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = ANY($1) ORDER BY id`, [ids]);
       return rows.length === 2 ? rows : undefined;
     });
-    expect(stored.map((r) => r.message_id)).toEqual(ids.slice(0, 2));
+    expect(stored.map((r) => r.message_id).sort()).toEqual(ids.slice(0, 2).sort()); // the two oldest; stored concurrently, in any order
     for (const r of stored) {
       expect(r).toMatchObject({ queue: `${TINY}.dlq`, original_queue: TINY, error_class: 'broker:maxlen', error_kind: 'maxlen', message_type: 'order.tiny', handler: null });
       expect(Math.abs(new Date(r.dead_lettered_at).getTime() - Date.now())).toBeLessThan(60_000);
     }
     const { body } = await api('GET', `/v1/admin/dlq/groups?queue=${TINY}.dlq`);
     expect(body.groups).toMatchObject([{ count: 2, errorClass: 'broker:maxlen', normalized: `dead-lettered by the broker (maxlen) from ${TINY}` }]);
+  });
+});
+
+describe('a message whose original queue is not a work queue of the topology', () => {
+  it('is not published anywhere: recorded failed with the reason, and stays pending', async () => {
+    const id = orderId();
+    const letter = readDeadLetter('legacy.orders.dlq', {
+      content: Buffer.from(JSON.stringify({ id, type: 'order.placed' })),
+      fields: { routingKey: 'legacy.orders', exchange: '', deliveryTag: 1, redelivered: false, consumerTag: 'x' } as never,
+      properties: { messageId: id, headers: { 'x-error-class': 'PermanentError', 'x-error-message': 'legacy', 'x-original-queue': 'legacy.orders' } } as never,
+    });
+    const client = await h.pool.connect();
+    try {
+      await insertDeadLetter(client, letter);
+    } finally {
+      client.release();
+    }
+    const started = await api('POST', '/v1/admin/dlq/replay', { filter: { originalQueue: 'legacy.orders' }, dryRun: false });
+    expect(started.body.matched).toBe(1);
+    const op = await waitDone(started.body.operationId);
+    expect(op).toMatchObject({ state: 'done', succeeded: 0, failed: 1 });
+    const detail = await api('GET', `/v1/admin/dlq/messages?originalQueue=legacy.orders`);
+    expect(detail.body.items).toMatchObject([{ messageId: id, state: 'pending' }]);
+    const item = await h.pool.query(`SELECT result, detail FROM dlq_operation_items WHERE operation_id = $1`, [op.id]);
+    expect(item.rows).toEqual([{ result: 'failed', detail: "original queue 'legacy.orders' is not a work queue of the topology" }]);
   });
 });
