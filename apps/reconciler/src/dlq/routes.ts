@@ -116,7 +116,7 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
         const body = request.body as ActionBody | undefined;
         const { selection, dryRun } = selectionOf(body);
         const ratePerSecond = rateOf(body?.ratePerSecond);
-        if (dryRun) return { dryRun: true, action: 'replay', ratePerSecond, ...(await store.preview(pool, 'replay', selection)) };
+        if (dryRun) return { dryRun: true, action: 'replay', ratePerSecond, ...(await store.preview(pool, selection)) };
         const op = await withTransaction(pool, (tx) => store.createOperation(tx, { action: 'replay', requestedBy: who(request), selection, ratePerSecond }));
         request.log.info({ operationId: op.id, matched: op.matched, by: who(request), selection }, 'dlq replay requested');
         if (op.matched > 0) deps.runReplay(op.id, ratePerSecond);
@@ -125,7 +125,7 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
 
       admin.post('/v1/admin/dlq/discard', async (request) => {
         const { selection, dryRun } = selectionOf(request.body as ActionBody | undefined);
-        if (dryRun) return { dryRun: true, action: 'discard', ...(await store.preview(pool, 'discard', selection)) };
+        if (dryRun) return { dryRun: true, action: 'discard', ...(await store.preview(pool, selection)) };
         const result = await withTransaction(pool, async (tx) => {
           const op = await store.createOperation(tx, { action: 'discard', requestedBy: who(request), selection, ratePerSecond: null });
           const done = op.matched > 0 ? await store.discardItems(tx, op.id) : { discarded: 0, skipped: 0 };

@@ -217,15 +217,15 @@ export async function getMessage(db: Db, id: string): Promise<MessageDetail | nu
 export type Selection = { ids: string[] } | { filter: DlqFilter };
 
 /**
- * The messages an action would touch. Replay: never a discarded message (the DB state is the truth,
- * whatever the filter says); discard: never one already discarded.
+ * The messages an action would touch: only `pending` or `replayed` ones, whatever the filter says.
+ * Replay never touches a discarded message (the DB state is the truth), discard never one twice,
+ * and neither one a message another replay is publishing right now.
  */
-function selectionSql(action: 'replay' | 'discard', selection: Selection): { sql: string; params: unknown[] } {
+function selectionSql(selection: Selection): { sql: string; params: unknown[] } {
   if ('ids' in selection) {
     return { sql: `m.id = ANY($1::bigint[]) AND m.state IN ('pending', 'replayed')`, params: [selection.ids] };
   }
   const w = whereOf(selection.filter);
-  void action;
   return { sql: `${w.sql} AND m.state IN ('pending', 'replayed')`, params: w.params };
 }
 
@@ -237,8 +237,8 @@ export interface Preview {
   sample: MessageRow[];
 }
 
-export async function preview(db: Db, action: 'replay' | 'discard', selection: Selection): Promise<Preview> {
-  const s = selectionSql(action, selection);
+export async function preview(db: Db, selection: Selection): Promise<Preview> {
+  const s = selectionSql(selection);
   const [head, byQueue, byGroup, sample] = await Promise.all([
     db.query(`SELECT count(*)::int AS n, max(m.id)::text AS max FROM dlq_messages m WHERE ${s.sql}`, s.params),
     db.query(`SELECT m.original_queue, count(*)::int AS n FROM dlq_messages m WHERE ${s.sql} GROUP BY 1 ORDER BY 2 DESC`, s.params),
@@ -264,7 +264,7 @@ export async function createOperation(
     [op.action, op.requestedBy, op.selection, op.ratePerSecond],
   );
   const id = created.rows[0].id;
-  const s = selectionSql(op.action, op.selection);
+  const s = selectionSql(op.selection);
   const items = await tx.query(
     `INSERT INTO dlq_operation_items (operation_id, message_id) SELECT $${s.params.length + 1}::bigint, m.id FROM dlq_messages m WHERE ${s.sql}`,
     [...s.params, id],
