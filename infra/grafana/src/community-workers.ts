@@ -203,12 +203,13 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Feed reads and regenerations',
-        description: 'Feed reads per second by cache result (feed_cache_reads_total) and feeds rebuilt from the database (feed_regenerations_total).',
+        description: 'Feed reads per second by cache result (feed_cache_reads_total), feeds rebuilt from the database (feed_regenerations_total) and Redis errors (feed_redis_errors_total).',
         unit: 'ops',
         span: 12,
         queries: [
           { expr: `sum by (result) (rate(feed_cache_reads_total${RATE}))`, legend: 'read {{result}}' },
           { expr: `sum(rate(feed_regenerations_total${RATE}))`, legend: 'regenerations' },
+          { expr: `sum(rate(feed_redis_errors_total${RATE}))`, legend: 'Redis errors' },
         ],
       }),
     )
@@ -217,12 +218,13 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Counter drift',
-        description: 'Users whose unread counter differed from their rows at the last run (reconciler_counter_drift_users), and the p95 size of a drift (reconciler_counter_drift_abs).',
+        description: 'Users whose unread counter differed from their rows at the last run (reconciler_counter_drift_users), the p95 size of a drift (reconciler_counter_drift_abs) and the counters repaired (reconciler_counter_repairs_total).',
         unit: 'short',
         span: 12,
         queries: [
           { expr: 'max(reconciler_counter_drift_users)', legend: 'users drifted' },
           { expr: `histogram_quantile(0.95, sum by (le) (rate(reconciler_counter_drift_abs_bucket${RATE})))`, legend: 'p95 drift size' },
+          { expr: `sum(increase(reconciler_counter_repairs_total${RATE}))`, legend: 'counters repaired' },
         ],
       }),
     )
@@ -242,6 +244,15 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         unit: 'ops',
         span: 12,
         queries: [{ expr: `sum by (exported_job, outcome) (rate(reconciler_job_runs_total${RATE}))`, legend: '{{exported_job}} · {{outcome}}' }],
+      }),
+    )
+    .withPanel(
+      graph({
+        title: 'Stuck work',
+        description: 'Work items stuck at the last check, by kind: outbox rows unsent too long, email leases expired without a takeover (reconciler_stuck_work).',
+        unit: 'short',
+        span: 12,
+        queries: [{ expr: 'max by (kind) (reconciler_stuck_work)', legend: '{{kind}}' }],
       }),
     )
     .withPanel(
