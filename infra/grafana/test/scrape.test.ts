@@ -174,7 +174,9 @@ it(`every dashboard query parses and returns data after ${SCRAPE_SECONDS} s of s
     await traffic(round);
     await new Promise((r) => setTimeout(r, 5_000));
   }
-  await eventually('mention emails sent', () => smtp.mails.length > 0, 20_000);
+  await eventually('mention emails sent', () => smtp.mails.length > 0, 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${Object.values(apps).map((a) => `--- ${a.name}\n${a.output.join('').slice(-1500)}`).join('\n')}`);
+  });
 
   // Every target was scraped, the apps' and both broker endpoints.
   const targets = (await (await fetch(`${promUrl}/api/v1/targets`)).json()) as { data: { activeTargets: Array<{ labels: { job: string }; health: string; lastError: string }> } };
