@@ -270,6 +270,19 @@ export function communityWorkers(): dashboard.DashboardBuilder {
       }),
     )
 
+    .withPanel(
+      graph({
+        title: 'DLQ console',
+        description: 'Dead letters copied into the console per second, by DLQ (reconciler_dlq_ingested_total), and operator actions by outcome (reconciler_dlq_actions_total: replay, discard).',
+        unit: 'ops',
+        span: 12,
+        queries: [
+          { expr: `sum by (queue) (rate(reconciler_dlq_ingested_total${RATE}))`, legend: 'ingested {{queue}}' },
+          { expr: `sum by (action, outcome) (rate(reconciler_dlq_actions_total${RATE}))`, legend: '{{action}} · {{outcome}}' },
+        ],
+      }),
+    )
+
     .withRow(row('Email (SMTP)'))
     .withPanel(
       states({

@@ -5,7 +5,7 @@
 // return data, unless it is on the allow-list below with the reason it may be empty on a healthy
 // system; and every alert rule must load and evaluate without error against the real series.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -21,7 +21,11 @@ const RATE_INTERVAL = '10s';
 const RABBITMQ_PROMETHEUS = process.env.RABBITMQ_PROMETHEUS_TARGET ?? '127.0.0.1:15692';
 const SECRET = 'scrape-secret-scrape-secret-scrape-123';
 
-const APPS = readdirSync(path.join(ROOT, 'apps')).sort();
+// The runnable services: an app folder with its entry point (a folder may exist before its service
+// does, e.g. apps/reconciler with only its DLQ module).
+const APPS = readdirSync(path.join(ROOT, 'apps'))
+  .filter((app) => existsSync(path.join(ROOT, 'apps', app, 'src/main.ts')))
+  .sort();
 const absent = (app: string) => !APPS.includes(app);
 
 /**
@@ -35,8 +39,8 @@ const MAY_BE_EMPTY: Array<{ pattern: RegExp; reason: string; applies: boolean }>
   { pattern: /messaging_retried_total/, reason: 'no message is retried on a healthy run', applies: true },
   { pattern: /messaging_dead_lettered_total/, reason: 'nothing is dead-lettered on a healthy run', applies: true },
   { pattern: /reconciler_watchdog_findings/, reason: 'a finding is 1 only while the watchdog reports a queue; none on a healthy run', applies: true },
-  { pattern: /feed_/, reason: 'feed-service (feed_* series) is not in apps/ yet', applies: absent('feed-service') },
-  { pattern: /reconciler_/, reason: 'the reconciler (reconciler_* series) is not in apps/ yet', applies: absent('reconciler') },
+  { pattern: /feed_/, reason: 'feed-service (feed_* series) is not in apps/ yet (no apps/feed-service/src/main.ts)', applies: absent('feed-service') },
+  { pattern: /reconciler_/, reason: 'the reconciler service (reconciler_* series) is not in apps/ yet (no apps/reconciler/src/main.ts)', applies: absent('reconciler') },
 ].filter((a) => a.applies);
 
 interface PromResult {

@@ -111,6 +111,9 @@ describe('alert rules', () => {
       expect({ alert: r.alert, runbook: r.annotations?.runbook_url }).toEqual({ alert: r.alert, runbook: `docs/RUNBOOK.md#${r.alert.toLowerCase()}` });
       expect(r.annotations?.summary).toBeTruthy();
     }
+    // Each runbook_url anchor resolves: docs/RUNBOOK.md has a `## <AlertName>` heading for it.
+    const headings = readFileSync(path.join(ROOT, 'docs/RUNBOOK.md'), 'utf8').match(/^## \S+$/gm)!.map((h) => h.slice(3).toLowerCase());
+    expect(rules.map((r) => r.annotations!.runbook_url!.split('#')[1]).filter((anchor) => !headings.includes(anchor))).toEqual([]);
   });
 
   it('pass their promtool unit tests, which fire every alert once and hold it back once', () => {
