@@ -12,11 +12,20 @@ import type { Topology } from '@community/messaging';
  * their own so no backlog elsewhere (email, feed, bulk follows) can delay them.
  */
 export const EVENTS_EXCHANGE = 'community.events';
+/**
+ * The reconciler's own work (docs/RECONCILER.md "The low-priority queue"): a direct exchange, not the
+ * events exchange, since these are requests to one service and not facts of the community.
+ */
+export const RECONCILER_WORK_EXCHANGE = 'reconciler.work';
+export const RECONCILER_LOW_PRIORITY_QUEUE = 'reconciler.low-priority';
 
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 export const COMMUNITY_TOPOLOGY: Topology = {
-  exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic' }],
+  exchanges: [
+    { name: EVENTS_EXCHANGE, type: 'topic' },
+    { name: RECONCILER_WORK_EXCHANGE, type: 'direct' },
+  ],
   // Broker dead-lettering (delivery limit, max-length overflow) goes through this exchange to each
   // queue's DLQ; the policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
   // No queue sets `deliveryLimit`: the runtime's default (50) is sized against consumer restarts,
@@ -59,6 +68,15 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // its user's outbox). feed-service consumes it; until it runs, the backlog waits here for it.
       name: 'feed-service.activity',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // The reconciler's repair requests, one batch of users per message (an operator's full
+      // recount): worked one at a time beside the scheduled jobs, so a large repair never holds
+      // more than one batch of counter locks; a failed batch takes the retry tiers and then its DLQ,
+      // where the DLQ console replays it. Routing key = the request type (`recount`).
+      name: RECONCILER_LOW_PRIORITY_QUEUE,
+      bindings: [{ exchange: RECONCILER_WORK_EXCHANGE, routingKeys: ['recount'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
   ],

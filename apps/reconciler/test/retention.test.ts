@@ -1,11 +1,11 @@
-// email-service's retention job against a private migrated database: what it deletes, what it must keep.
+// The retention jobs (moved here from email-service and notification-service) against a private
+// migrated database: what each deletes, what it must keep, and the runs they record.
 import type { Pool } from 'pg';
-import { Registry } from 'prom-client';
 import { createPgPool } from '@community/db';
-import { createTestDatabase, testLogger, type TestDatabase } from '@community/testing';
-import { loadEmailConfig } from '../src/config';
-import { createEmailRetention, EMAIL_RETENTION_JOB } from '../src/retention';
-import { purgeEmailTables } from '../src/store/retention';
+import { createTestDatabase, type TestDatabase } from '@community/testing';
+import { EMAIL_RETENTION_JOB, INBOX_RETENTION_JOB, OUTBOX_RETENTION_JOB } from '../src/jobs/retention';
+import { purgeEmailTables } from '../src/store/email-retention';
+import { startReconciler } from './harness';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -53,7 +53,7 @@ const keys = async () => (await pool.query<{ k: string }>('SELECT idempotency_ke
 const windowUsers = async () => (await pool.query<{ u: string }>('SELECT user_id AS u FROM email_digest_windows ORDER BY 1')).rows.map((r) => r.u);
 
 beforeEach(async () => {
-  await pool.query('TRUNCATE email_deliveries, email_digest_items, email_digest_windows, scheduled_job_runs');
+  await pool.query('TRUNCATE email_deliveries, email_digest_items, email_digest_windows, scheduled_job_runs, processed_events, outbox_messages');
 });
 
 it('deletes finished ledger rows and closed digest windows past the horizon, and nothing else', async () => {
@@ -94,18 +94,52 @@ it('refuses a horizon below the minimum', async () => {
   expect(await keys()).toEqual(['sent-3-days-ago']);
 });
 
-it('runs as a scheduled job from the configuration, and records the run', async () => {
+it('runs as a scheduled job from the configuration, once per interval across replicas, and records the run', async () => {
   await delivery('sent-10-days-ago', 'sent', 10);
   await delivery('sent-6-days-ago', 'sent', 6);
-  const config = loadEmailConfig({ EMAIL_RETENTION_DAYS: '7', RETENTION_INTERVAL_MS: '1h', RETENTION_BATCH_SIZE: '100' });
-  const registry = new Registry();
-  const retention = createEmailRetention({ pool, logger: testLogger(), registry, config });
-  expect(await retention.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0 } });
-  // A second replica (or this one, early) finds it already done for this interval.
-  expect(await createEmailRetention({ pool, logger: testLogger(), registry, config }).runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'skipped', reason: 'not_due' });
-  await retention.stop();
-  expect(await keys()).toEqual(['sent-6-days-ago']);
-  const runs = await pool.query('SELECT job, outcome, counts FROM scheduled_job_runs');
-  expect(runs.rows).toEqual([{ job: EMAIL_RETENTION_JOB, outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0 } }]);
-  expect(await registry.getSingleMetricAsString('scheduled_job_items_total')).toMatch(/job="email-retention:email-service",item="deliveries"} 1/);
+  const env = { EMAIL_RETENTION_DAYS: '7', RETENTION_INTERVAL_MS: '1h', RETENTION_BATCH_SIZE: '100' };
+  const rc = await startReconciler(db, undefined, { env });
+  const other = await startReconciler(db, undefined, { env });
+  try {
+    // A dry run counts and deletes nothing.
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB, { dryRun: true })).toMatchObject({ status: 'ran', counts: { deliveries: 1, dry_run: 1 } });
+    expect(await keys()).toEqual(['sent-10-days-ago', 'sent-6-days-ago']);
+    await pool.query('TRUNCATE scheduled_job_runs');
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0 } });
+    // A second replica (or this one, early) finds it already done for this interval.
+    expect(await other.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'skipped', reason: 'not_due' });
+    expect(await keys()).toEqual(['sent-6-days-ago']);
+    const runs = await pool.query('SELECT job, outcome, counts FROM scheduled_job_runs');
+    expect(runs.rows).toEqual([{ job: EMAIL_RETENTION_JOB, outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0 } }]);
+    expect(await rc.registry.getSingleMetricAsString('reconciler_job_runs_total')).toMatch(/job="retention.email",outcome="succeeded"} 2/);
+  } finally {
+    await other.close();
+    await rc.close();
+  }
+});
+
+it('purges every consumer\'s inbox rows past INBOX_RETENTION_DAYS and sent outbox rows past OUTBOX_RETENTION_DAYS, never an unsent one', async () => {
+  await pool.query(
+    `INSERT INTO processed_events (consumer, event_id, processed_at) VALUES
+       ('notification-service.critical', 'old', now() - interval '8 days'), ('email-service.send', 'old-too', now() - interval '30 days'),
+       ('notification-service.standard', 'recent', now() - interval '6 days')`,
+  );
+  await pool.query(
+    `INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload, created_at, sent_at) VALUES
+       ('p', 'a', gen_random_uuid(), 't', 't', '{}', now() - interval '10 days', now() - interval '10 days'),
+       ('p', 'a', gen_random_uuid(), 't', 't', '{}', now() - interval '1 day', now() - interval '1 day'),
+       ('q', 'b', gen_random_uuid(), 'unsent', 't', '{}', now() - interval '10 days', NULL)`,
+  );
+  const rc = await startReconciler(db, undefined, { env: { INBOX_RETENTION_DAYS: '7', OUTBOX_RETENTION_DAYS: '3' } });
+  try {
+    expect(await rc.svc.scheduler.runOnce(INBOX_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 2 } });
+    expect(await rc.svc.scheduler.runOnce(OUTBOX_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 1 } });
+  } finally {
+    await rc.close();
+  }
+  expect((await pool.query('SELECT event_id FROM processed_events')).rows).toEqual([{ event_id: 'recent' }]);
+  expect((await pool.query('SELECT event_type, sent_at IS NULL AS unsent FROM outbox_messages ORDER BY created_at')).rows).toEqual([
+    { event_type: 'unsent', unsent: true },
+    { event_type: 't', unsent: false },
+  ]);
 });
