@@ -70,7 +70,7 @@ export const RECONCILER_CONFIG = [
     name: 'BREAKER_METRICS_URLS',
     kind: 'string',
     default: 'http://127.0.0.1:3002/metrics',
-    description: 'comma-separated /metrics URLs whose *_breaker_open series the status check "breakers" reads (empty: none)',
+    description: 'comma-separated /metrics URLs whose *_breaker_open series the status check "breakers" reads ("none": no source)',
   },
   { name: 'SCHEDULER', kind: 'bool', default: true, description: 'run the scheduled jobs on this replica (false: HTTP only)' },
 ] as const satisfies ConfigSpec;

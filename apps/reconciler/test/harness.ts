@@ -15,7 +15,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, env: 
     PORT: '0',
     LOG_LEVEL: 'silent',
     COUNTER_BATCH_SIZE: '50',
-    BREAKER_METRICS_URLS: '',
+    BREAKER_METRICS_URLS: 'none',
     SHUTDOWN_TIMEOUT_MS: '3000',
     ...env,
   });

@@ -6,4 +6,4 @@ export * from './build';
 export * from './idempotency-keys';
 export * from './preferences';
 export * from './notification-rules';
-export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_LOW_PRIORITY_QUEUE, RECONCILER_WORK_EXCHANGE } from './topology';
+export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_LOW_PRIORITY_QUEUE, RECONCILER_RECOUNT_TYPE } from './topology';

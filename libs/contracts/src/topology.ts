@@ -13,19 +13,18 @@ import type { Topology } from '@community/messaging';
  */
 export const EVENTS_EXCHANGE = 'community.events';
 /**
- * The reconciler's own work (docs/RECONCILER.md "The low-priority queue"): a direct exchange, not the
- * events exchange, since these are requests to one service and not facts of the community.
+ * The reconciler's own work queue (docs/RECONCILER.md "The low-priority queue"). Its messages are
+ * envelope-shaped with a type of the reconciler's own (`reconciler.recount`) and travel on the events
+ * exchange with routing key = type like every event; no other service binds that key. (Not an
+ * exchange of its own: a second exchange would take away every service's default exchange.)
  */
-export const RECONCILER_WORK_EXCHANGE = 'reconciler.work';
 export const RECONCILER_LOW_PRIORITY_QUEUE = 'reconciler.low-priority';
+export const RECONCILER_RECOUNT_TYPE = 'reconciler.recount';
 
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 export const COMMUNITY_TOPOLOGY: Topology = {
-  exchanges: [
-    { name: EVENTS_EXCHANGE, type: 'topic' },
-    { name: RECONCILER_WORK_EXCHANGE, type: 'direct' },
-  ],
+  exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic' }],
   // Broker dead-lettering (delivery limit, max-length overflow) goes through this exchange to each
   // queue's DLQ; the policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
   // No queue sets `deliveryLimit`: the runtime's default (50) is sized against consumer restarts,
@@ -74,9 +73,9 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // The reconciler's repair requests, one batch of users per message (an operator's full
       // recount): worked one at a time beside the scheduled jobs, so a large repair never holds
       // more than one batch of counter locks; a failed batch takes the retry tiers and then its DLQ,
-      // where the DLQ console replays it. Routing key = the request type (`recount`).
+      // where the DLQ console replays it.
       name: RECONCILER_LOW_PRIORITY_QUEUE,
-      bindings: [{ exchange: RECONCILER_WORK_EXCHANGE, routingKeys: ['recount'] }],
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
   ],

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { RECONCILER_RECOUNT_TYPE } from '@community/contracts';
 import { PermanentError } from '@community/messaging';
 
 /**
@@ -8,7 +9,7 @@ import { PermanentError } from '@community/messaging';
  */
 export interface RecountRequest {
   id: string;
-  type: 'reconciler.recount';
+  type: typeof RECONCILER_RECOUNT_TYPE;
   version: 1;
   occurredAt: string;
   correlationId: string;
@@ -16,7 +17,7 @@ export interface RecountRequest {
 }
 
 export function recountRequest(range: { after: string; through: string }, requestedBy: string, correlationId: string, now: Date): RecountRequest {
-  return { id: randomUUID(), type: 'reconciler.recount', version: 1, occurredAt: now.toISOString(), correlationId, data: { ...range, requestedBy } };
+  return { id: randomUUID(), type: RECONCILER_RECOUNT_TYPE, version: 1, occurredAt: now.toISOString(), correlationId, data: { ...range, requestedBy } };
 }
 
 /** The consumer's validator: anything else is dead-lettered at once with the reason. */
@@ -30,7 +31,7 @@ export function parseRecountRequest(body: Buffer): RecountRequest {
   const m = parsed as Partial<RecountRequest>;
   const d = m?.data as Partial<RecountRequest['data']> | undefined;
   if (
-    m?.type !== 'reconciler.recount' ||
+    m?.type !== RECONCILER_RECOUNT_TYPE ||
     typeof m.id !== 'string' ||
     typeof m.correlationId !== 'string' ||
     typeof m.occurredAt !== 'string' ||

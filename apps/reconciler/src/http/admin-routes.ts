@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { RECONCILER_WORK_EXCHANGE } from '@community/contracts';
+import { EVENTS_EXCHANGE } from '@community/contracts';
 import type { AppDeps } from '../app';
 import { evaluateStatus } from '../domain/status';
 import { planRanges, recountRequest } from '../domain/requests';
@@ -110,7 +110,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
       const ranges = planRanges(await batchBoundaries(deps.pool, deps.config.COUNTER_BATCH_SIZE));
       const correlationId = randomUUID();
       for (const range of ranges) {
-        await deps.publisher.publish(recountRequest(range, requestedBy, correlationId, deps.clock()), { exchange: RECONCILER_WORK_EXCHANGE, routingKey: 'recount' });
+        await deps.publisher.publish(recountRequest(range, requestedBy, correlationId, deps.clock()), { exchange: EVENTS_EXCHANGE });
       }
       return reply.code(202).send({ mode: 'queued', dryRun: false, batches: ranges.length, correlationId });
     },

@@ -22,8 +22,10 @@ export async function readBreakers(urls: readonly string[]): Promise<{ source: s
   return out;
 }
 
+/** The configured sources; `none` (or nothing) for none. */
 export const breakerUrls = (list: string): string[] =>
   list
+    .replace(/^none$/i, '')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
