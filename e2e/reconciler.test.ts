@@ -48,7 +48,9 @@ beforeAll(async () => {
   });
   pool = rc.pool;
   await Promise.all([ns.start(), es.start(), rc.start()]);
-  relay = createRelay({ pool, publisher: rc.messaging!.publisher, producer: PRODUCER, logger: testLogger('relay'), registry: new Registry(), databaseUrl: db.url, pollIntervalMs: 100 });
+  const messaging = rc.messaging;
+  if (!messaging) throw new Error('the reconciler was built without messaging');
+  relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger: testLogger('relay'), registry: new Registry(), databaseUrl: db.url, pollIntervalMs: 100 });
   await relay.start();
 });
 
@@ -199,7 +201,7 @@ describe('why did (or didn\'t) a user get a notification', () => {
   it('dead-lettered: the DLQ entry and its cause', async () => {
     // A producer bug: the event names no mentioned user. Refused by the contract, dead-lettered at once.
     const bad = { ...mention('c-bad', 'bob', 'ada'), data: { commentId: 'c-bad', postId: 'p1', actorId: 'bob', excerpt: 'x' } } as unknown as AnyEvent;
-    await rc.messaging!.publisher.publish(bad, { exchange: 'community.events' });
+    await rc.messaging?.publisher.publish(bad, { exchange: 'community.events' });
     await eventually('dead-lettered', async () => (await vhost.depth('notification-service.critical.dlq')).total === 1, 20_000);
     const w = await why(`userId=ada&eventId=${bad.id}`);
     expect(w.at('event.processed')).toMatchObject({ status: 'failed', detail: expect.stringMatching(/dead-lettered in notification-service\.critical\.dlq.*permanent/) });

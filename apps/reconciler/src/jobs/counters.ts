@@ -31,6 +31,8 @@ export interface RecountOptions {
   cursorName?: string;
   /** Every drift found, in order (the API returns them). */
   onDrift?: (drift: Drift) => void;
+  /** After each batch: users checked and how long its transaction took (the benchmark's lock-hold figure). */
+  onBatch?: (batch: { checked: number; ms: number }) => void;
 }
 
 /**
@@ -43,6 +45,7 @@ export async function recount(pool: Pool, metrics: ReconcilerMetrics, opts: Reco
   let after = opts.after ?? (opts.cursorName ? await readCursor(pool, opts.cursorName) : '');
   for (;;) {
     opts.signal?.throwIfAborted();
+    const started = performance.now();
     const batch = await recountBatch(pool, {
       after,
       limit: opts.batchSize,
@@ -54,6 +57,7 @@ export async function recount(pool: Pool, metrics: ReconcilerMetrics, opts: Reco
       runId: opts.runId,
     });
     if (batch.last === null) break;
+    opts.onBatch?.({ checked: batch.checked, ms: performance.now() - started });
     summary.batches += 1;
     summary.checked += batch.checked;
     summary.drifted += batch.drifts.length;
