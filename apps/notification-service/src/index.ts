@@ -1,6 +1,6 @@
 /**
- * notification-service's public entry: what code outside the app (end-to-end tests, benchmarks)
- * builds it from. Everything else under src/ is internal and may change shape without notice.
+ * notification-service's public entry: what code outside the app (end-to-end and tracing tests,
+ * benchmarks) builds it from. Everything else under src/ is internal and may change shape without notice.
  */
 export { loadNotificationConfig } from './config';
 export { createNotificationService } from './service';
