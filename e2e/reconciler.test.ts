@@ -202,13 +202,12 @@ describe('why did (or didn\'t) a user get a notification', () => {
     // A producer bug: the event names no mentioned user. Refused by the contract, dead-lettered at once.
     const bad = { ...mention('c-bad', 'bob', 'ada'), data: { commentId: 'c-bad', postId: 'p1', actorId: 'bob', excerpt: 'x' } } as unknown as AnyEvent;
     await rc.messaging?.publisher.publish(bad, { exchange: 'community.events' });
-    await eventually('dead-lettered', async () => (await vhost.depth('notification-service.critical.dlq')).total === 1, 20_000);
+    // The DLQ console takes it off the broker's DLQ into its table; "why" finds it there.
+    await eventually('dead-lettered and stored by the DLQ console', async () => (await pool.query('SELECT 1 FROM dlq_messages WHERE message_id = $1', [bad.id])).rowCount === 1, 20_000);
     const w = await why(`userId=ada&eventId=${bad.id}`);
-    expect(w.at('event.processed')).toMatchObject({ status: 'failed', detail: expect.stringMatching(/dead-lettered in notification-service\.critical\.dlq.*permanent/) });
+    expect(w.at('event.processed')).toMatchObject({ status: 'failed', detail: expect.stringMatching(/dead-lettered in notification-service\.critical\.dlq at .*: permanent: ContractError/) });
     expect(w.at('dead-letter')?.status).toBe('failed');
-    expect(w.verdict).toMatch(/^event.validated: dead-lettered: permanent: ContractError: \/data\/mentionedUserId: Expected required property/);
-    // Looking did not take it off the DLQ.
-    expect((await vhost.depth('notification-service.critical.dlq')).total).toBe(1);
+    expect(w.verdict).toMatch(/^event.validated: dead-lettered: permanent: ContractError: .*mentionedUserId/);
   }, 30_000);
 
   it('asks for exactly one of eventId, commentId, idempotencyKey', async () => {

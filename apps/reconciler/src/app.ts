@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -28,6 +28,8 @@ export interface AppDeps {
   clock: () => Date;
   /** Undefined without messaging: a full recount then runs in this request instead of the queue. */
   publisher?: Publisher;
+  /** The DLQ console's routes (/console, /v1/admin/dlq/*), when it runs. */
+  dlqRoutes?: FastifyPluginAsync;
   readiness: ReadinessProbe;
 }
 
@@ -37,5 +39,6 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAuth(app, deps.jwtSecret);
   registerAdminRoutes(app, deps);
   registerWhyRoute(app, deps);
+  if (deps.dlqRoutes) app.register(deps.dlqRoutes);
   return app;
 }

@@ -8,7 +8,9 @@ import { createMessaging, managementTargetFor, type ManagementTarget, type Messa
 import { answers, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { SERVICE_NAME, type ReconcilerConfig } from './config';
+import { createDlqConsole, type DlqConsole } from './dlq';
 import { parseRecountRequest } from './domain/requests';
+import { adminOnly } from './http/auth';
 import { counterJobs, recount } from './jobs/counters';
 import { instrument } from './jobs/instrument';
 import { retentionJobs } from './jobs/retention';
@@ -26,6 +28,8 @@ export interface ReconcilerServiceDeps {
   runScheduler?: boolean;
   /** Connect to the broker and consume reconciler.low-priority (default true). */
   messaging?: boolean;
+  /** Run the DLQ console (ingest of every DLQ, replay, discard; default: with messaging). */
+  dlqConsole?: boolean;
 }
 
 export interface ReconcilerService {
@@ -38,6 +42,8 @@ export interface ReconcilerService {
   jobs: readonly ScheduledJob[];
   watchdog: Watchdog;
   messaging?: Messaging;
+  /** The DLQ console (apps/reconciler/src/dlq, docs/DLQ-CONSOLE.md); undefined without messaging. */
+  dlq?: DlqConsole;
   management: ManagementTarget;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -104,6 +110,11 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     });
   }
 
+  const dlq =
+    deps.messaging !== false && deps.dlqConsole !== false
+      ? createDlqConsole({ pool, amqpUrl: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, topology, logger, registry, adminOnly, service: SERVICE_NAME })
+      : undefined;
+
   const readiness = readinessState();
   const startedAt = clock();
   const app = buildApp({
@@ -121,6 +132,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     startedAt,
     clock,
     publisher: messaging?.publisher,
+    dlqRoutes: dlq?.routes,
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),
@@ -140,14 +152,17 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     jobs,
     watchdog,
     messaging,
+    dlq,
     management,
     async start() {
       await messaging?.start();
+      await dlq?.start();
       if (runScheduler) scheduler.start();
     },
     async stop() {
       readiness.markShuttingDown();
       await scheduler.stop();
+      await dlq?.stop();
       await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
     },
   };

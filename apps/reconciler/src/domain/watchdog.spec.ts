@@ -4,8 +4,10 @@ import { watchdogFindings } from './watchdog';
 const q = (name: string, messages: number, acked = 0, consumers = 1): QueueSample => ({ name, messages, ready: messages, unacked: 0, consumers, acked, ackRate: 0, headTimestamp: null });
 
 describe('watchdogFindings', () => {
-  it('reports a work queue without consumer from the latest sample', () => {
-    expect(watchdogFindings([[q('a', 3, 0, 0)]], ['a'], 3)).toEqual([{ queue: 'a', kind: 'no_consumer', detail: 'a has no consumer (3 messages waiting)' }]);
+  it('reports a work queue without consumer in the last two samples, not after one', () => {
+    expect(watchdogFindings([[q('a', 3, 0, 0)]], ['a'], 3)).toEqual([]);
+    expect(watchdogFindings([[q('a', 3, 0, 1)], [q('a', 3, 0, 0)]], ['a'], 3)).toEqual([]);
+    expect(watchdogFindings([[q('a', 2, 0, 0)], [q('a', 3, 0, 0)]], ['a'], 3)).toEqual([{ queue: 'a', kind: 'no_consumer', detail: 'a has no consumer (3 messages waiting)' }]);
   });
 
   it('reports a queue that grew at each of the last n samples with no ack, and not one still acking', () => {
@@ -24,7 +26,7 @@ describe('watchdogFindings', () => {
   });
 
   it('ignores queues outside the topology (retry tiers, other tools) and returns nothing without samples', () => {
-    expect(watchdogFindings([[q('other', 1, 0, 0)]], ['a'], 1)).toEqual([]);
+    expect(watchdogFindings([[q('other', 1, 0, 0)], [q('other', 1, 0, 0)]], ['a'], 1)).toEqual([]);
     expect(watchdogFindings([], ['a'], 1)).toEqual([]);
   });
 });

@@ -13,7 +13,8 @@ export interface Finding {
  * What the watchdog reports from the last samples of the broker's queues (oldest first), for each
  * work queue of the topology:
  *
- * - `no_consumer`: nobody consumes it in the latest sample (a stopped or crashed service);
+ * - `no_consumer`: nobody consumed it in the last two samples (a stopped or crashed service; one
+ *   sample alone may predate a consumer that just attached: the broker's figures lag a few seconds);
  * - `stalled`: its depth grew at every one of the last `n` samples while its ack count stayed the
  *   same (consumers attached but stuck: a hung handler, a poisoned prefetch);
  * - `dlq_growing`: its DLQ grew at every one of the last `n` samples (failures keep coming).
@@ -33,7 +34,10 @@ export function watchdogFindings(history: readonly (readonly QueueSample[])[], w
   const findings: Finding[] = [];
   for (const queue of workQueues) {
     const now = latest.find((q) => q.name === queue);
-    if (now && now.consumers === 0) findings.push({ queue, kind: 'no_consumer', detail: `${queue} has no consumer (${now.messages} messages waiting)` });
+    const before = history.length >= 2 ? history[history.length - 2].find((q) => q.name === queue) : undefined;
+    if (now && before && now.consumers === 0 && before.consumers === 0) {
+      findings.push({ queue, kind: 'no_consumer', detail: `${queue} has no consumer (${now.messages} messages waiting)` });
+    }
     const work = series(queue);
     if (grewEachTime(work) && work.every((x) => x.acked === work[0].acked)) {
       findings.push({
