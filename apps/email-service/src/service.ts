@@ -17,6 +17,7 @@ import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
 import { emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from './retention';
+import { recordRetentionHorizon } from './store/horizon';
 import type { CircuitBreaker } from './smtp/breaker';
 import { classifySmtpError } from './smtp/classify';
 import { createSmtpStack } from './smtp/stack';
@@ -216,6 +217,8 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     pool,
     digestJobs,
     async start() {
+      // Before consuming: the purge (the reconciler) must know the horizon the guard below assumes.
+      await recordRetentionHorizon(pool, emailRetentionPolicy(config).retentionMs);
       await messaging.start();
       if (deps.runScheduler !== false) {
         scheduler.start();

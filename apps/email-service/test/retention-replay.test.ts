@@ -27,6 +27,11 @@ afterAll(async () => {
   await infra?.close();
 });
 
+it('records its horizon at start, for the purge that runs in the reconciler', async () => {
+  const rows = await s.svc.pool.query('SELECT name, horizon_ms::float8 AS ms, set_by FROM retention_horizons');
+  expect(rows.rows).toEqual([{ name: 'email', ms: 30 * DAY, set_by: 'email-service' }]);
+});
+
 it('refuses a copy of an event older than the acceptance window after its ledger row was purged: no second email', async () => {
   const event = notificationCreated({ userId: 'alice', actorId: 'bob' });
   const emails = () => smtp.received.filter((m) => m.messageId === messageIdFor('immediate', event.data.idempotencyKey, 'community.local'));

@@ -105,17 +105,32 @@ it('runs as a scheduled job from the configuration, once per interval across rep
     expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB, { dryRun: true })).toMatchObject({ status: 'ran', counts: { deliveries: 1, dry_run: 1 } });
     expect(await keys()).toEqual(['sent-10-days-ago', 'sent-6-days-ago']);
     await pool.query('TRUNCATE scheduled_job_runs');
-    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0 } });
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 } });
     // A second replica (or this one, early) finds it already done for this interval.
     expect(await other.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'skipped', reason: 'not_due' });
     expect(await keys()).toEqual(['sent-6-days-ago']);
     const runs = await pool.query('SELECT job, outcome, counts FROM scheduled_job_runs');
-    expect(runs.rows).toEqual([{ job: EMAIL_RETENTION_JOB, outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0 } }]);
+    expect(runs.rows).toEqual([{ job: EMAIL_RETENTION_JOB, outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 } }]);
     expect(await rc.registry.getSingleMetricAsString('reconciler_job_runs_total')).toMatch(/job="retention.email",outcome="succeeded"} 2/);
   } finally {
     await other.close();
     await rc.close();
   }
+});
+
+it("never purges email rows younger than the horizon email-service recorded, whatever the reconciler's own setting", async () => {
+  await delivery('sent-10-days-ago', 'sent', 10);
+  await delivery('sent-20-days-ago', 'sent', 20);
+  // email-service runs with EMAIL_RETENTION_DAYS=14 (it records that at start); the reconciler says 7.
+  await pool.query(`INSERT INTO retention_horizons (name, horizon_ms, set_by) VALUES ('email', $1, 'email-service')`, [14 * 86_400_000]);
+  const rc = await startReconciler(db, undefined, { env: { EMAIL_RETENTION_DAYS: '7' } });
+  try {
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', counts: { deliveries: 1, horizon_days: 14 } });
+  } finally {
+    await rc.close();
+    await pool.query('TRUNCATE retention_horizons');
+  }
+  expect(await keys()).toEqual(['sent-10-days-ago']);
 });
 
 it('purges every consumer\'s inbox rows past INBOX_RETENTION_DAYS and sent outbox rows past OUTBOX_RETENTION_DAYS, never an unsent one', async () => {

@@ -1,7 +1,7 @@
 import type { ScheduledJob } from '@community/db';
 import type { ReconcilerConfig } from '../config';
 import { purgeEmailTables } from '../store/email-retention';
-import { purgeInbox, purgeSentOutbox } from '../store/retention';
+import { purgeInbox, purgeSentOutbox, recordedHorizonMs } from '../store/retention';
 
 export const INBOX_RETENTION_JOB = 'retention.inbox';
 export const EMAIL_RETENTION_JOB = 'retention.email';
@@ -29,7 +29,11 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
     {
       name: EMAIL_RETENTION_JOB,
       intervalMs,
-      run: ({ pool, signal, dryRun }) => purgeEmailTables(pool, { olderThanMs: config.EMAIL_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+      run: async ({ pool, signal, dryRun }) => {
+        // Never shorter than the horizon email-service's EVENT_EXPIRED guard assumes (it records it at start).
+        const olderThanMs = Math.max(config.EMAIL_RETENTION_DAYS * DAY_MS, await recordedHorizonMs(pool, 'email'));
+        return { ...(await purgeEmailTables(pool, { olderThanMs, batchSize, signal, dryRun })), horizon_days: olderThanMs / DAY_MS };
+      },
     },
     {
       name: OUTBOX_RETENTION_JOB,

@@ -35,3 +35,9 @@ export async function purgeSentOutbox(pool: Pool, o: { olderThanMs: number; batc
     if ((res.rowCount ?? 0) < o.batchSize) return { deleted };
   }
 }
+
+/** The horizon a service recorded for itself (retention_horizons), 0 when none did. */
+export async function recordedHorizonMs(pool: Pool, name: string): Promise<number> {
+  const res = await pool.query<{ horizon_ms: string }>('SELECT horizon_ms FROM retention_horizons WHERE name = $1', [name]);
+  return res.rows[0] ? Number(res.rows[0].horizon_ms) : 0;
+}
