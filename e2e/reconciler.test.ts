@@ -10,6 +10,7 @@ import { createTestDatabase, createTestVhost, eventually, testLogger, type TestD
 import { createEmailService, loadEmailConfig } from '../apps/email-service/src';
 import { createNotificationService, loadNotificationConfig, type NotificationService } from '../apps/notification-service/src';
 import { createReconcilerService, loadReconcilerConfig, type ReconcilerService } from '../apps/reconciler/src';
+import { main as ops } from '../scripts/ops/ops';
 import { jwt, startSmtpSink } from './harness';
 
 const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
@@ -25,6 +26,15 @@ let es: ReturnType<typeof createEmailService>;
 let rc: ReconcilerService;
 let relay: OutboxRelay;
 let pool: Pool;
+let rcUrl: string;
+
+/** `npm run ops -- <args>` in this process, against the reconciler listening on a port. */
+async function runOps(...args: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const io = { out: (t: string) => lines.push(t), err: (t: string) => lines.push(t) };
+  const code = await ops(args, io, { RECONCILER_URL: rcUrl, JWT_SECRET, OPS_USER: 'volunteer' });
+  return { code, out: lines.join('\n') };
+}
 
 const admin = () => ({ authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'volunteer', scope: 'admin' })}` });
 
@@ -48,6 +58,7 @@ beforeAll(async () => {
   });
   pool = rc.pool;
   await Promise.all([ns.start(), es.start(), rc.start()]);
+  rcUrl = await rc.app.listen({ port: 0, host: '127.0.0.1' });
   const messaging = rc.messaging;
   if (!messaging) throw new Error('the reconciler was built without messaging');
   relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger: testLogger('relay'), registry: new Registry(), databaseUrl: db.url, pollIntervalMs: 100 });
@@ -91,10 +102,11 @@ describe('unread counter repair under live traffic', () => {
     const drifted = users.filter((_, i) => i % 2 === 0);
     await pool.query('UPDATE notification_counters SET unread_count = unread_count + 5 WHERE user_id = ANY($1)', [drifted]);
 
-    // Live traffic on the same users while sweeps run: new mentions, and reads through the inbox API.
-    let live = true;
+    // Live traffic on the same users while sweeps run back to back: new mentions, and reads
+    // through the inbox API, until 20 rounds are done.
+    let trafficDone = false;
     const traffic = (async () => {
-      for (let round = 0; live && round < 40; round++) {
+      for (let round = 0; round < 20; round++) {
         await produce(...users.map((u, i) => mention(`live-${round}-${i}`, 'actor', u)));
         const u = users[round % users.length];
         const token = jwt(JWT_SECRET, { sub: u });
@@ -102,10 +114,9 @@ describe('unread counter repair under live traffic', () => {
         const first = list.json().items?.[0];
         if (first) await ns.app.inject({ method: 'POST', url: `/v1/users/${u}/notifications/${first.id}/read`, headers: { authorization: `Bearer ${token}` }, payload: { version: first.version } });
       }
-    })();
+    })().finally(() => (trafficDone = true));
     const sweeps: unknown[] = [];
-    for (let i = 0; i < 6; i++) sweeps.push(await rc.scheduler.runOnce('counters.sweep', { force: true }));
-    live = false;
+    while (!trafficDone || sweeps.length < 2) sweeps.push(await rc.scheduler.runOnce('counters.sweep', { force: true }));
     await traffic;
     // Let the last events land, then one more sweep: nothing left to repair.
     await eventually('traffic drained', async () => (await vhost.depth('notification-service.standard')).total + (await vhost.depth('notification-service.critical')).total === 0, 20_000);
@@ -173,6 +184,10 @@ describe('why did (or didn\'t) a user get a notification', () => {
     // The same answer by comment id and by idempotency key.
     expect((await why('userId=ada&commentId=c-delivered')).verdict).toBe('delivered');
     expect((await why(`userId=ada&idempotencyKey=${encodeURIComponent('mention:c-delivered:ada')}`)).at('in-app')?.status).toBe('ok');
+    // What a volunteer types.
+    const cli = await runOps('why', '--user', 'ada', '--event', e.id);
+    expect(cli.code).toBe(0);
+    expect(cli.out).toMatch(/verdict: delivered/);
   }, 30_000);
 
   it('muted: the preference step says so, and no email was decided', async () => {
@@ -186,6 +201,7 @@ describe('why did (or didn\'t) a user get a notification', () => {
     expect(w.at('preferences')).toMatchObject({ status: 'skipped', detail: expect.stringMatching(/mention for bob now: in-app off, email off \(muted\)/) });
     expect(w.at('email.decision')?.status).toBe('skipped');
     expect(w.verdict).toMatch(/^preferences: /);
+    expect((await runOps('why', '--user', 'bob', '--comment', 'c-muted')).out).toMatch(/verdict: preferences: mention for bob now: in-app off, email off \(muted\)/);
   }, 30_000);
 
   it('self-action: nobody is notified of their own mention', async () => {
@@ -196,6 +212,7 @@ describe('why did (or didn\'t) a user get a notification', () => {
     expect(w.at('event.processed')?.status).toBe('ok');
     expect(w.at('self-action')).toEqual({ step: 'self-action', status: 'skipped', detail: 'ada is the actor of this user.mentioned: nobody is notified of their own action' });
     expect(w.verdict).toMatch(/^self-action: ada is the actor/);
+    expect((await runOps('why', '--user', 'ada', '--event', e.id, '--json')).out).toMatch(/"verdict": "self-action: ada is the actor of this user.mentioned/);
   }, 30_000);
 
   it('dead-lettered: the DLQ entry and its cause', async () => {
@@ -208,6 +225,7 @@ describe('why did (or didn\'t) a user get a notification', () => {
     expect(w.at('event.processed')).toMatchObject({ status: 'failed', detail: expect.stringMatching(/dead-lettered in notification-service\.critical\.dlq at .*: permanent: ContractError/) });
     expect(w.at('dead-letter')?.status).toBe('failed');
     expect(w.verdict).toMatch(/^event.validated: dead-lettered: permanent: ContractError: .*mentionedUserId/);
+    expect((await runOps('why', '--user', 'ada', '--event', bad.id)).out).toMatch(/verdict: event.validated: dead-lettered: permanent: ContractError/);
   }, 30_000);
 
   it('asks for exactly one of eventId, commentId, idempotencyKey', async () => {
@@ -226,16 +244,23 @@ describe('the status checklist', () => {
   };
   const failing = (s: Status) => s.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail} (${c.runbook})`);
 
-  it('is ok on a healthy stack', async () => {
+  it('is ok on a healthy stack: `ops status` exits 0', async () => {
+    // The dead letter left by the "why" case above is decided first, as a volunteer would.
+    expect((await runOps('dlq', 'discard', '--state', 'pending', '--yes')).code).toBe(0);
     await eventually('queues idle', async () => (await status()).ok || undefined, 20_000).catch(async () => {
       throw new Error(`not healthy: ${failing(await status()).join('\n')}`);
     });
+    const cli = await runOps('status');
+    expect(cli).toMatchObject({ code: 0, out: expect.stringMatching(/All checks pass\./) });
   }, 30_000);
 
   it('names the queue whose consumer stopped', async () => {
     await es.sendConsumer.pause();
     try {
       await eventually('consumer gone', async () => failing(await status()).some((l) => l.startsWith('consumers: email-service.send: no consumer (docs/RUNBOOK.md#check-consumers)')), 10_000);
+      const cli = await runOps('status');
+      expect(cli.code).toBe(1);
+      expect(cli.out).toMatch(/^FAIL +consumers .*email-service\.send: no consumer.*→ see docs\/RUNBOOK\.md#check-consumers$/m);
     } finally {
       await es.sendConsumer.resume();
     }
@@ -258,6 +283,9 @@ describe('the status checklist', () => {
       }
       const lines = failing(await status());
       expect(lines).toContainEqual(expect.stringMatching(/^consumers: notification-service\.critical: consumers attached but nothing acked while it grows \(docs\/RUNBOOK.md#check-consumers\)$/));
+      const cli = await runOps('status');
+      expect(cli.code).toBe(1);
+      expect(cli.out).toMatch(/^FAIL +consumers .*notification-service\.critical: consumers attached but nothing acked while it grows.*→ see docs\/RUNBOOK\.md#check-consumers$/m);
       expect(await rc.app.inject({ method: 'GET', url: '/metrics' }).then((r) => r.body)).toMatch(/reconciler_watchdog_findings\{queue="notification-service.critical",kind="stalled"\} 1/);
     } finally {
       await holder.query('ROLLBACK');
@@ -277,7 +305,11 @@ describe('the status checklist', () => {
     expect((await status()).checks.find((c) => c.name === 'counter-drift')?.ok).toBe(true); // a dry run is not "the last recount"
     await rc.scheduler.runOnce('counters.recount-recent', { force: true });
     expect(failing(await status())).toContainEqual(expect.stringMatching(/^counter-drift: 1 unread counters differed from their recount at .* \(counters.recount-recent; repaired and audited in counter_repairs\) \(docs\/RUNBOOK.md#check-counter-drift\)$/));
+    const cli = await runOps('status');
+    expect(cli.code).toBe(1);
+    expect(cli.out).toMatch(/^FAIL +counter-drift +1 \(threshold 0\) — 1 unread counters differed .*→ see docs\/RUNBOOK\.md#check-counter-drift$/m);
     await rc.scheduler.runOnce('counters.recount-recent', { force: true });
     expect((await status()).checks.find((c) => c.name === 'counter-drift')).toMatchObject({ ok: true });
+    expect((await runOps('status')).code).toBe(0);
   }, 30_000);
 });
