@@ -1,5 +1,5 @@
 import type { ServiceAccess } from '@community/messaging';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE } from './topology';
 
 /**
  * What each service does on the broker, next to the topology it refers to. The broker users and
@@ -54,10 +54,11 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
   },
   {
     // Reads and acks every DLQ, replays to the original queue through the default exchange, feeds
-    // its own low-priority queue, and watches every queue through the management API (monitoring).
+    // its own low-priority queue (recount requests on the events exchange, a key only it binds),
+    // and watches every queue through the management API (monitoring).
     user: 'reconciler',
     consumes: ['reconciler.low-priority'],
-    publishes: [],
+    publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE] }],
     sendsTo: WORK_QUEUES,
     reads: DLQS,
     tags: ['monitoring'],
