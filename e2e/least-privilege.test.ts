@@ -26,7 +26,7 @@ beforeAll(async () => {
   [vhost, db, smtp] = await Promise.all([createTestVhost('e2e-lp'), createTestDatabase('e2e_lp'), startSmtpSink()]);
   const imported = await managementRequest(vhost.management, 'POST', '/definitions', buildDefinitions({ vhost: vhost.vhost, userPrefix: prefix }));
   if (!imported.ok) throw new Error(`definitions import: HTTP ${imported.status} ${await imported.text()}`);
-  const [api, notifications, email] = await Promise.all([freePort(), freePort(), freePort()]);
+  const [api, notifications, email, reconciler] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const env = {
     AMQP_TOPOLOGY: 'own-queues',
     DATABASE_URL: db.url,
@@ -37,10 +37,13 @@ beforeAll(async () => {
     UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
     DEMO_TRAFFIC_RATE: '0',
   };
-  [apps.notifications, apps.email, apps.api] = await Promise.all([
+  [apps.notifications, apps.email, apps.api, apps.reconciler] = await Promise.all([
     startApp('notification-service', notifications, { ...env, AMQP_URL: amqpUrlFor('notification-service') }),
     startApp('email-service', email, { ...env, AMQP_URL: amqpUrlFor('email-service') }),
     startApp('demo-community-api', api, { ...env, AMQP_URL: amqpUrlFor('demo-community-api') }),
+    // Its DLQ console reads every DLQ and its watchdog the management API, as the reconciler user
+    // (tag monitoring), not as whoever the test environment's RABBITMQ_MANAGEMENT_URL names.
+    startApp('reconciler', reconciler, { ...env, AMQP_URL: amqpUrlFor('reconciler'), RABBITMQ_MANAGEMENT_URL: '' }),
   ]);
 }, 90_000);
 
@@ -52,13 +55,13 @@ afterAll(async () => {
   await Promise.all([vhost.delete(), db.drop()]);
 });
 
-it('each app connects as its own user, and a mention reaches the inbox and the mailbox', async () => {
+it('each app connects as its own user (all ready), and a mention reaches the inbox and the mailbox', async () => {
   const connections = await eventually('every app connected', async () => {
     const res = await managementRequest(vhost.management, 'GET', `/vhosts/${encodeURIComponent(vhost.vhost)}/connections`);
     const rows = (await res.json()) as Array<{ user: string; client_properties?: { connection_name?: string } }>;
-    return rows.length >= 3 ? rows : undefined;
+    return new Set(rows.map((r) => r.user)).size >= 4 ? rows : undefined;
   }, 15_000);
-  expect(new Set(connections.map((c) => c.user))).toEqual(new Set(['demo-community-api', 'notification-service', 'email-service'].map((s) => prefix + s)));
+  expect(new Set(connections.map((c) => c.user))).toEqual(new Set(['demo-community-api', 'notification-service', 'email-service', 'reconciler'].map((s) => prefix + s)));
 
   for (const [id, name] of [['ada', 'Ada'], ['bob', 'Bob']]) {
     expect((await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status).toBe(201);
