@@ -48,8 +48,18 @@ export const DEV_UNSUBSCRIBE_TOKEN_SECRET = 'dev-only-unsubscribe-secret-change-
 export function commonConfig(service: ServiceName) {
   return [
     { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'] },
-    // Where the queue policies are applied; unset: port 15672 on AMQP_URL's host, with its credentials.
-    { name: 'RABBITMQ_MANAGEMENT_URL', kind: 'url', optional: true, protocols: ['http:', 'https:'], description: 'RabbitMQ management API (default: http://<AMQP host>:15672)' },
+    // Who provisions the broker topology (libs/messaging `provisioning`): `declare-all` (development,
+    // tests: the service declares everything and applies the policies) or `own-queues` (a
+    // least-privilege broker user: the topology admin provisions, docs/DEPLOY.md).
+    { name: 'AMQP_TOPOLOGY', kind: 'enum', values: ['declare-all', 'own-queues'], default: 'declare-all' },
+    // The management API (queue policies; the reconciler's watchdog and DLQ console). Empty: port 15672
+    // on AMQP_URL's host with its credentials (libs/messaging managementTargetFor).
+    {
+      name: 'RABBITMQ_MANAGEMENT_URL',
+      kind: 'string',
+      default: '',
+      description: "management API base (http://user:pass@host:15672); empty: port 15672 on AMQP_URL's host with its credentials",
+    },
     { name: 'DATABASE_URL', kind: 'url', default: LOCAL_DEFAULTS.DATABASE_URL, protocols: ['postgresql:', 'postgres:'] },
     { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'] },
     { name: 'SMTP_URL', kind: 'url', default: LOCAL_DEFAULTS.SMTP_URL, protocols: ['smtp:', 'smtps:'] },
