@@ -123,6 +123,12 @@ async function launch(spec: AppSpec, deps: Deps): Promise<void> {
   apps.set(spec.key, app);
 }
 
+function app(key: string): App {
+  const a = apps.get(key);
+  if (!a) throw new Error(`app ${key} not started`);
+  return a;
+}
+
 /** Work in the app's hands: messages in its queues, or (the API) outbox rows its relay has yet to publish. */
 async function backlog(deps: Deps, spec: AppSpec): Promise<number> {
   if (spec.backlog === 'none') return 0;
@@ -145,9 +151,9 @@ function faults(): Record<string, Fault> {
         await sleep(Math.random() * (P.holdMs / 3));
         if (spec.backlog !== 'none') await eventually(`${spec.name} has a backlog`, async () => (await backlog(deps, spec)) > 0, 10_000, 50).catch(() => undefined);
         const depth = await backlog(deps, spec);
-        const app = apps.get(spec.key)!;
-        killedOnPurpose.add(app);
-        await stopApp(app, 'SIGKILL');
+        const running = app(spec.key);
+        killedOnPurpose.add(running);
+        await stopApp(running, 'SIGKILL');
         const killedAt = Date.now();
         await launch(spec, deps);
         notes.push(`${depth} (ready again in ${((Date.now() - killedAt) / 1000).toFixed(1)} s)`);
@@ -249,8 +255,9 @@ async function drain(deps: Deps, db: pg.Pool, feed: FeedTap | undefined, timeout
     const depths = await queueDepths(deps.rabbit.ctl, '/').catch(() => undefined);
     if (!depths) return false;
     // Standing in for feed-service: take what reached its queue; the next poll must then see it empty.
-    if (feed && (depths.get('feed-service.activity') ?? 0) > 0) {
-      await feed.take(deps.management, depths.get('feed-service.activity')!).catch((err: unknown) => console.error('[chaos] reading feed-service.activity:', err));
+    const feedDepth = depths.get('feed-service.activity') ?? 0;
+    if (feed && feedDepth > 0) {
+      await feed.take(deps.management, feedDepth).catch((err: unknown) => console.error('[chaos] reading feed-service.activity:', err));
       return false;
     }
     const work = await pendingWork(db).catch(() => undefined);
@@ -306,7 +313,7 @@ async function main(): Promise<number> {
     };
     // notification-service first: it declares the topology the others publish into.
     for (const spec of APPS) await launch(spec, deps);
-    const api = () => apps.get('api')!.url;
+    const api = () => app('api').url;
 
     const runId = `c${randomBytes(3).toString('hex')}`;
     const cast = makeCast(`${runId}-`);
@@ -340,7 +347,7 @@ async function main(): Promise<number> {
       // Recovered end to end: a notification created and an email received since the heal.
       const recovered = faultDone.then(async () => {
         const mailsAtHeal = smtp.mails.length;
-        const since = async () => (await db!.query<{ n: number }>('SELECT count(*)::int AS n FROM notification_items WHERE created_at > to_timestamp($1 / 1000.0)', [healedAt])).rows[0].n;
+        const since = async () => (await deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM notification_items WHERE created_at > to_timestamp($1 / 1000.0)', [healedAt])).rows[0].n;
         return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), P.recoverMs, 100).catch(() => NaN);
       });
       console.log(`[chaos] ${name}: ${P.rounds} rounds at ${P.rate}/s`);
