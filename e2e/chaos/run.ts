@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { databaseFaults, eventually } from '@community/testing';
@@ -114,7 +116,10 @@ async function launch(spec: AppSpec, deps: Deps): Promise<void> {
   const app = await startApp(spec.name, ports[spec.key], { ...appEnv, AMQP_URL: amqp, ...(spec.env?.(ports) ?? {}) });
   app.proc.on('exit', (code, signal) => {
     if (killedOnPurpose.has(app) || cleaning) return;
-    const what = `${app.name} exited (${signal ?? code}): ${app.output.join('').slice(-3000)}`;
+    // Its whole output goes to a file (a log line can be long enough to push the cause out of the tail).
+    const file = path.join(tmpdir(), `chaos-exit-${app.name}-${Date.now()}.log`);
+    void writeFile(file, app.output.join('')).catch(() => undefined);
+    const what = `${app.name} exited (${signal ?? code}; whole output in ${file}): ${app.output.join('').slice(-3000)}`;
     unexpectedExits.push(what);
     console.error(`[chaos] UNEXPECTED EXIT (a breach; restarted as a supervisor would): ${what}`);
     // Restarted, as `npm start` and a Deployment would, so the rest of the run still measures something.
