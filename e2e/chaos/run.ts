@@ -356,7 +356,9 @@ async function main(): Promise<number> {
         return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), P.recoverMs, 100).catch(() => NaN);
       });
       console.log(`[chaos] ${name}: ${P.rounds} rounds at ${P.rate}/s`);
-      const load = await runLoad({ apiUrl: api, cast, runId, roundsPerSecond: P.rate, rounds: P.rounds, until: faultDone, ledger, firstRound: round });
+      // The load goes on until the first effect after the heal is seen (or that wait times out):
+      // a load that ended at the heal would leave nothing to recover with.
+      const load = await runLoad({ apiUrl: api, cast, runId, roundsPerSecond: P.rate, rounds: P.rounds, until: recovered, ledger, firstRound: round });
       round += load.started;
       completed = load.completed;
       const loadEnded = Date.now();
