@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { CorrelationIdSchema } from '@community/contracts';
+import { pgUnavailable } from '@community/db';
 import { buildServer, type Logger, type ReadinessProbe } from '@community/observability';
 import { registerContentRoutes } from './http/content-routes';
 import { registerSecurityAlertRoutes } from './http/security-alert-routes';
@@ -34,6 +35,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logger: deps.logger,
     registry: deps.registry,
     readiness: deps.readiness,
+    // Postgres restarting or unreachable: 503 + Retry-After, not 500 (the client retries).
+    dependencyErrors: [pgUnavailable],
     fastifyOptions: {
       // The request id is the correlation id of every event the request causes: a caller's
       // x-correlation-id is kept, so one id follows an action from HTTP to the last consumer.

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
+import { pgUnavailable } from '@community/db';
 import { buildServer, type ReadinessProbe } from '@community/observability';
 import { registerAuth } from './http/auth';
 import { registerNotificationRoutes } from './http/notification-routes';
@@ -22,7 +23,7 @@ export interface AppDeps {
 
 /** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness });
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, dependencyErrors: [pgUnavailable] });
   registerAuth(app, deps.jwtSecret);
   registerNotificationRoutes(app, deps);
   registerPreferenceRoutes(app, deps);
