@@ -42,6 +42,11 @@ it('a security alert overtakes a backlog of other email, sent once, and the rate
   // wire), not behind the ~45 still waiting: about 5 s at this rate.
   expect(position - before).toBeLessThanOrEqual(3);
 
+  // The critical lane received the alert and nothing else (the headers exchange passed on only the
+  // security_alert notification.created): no copy of the 50 mentions crossed it.
+  expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })).toBe(1);
+  expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical', outcome: 'processed' })).toBe(1);
+
   // Everything arrives; the alert exactly once although both lanes received it (the regular lane's
   // copy, reached at the end of the backlog, finds the ledger row sent).
   await eventually('backlog delivered', () => smtp.received.length >= BACKLOG + 1, 30_000);
@@ -60,4 +65,17 @@ it('a security alert overtakes a backlog of other email, sent once, and the rate
   const at = smtp.received.map((m) => m.at).slice(RATE);
   for (let i = 0; i + RATE < at.length; i++) expect(at[i + RATE] - at[i]).toBeGreaterThanOrEqual(850);
   expect(at[at.length - 1] - at[0]).toBeGreaterThanOrEqual(((at.length - 1) * 1000) / RATE - 150);
+});
+
+it('a security alert published without the notification-type header (before it existed) is emailed once by the regular lane', async () => {
+  const criticalBefore = await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' });
+  const sentBefore = smtp.received.length;
+  const alert = notificationCreated({ userId: 'alice', type: 'security_alert', emailChannel: 'immediate', excerpt: 'Password changed' });
+  const alertId = messageIdFor('immediate', alert.data.idempotencyKey, 'community.local');
+  await s.publishWithoutHeaders(alert);
+  await eventually('legacy alert received', () => smtp.received.some((m) => m.messageId === alertId), 20_000);
+  await eventually('regular lane processed it', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'processed' })) >= 1);
+  expect(smtp.received.filter((m) => m.messageId === alertId)).toHaveLength(1);
+  expect(smtp.received.length - sentBefore).toBe(1);
+  expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })).toBe(criticalBefore);
 });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
-import { COMMUNITY_TOPOLOGY, validateOrThrow } from '@community/contracts';
+import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
@@ -72,6 +72,8 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       registry,
       databaseUrl: config.DATABASE_URL,
       pollIntervalMs: deps.relayPollIntervalMs,
+      // The notification's type as a header: the critical email lane is bound on it (topology.ts).
+      headers: notificationHeaders,
     });
   }
   const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS, backlogLimit: deps.sseBacklogLimit });
@@ -145,3 +147,4 @@ function registerConsumers(messaging: Messaging, config: NotificationConfig, poo
     });
   }
 }
+

@@ -5,4 +5,4 @@ export * from './validate';
 export * from './build';
 export * from './idempotency-keys';
 export * from './preferences';
-export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';
+export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, NOTIFICATION_TYPE_HEADER, NOTIFICATIONS_BY_TYPE_EXCHANGE, notificationHeaders } from './topology';

@@ -24,7 +24,11 @@ export interface MessagingOptions {
    * from libs/db in a service that handles messages against Postgres. `[]` when there are none.
    */
   classifiers: readonly ErrorClassifier[];
-  /** The exchange `publish()` uses when a call names none. Default: the topology's exchange, when it declares exactly one. */
+  /**
+   * The exchange `publish()` uses when a call names none. Default: the topology's entry exchange,
+   * when it declares exactly one: an exchange fed by another (it has `bindings`) is a route inside
+   * the broker, not a place producers publish to, so it does not count.
+   */
   defaultExchange?: string;
   /** Defaults to http://<amqp host>:15672 with the AMQP credentials. */
   managementUrl?: string;
@@ -58,7 +62,8 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const logger = options.logger.child({ component: 'messaging' });
   const metrics = runtimeMetrics(options.registry);
   const classifiers = [...options.classifiers];
-  const defaultExchange = options.defaultExchange ?? (topology.exchanges.length === 1 ? topology.exchanges[0].name : undefined);
+  const entries = topology.exchanges.filter((x) => (x.bindings ?? []).length === 0);
+  const defaultExchange = options.defaultExchange ?? (entries.length === 1 ? entries[0].name : undefined);
   const connection = connect({ url: options.url, name: options.service, logger });
   const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs });
   const consumers: Consumer[] = [];

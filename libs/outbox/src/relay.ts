@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { withTransaction } from '@community/db';
-import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
+import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type EnvelopeLike, type Publisher } from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';
 import { claimHeads, markFailed, markSent, purgeSent, type ClaimedRow, type Failure } from './store';
@@ -26,6 +26,11 @@ export interface RelayOptions {
   publishTimeoutMs?: number;
   /** Sent rows older than this are deleted (default 3 days; 0 keeps them forever). */
   retentionMs?: number;
+  /**
+   * AMQP headers for a row's message, derived from its stored event when it is published (so rows
+   * written before a header existed get it too); e.g. a header a headers exchange routes on.
+   */
+  headers?: (event: EnvelopeLike) => Record<string, unknown> | undefined;
 }
 
 export interface OutboxRelay {
@@ -119,7 +124,10 @@ export function createRelay(options: RelayOptions): OutboxRelay {
     // Called in id order without awaiting in between: the publisher enqueues synchronously, so the
     // messages leave on its one channel in id order, and all confirms are awaited together.
     const outcomes = await Promise.allSettled(
-      rows.map((row) => publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs })),
+      rows.map((row) => {
+        const headers = options.headers?.(row.payload);
+        return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, ...(headers ? { headers } : {}) });
+      }),
     );
     const sent: string[] = [];
     const failed: Failure[] = [];
