@@ -98,7 +98,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const tokens = new UnsubscribeTokens(config.UNSUBSCRIBE_TOKEN_SECRET, {
     ttlMs: config.UNSUBSCRIBE_TOKEN_TTL_DAYS * 86_400_000,
     now: clock,
-    legacy: { jwtSecret: config.JWT_SECRET, until: legacyTokensUntil(config) },
+    legacy: config.JWT_SECRET === undefined ? undefined : { jwtSecret: config.JWT_SECRET, until: legacyTokensUntil(config) },
   });
   const composer = createComposer(config, tokens);
 
@@ -178,7 +178,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     batchSize: config.DIGEST_BATCH_SIZE,
     concurrency: config.SMTP_POOL_SIZE,
   };
-  const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.JWT_SECRET);
+  const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.EMAIL_SERVICE_SIGNING_KEY);
   const syncDeps = { pool, preferences, metrics, logger: logger.child({ component: 'preferences-sync' }) };
   const scheduler = new Scheduler({
     intervalMs: config.DIGEST_FLUSH_INTERVAL_MS,

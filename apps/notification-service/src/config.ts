@@ -1,4 +1,4 @@
-import { commonConfig, ConfigError, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
+import { commonConfig, ConfigError, DEV_EMAIL_SERVICE_VERIFY_KEY, ed25519KeyIssue, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
 import { inboxRetentionIssues } from './retention';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
@@ -37,6 +37,15 @@ export const NOTIFICATION_CONFIG = [
   },
   { name: 'RETENTION_INTERVAL_MS', kind: 'duration-ms', default: 3_600_000, min: 1_000, max: 86_400_000, description: 'how often the retention jobs run' },
   { name: 'RETENTION_BATCH_SIZE', kind: 'int', default: 5_000, min: 1, max: 100_000, description: 'rows deleted per statement (short transactions)' },
+  // email-service's public key (Ed25519, PEM): its service tokens may read preferences and turn
+  // email channels off, nothing else (docs/EMAIL.md "Secrets").
+  {
+    name: 'EMAIL_SERVICE_VERIFY_KEY',
+    kind: 'string',
+    default: DEV_EMAIL_SERVICE_VERIFY_KEY,
+    refuseDefaultInProduction: true,
+    description: "email-service's Ed25519 public key (PEM) for its opt-out service tokens",
+  },
 ] as const satisfies ConfigSpec;
 
 export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
@@ -44,6 +53,8 @@ export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
 export function loadNotificationConfig(env: Record<string, string | undefined> = process.env): NotificationConfig {
   const config = loadConfig(NOTIFICATION_CONFIG, env);
   const issues = inboxRetentionIssues(config);
+  const keyIssue = ed25519KeyIssue('EMAIL_SERVICE_VERIFY_KEY', 'public', config.EMAIL_SERVICE_VERIFY_KEY);
+  if (keyIssue) issues.push(keyIssue);
   if (issues.length > 0) throw new ConfigError(issues);
   return config;
 }

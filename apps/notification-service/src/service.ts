@@ -88,6 +88,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
     metrics,
     hub,
     jwtSecret: config.JWT_SECRET,
+    emailServiceVerifyKey: config.EMAIL_SERVICE_VERIFY_KEY,
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),

@@ -10,5 +10,5 @@ export { buildServer, listen } from './server';
 export type { ServerOptions } from './server';
 export { runService } from './run-service';
 export type { RunningService, RunServiceOptions } from './run-service';
-export { authGuards, registerAuth } from './auth';
-export type { AuthGuardOptions, Principal } from './auth';
+export { authGuards, registerAuth, serviceTokenSigner } from './auth';
+export type { AuthGuardOptions, Principal, ServiceTokenOptions, ServiceTokenSignerOptions } from './auth';
