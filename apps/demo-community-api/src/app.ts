@@ -18,6 +18,8 @@ export interface AppDeps {
   registry: Registry;
   /** Behind GET /readyz: database reachable, broker connected, relay healthy. */
   readiness: ReadinessProbe;
+  /** Shown in /readyz without deciding it (e.g. the broker blocking publishes: a broker-wide alarm). */
+  readinessDetails?: () => Record<string, unknown>;
   /** Verifies `Authorization: Bearer` tokens (HS256, `sub` = acting user). */
   jwtSecret: string;
 }
@@ -35,6 +37,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logger: deps.logger,
     registry: deps.registry,
     readiness: deps.readiness,
+    readinessDetails: deps.readinessDetails,
     // Postgres restarting or unreachable: 503 + Retry-After, not 500 (the client retries).
     dependencyErrors: [pgUnavailable],
     fastifyOptions: {

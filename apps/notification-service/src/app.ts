@@ -21,11 +21,13 @@ export interface AppDeps {
   /** email-service's public key: its opt-out service tokens (EMAIL_SERVICE_VERIFY_KEY). */
   emailServiceVerifyKey: string;
   readiness: ReadinessProbe;
+  /** Shown in /readyz without deciding it (e.g. the broker blocking publishes: a broker-wide alarm). */
+  readinessDetails?: () => Record<string, unknown>;
 }
 
 /** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, dependencyErrors: [pgUnavailable] });
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails, dependencyErrors: [pgUnavailable] });
   registerAuth(app, deps.jwtSecret);
   const guards = inboxGuards(deps.emailServiceVerifyKey);
   registerNotificationRoutes(app, { ...deps, guards });

@@ -5,7 +5,7 @@ import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@commu
 import { classifyPgError, createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
@@ -95,6 +95,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       database: await answers(() => pool.query('SELECT 1')),
       ...(relay ? { relay: relay.isHealthy() } : {}),
     }),
+    readinessDetails: messaging ? () => brokerDetails(messaging?.blocked()) : undefined,
   });
   // Last, after the HTTP server stopped: requests still running during the drain need the pool.
   app.addHook('onClose', async () => pool.end());

@@ -52,6 +52,12 @@ export interface Messaging {
   stop(deadlineMs?: number): Promise<void>;
   /** For /readyz: broker connected and every consumer consuming (or paused on purpose). */
   readiness(): Record<string, boolean>;
+  /**
+   * The broker's reason while it blocks this connection's publishes (AMQP connection.blocked: a
+   * memory or disk alarm), else undefined. For /readyz's details, not its verdict: an alarm is
+   * broker-wide, every replica alike, so taking pods out of rotation fixes nothing.
+   */
+  blocked(): string | undefined;
   readonly connection: AmqpConnectionManager;
 }
 
@@ -65,6 +71,11 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const entries = topology.exchanges.filter((x) => (x.bindings ?? []).length === 0);
   const defaultExchange = options.defaultExchange ?? (entries.length === 1 ? entries[0].name : undefined);
   const connection = connect({ url: options.url, name: options.service, logger });
+  let blockedReason: string | undefined;
+  connection.on('blocked', ({ reason }) => (blockedReason = reason || 'blocked'));
+  connection.on('unblocked', () => (blockedReason = undefined));
+  // A new connection starts unblocked; the broker sends connection.blocked again if the alarm holds.
+  connection.on('disconnect', () => (blockedReason = undefined));
   const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs });
   const consumers: Consumer[] = [];
   const stopping = new AbortController();
@@ -107,6 +118,9 @@ export function createMessaging(options: MessagingOptions): Messaging {
       await Promise.all(consumers.map((c) => c.stop(deadlineMs)));
       await publisher.close().catch(() => undefined);
       await connection.close().catch(() => undefined);
+    },
+    blocked() {
+      return blockedReason;
     },
     readiness() {
       return {

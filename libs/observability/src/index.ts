@@ -2,7 +2,7 @@ export { createLogger } from './logger';
 export type { Logger, LoggerOptions, LogLevel } from './logger';
 export { createRegistry } from './metrics';
 export type { RegistryOptions } from './metrics';
-export { answers, readinessState } from './readiness';
+export { answers, brokerDetails, readinessState } from './readiness';
 export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readiness';
 export { CodedHttpError, defineErrors, DEPENDENCY_UNAVAILABLE, networkUnavailable } from './http-errors';
 export type { DependencyErrorClassifier, ErrorHandlerOptions } from './http-errors';
