@@ -15,6 +15,7 @@ export type {
   SingleConsumerOptions,
 } from './consumer/types';
 export { DEAD_LETTER_HEADERS } from './consumer/headers';
+export { messageTraceContext } from './consumer/middleware/tracing';
 export type { EnvelopeLike, PublishOptions, Publisher } from './publisher';
 export type { RuntimeMetrics } from './metrics';
 export {

@@ -12,3 +12,5 @@ export { runService } from './run-service';
 export type { RunningService, RunServiceOptions } from './run-service';
 export { authGuards, registerAuth, serviceTokenSigner } from './auth';
 export type { AuthGuardOptions, Principal, ServiceTokenOptions, ServiceTokenSignerOptions } from './auth';
+export { startTracing, tracingSettings } from './tracing';
+export type { StartTracingOptions, Tracing, TracingSettings } from './tracing';
