@@ -1,5 +1,4 @@
 import { commonConfig, ConfigError, DEV_EMAIL_SERVICE_VERIFY_KEY, ed25519KeyIssue, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
-import { inboxRetentionIssues } from './retention';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
 export const SERVICE_NAME = 'notification-service';
@@ -26,17 +25,6 @@ export const NOTIFICATION_CONFIG = [
   },
   { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 2, min: 1, max: 16, description: 'batches in flight per queue' },
   { name: 'SSE_HEARTBEAT_MS', kind: 'duration-ms', default: 15_000, min: 100, description: 'heartbeat comment interval on SSE streams' },
-  // Retention (docs/DATABASE.md "Retention"): one replica at a time purges this service's inbox rows.
-  {
-    name: 'INBOX_RETENTION_DAYS',
-    kind: 'int',
-    default: 7,
-    min: 1,
-    max: 3650,
-    description: 'days an inbox (processed_events) row is kept; must exceed the longest redelivery (checked at start)',
-  },
-  { name: 'RETENTION_INTERVAL_MS', kind: 'duration-ms', default: 3_600_000, min: 1_000, max: 86_400_000, description: 'how often the retention jobs run' },
-  { name: 'RETENTION_BATCH_SIZE', kind: 'int', default: 5_000, min: 1, max: 100_000, description: 'rows deleted per statement (short transactions)' },
   // email-service's public key (Ed25519, PEM): its service tokens may read preferences and turn
   // email channels off, nothing else (docs/EMAIL.md "Secrets").
   {
@@ -51,10 +39,9 @@ export const NOTIFICATION_CONFIG = [
 export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
 
 export function loadNotificationConfig(env: Record<string, string | undefined> = process.env): NotificationConfig {
+  // Inbox retention (processed_events) runs in the reconciler (docs/RECONCILER.md "Retention").
   const config = loadConfig(NOTIFICATION_CONFIG, env);
-  const issues = inboxRetentionIssues(config);
-  const keyIssue = ed25519KeyIssue('EMAIL_SERVICE_VERIFY_KEY', 'public', config.EMAIL_SERVICE_VERIFY_KEY);
-  if (keyIssue) issues.push(keyIssue);
-  if (issues.length > 0) throw new ConfigError(issues);
+  const issue = ed25519KeyIssue('EMAIL_SERVICE_VERIFY_KEY', 'public', config.EMAIL_SERVICE_VERIFY_KEY);
+  if (issue) throw new ConfigError([issue]);
   return config;
 }

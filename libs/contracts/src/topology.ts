@@ -12,6 +12,14 @@ import type { Topology } from '@community/messaging';
  * their own so no backlog elsewhere (email, feed, bulk follows) can delay them.
  */
 export const EVENTS_EXCHANGE = 'community.events';
+/**
+ * The reconciler's own work queue (docs/RECONCILER.md "The low-priority queue"). Its messages are
+ * envelope-shaped with a type of the reconciler's own (`reconciler.recount`) and travel on the events
+ * exchange with routing key = type like every event; no other service binds that key. (Not an
+ * exchange of its own: a second exchange would take away every service's default exchange.)
+ */
+export const RECONCILER_LOW_PRIORITY_QUEUE = 'reconciler.low-priority';
+export const RECONCILER_RECOUNT_TYPE = 'reconciler.recount';
 
 /**
  * notification.created, and only it, re-routed by the notification's type: a headers exchange bound
@@ -86,6 +94,28 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // its user's outbox). feed-service consumes it; until it runs, the backlog waits here for it.
       name: 'feed-service.activity',
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // feed-service's own work: one message per batch of followers to fan a post out to, fed by
+      // feed-service itself through the default exchange (no binding).
+      name: 'feed-service.fanout',
+      bindings: [],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // Timeline rebuilds after a follow (or on request), fed by feed-service itself.
+      name: 'feed-service.backfill',
+      bindings: [],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // The reconciler's repair requests, one batch of users per message (an operator's full
+      // recount): worked one at a time beside the scheduled jobs, so a large repair never holds
+      // more than one batch of counter locks; a failed batch takes the retry tiers and then its DLQ,
+      // where the DLQ console replays it.
+      name: RECONCILER_LOW_PRIORITY_QUEUE,
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
   ],

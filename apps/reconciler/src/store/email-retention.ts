@@ -1,5 +1,8 @@
 import type { Pool } from 'pg';
 
+// Moved here from email-service (src/store/retention.ts) with the job that runs it; email-service
+// keeps the EVENT_EXPIRED guard that makes the horizon safe (docs/RECONCILER.md "Retention").
+
 /** The shortest horizon the email tables accept: beyond a digest period (1 day) plus the clock margin. */
 export const MIN_EMAIL_RETENTION_MS = 2 * 86_400_000;
 
@@ -9,6 +12,8 @@ export interface EmailPurgeOptions {
   batchSize: number;
   /** Checked between batches. */
   signal?: AbortSignal;
+  /** Count what would be deleted, delete nothing. */
+  dryRun?: boolean;
 }
 
 export interface EmailPurgeCounts {
@@ -36,6 +41,20 @@ export async function purgeEmailTables(pool: Pool, options: EmailPurgeOptions): 
   }
   const counts: EmailPurgeCounts = { deliveries: 0, digestWindows: 0, digestItems: 0 };
   const horizon = `now() - $1::float8 * interval '1 millisecond'`;
+  if (options.dryRun) {
+    const res = await pool.query<{ deliveries: number; windows: number; items: number }>(
+      `WITH doomed AS (
+         SELECT w.id FROM email_digest_windows w
+          WHERE w.status IN ('flushed', 'empty') AND w.window_end < ${horizon}
+            AND NOT EXISTS (SELECT 1 FROM email_deliveries d WHERE d.digest_window_id = w.id AND d.state IN ('pending', 'sending'))
+       )
+       SELECT (SELECT count(*) FROM email_deliveries WHERE created_at < ${horizon} AND state IN ('sent', 'failed', 'suppressed'))::int AS deliveries,
+              (SELECT count(*) FROM doomed)::int AS windows,
+              (SELECT count(*) FROM email_digest_items WHERE window_id IN (SELECT id FROM doomed))::int AS items`,
+      [options.olderThanMs],
+    );
+    return { deliveries: res.rows[0].deliveries, digestWindows: res.rows[0].windows, digestItems: res.rows[0].items };
+  }
   for (;;) {
     options.signal?.throwIfAborted();
     const res = await pool.query(
