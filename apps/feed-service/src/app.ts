@@ -1,0 +1,24 @@
+import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import { buildServer, type ReadinessProbe } from '@community/observability';
+import { registerAuth } from './http/auth';
+import { registerFeedRoutes } from './http/feed-routes';
+import type { FeedReader } from './read/feed-reader';
+
+export interface AppDeps {
+  logger: Logger;
+  registry: Registry;
+  reader: FeedReader;
+  jwtSecret: string;
+  readiness: ReadinessProbe;
+  readinessDetails: () => Record<string, unknown>;
+}
+
+/** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails });
+  registerAuth(app, deps.jwtSecret);
+  registerFeedRoutes(app, deps);
+  return app;
+}
