@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import path from 'node:path';
 import Redis from 'ioredis';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
@@ -139,7 +140,7 @@ export const followerId = (prefix: string, i: number) => `${prefix}-${String(i).
  * author's follower count, the followers' activity (active now, or `lastActiveAt`), and, for
  * materialised feeds, their live:/ready: keys, as a read would have left them.
  */
-export async function seedFollowers(h: Harness, author: string, count: number, options: { prefix?: string; lastActiveAt?: Date; materialised?: boolean; from?: number } = {}): Promise<string[]> {
+export async function seedFollowers(h: Pick<Harness, 'pool' | 'redis' | 'config'>, author: string, count: number, options: { prefix?: string; lastActiveAt?: Date; materialised?: boolean; from?: number } = {}): Promise<string[]> {
   const prefix = options.prefix ?? `f-${author}`;
   const from = options.from ?? 1;
   const to = from + count - 1;
@@ -222,6 +223,32 @@ export async function startPrivateRedis(port?: number): Promise<{ url: string; p
   };
   await ctl.start();
   return ctl;
+}
+
+/** The service as a process (main.ts, as `npm start` runs it), for kill -9. */
+export async function startProcess(env: Record<string, string>): Promise<{ proc: ChildProcess; url: string; output: string[] }> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['-r', '@swc-node/register', path.join(__dirname, '../src/main.ts')], {
+    cwd: path.resolve(__dirname, '../../..'),
+    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', PORT: String(port), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  proc.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
+  proc.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  await eventually('feed-service ready', async () => {
+    if (proc.exitCode !== null) throw new Error(`feed-service exited ${proc.exitCode}: ${output.join('').slice(-2000)}`);
+    return (await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200;
+  }, 30_000, 100);
+  return { proc, url, output };
+}
+
+export async function kill9(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = once(proc, 'exit');
+  proc.kill('SIGKILL');
+  await exited;
 }
 
 export { eventually };
