@@ -12,6 +12,7 @@
  * re-sends the chunks not done; a chunk message is redelivered and re-runs unless checkpointed.
  * Writing a chunk twice changes nothing (ZADD of the same member and score).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { withTransaction } from '@community/db';
@@ -25,6 +26,9 @@ import { sendFanoutChunk } from './internal-messages';
 
 /** Followers seen within this margin beyond the window are still written (clock skew between Node, Postgres and Redis TTLs). */
 const ACTIVE_MARGIN_MS = 3_600_000;
+/** How long a post waits in its handler for the author's lease before a delayed retry, and how often it looks. */
+const LEASE_WAIT_MS = 2_000;
+const LEASE_POLL_MS = 5;
 /** Chunk messages published at once while planning (confirms overlap; bounded memory). */
 const PUBLISH_PARALLELISM = 32;
 
@@ -78,6 +82,20 @@ export function createFanout(deps: FanoutDeps) {
     }
   }
 
+  /**
+   * A burst of one author's posts (each a one-chunk fan-out of milliseconds) waits its turn here,
+   * briefly, rather than through a delayed retry of several seconds; a long fan-out in the way
+   * (many chunks) makes the wait run out, and the post is retried later.
+   */
+  async function acquireAuthorWithin(authorId: string, holder: string, waitMs: number): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(LEASE_POLL_MS);
+    }
+  }
+
   async function onPost(post: PublishedPost, logger?: Logger): Promise<'processed' | 'duplicate' | 'skipped'> {
     await projections.recordActivity(pool, post.authorId, post.publishedAt);
     const followers = await projections.followerCount(pool, post.authorId);
@@ -104,7 +122,7 @@ export function createFanout(deps: FanoutDeps) {
     }
     // Two fan-outs of one author do not interleave: the next waits (a delayed retry of its
     // post.published) until this one released the lease or the lease expired after a crash.
-    if (!(await cache.acquireAuthor(post.authorId, post.postId, config.FEED_AUTHOR_LEASE_MS))) {
+    if (!(await acquireAuthorWithin(post.authorId, post.postId, LEASE_WAIT_MS))) {
       throw new TransientError(`a fan-out of author '${post.authorId}' is running; post '${post.postId}' waits for it`, 'AUTHOR_BUSY');
     }
     const pending = await fanout.pendingChunks(pool, post.postId);

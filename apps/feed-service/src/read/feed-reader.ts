@@ -73,8 +73,19 @@ export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: 
     return mergePage([items, large.map(toItem)], cursor, limit);
   }
 
+  // Readers this replica marked active in the last TOUCH_THROTTLE_MS: their next reads skip the
+  // activity statement altogether (the database throttles across replicas; this saves the round trip).
+  const recentlyTouched = new Map<string, number>();
+  async function touch(userId: string): Promise<boolean> {
+    const now = Date.now();
+    if (now - (recentlyTouched.get(userId) ?? 0) < TOUCH_THROTTLE_MS) return false;
+    if (recentlyTouched.size >= 100_000) recentlyTouched.clear();
+    recentlyTouched.set(userId, now);
+    return projections.touchReader(pool, userId, TOUCH_THROTTLE_MS);
+  }
+
   async function read(userId: string, cursor: FeedKey | undefined, limit: number): Promise<FeedPage> {
-    const touched = await projections.touchReader(pool, userId, TOUCH_THROTTLE_MS);
+    const touched = await touch(userId);
     let result: FeedPage['result'] = 'hit';
     try {
       if (!cache.available()) throw new CacheUnavailable('redis is not connected');

@@ -32,12 +32,37 @@ if n > cap then redis.call('ZREMRANGEBYRANK', KEYS[1], 0, n - cap - 1) end
 if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1`;
 
+/**
+ * One post into many feeds (a fan-out chunk) in one call: KEYS are feed, live pairs. The loop runs
+ * in Redis (about a millisecond for a thousand feeds), so a chunk costs this process one small
+ * command instead of building and parsing a pipeline of a thousand, which is what lets a small
+ * post's fan-out run beside a large one without waiting for the event loop (docs/FEED.md "Lanes").
+ */
+const PUSH_MANY = `
+local cap = tonumber(ARGV[3])
+local written = 0
+for i = 1, #KEYS, 2 do
+  local ttl = redis.call('PTTL', KEYS[i + 1])
+  if ttl > 0 then
+    redis.call('ZADD', KEYS[i], ARGV[1], ARGV[2])
+    local n = redis.call('ZCARD', KEYS[i])
+    if n > cap then redis.call('ZREMRANGEBYRANK', KEYS[i], 0, n - cap - 1) end
+    if redis.call('PTTL', KEYS[i]) == -1 then redis.call('PEXPIRE', KEYS[i], ttl) end
+    written = written + 1
+  end
+end
+return written`;
+
+/** Feeds written per PUSH_MANY call (bounds how long one call holds Redis). */
+const PUSH_MANY_BATCH = 1000;
+
 /** Compare-and-delete / compare-and-extend of the author lease (only its holder may). */
 const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`;
 
 interface FeedCommands {
   feedPush(feed: string, live: string, cap: number, ...scoreMembers: Array<string | number>): Promise<number>;
+  feedPushMany(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
   leaseRelease(key: string, holder: string): Promise<number>;
   leaseExtend(key: string, holder: string, ms: number): Promise<number>;
 }
@@ -81,6 +106,7 @@ export function createFeedCache(options: FeedCacheOptions) {
     retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2_000),
   }) as FeedRedis;
   redis.defineCommand('feedPush', { numberOfKeys: 2, lua: PUSH });
+  redis.defineCommand('feedPushMany', { lua: PUSH_MANY });
   redis.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
   redis.defineCommand('leaseExtend', { numberOfKeys: 1, lua: EXTEND });
   // Without a listener an 'error' event would crash the process; Redis being down is a state the
@@ -134,12 +160,15 @@ export function createFeedCache(options: FeedCacheOptions) {
       await exec(pipe);
     },
 
-    /** One post into many feeds (a fan-out chunk): one pipelined round trip. Returns feeds written. */
+    /** One post into many feeds (a fan-out chunk): one script call per thousand feeds. Returns feeds written. */
     async pushToFeeds(users: string[], post: { postId: string; at: number }): Promise<number> {
-      if (users.length === 0) return 0;
-      const pipe = redis.pipeline() as Pipe;
-      for (const u of users) pipe.feedPush(k.feed(u), k.live(u), cap, post.at, post.postId);
-      return (await exec(pipe)).reduce<number>((n, v) => n + Number(v), 0);
+      let written = 0;
+      for (let i = 0; i < users.length; i += PUSH_MANY_BATCH) {
+        const keys: string[] = [];
+        for (const u of users.slice(i, i + PUSH_MANY_BATCH)) keys.push(k.feed(u), k.live(u));
+        written += await redis.feedPushMany(keys.length, ...keys, post.at, post.postId, cap);
+      }
+      return written;
     },
 
     /** Many posts into one feed (a rebuild, a backfill), if it is live. */
