@@ -209,7 +209,7 @@ async function main(): Promise<void> {
       }
       await Promise.all(inflight);
       const elapsed = (performance.now() - start) / 1000;
-      log(`${what}: ${total} at ${READ_RATE}/s (achieved ${(total / elapsed).toFixed(0)}/s): p50 ${ms(pct(lat, 50))}, p99 ${ms(pct(lat, 99))}`);
+      log(`${what}: ${total} at ${READ_RATE}/s (achieved ${(total / elapsed).toFixed(0)}/s): p50 ${ms(Math.max(0, pct(lat, 50)))}, p99 ${ms(pct(lat, 99))}`);
       return lat;
     }
     const api = (i: number) =>
