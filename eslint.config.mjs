@@ -32,7 +32,7 @@ export default [
     // index), an app through its index (`apps/<app>/src`, its public builder, docs/SERVICE-TEMPLATE.md);
     // never another file inside a src/ folder. A deep import ties a script to internals that a
     // refactoring is free to move, and it goes unnoticed until it breaks.
-    files: ['scripts/**/*.{ts,mjs,cjs,js}', 'libs/*/bench/**/*.ts', 'e2e/**/*.ts'],
+    files: ['scripts/**/*.{ts,mjs,cjs,js}', 'libs/*/bench/**/*.ts', 'e2e/**/*.ts', 'infra/tools/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { setup, ROOT } from './setup/index.mjs';
 import { c, log, runMain } from './setup/log.mjs';
 import { ensureMaildev } from './setup/maildev.mjs';
+import { ensureBrokerUsers } from './setup/broker-users.mjs';
 import { appCommand, appPort, discoverApps } from './setup/apps.mjs';
 import { Supervisor, onShutdownSignals } from './setup/processes.mjs';
 import { httpGet } from './setup/net.mjs';
@@ -37,8 +38,10 @@ runMain(async () => {
 
   process.env.NODE_ENV ||= 'development';
   let mail;
+  let broker;
   try {
-    await setup();
+    const mgmt = await setup();
+    broker = await ensureBrokerUsers(ROOT, mgmt, process.env);
     mail = await ensureMaildev(ROOT, supervisor, process.env);
   } catch (err) {
     await supervisor.stopAll();
@@ -57,12 +60,12 @@ runMain(async () => {
     await bundleApp(name, ROOT);
     const { command, args } = appCommand(name);
     log.step(`starting ${name}: node ${args.join(' ')}`);
-    supervisor.spawn(name, command, args, { cwd: ROOT, env: appEnv, restart: true });
+    supervisor.spawn(name, command, args, { cwd: ROOT, env: { ...appEnv, ...broker.envFor(name) }, restart: true });
   }
 
-  printSummary(apps, mail, supervisor);
+  printSummary(apps, mail, supervisor, broker);
   // A restarted app is announced with the table again, its restart count beside its URL.
-  supervisor.onRestart = () => printSummary(apps, mail, supervisor);
+  supervisor.onRestart = () => printSummary(apps, mail, supervisor, broker);
   if (!apps.length && !mail?.started) {
     log.info('nothing to supervise (no apps, MailDev already running elsewhere): done');
     return 0;
@@ -75,7 +78,7 @@ runMain(async () => {
   await new Promise(() => {}); // run until a signal arrives
 });
 
-function printSummary(apps, mail, supervisor) {
+function printSummary(apps, mail, supervisor, broker) {
   const line = (label, value) => console.log(`  ${label.padEnd(22)} ${value}`);
   console.log(`\n${c.bold('Where to look')}`);
   if (apps.length) {
@@ -89,6 +92,7 @@ function printSummary(apps, mail, supervisor) {
     line('apps', 'none yet: no apps/*/src/main.ts in this checkout');
   }
   line('RabbitMQ management', 'http://127.0.0.1:15672  (guest / guest)');
+  if (broker?.vhost) line('RabbitMQ vhost', `${broker.vhost}: each app as its own user (infra/rabbitmq/dev-credentials.json)`);
   line('RabbitMQ metrics', 'http://127.0.0.1:15692/metrics');
   if (mail) line('MailDev (emails)', `${mail.webUrl}  (REST: ${mail.webUrl}/api/email)`);
   else line('SMTP', process.env.SMTP_URL);

@@ -49,8 +49,8 @@ describe('test layout', () => {
     ]);
   });
 
-  it('holds for every test file in apps/, libs/, e2e/ and scripts/', () => {
-    const files = ['apps', 'libs', 'e2e', 'scripts'].flatMap(testFiles);
+  it('holds for every test file in apps/, libs/, e2e/, scripts/ and infra/', () => {
+    const files = ['apps', 'libs', 'e2e', 'scripts', 'infra'].flatMap(testFiles);
     expect(files.length).toBeGreaterThan(20); // the walk found the suite
     expect(layoutViolations(files)).toEqual([]);
   });

@@ -3,6 +3,8 @@
  * events commit together through the outbox; an in-process relay publishes them with confirms; a
  * built-in traffic generator (DEMO_TRAFFIC_RATE, default 2/s) makes notifications flow on `npm start`.
  */
+// First: tracing must be set up before the rest is loaded (docs/TRACING.md).
+import { tracing } from './tracing';
 import { redactConfig } from '@community/config';
 import { createLogger, createRegistry, runService } from '@community/observability';
 import { DEMO_CONFIG, loadDemoConfig, SERVICE_NAME } from './config';
@@ -19,6 +21,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ service: SERVICE_NAME, level: config.LOG_LEVEL });
   logger.info({ config: redactConfig(DEMO_CONFIG, config) }, 'configuration');
+  logger.info({ enabled: tracing.enabled, reason: tracing.reason }, 'tracing');
   const registry = createRegistry({ service: SERVICE_NAME });
   const service = createDemoService(config, { logger, registry });
 
@@ -30,7 +33,10 @@ async function main(): Promise<void> {
     readiness: service.readiness,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
     start: () => service.start(),
-    stop: () => service.stop(),
+    stop: async () => {
+      await service.stop();
+      await tracing.shutdown(); // flushes the spans still buffered
+    },
   });
 }
 

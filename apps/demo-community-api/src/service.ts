@@ -43,7 +43,7 @@ export interface DemoService {
 export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): DemoService {
   const { logger, registry } = deps;
   const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE_NAME, logger });
-  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
+  const messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
   const relay = createRelay({
     pool,
     publisher: messaging.publisher,

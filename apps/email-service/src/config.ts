@@ -52,12 +52,11 @@ export const EMAIL_CONFIG_SPEC = [
   { name: 'DIGEST_MAX_ATTEMPTS', kind: 'int', default: 8, min: 1 },
   { name: 'DIGEST_BATCH_SIZE', kind: 'int', default: 100, min: 1, max: 10_000 },
 
-  // Retention (docs/EMAIL.md "Retention"): finished ledger rows and closed digest windows are kept
-  // this many days; notification.created events older than that (less a margin) are refused.
+  // Retention (docs/EMAIL.md "Retention"): the reconciler deletes finished ledger rows and closed
+  // digest windows older than this many days (its own EMAIL_RETENTION_DAYS, which must be the same
+  // value); notification.created events older than that (less a margin) are refused here.
   // Checked below against the longest redelivery of the email queues.
   { name: 'EMAIL_RETENTION_DAYS', kind: 'int', default: 30, min: 2, max: 3650 },
-  { name: 'RETENTION_INTERVAL_MS', kind: 'duration-ms', default: 3_600_000, min: 1_000, max: 86_400_000 },
-  { name: 'RETENTION_BATCH_SIZE', kind: 'int', default: 5_000, min: 1, max: 100_000 },
 ] as const;
 
 export type EmailConfig = ConfigOf<typeof EMAIL_CONFIG_SPEC>;

@@ -9,3 +9,5 @@ export { createEmailService } from './service';
 export type { Sender } from './smtp/sender';
 export { createSmtpStack } from './smtp/stack';
 export { UnsubscribeTokens } from './unsubscribe/token';
+export { EMAIL_CONFIG_SPEC } from './config';
+export { sendHandlerTimeoutMs } from './retention/policy';

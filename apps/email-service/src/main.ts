@@ -1,3 +1,5 @@
+// First: tracing must be set up before the rest is loaded (docs/TRACING.md).
+import { tracing } from './tracing';
 import { redactConfig } from '@community/config';
 import { createLogger, createRegistry, runService } from '@community/observability';
 import { EMAIL_CONFIG_SPEC, loadEmailConfig, SERVICE_NAME } from './config';
@@ -15,6 +17,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ service: SERVICE_NAME, level: config.LOG_LEVEL });
   logger.info({ config: redactConfig(EMAIL_CONFIG_SPEC, config) }, 'configuration');
+  logger.info({ enabled: tracing.enabled, reason: tracing.reason }, 'tracing');
   const registry = createRegistry({ service: SERVICE_NAME });
   const service = createEmailService(config, { logger, registry });
 
@@ -27,7 +30,10 @@ async function main(): Promise<void> {
     // Past the consumers' drain deadline, leave time to close the pool and the SMTP connections.
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS + 5_000,
     start: () => service.start(),
-    stop: () => service.stop(),
+    stop: async () => {
+      await service.stop();
+      await tracing.shutdown(); // flushes the spans still buffered
+    },
   });
 }
 

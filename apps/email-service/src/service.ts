@@ -16,7 +16,8 @@ import { criticalLaneHandler } from './handlers/critical-lane';
 import { notificationCreatedHandler } from './handlers/notification-created';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
-import { createEmailRetention, emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from './retention';
+import { emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from './retention';
+import { recordRetentionHorizon } from './store/horizon';
 import type { CircuitBreaker } from './smtp/breaker';
 import { classifySmtpError } from './smtp/classify';
 import { createSmtpStack } from './smtp/stack';
@@ -109,6 +110,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     logger,
     registry,
     classifiers: [classifyPgError, classifySmtpError],
+    provisioning: config.AMQP_TOPOLOGY,
   });
   const handlerDeps = {
     pool,
@@ -191,8 +193,6 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     ],
   });
 
-  const retention = createEmailRetention({ pool, logger, registry, config });
-
   const readiness = readinessState();
   const app = buildApp({
     logger,
@@ -218,16 +218,16 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     pool,
     digestJobs,
     async start() {
+      // Before consuming: the purge (the reconciler) must know the horizon the guard below assumes.
+      await recordRetentionHorizon(pool, emailRetentionPolicy(config).retentionMs);
       await messaging.start();
       if (deps.runScheduler !== false) {
         scheduler.start();
-        retention.start();
       }
     },
     async stop() {
       readiness.markShuttingDown();
       await scheduler.stop();
-      await retention.stop();
       await messaging.stop(config.SHUTDOWN_TIMEOUT_MS);
       await breaker.stop();
       sender.close();

@@ -1,5 +1,4 @@
-import { commonConfig, ConfigError, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
-import { inboxRetentionIssues } from './retention';
+import { commonConfig, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
 export const SERVICE_NAME = 'notification-service';
@@ -26,24 +25,11 @@ export const NOTIFICATION_CONFIG = [
   },
   { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 2, min: 1, max: 16, description: 'batches in flight per queue' },
   { name: 'SSE_HEARTBEAT_MS', kind: 'duration-ms', default: 15_000, min: 100, description: 'heartbeat comment interval on SSE streams' },
-  // Retention (docs/DATABASE.md "Retention"): one replica at a time purges this service's inbox rows.
-  {
-    name: 'INBOX_RETENTION_DAYS',
-    kind: 'int',
-    default: 7,
-    min: 1,
-    max: 3650,
-    description: 'days an inbox (processed_events) row is kept; must exceed the longest redelivery (checked at start)',
-  },
-  { name: 'RETENTION_INTERVAL_MS', kind: 'duration-ms', default: 3_600_000, min: 1_000, max: 86_400_000, description: 'how often the retention jobs run' },
-  { name: 'RETENTION_BATCH_SIZE', kind: 'int', default: 5_000, min: 1, max: 100_000, description: 'rows deleted per statement (short transactions)' },
 ] as const satisfies ConfigSpec;
 
 export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
 
 export function loadNotificationConfig(env: Record<string, string | undefined> = process.env): NotificationConfig {
-  const config = loadConfig(NOTIFICATION_CONFIG, env);
-  const issues = inboxRetentionIssues(config);
-  if (issues.length > 0) throw new ConfigError(issues);
-  return config;
+  // Inbox retention (processed_events) runs in the reconciler (docs/RECONCILER.md "Retention").
+  return loadConfig(NOTIFICATION_CONFIG, env);
 }

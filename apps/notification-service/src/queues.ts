@@ -4,8 +4,8 @@ export const STANDARD_QUEUE = 'notification-service.standard';
 
 /**
  * The batch handler's deadline. A batch transaction takes milliseconds; 10 s is far past any
- * healthy one and still well inside the broker's consumer_timeout. Inbox retention counts with it
- * (./retention.ts).
+ * healthy one and still well inside the broker's consumer_timeout. The reconciler's inbox retention
+ * horizon check counts with the longest deadline of any consumer (INBOX_HANDLER_TIMEOUT_MAX_MS).
  */
 export const BATCH_TIMEOUT_MS = 10_000;
 

@@ -12,7 +12,6 @@ import { SERVICE_NAME, type NotificationConfig } from './config';
 import { createNotificationBatchHandler } from './handlers/notification-batch';
 import { notificationMetrics, type NotificationMetrics } from './metrics';
 import { BATCH_TIMEOUT_MS, CRITICAL_QUEUE, STANDARD_QUEUE } from './queues';
-import { createNotificationRetention } from './retention';
 import { createInboxHub, type InboxHub } from './sse/hub';
 
 
@@ -62,7 +61,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError] });
+    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
     registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS);
     relay = createRelay({
       pool,
@@ -75,8 +74,6 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
     });
   }
   const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS, backlogLimit: deps.sseBacklogLimit });
-  // Inbox retention under single leadership across replicas (docs/DATABASE.md, "Retention").
-  const retention = createNotificationRetention({ pool, logger, registry, config });
 
   const readiness = readinessState();
   const app = buildApp({
@@ -108,7 +105,6 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       await hub.start();
       await messaging?.start();
       await relay?.start();
-      retention.start();
     },
     async stop() {
       readiness.markShuttingDown();
@@ -117,7 +113,6 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       // confirms. Rows that consumers commit while draining stay in the outbox: every replica's
       // relay publishes all of this producer's rows, and so does this one at its next start.
       await hub.stop();
-      await retention.stop();
       await relay?.stop();
       await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
     },

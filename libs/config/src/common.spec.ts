@@ -6,6 +6,7 @@ describe('commonConfig', () => {
     const cfg = loadConfig(commonConfig('feed-service'), {});
     expect(cfg).toEqual({
       AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
+      AMQP_TOPOLOGY: 'declare-all',
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/community',
       REDIS_URL: 'redis://127.0.0.1:6379',
       SMTP_URL: 'smtp://127.0.0.1:1025',

@@ -48,6 +48,10 @@ export const DEV_UNSUBSCRIBE_TOKEN_SECRET = 'dev-only-unsubscribe-secret-change-
 export function commonConfig(service: ServiceName) {
   return [
     { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'] },
+    // Who provisions the broker topology (libs/messaging `provisioning`): `declare-all` (development,
+    // tests: the service declares everything and applies the policies) or `own-queues` (a
+    // least-privilege broker user: the topology admin provisions, docs/DEPLOY.md).
+    { name: 'AMQP_TOPOLOGY', kind: 'enum', values: ['declare-all', 'own-queues'], default: 'declare-all' },
     { name: 'DATABASE_URL', kind: 'url', default: LOCAL_DEFAULTS.DATABASE_URL, protocols: ['postgresql:', 'postgres:'] },
     { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'] },
     { name: 'SMTP_URL', kind: 'url', default: LOCAL_DEFAULTS.SMTP_URL, protocols: ['smtp:', 'smtps:'] },

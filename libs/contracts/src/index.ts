@@ -5,4 +5,6 @@ export * from './validate';
 export * from './build';
 export * from './idempotency-keys';
 export * from './preferences';
-export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE } from './topology';
+export * from './notification-rules';
+export { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_LOW_PRIORITY_QUEUE, RECONCILER_RECOUNT_TYPE } from './topology';
+export { COMMUNITY_VHOST, OBSERVER_USERS, SERVICE_ACCESS, TOPOLOGY_ADMIN_USER } from './access';

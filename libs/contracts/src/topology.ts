@@ -12,6 +12,14 @@ import type { Topology } from '@community/messaging';
  * their own so no backlog elsewhere (email, feed, bulk follows) can delay them.
  */
 export const EVENTS_EXCHANGE = 'community.events';
+/**
+ * The reconciler's own work queue (docs/RECONCILER.md "The low-priority queue"). Its messages are
+ * envelope-shaped with a type of the reconciler's own (`reconciler.recount`) and travel on the events
+ * exchange with routing key = type like every event; no other service binds that key. (Not an
+ * exchange of its own: a second exchange would take away every service's default exchange.)
+ */
+export const RECONCILER_LOW_PRIORITY_QUEUE = 'reconciler.low-priority';
+export const RECONCILER_RECOUNT_TYPE = 'reconciler.recount';
 
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
@@ -74,6 +82,15 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // reconcile per follower/followee pair), never ahead of post fan-out (docs/FEED.md).
       name: 'feed-service.backfill',
       bindings: [],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // The reconciler's repair requests, one batch of users per message (an operator's full
+      // recount): worked one at a time beside the scheduled jobs, so a large repair never holds
+      // more than one batch of counter locks; a failed batch takes the retry tiers and then its DLQ,
+      // where the DLQ console replays it.
+      name: RECONCILER_LOW_PRIORITY_QUEUE,
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
   ],

@@ -10,4 +10,4 @@ export { createListenClient } from './listen';
 export type { ListenClient, ListenClientOptions, ListenNotification } from './listen';
 export { classifyPgError } from './classify';
 export { advisoryLockKey, createScheduler, JobTimeoutError, LeadershipLostError, SchedulerStoppingError } from './scheduler/index';
-export type { Attempt, JobContext, JobCounts, RunOutcome, ScheduledJob, Scheduler, SchedulerOptions, SkipReason } from './scheduler/index';
+export type { Attempt, JobContext, JobCounts, RunOnceOptions, RunOutcome, ScheduledJob, Scheduler, SchedulerOptions, SkipReason } from './scheduler/index';

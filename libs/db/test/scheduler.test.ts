@@ -276,3 +276,29 @@ it('stop() waits for a running job, and aborts one that outlives stopTimeoutMs',
   const locks = await admin.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
   expect(locks.rowCount).toBe(0);
 });
+
+it("runOnce({ force }) runs a job that is not due, still under its lock; dryRun reaches the job and is recorded", async () => {
+  const seen: boolean[] = [];
+  const job: ScheduledJob = { name: 'forced', intervalMs: 3_600_000, run: async ({ dryRun }: JobContext) => (seen.push(dryRun), { done: 1 }) };
+  const a = replica('a', [job]);
+  const b = replica('b', [job]);
+  expect(await a.scheduler.runOnce('forced')).toMatchObject({ status: 'ran', counts: { done: 1 } });
+  // Within the interval: not due, unless forced.
+  expect(await b.scheduler.runOnce('forced')).toMatchObject({ status: 'skipped', reason: 'not_due' });
+  expect(await b.scheduler.runOnce('forced', { force: true, dryRun: true })).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { done: 1, dry_run: 1 } });
+  expect(seen).toEqual([false, true]);
+  expect((await runs('forced')).map((r) => [r.holder, r.outcome, r.counts])).toEqual([
+    ['a', 'succeeded', { done: 1 }],
+    ['b', 'succeeded', { done: 1, dry_run: 1 }],
+  ]);
+  // Forced is still exclusive: while a holds the lock, b is refused.
+  let release!: () => void;
+  const slow: ScheduledJob = { name: 'forced-slow', intervalMs: 3_600_000, run: () => new Promise<void>((r) => (release = r)) };
+  const c = replica('c', [slow]);
+  const d = replica('d', [slow]);
+  const running = c.scheduler.runOnce('forced-slow', { force: true });
+  await eventually('c holds the lock', async () => (await runs('forced-slow')).length === 1);
+  expect(await d.scheduler.runOnce('forced-slow', { force: true })).toMatchObject({ status: 'skipped', reason: 'locked' });
+  release();
+  expect(await running).toMatchObject({ status: 'ran', outcome: 'succeeded' });
+});

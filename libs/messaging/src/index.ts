@@ -1,6 +1,6 @@
 // The public API of the messaging runtime. It knows no system: the topology, the validator and the
 // error classifiers all come from the caller (docs/MESSAGING.md).
-export { createMessaging, type Messaging, type MessagingOptions } from './runtime';
+export { createMessaging, PROVISIONING_MODES, type Messaging, type MessagingOptions, type Provisioning } from './runtime';
 export type { Consumer } from './consumer/consumer';
 export type {
   BatchConsumerOptions,
@@ -15,6 +15,7 @@ export type {
   SingleConsumerOptions,
 } from './consumer/types';
 export { DEAD_LETTER_HEADERS } from './consumer/headers';
+export { messageTraceContext } from './consumer/middleware/tracing';
 export type { EnvelopeLike, PublishOptions, Publisher } from './publisher';
 export type { RuntimeMetrics } from './metrics';
 export {
@@ -30,7 +31,15 @@ export {
   type FailureKind,
 } from './errors';
 export {
+  accessProblems,
   DEFAULT_DELIVERY_LIMIT,
+  DEFAULT_EXCHANGE_RESOURCE,
+  dlqName,
+  ManagementRefusedError,
+  ownQueueNames,
+  permissionsFor,
+  plan as planTopology,
+  retryQueueName,
   managementRequest,
   managementTargetFor,
   TopologyDriftError,
@@ -40,7 +49,9 @@ export {
   type ExchangeSpec,
   type ExchangeType,
   type ManagementTarget,
+  type Permissions,
   type PolicyPlan,
+  type ServiceAccess,
   type QueueSpec,
   type Topology,
   type TopologyPlan,

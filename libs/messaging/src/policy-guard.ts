@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { backoffDelay } from './backoff';
 import { errorMessage } from './errors';
 import type { RuntimeMetrics } from './metrics';
-import { dlqName, ensurePolicies, managementRequest, type ManagementTarget, type TopologyPlan } from './topology';
+import { dlqName, ensurePolicies, ManagementRefusedError, managementRequest, type ManagementTarget, type TopologyPlan } from './topology';
 
 /** What a consumer asks before it subscribes, and hears when it changes. */
 export interface PolicyGate {
@@ -19,6 +19,12 @@ export interface PolicyGuardOptions {
   /** How often the policies and queue depths are checked once everything is in force. */
   intervalMs: number;
   signal: AbortSignal;
+  /**
+   * Never write policies, only check that they are in force: the topology admin applies them
+   * (provisioning `own-queues`). Also entered on its own when the management API refuses the
+   * apply (401/403): a user without the `policymaker` tag cannot set policies.
+   */
+  verifyOnly?: boolean;
 }
 
 interface QueueRow {
@@ -83,8 +89,10 @@ export class PolicyGuard implements PolicyGate {
   /** Aborted to cut the loop's sleep short when a consumer starts waiting for its queue. */
   private nap = new AbortController();
   private watching = false;
+  private verifyOnly: boolean;
 
   constructor(private readonly o: PolicyGuardOptions) {
+    this.verifyOnly = o.verifyOnly === true;
     this.workQueues = o.plan.queues.filter((q) => q.role === 'work').map((q) => q.name);
   }
 
@@ -100,6 +108,10 @@ export class PolicyGuard implements PolicyGate {
   /** Resolves once the policies are applied, retrying with backoff until the management API answers. */
   async apply(): Promise<void> {
     const { target, plan, logger, signal } = this.o;
+    if (this.verifyOnly) {
+      logger.info('queue policies are applied by the topology admin; checking only that they are in force');
+      return;
+    }
     for (let attempt = 0; ; attempt++) {
       try {
         for (const { policy, kept } of await ensurePolicies(target, plan.policies, logger)) {
@@ -108,6 +120,12 @@ export class PolicyGuard implements PolicyGate {
         break;
       } catch (err) {
         signal.throwIfAborted();
+        if (err instanceof ManagementRefusedError) {
+          // Retrying cannot help: the user lacks the right. Consumers still wait for the policies.
+          this.verifyOnly = true;
+          logger.warn({ err: err.message }, 'not allowed to apply queue policies; checking only that the topology admin has (consumers wait until they are in force)');
+          return;
+        }
         logger.error({ err: errorMessage(err), attempt: attempt + 1 }, 'could not apply queue policies through the management API; not consuming yet, retrying');
         await sleep(backoffDelay(attempt, { baseMs: 500, maxMs: 10_000 }), undefined, { signal });
       }
@@ -144,7 +162,7 @@ export class PolicyGuard implements PolicyGate {
   private async check(justApplied: boolean): Promise<void> {
     const { target, plan, logger, metrics } = this.o;
     // Recreate a deleted policy, repair an edited one (apply() has just done it before the first check).
-    if (!justApplied) await ensurePolicies(target, plan.policies, logger);
+    if (!justApplied && !this.verifyOnly) await ensurePolicies(target, plan.policies, logger);
     const path = `/queues/${encodeURIComponent(target.vhost)}?columns=name,messages,effective_policy_definition`;
     const res = await managementRequest(target, 'GET', path);
     if (!res.ok) throw new Error(`management API GET ${path}: HTTP ${res.status}`);
@@ -173,6 +191,8 @@ export class PolicyGuard implements PolicyGate {
   private async policies(): Promise<PolicyRow[]> {
     const path = `/policies/${encodeURIComponent(this.o.target.vhost)}`;
     const res = await managementRequest(this.o.target, 'GET', path);
+    // Listing policies needs the policymaker tag: without it, a fresh queue waits for its statistics.
+    if (this.verifyOnly && (res.status === 401 || res.status === 403)) return [];
     if (!res.ok) throw new Error(`management API GET ${path}: HTTP ${res.status}`);
     return (await res.json()) as PolicyRow[];
   }

@@ -3,7 +3,7 @@ import type { ConfirmChannel, Message, Options } from 'amqplib';
 import type { Logger } from 'pino';
 import { PublishRejectedError, PublishTimeoutError, UnroutableError } from './errors';
 import type { RuntimeMetrics } from './metrics';
-import { assertExchangeDeclared, declareTopology, TopologyDriftError, TopologyError, type Topology, type TopologyPlan } from './topology';
+import { assertExchangeDeclared, declareOwnQueues, declareTopology, TopologyDriftError, TopologyError, type Topology, type TopologyPlan } from './topology';
 
 /** The envelope fields the publisher maps to AMQP properties (see docs/CONTRACT.md "Broker contract"). */
 export interface EnvelopeLike {
@@ -45,6 +45,8 @@ export interface PublisherDeps {
   /** Used when a publish names no exchange; undefined means every publish must name one. */
   defaultExchange?: string;
   defaultTimeoutMs?: number;
+  /** `own-queues`: a publisher declares nothing, it only checks the exchanges exist (runtime.ts). */
+  provisioning?: 'declare-all' | 'own-queues';
 }
 
 export function createPublisher(deps: PublisherDeps): Publisher {
@@ -58,7 +60,8 @@ export function createPublisher(deps: PublisherDeps): Publisher {
     name: 'publisher',
     confirm: true,
     setup: async (ch: ConfirmChannel) => {
-      await declareTopology(ch, plan);
+      if (deps.provisioning === 'own-queues') await declareOwnQueues(ch, plan, []);
+      else await declareTopology(ch, plan);
       ch.on('return', (msg: Message) => {
         const id = msg.properties.messageId as string | undefined;
         if (id) returned.set(id, (msg.fields as unknown as { replyText?: string }).replyText ?? 'NO_ROUTE');

@@ -31,7 +31,21 @@ export interface MessagingOptions {
   publishTimeoutMs?: number;
   /** How often queue policies are re-checked (and depths sampled) once in force. Default 30 s. */
   policyCheckIntervalMs?: number;
+  /**
+   * Who provisions the broker topology (docs/MESSAGING.md "Provisioning"):
+   * - `declare-all` (default; development and tests): every channel declares the whole topology
+   *   and the runtime applies the queue policies (falling back to checking them when the
+   *   management API refuses).
+   * - `own-queues` (least-privilege broker users; docs/DEPLOY.md): the topology admin provisions
+   *   exchanges, queues, bindings and policies; the runtime checks the exchanges exist, declares
+   *   and binds only the queues it consumes (with their retry tiers and DLQ), and never writes a
+   *   policy: consumers wait until the admin's policies are in force.
+   */
+  provisioning?: Provisioning;
 }
+
+export type Provisioning = 'declare-all' | 'own-queues';
+export const PROVISIONING_MODES: readonly Provisioning[] = ['declare-all', 'own-queues'];
 
 export interface Messaging {
   readonly publisher: Publisher;
@@ -60,7 +74,8 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const classifiers = [...options.classifiers];
   const defaultExchange = options.defaultExchange ?? (topology.exchanges.length === 1 ? topology.exchanges[0].name : undefined);
   const connection = connect({ url: options.url, name: options.service, logger });
-  const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs });
+  const provisioning = options.provisioning ?? 'declare-all';
+  const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs, provisioning });
   const consumers: Consumer[] = [];
   const stopping = new AbortController();
   let started = false;
@@ -72,6 +87,7 @@ export function createMessaging(options: MessagingOptions): Messaging {
     metrics,
     intervalMs: options.policyCheckIntervalMs ?? 30_000,
     signal: stopping.signal,
+    verifyOnly: provisioning === 'own-queues',
   });
 
   return {
@@ -82,7 +98,7 @@ export function createMessaging(options: MessagingOptions): Messaging {
     consume<E>(opts: ConsumerOptions<E>): Consumer {
       assertQueueDeclared(topology, opts.queue);
       const spec = topology.queues.find((q) => q.name === opts.queue)!;
-      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers, policies }, opts);
+      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers, policies, provisioning }, opts);
       consumers.push(consumer);
       if (started) void consumer.start();
       return consumer;

@@ -11,3 +11,5 @@ export { runService } from './run-service';
 export type { RunningService, RunServiceOptions } from './run-service';
 export { authGuards, registerAuth } from './auth';
 export type { AuthGuardOptions, Principal } from './auth';
+export { startTracing, tracingSettings } from './tracing';
+export type { StartTracingOptions, Tracing, TracingSettings } from './tracing';

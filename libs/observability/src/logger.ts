@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { REDACT_PATHS, REDACTED, redactString } from './redact';
+import { traceLogMixin } from './trace-log';
 
 export type Logger = pino.Logger;
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -31,6 +32,9 @@ export function createLogger(options: LoggerOptions): Logger {
     redact: { paths: [...REDACT_PATHS, ...(options.redactPaths ?? [])], censor: REDACTED },
     hooks: { streamWrite: redactString },
   };
+  // traceId/spanId on lines written inside a span, when tracing is on (started before the logger).
+  const mixin = traceLogMixin();
+  if (mixin) pinoOptions.mixin = mixin;
   // Synchronous stdout by default: pino's async default can reorder the last lines when the
   // process exits mid-write and loses them on a crash, exactly the shutdown/fatal lines that matter.
   return pino(pinoOptions, options.destination ?? pino.destination({ dest: 1, sync: true }));

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import { registerErrorHandler } from './http-errors';
+import { registerHttpTracing, tracingEnabled } from './http-tracing';
 import type { Logger } from './logger';
 import type { ReadinessChecks, ReadinessProbe } from './readiness';
 
@@ -38,6 +39,8 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   // Typed as fastify's base logger so apps get a plain `FastifyInstance`; at runtime it is our pino.
   const loggerInstance: FastifyBaseLogger = options.logger;
   const app = Fastify({ ...options.fastifyOptions, loggerInstance });
+  // First hook, so everything after it runs in the request's span; absent when tracing is off.
+  if (tracingEnabled()) registerHttpTracing(app);
   registerErrorHandler(app);
   registerOpsRoutes(app, options);
   return app;

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import { validateOrThrow, type AnyEvent } from '@community/contracts';
+import { traceCarrier } from './trace';
 
 /** The LISTEN/NOTIFY channel; the payload is the producer, so each relay wakes only for its own rows. */
 export const OUTBOX_CHANNEL = 'outbox';
@@ -40,12 +41,13 @@ export async function enqueueEvents(tx: PoolClient, producer: string, items: Out
     // Named: prepared once per connection (this runs in every producer's hot transaction).
     name: 'outbox-enqueue',
     text: `WITH items AS (
-             SELECT * FROM unnest($2::text[], $3::uuid[], $4::text[], $5::jsonb[]) WITH ORDINALITY
+             SELECT *, $7::jsonb AS trace_context FROM unnest($2::text[], $3::uuid[], $4::text[], $5::jsonb[]) WITH ORDINALITY
                AS r(aggregate_id, event_id, event_type, payload, ord)
            ),
-           ${outboxWriteSql({ from: 'items', producer: '$1', channel: '$6' })}
+           ${outboxWriteSql({ from: 'items', producer: '$1', channel: '$6', traceContext: true })}
            SELECT count(*) FROM outbox_notified`,
-    values: [producer, aggregateIds, eventIds, types, payloads, OUTBOX_CHANNEL],
+    // The caller's active span (the HTTP request's, a consumer's): the relay's publish continues it.
+    values: [producer, aggregateIds, eventIds, types, payloads, OUTBOX_CHANNEL, traceCarrier()],
   });
 }
 
@@ -57,17 +59,20 @@ export async function enqueueEvents(tx: PoolClient, producer: string, items: Out
  * - `from` names a relation of the statement with columns `aggregate_id text, event_id uuid,
  *   event_type text, payload jsonb, ord bigint` (rows get ids, hence publish order, by `ord`);
  * - `producer` and `channel` are parameter placeholders (`$n`) holding the producer name and
- *   OUTBOX_CHANNEL.
+ *   OUTBOX_CHANNEL;
+ * - `traceContext: true`: `from` also has a column `trace_context jsonb`, each row's W3C trace
+ *   context (libs/outbox `traceCarrier`, NULL when tracing is off), stored for the relay's
+ *   publish span (docs/TRACING.md). Without it the rows store NULL.
  *
  * Defines `outbox_inserted` and `outbox_notified`. The statement's final SELECT must read
  * `outbox_notified` (e.g. `(SELECT count(*) FROM outbox_notified)`): a CTE without a data change
  * runs only when read, and it is what wakes the relays (NOTIFY at commit, and only if a row was
  * written). Validating the events against the contract is the caller's job here (buildEvent does).
  */
-export function outboxWriteSql(o: { from: string; producer: string; channel: string }): string {
+export function outboxWriteSql(o: { from: string; producer: string; channel: string; traceContext?: boolean }): string {
   return `outbox_inserted AS (
-       INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload)
-       SELECT ${o.producer}, s.aggregate_id, s.event_id, s.event_type, s.event_type, s.payload
+       INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload, trace_context)
+       SELECT ${o.producer}, s.aggregate_id, s.event_id, s.event_type, s.event_type, s.payload, ${o.traceContext ? 's.trace_context' : 'NULL::jsonb'}
        FROM ${o.from} AS s
        ORDER BY s.ord
        RETURNING 1

@@ -3,3 +3,5 @@ export type { OutboxItem } from './enqueue';
 export { createRelay } from './relay';
 export type { OutboxRelay, RelayOptions } from './relay';
 export { purgeSent } from './store';
+export { propagationEnabled, startPublishSpan, traceCarrier } from './trace';
+export type { PublishSpan, TraceCarrier } from './trace';

@@ -6,6 +6,7 @@ import { withTransaction } from '@community/db';
 import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';
+import { propagationEnabled, startPublishSpan } from './trace';
 import { claimHeads, markFailed, markSent, purgeSent, type ClaimedRow, type Failure } from './store';
 
 export interface RelayOptions {
@@ -118,8 +119,21 @@ export function createRelay(options: RelayOptions): OutboxRelay {
   async function publishAll(rows: ClaimedRow[]): Promise<{ sent: string[]; failed: Failure[] }> {
     // Called in id order without awaiting in between: the publisher enqueues synchronously, so the
     // messages leave on its one channel in id order, and all confirms are awaited together.
+    // With tracing on, each publish is a PRODUCER span continuing the trace stored with its row,
+    // carried to the consumers in the AMQP headers (docs/TRACING.md); off, no span and no header.
+    const tracing = propagationEnabled();
     const outcomes = await Promise.allSettled(
-      rows.map((row) => publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs })),
+      rows.map((row) => {
+        if (!tracing) return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs });
+        const span = startPublishSpan(row, producer, tracing);
+        return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, headers: span.headers }).then(
+          () => span.end(),
+          (err: unknown) => {
+            span.end(err);
+            throw err;
+          },
+        );
+      }),
     );
     const sent: string[] = [];
     const failed: Failure[] = [];

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import type { EnvelopeLike } from '@community/messaging';
+import type { TraceCarrier } from './trace';
 
 export interface ClaimedRow {
   id: string;
@@ -9,6 +10,8 @@ export interface ClaimedRow {
   routingKey: string;
   payload: EnvelopeLike;
   attempts: number;
+  /** The W3C trace context of whoever wrote the row (NULL when tracing was off). */
+  traceContext: TraceCarrier | null;
 }
 
 export interface Head {
@@ -55,6 +58,7 @@ export async function claimHeads(tx: PoolClient, producer: string, afterAggregat
     routing_key: string | null;
     payload: EnvelopeLike | null;
     attempts: number | null;
+    trace_context: TraceCarrier | null;
   }>({
     // Deliberately not a named (prepared) statement: its best plan depends on how big the table is,
     // and a generic plan cached while it was small scanned every unsent row against the heads
@@ -75,7 +79,7 @@ export async function claimHeads(tx: PoolClient, producer: string, afterAggregat
        WHERE h.n < $3
      ),
      locked AS (
-       SELECT o.id, o.event_id, o.event_type, o.routing_key, o.payload, o.attempts
+       SELECT o.id, o.event_id, o.event_type, o.routing_key, o.payload, o.attempts, o.trace_context
        FROM outbox_messages o
        WHERE o.id IN (SELECT id FROM heads WHERE next_attempt_at <= now())
          AND o.sent_at IS NULL AND o.next_attempt_at <= now()
@@ -83,7 +87,7 @@ export async function claimHeads(tx: PoolClient, producer: string, afterAggregat
        FOR UPDATE SKIP LOCKED
      )
      SELECT h.id, h.aggregate_id, (extract(epoch FROM h.next_attempt_at - now()) * 1000)::float8 AS due_in_ms,
-            l.id IS NOT NULL AS locked, l.event_id, l.event_type, l.routing_key, l.payload, l.attempts
+            l.id IS NOT NULL AS locked, l.event_id, l.event_type, l.routing_key, l.payload, l.attempts, l.trace_context
      FROM heads h LEFT JOIN locked l ON l.id = h.id
      ORDER BY h.n`,
     values: [producer, afterAggregate, limit],
@@ -101,6 +105,7 @@ export async function claimHeads(tx: PoolClient, producer: string, afterAggregat
       routingKey: r.routing_key ?? '',
       payload: r.payload as EnvelopeLike,
       attempts: r.attempts ?? 0,
+      traceContext: r.trace_context,
     });
   }
   // Publish order is id order (bigint ids as strings: shorter is smaller, then lexicographic).

@@ -3,38 +3,17 @@ import {
   EMAIL_CHANNELS,
   NOTIFICATION_TYPES,
   PREFERENCE_LOCKED_TYPES,
-  type ChannelPreference,
   type EmailChannel,
   type NotificationType,
 } from '@community/contracts';
 
-export type PreferenceMap = Record<NotificationType, ChannelPreference>;
-export interface StoredPreference {
-  type: string;
-  inApp: boolean;
-  email: string;
-}
+// effectivePreferences and deliveryFor live in libs/contracts (notification-rules.ts), shared with the
+// reconciler's "why"; the HTTP body parser stays here.
+export { deliveryFor, effectivePreferences } from '@community/contracts';
+export type { PreferenceMap, StoredPreference } from '@community/contracts';
 
 const isType = (t: string): t is NotificationType => (NOTIFICATION_TYPES as readonly string[]).includes(t);
 const isLocked = (t: NotificationType) => PREFERENCE_LOCKED_TYPES.includes(t);
-
-/** Defaults overlaid with the user's stored choices; locked types always keep their defaults. */
-export function effectivePreferences(stored: readonly StoredPreference[]): PreferenceMap {
-  const out = Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, { ...DEFAULT_PREFERENCES[t] }])) as PreferenceMap;
-  for (const row of stored) {
-    if (!isType(row.type) || isLocked(row.type)) continue;
-    out[row.type] = { inApp: row.inApp, email: (EMAIL_CHANNELS as readonly string[]).includes(row.email) ? (row.email as EmailChannel) : DEFAULT_PREFERENCES[row.type].email };
-  }
-  return out;
-}
-
-/**
- * What a notification of `type` does for a user with these preferences. Security alerts ignore
- * them (the contract: always in-app and immediate email).
- */
-export function deliveryFor(prefs: PreferenceMap, type: NotificationType): ChannelPreference {
-  return isLocked(type) ? DEFAULT_PREFERENCES[type] : prefs[type];
-}
 
 export interface PreferenceUpdate {
   type: NotificationType;

@@ -2,7 +2,17 @@ import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { buildEvent, type AnyEvent, type EventOf } from '@community/contracts';
 import { classifyPgError, withTransaction } from '@community/db';
-import { classify, HandlerTimeoutError, PermanentError, type BatchContext, type BatchHandler, type BatchItem, type Outcome } from '@community/messaging';
+import {
+  classify,
+  HandlerTimeoutError,
+  messageTraceContext,
+  PermanentError,
+  type BatchContext,
+  type BatchHandler,
+  type BatchItem,
+  type Outcome,
+} from '@community/messaging';
+import { traceCarrier, type TraceCarrier } from '@community/outbox';
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import { onePerSlot, planNotifications } from '../domain/plan';
 import type { NotificationMetrics } from '../metrics';
@@ -110,10 +120,14 @@ async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEve
   });
   if (events.size === 0) return results;
 
+  // Each notification.created continues its source message's trace (its consumer span; null with
+  // tracing off): the batch runs in no single message's context, so it is looked up per item.
+  const traces = new Map<string, TraceCarrier | null>();
+  for (const { event, ctx } of items) if (!traces.has(event.id)) traces.set(event.id, traceCarrier(messageTraceContext(ctx)));
   const outcomes = await withTransaction(
     deps.pool,
     { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) },
-    (tx) => applyEvents(tx, deps, [...events.values()], deadline.signal),
+    (tx) => applyEvents(tx, deps, [...events.values()], deadline.signal, traces),
   );
   const decided = new Set<string>();
   items.forEach(({ event }, i) => {
@@ -129,7 +143,13 @@ async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEve
  * then rows + counters + outbox (one statement). Returns the outcome of each fresh event; an event
  * id absent from the map was already processed (a duplicate).
  */
-async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: AnyEvent[], signal: AbortSignal): Promise<Map<string, Outcome>> {
+async function applyEvents(
+  tx: PoolClient,
+  deps: NotificationBatchDeps,
+  events: AnyEvent[],
+  signal: AbortSignal,
+  traces: ReadonlyMap<string, TraceCarrier | null>,
+): Promise<Map<string, Outcome>> {
   const planned = events.flatMap((e) => (planNotifications(e) ?? []).map((p) => ({ ...p, sourceEventId: e.id })));
   const { fresh, inboxes } = await claimAndLockInboxes(
     tx,
@@ -169,7 +189,13 @@ async function applyEvents(tx: PoolClient, deps: NotificationBatchDeps, events: 
   // the rows it actually inserts.
   const created = unique.map((r) => notificationCreated(r, correlationOf.get(r.sourceEventId) ?? r.sourceEventId));
   signal.throwIfAborted();
-  const written = await writeNotifications(tx, unique, inboxes, created);
+  const written = await writeNotifications(
+    tx,
+    unique,
+    inboxes,
+    created,
+    unique.map((r) => traces.get(r.sourceEventId) ?? null),
+  );
   const inserted = written.filter((w) => w.inserted);
   for (const w of written) outcomes.set(w.sourceEventId, 'processed');
   for (const w of inserted) deps.metrics.created.inc({ type: w.type, in_app: String(w.inApp) });

@@ -1,7 +1,7 @@
 import type { PoolClient } from 'pg';
 import type { EmailChannel, EventOf, NotificationType } from '@community/contracts';
 import { inboxClaimSql } from '@community/idempotency';
-import { OUTBOX_CHANNEL, outboxWriteSql } from '@community/outbox';
+import { OUTBOX_CHANNEL, outboxWriteSql, type TraceCarrier } from '@community/outbox';
 import type { PlannedNotification } from '../domain/plan';
 import type { StoredPreference } from '../domain/preferences';
 import { SERVICE_NAME } from '../config';
@@ -133,6 +133,11 @@ export async function writeNotifications(
   inboxes: Map<string, LockedInbox>,
   /** `created[i]` is the notification.created of `rows[i]`. */
   created: EventOf<'notification.created'>[],
+  /**
+   * `traceContexts[i]`: the trace context `created[i]` continues (its source message's consumer
+   * span; docs/TRACING.md), stored with its outbox row; null or absent when tracing is off.
+   */
+  traceContexts: ReadonlyArray<TraceCarrier | null> = [],
 ): Promise<WrittenRow[]> {
   if (rows.length === 0) return [];
   const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
@@ -141,9 +146,9 @@ export async function writeNotifications(
     text: `WITH input AS (
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::text[],
                             $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[], $13::int8[],
-                            $16::uuid[], $17::uuid[], $18::jsonb[]) WITH ORDINALITY
+                            $16::uuid[], $17::uuid[], $18::jsonb[], $21::jsonb[]) WITH ORDINALITY
          AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
-              excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, ord)
+              excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, trace_context, ord)
      ),
      existing AS (
        -- The rows a higher rank may replace, as they were before this statement.
@@ -184,10 +189,10 @@ export async function writeNotifications(
      created AS (
        -- notification.created of every written row (inserted or replacing a lower rank), ordered
        -- per recipient as the batch was. A replaced row took the new id, so the join finds it.
-       SELECT i.user_id AS aggregate_id, i.event_id, 'notification.created' AS event_type, i.payload, i.ord
+       SELECT i.user_id AS aggregate_id, i.event_id, 'notification.created' AS event_type, i.payload, i.trace_context, i.ord
        FROM written w JOIN input i ON i.id = w.id
      ),
-     ${outboxWriteSql({ from: 'created', producer: '$19', channel: '$20' })}
+     ${outboxWriteSql({ from: 'created', producer: '$19', channel: '$20', traceContext: true })}
      SELECT w.source_event_id, w.type, w.in_app, w.inserted
      FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published`,
     values: [
@@ -211,6 +216,7 @@ export async function writeNotifications(
       created.map((e) => JSON.stringify(e)),
       SERVICE_NAME,
       OUTBOX_CHANNEL,
+      rows.map((_, i) => (traceContexts[i] ? JSON.stringify(traceContexts[i]) : null)),
     ],
   });
   return res.rows.map((r) => ({ sourceEventId: r.source_event_id, type: r.type, inApp: r.in_app, inserted: r.inserted }));

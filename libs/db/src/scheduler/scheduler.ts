@@ -5,7 +5,7 @@ import { JobLock } from './lock';
 import { schedulerMetrics, type SchedulerMetrics } from './metrics';
 import { advisoryLockKey, nextWaitMs, validateJobs } from './plan';
 import { beginRun, finishRun } from './runs';
-import type { Attempt, JobCounts, RunOutcome, ScheduledJob, Scheduler, SchedulerOptions, SkipReason } from './types';
+import type { Attempt, JobCounts, RunOnceOptions, RunOutcome, ScheduledJob, Scheduler, SchedulerOptions, SkipReason } from './types';
 
 const DAY_MS = 86_400_000;
 
@@ -72,22 +72,23 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     return { status: 'skipped', reason, nextInMs, ...(error ? { error } : {}) };
   }
 
-  function attempt(job: ScheduledJob): Promise<Attempt> {
-    const p = attemptOnce(job).finally(() => attempts.delete(p));
+  function attempt(job: ScheduledJob, options: RunOnceOptions = {}): Promise<Attempt> {
+    const p = attemptOnce(job, options).finally(() => attempts.delete(p));
     attempts.add(p);
     return p;
   }
 
-  async function attemptOnce(job: ScheduledJob): Promise<Attempt> {
+  async function attemptOnce(job: ScheduledJob, options: RunOnceOptions): Promise<Attempt> {
     const log = logger.child({ job: job.name });
     let lock: JobLock | undefined;
     try {
       lock = await JobLock.tryAcquire(pool, advisoryLockKey(job.name));
       if (!lock) return skipped(job, 'locked', job.intervalMs);
-      const begun = await beginRun(lock.client, job.name, holder, job.intervalMs);
+      // A forced run is due whatever ran before it (an interval of 0).
+      const begun = await beginRun(lock.client, job.name, holder, options.force ? 0 : job.intervalMs);
       if (begun.abandoned > 0) log.warn({ abandoned: begun.abandoned }, 'runs left running by a holder that is gone were marked abandoned');
       if (begun.runId === null) return skipped(job, 'not_due', begun.msUntilDue);
-      return await execute(job, lock, begun.runId, log);
+      return await execute(job, lock, begun.runId, log, options.dryRun === true);
     } catch (err) {
       log.warn({ err }, 'scheduled job not run: database error; trying again at the next interval');
       return skipped(job, 'database_error', job.intervalMs, err as Error);
@@ -96,7 +97,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
-  async function execute(job: ScheduledJob, lock: JobLock, runId: string, log: Logger): Promise<Attempt> {
+  async function execute(job: ScheduledJob, lock: JobLock, runId: string, log: Logger, dryRun: boolean): Promise<Attempt> {
     const timeoutMs = job.timeoutMs ?? job.intervalMs;
     const entry: InFlight = { lock, controller: new AbortController() };
     const deadline = new AbortController();
@@ -109,7 +110,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     let counts: JobCounts = {};
     let error: Error | undefined;
     try {
-      counts = sanitize(await job.run({ signal, logger: log, pool, runId }));
+      counts = sanitize(await job.run({ signal, logger: log, pool, runId, dryRun }));
+      if (dryRun) counts.dry_run = 1;
       outcome = 'succeeded';
     } catch (err) {
       error = err instanceof Error ? err : new Error(String(err));
@@ -177,10 +179,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       logger.error({ jobs: inFlight.size }, 'scheduled jobs ignored the abort; their locks were released by closing their connections');
     },
 
-    runOnce(name: string): Promise<Attempt> {
+    runOnce(name: string, options?: RunOnceOptions): Promise<Attempt> {
       const job = byName.get(name);
       if (!job) return Promise.reject(new Error(`no scheduled job named "${name}"`));
-      return attempt(job);
+      return attempt(job, options);
     },
   };
 }

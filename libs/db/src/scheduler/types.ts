@@ -17,6 +17,8 @@ export interface JobContext {
   pool: Pool;
   /** The run's row in `scheduled_job_runs`. */
   runId: string;
+  /** An operator asked to see what the run would do: report it, change nothing (runOnce's `dryRun`). */
+  dryRun: boolean;
 }
 
 export interface ScheduledJob {
@@ -61,6 +63,15 @@ export interface Scheduler {
   start(): void;
   /** Ends the loops: waits for running jobs (bounded by `stopTimeoutMs`), then aborts them and releases their locks. */
   stop(): Promise<void>;
-  /** One attempt of a job now, under the same lock and due check as the loop (tests, operator commands). */
-  runOnce(name: string): Promise<Attempt>;
+  /**
+   * One attempt of a job now, under the same lock and due check as the loop (tests, operator commands).
+   * `force` skips the due check (an operator's "run now"; the lock still keeps two runs apart);
+   * `dryRun` is passed to the job, and recorded as the count `dry_run: 1`.
+   */
+  runOnce(name: string, options?: RunOnceOptions): Promise<Attempt>;
+}
+
+export interface RunOnceOptions {
+  force?: boolean;
+  dryRun?: boolean;
 }

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { errorMessage, type ErrorClassifier } from '../errors';
 import type { RuntimeMetrics } from '../metrics';
 import type { PolicyGate } from '../policy-guard';
-import { declareTopology, type QueueSpec, type TopologyPlan } from '../topology';
+import { declareOwnQueues, declareTopology, type QueueSpec, type TopologyPlan } from '../topology';
 import { Acker } from './acker';
 import { batchRunner, joinBatch, type BatchEntry } from './batch';
 import { Batcher } from './batcher';
@@ -33,6 +33,8 @@ export interface Consumer {
 export interface ConsumerDeps {
   connection: AmqpConnectionManager;
   plan: TopologyPlan;
+  /** `own-queues`: declare and bind only this consumer's queue group (runtime.ts). */
+  provisioning?: 'declare-all' | 'own-queues';
   spec: QueueSpec;
   logger: Logger;
   metrics: RuntimeMetrics;
@@ -171,7 +173,8 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     name: `consumer:${queue}`,
     confirm: true,
     setup: async (ch: ConfirmChannel) => {
-      await declareTopology(ch, plan);
+      if (deps.provisioning === 'own-queues') await declareOwnQueues(ch, plan, [spec.name]);
+      else await declareTopology(ch, plan);
       channel = ch;
       consumerTag = undefined;
       ch.once('close', () => onChannelClosed(ch));

@@ -6,6 +6,7 @@ import { deadline } from './middleware/deadline';
 import { failureRouting } from './middleware/failure-routing';
 import { logContext } from './middleware/log-context';
 import { metrics, type ConsumerSeries } from './middleware/metrics';
+import { tracing, tracingEnabled } from './middleware/tracing';
 import { messageProperties } from './middleware/properties';
 import { validation } from './middleware/validation';
 import type { Handler, MessageContext, Middleware } from './types';
@@ -38,8 +39,10 @@ export interface PipelineOptions<E> {
 /**
  * Everything that happens to one message between receipt and settlement, outermost first:
  *
- *   failure routing → properties → validation → log context → metrics → deadline → app middleware → handler
+ *   failure routing → [tracing] → properties → validation → log context → metrics → deadline → app middleware → handler
  *
+ * Tracing (a CONSUMER span continuing the producer's trace) is there only when an SDK registered a
+ * propagator at the time the consumer is built; off, the pipeline is exactly as without it.
  * Failure routing is outermost so that every failure below it, an invalid body included, ends in a
  * retry tier or the DLQ. The resolved pipeline means "ack the original"; a rejection means "return
  * it to the queue" (the failure's copy could not be published).
@@ -51,5 +54,6 @@ export function buildPipeline<E>(o: PipelineOptions<E>): Handler<Buffer, Runtime
     app,
   );
   const routing = failureRouting<Buffer>({ queue: o.queue, handler: o.handler, retryDelaysMs: o.retryDelaysMs, classifiers: o.classifiers, metrics: o.metrics });
-  return routing(messageProperties<RuntimeContext>()(validation<E, RuntimeContext>(o.validate)(typed)));
+  const checked = messageProperties<RuntimeContext>()(validation<E, RuntimeContext>(o.validate)(typed));
+  return routing(tracingEnabled() ? tracing<RuntimeContext>({ queue: o.queue, handler: o.handler })(checked) : checked);
 }

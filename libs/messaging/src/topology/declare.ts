@@ -1,4 +1,5 @@
 import type { Channel } from 'amqplib';
+import { dlqName } from './names';
 import type { TopologyPlan } from './types';
 
 /**
@@ -32,6 +33,36 @@ export async function declareTopology(channel: Channel, plan: TopologyPlan): Pro
   await assertExchanges(channel, plan);
   await assertQueues(channel, plan);
   await bindQueues(channel, plan);
+}
+
+/**
+ * The least-privilege half (provisioning `own-queues`): the exchanges, the policies and every queue
+ * are provisioned by a topology administrator (definitions, the Messaging Topology Operator), and a
+ * service's broker user may configure only its own queues. So the exchanges are only checked
+ * (a passive declare needs no permission; a missing one fails the setup with NOT_FOUND), and the
+ * given work queues are declared with their retry tiers and DLQ and bound, which a service may do
+ * with configure and write on its own queues and read on the exchanges. `queues` empty (a pure
+ * publisher): only the check.
+ */
+export async function declareOwnQueues(channel: Channel, plan: TopologyPlan, queues: readonly string[]): Promise<void> {
+  await Promise.all(plan.exchanges.map((x) => channel.checkExchange(x.name)));
+  const own = new Set(ownQueueNames(plan, queues));
+  const mine: TopologyPlan = {
+    exchanges: [],
+    queues: plan.queues.filter((q) => own.has(q.name)),
+    bindings: plan.bindings.filter((b) => own.has(b.queue)),
+    policies: [],
+  };
+  await assertQueues(channel, mine);
+  await bindQueues(channel, mine);
+}
+
+/** A work queue's group: the queue, its retry tiers and its DLQ, as plan() names them. */
+export function ownQueueNames(plan: TopologyPlan, workQueues: readonly string[]): string[] {
+  const work = new Set(workQueues);
+  return plan.queues
+    .filter((q) => work.has(q.name) || (q.role === 'retry' && work.has(String(q.arguments['x-dead-letter-routing-key']))) || (q.role === 'dlq' && workQueues.some((w) => dlqName(w) === q.name)))
+    .map((q) => q.name);
 }
 
 async function assertExchanges(channel: Channel, plan: TopologyPlan): Promise<void> {

@@ -4,3 +4,4 @@ export * from './validate';
 export * from './plan';
 export * from './declare';
 export * from './policies';
+export * from './permissions';

@@ -47,6 +47,23 @@ export async function managementRequest(
   });
 }
 
+/**
+ * The management API refused the credentials (401) or the operation (403): a least-privilege user
+ * (tag `management`) may read its vhost's queues but not write, or even read, policies.
+ */
+export class ManagementRefusedError extends Error {
+  override readonly name = 'ManagementRefusedError';
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly status: number,
+  ) {
+    super(`management API ${method} ${path}: HTTP ${status} (the user may not do this; the topology admin applies policies)`);
+  }
+}
+
+const refused = (status: number): boolean => status === 401 || status === 403;
+
 /** Keys whose value the code owns: without them a queue loses messages or blocks every producer. */
 const OWNED_KEYS = ['dead-letter-exchange', 'dead-letter-routing-key', 'overflow'] as const;
 
@@ -104,6 +121,7 @@ export async function ensurePolicies(target: ManagementTarget, policies: PolicyP
   for (const policy of policies) {
     const path = `/policies/${vhost}/${encodeURIComponent(policy.name)}`;
     const existing = await managementRequest(target, 'GET', path);
+    if (refused(existing.status)) throw new ManagementRefusedError('GET', path, existing.status);
     if (existing.status !== 200 && existing.status !== 404) throw new Error(`management API GET ${path}: HTTP ${existing.status}`);
     if (existing.status === 200) {
       const current = (await existing.json()) as { definition: Record<string, unknown>; priority?: number };
@@ -122,5 +140,6 @@ export async function ensurePolicies(target: ManagementTarget, policies: PolicyP
 
 async function putPolicy(target: ManagementTarget, path: string, policy: PolicyPlan, definition: Record<string, unknown>, priority: number): Promise<void> {
   const put = await managementRequest(target, 'PUT', path, { pattern: policy.pattern, 'apply-to': policy.applyTo, priority, definition });
+  if (refused(put.status)) throw new ManagementRefusedError('PUT', path, put.status);
   if (!put.ok) throw new Error(`management API PUT ${path}: HTTP ${put.status} ${await put.text()}`);
 }

@@ -1,0 +1,122 @@
+import { commonConfig, ConfigError, loadConfig, type ConfigIssue, type ConfigOf, type ConfigSpec } from '@community/config';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { longestRedeliveryMs } from '@community/idempotency';
+import { DEFAULT_DELIVERY_LIMIT, type QueueSpec } from '@community/messaging';
+
+/** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
+export const SERVICE_NAME = 'reconciler';
+
+const DAY_MS = 86_400_000;
+
+/** The shared variables (docs/CONTRACT.md "Configuration") plus the reconciler's tunables (docs/RECONCILER.md). */
+export const RECONCILER_CONFIG = [
+  ...commonConfig(SERVICE_NAME),
+  { name: 'DATABASE_POOL_MAX', kind: 'int', default: 8, min: 3, max: 100, description: 'pg pool size (one connection per running job holds its lock, plus the work and HTTP)' },
+  {
+    name: 'RABBITMQ_MANAGEMENT_URL',
+    kind: 'string',
+    default: '',
+    description: 'management API base (http://user:pass@host:15672); empty: port 15672 on AMQP_URL\'s host with its credentials',
+  },
+  // Unread counters (docs/RECONCILER.md "Unread counters").
+  { name: 'COUNTER_RECOUNT_INTERVAL_MS', kind: 'duration-ms', default: 60_000, min: 1_000, max: 86_400_000, description: 'how often users with recent inbox changes are recounted' },
+  {
+    name: 'COUNTER_RECENT_WINDOW_MS',
+    kind: 'duration-ms',
+    default: 600_000,
+    min: 1_000,
+    max: 7 * DAY_MS,
+    description: 'a user is "recent" when their counter row changed within this window (must exceed COUNTER_RECOUNT_INTERVAL_MS)',
+  },
+  { name: 'COUNTER_SWEEP_INTERVAL_MS', kind: 'duration-ms', default: 12 * 3_600_000, min: 1_000, max: 7 * DAY_MS, description: 'how often every user is recounted' },
+  { name: 'COUNTER_BATCH_SIZE', kind: 'int', default: 1_000, min: 1, max: 20_000, description: 'users locked, recounted and repaired per transaction' },
+  // Retention, moved here from notification-service and email-service (docs/RECONCILER.md "Retention").
+  { name: 'RETENTION_INTERVAL_MS', kind: 'duration-ms', default: 3_600_000, min: 1_000, max: DAY_MS, description: 'how often the retention jobs run' },
+  { name: 'RETENTION_BATCH_SIZE', kind: 'int', default: 5_000, min: 1, max: 100_000, description: 'rows deleted per statement (short transactions)' },
+  {
+    name: 'INBOX_RETENTION_DAYS',
+    kind: 'int',
+    default: 7,
+    min: 1,
+    max: 3650,
+    description: 'days an inbox (processed_events) row is kept; must exceed the longest redelivery of every queue (checked at start)',
+  },
+  {
+    name: 'INBOX_HANDLER_TIMEOUT_MAX_MS',
+    kind: 'duration-ms',
+    default: 870_000,
+    min: 1_000,
+    description: "the longest handler deadline of any inbox consumer (email-service's send: breaker hold + 2 leases + 30 s), for the horizon check",
+  },
+  {
+    name: 'EMAIL_RETENTION_DAYS',
+    kind: 'int',
+    default: 30,
+    min: 2,
+    max: 3650,
+    description: "days finished email ledger rows and closed digest windows are kept; MUST equal email-service's EMAIL_RETENTION_DAYS (its EVENT_EXPIRED guard)",
+  },
+  { name: 'OUTBOX_RETENTION_DAYS', kind: 'int', default: 3, min: 1, max: 3650, description: 'days a sent outbox row is kept (every producer)' },
+  // Stuck work and watchdog (docs/RECONCILER.md "Stuck work", "Watchdog").
+  { name: 'STUCK_INTERVAL_MS', kind: 'duration-ms', default: 60_000, min: 1_000, max: DAY_MS, description: 'how often stuck work is looked for' },
+  { name: 'STUCK_OUTBOX_AFTER_MS', kind: 'duration-ms', default: 300_000, min: 1_000, description: 'an outbox row unsent for longer than this is stuck' },
+  { name: 'STUCK_LEASE_GRACE_MS', kind: 'duration-ms', default: 300_000, min: 1_000, description: 'an email lease expired for longer than this without a takeover is stuck' },
+  { name: 'WATCHDOG_INTERVAL_MS', kind: 'duration-ms', default: 30_000, min: 1_000, max: 3_600_000, description: 'how often queues are sampled through the management API' },
+  { name: 'WATCHDOG_SAMPLES', kind: 'int', default: 4, min: 2, max: 100, description: 'consecutive samples of growth (and no ack) before a queue is reported' },
+  { name: 'STATUS_BACKLOG_MAX', kind: 'int', default: 10_000, min: 1, description: 'status check "backlog": messages ready in one work queue' },
+  { name: 'STATUS_OLDEST_MESSAGE_MAX_MS', kind: 'duration-ms', default: 300_000, min: 1_000, description: 'status check "oldest-message": age of the head message of a work queue' },
+  { name: 'STATUS_OUTBOX_LAG_MAX_MS', kind: 'duration-ms', default: 60_000, min: 1_000, description: 'status check "outbox-lag": age of the oldest unsent outbox row' },
+  {
+    name: 'BREAKER_METRICS_URLS',
+    kind: 'string',
+    default: 'http://127.0.0.1:3002/metrics',
+    description: 'comma-separated /metrics URLs whose *_breaker_open series the status check "breakers" reads ("none": no source)',
+  },
+  { name: 'SCHEDULER', kind: 'bool', default: true, description: 'run the scheduled jobs on this replica (false: HTTP only)' },
+] as const satisfies ConfigSpec;
+
+export type ReconcilerConfig = ConfigOf<typeof RECONCILER_CONFIG>;
+
+/**
+ * The inbox horizon must outlast every bounded way a copy of an event can still reach a consumer
+ * (libs/idempotency horizon.ts): checked against every queue of the topology, since this one job
+ * purges every consumer's inbox rows.
+ */
+export function inboxRetentionIssues(
+  config: Pick<ReconcilerConfig, 'INBOX_RETENTION_DAYS' | 'INBOX_HANDLER_TIMEOUT_MAX_MS'>,
+  queues: readonly QueueSpec[] = COMMUNITY_TOPOLOGY.queues,
+): ConfigIssue[] {
+  const retentionMs = config.INBOX_RETENTION_DAYS * DAY_MS;
+  for (const queue of queues) {
+    const longest = longestRedeliveryMs({
+      retryDelaysMs: queue.retryDelaysMs,
+      deliveryLimit: queue.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
+      handlerTimeoutMs: config.INBOX_HANDLER_TIMEOUT_MAX_MS,
+    });
+    if (retentionMs <= longest) {
+      return [
+        {
+          name: 'INBOX_RETENTION_DAYS',
+          message: `INBOX_RETENTION_DAYS: ${config.INBOX_RETENTION_DAYS} days must exceed the longest redelivery of ${queue.name} (${Math.ceil(longest / 3_600_000)} h: its retry tiers plus every delivery running to INBOX_HANDLER_TIMEOUT_MAX_MS)`,
+        },
+      ];
+    }
+  }
+  return [];
+}
+
+export function loadReconcilerConfig(env: Record<string, string | undefined> = process.env): ReconcilerConfig {
+  const config = loadConfig(RECONCILER_CONFIG, env);
+  const issues = inboxRetentionIssues(config);
+  if (config.COUNTER_RECENT_WINDOW_MS <= config.COUNTER_RECOUNT_INTERVAL_MS) {
+    issues.push({
+      name: 'COUNTER_RECENT_WINDOW_MS',
+      message: `COUNTER_RECENT_WINDOW_MS: ${config.COUNTER_RECENT_WINDOW_MS} must exceed COUNTER_RECOUNT_INTERVAL_MS (${config.COUNTER_RECOUNT_INTERVAL_MS}), or changes between two runs go unchecked`,
+    });
+  }
+  if (config.RABBITMQ_MANAGEMENT_URL !== '' && !/^https?:\/\//.test(config.RABBITMQ_MANAGEMENT_URL)) {
+    issues.push({ name: 'RABBITMQ_MANAGEMENT_URL', message: `RABBITMQ_MANAGEMENT_URL: "${config.RABBITMQ_MANAGEMENT_URL}" must start with http:// or https://` });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return config;
+}

@@ -1,0 +1,44 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * A cause, as the console groups dead letters: error class + normalised message + handler +
+ * message type (ServicePulse groups by exception type and call site; the handler is our call site).
+ *
+ * Normalising strips what differs between two occurrences of the same failure, so
+ * "user 4f1c… not found" and "user 9a2e… not found" are one group. Order matters: e-mails and
+ * uuids before the generic hex/number rules, which would otherwise cut them into pieces.
+ */
+const RULES: Array<[RegExp, string]> = [
+  [/[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g, '<email>'],
+  [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>'],
+  [/\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g, '<time>'],
+  // Ids of the usual shapes: long hex strings, and words mixing letters and digits (u42, evt_9x).
+  [/\b[0-9a-f]{12,}\b/gi, '<id>'],
+  [/\b(?=[A-Za-z_-]*\d)[A-Za-z0-9_-]*[A-Za-z_-][A-Za-z0-9_-]*\b/g, '<id>'],
+  [/\b\d+(?:\.\d+)?\b/g, '<n>'],
+  // Quoted values ("'abc' is not a valid ...") vary per message as well.
+  [/'[^']{1,200}'/g, "'<v>'"],
+  [/"[^"]{1,200}"/g, '"<v>"'],
+];
+
+export function normaliseErrorMessage(message: string): string {
+  let out = message;
+  for (const [re, placeholder] of RULES) out = out.replace(re, placeholder);
+  return out.replace(/\s+/g, ' ').trim().slice(0, 500);
+}
+
+export interface CauseFacts {
+  errorClass: string;
+  errorMessage: string;
+  handler: string | null;
+  messageType: string | null;
+}
+
+export function fingerprintOf(facts: CauseFacts): { fingerprint: string; normalized: string } {
+  const normalized = normaliseErrorMessage(facts.errorMessage);
+  const fingerprint = createHash('sha256')
+    .update([facts.errorClass, normalized, facts.handler ?? '', facts.messageType ?? ''].join('\u0000'))
+    .digest('hex')
+    .slice(0, 16);
+  return { fingerprint, normalized };
+}

@@ -1,0 +1,273 @@
+/**
+ * The console page (GET /console): one HTML document with a small script, no framework and no build
+ * step, so it ships inside the reconciler bundle as a string. It holds no data: it asks for an admin
+ * token (kept in sessionStorage, gone with the tab) and calls /v1/admin/dlq/* with it as a Bearer.
+ * Every value from the API is written with textContent, never as HTML.
+ */
+export const CONSOLE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>DLQ console · reconciler</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
+  header { background: #263238; color: #fff; padding: 8px 16px; display: flex; gap: 16px; align-items: center; }
+  header h1 { font-size: 16px; margin: 0; flex: 1; }
+  main { padding: 12px 16px; display: grid; gap: 16px; }
+  section { border: 1px solid #ddd; border-radius: 4px; padding: 8px 12px; }
+  h2 { font-size: 15px; margin: 4px 0 8px; }
+  table { border-collapse: collapse; width: 100%; }
+  th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eee; vertical-align: top; }
+  tr.clickable { cursor: pointer; } tr.clickable:hover { background: #f3f7fb; }
+  .err { color: #b00020; } .muted { color: #777; } .ok { color: #1b5e20; }
+  form.filters { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
+  label { display: flex; flex-direction: column; font-size: 12px; color: #555; }
+  .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+  pre { background: #f7f7f7; padding: 8px; overflow: auto; max-height: 360px; margin: 0; white-space: pre-wrap; word-break: break-all; }
+  button { cursor: pointer; }
+  #preview, #progress { margin-top: 8px; }
+  progress { width: 300px; }
+  [hidden] { display: none !important; }
+</style>
+</head>
+<body>
+<header>
+  <h1>DLQ console</h1>
+  <span id="who" class="muted"></span>
+  <button id="logout" hidden>Forget token</button>
+</header>
+<main>
+  <section id="login" hidden>
+    <h2>Admin token</h2>
+    <p class="muted">Paste a bearer token with the <code>admin</code> scope (e.g. from <code>npm run ops -- token</code>). It is kept in this tab only.</p>
+    <form id="login-form"><input id="token" name="token" size="80" autocomplete="off" aria-label="admin token"> <button>Use token</button></form>
+    <p id="login-error" class="err"></p>
+  </section>
+
+  <div id="app" hidden>
+    <section>
+      <h2>Dead-letter queues <button id="refresh" type="button">Refresh</button></h2>
+      <table id="summary"><thead><tr><th>DLQ</th><th>Pending</th><th>Oldest</th><th>Last</th><th>Causes</th><th>Not yet read</th></tr></thead><tbody></tbody></table>
+    </section>
+
+    <section>
+      <h2>Causes</h2>
+      <table id="groups"><thead><tr><th>Count</th><th>Error</th><th>Handler</th><th>Message type</th><th>First</th><th>Last</th><th>Queues</th></tr></thead><tbody></tbody></table>
+    </section>
+
+    <section>
+      <h2>Messages</h2>
+      <form class="filters" id="filters">
+        <label>DLQ <select name="queue"><option value="">all</option></select></label>
+        <label>Cause <input name="group" size="18" placeholder="fingerprint"></label>
+        <label>Search <input name="q" size="24" placeholder="error, id or body text"></label>
+        <label>State <select name="state"><option>pending</option><option>replayed</option><option>discarded</option><option>replaying</option></select></label>
+        <button type="submit">Apply</button>
+        <button type="button" id="clear">Clear</button>
+      </form>
+      <p><span id="total"></span></p>
+      <div>
+        <label style="display:inline">Rate (messages/s) <input id="rate" type="number" min="1" max="1000" value="50" style="width:6em"></label>
+        <button type="button" id="replay-dry">Replay what the filter shows…</button>
+        <button type="button" id="discard-dry">Discard what the filter shows…</button>
+      </div>
+      <div id="preview" hidden>
+        <p id="preview-text"></p>
+        <ul id="preview-queues"></ul>
+        <button type="button" id="confirm">Confirm</button> <button type="button" id="cancel">Cancel</button>
+      </div>
+      <div id="progress" hidden>
+        <p><span id="progress-text"></span></p>
+        <progress id="progress-bar" max="1" value="0"></progress>
+      </div>
+      <table id="messages"><thead><tr><th>Id</th><th>Dead-lettered</th><th>Original queue</th><th>Type</th><th>Error</th><th>Attempts</th><th>State</th></tr></thead><tbody></tbody></table>
+      <button type="button" id="more" hidden>More</button>
+    </section>
+
+    <section id="detail" hidden>
+      <h2>Message <span id="detail-id"></span> <button type="button" id="detail-replay">Replay this message</button> <button type="button" id="detail-discard">Discard this message</button></h2>
+      <p id="detail-meta"></p>
+      <div class="cols">
+        <div><h2>Payload</h2><pre id="detail-body"></pre></div>
+        <div><h2>Error</h2><pre id="detail-error" class="err"></pre><h2>Headers</h2><pre id="detail-headers"></pre><h2>History</h2><pre id="detail-history"></pre></div>
+      </div>
+    </section>
+  </div>
+</main>
+<script>
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const KEY = 'dlq-console-token';
+  let filter = {};
+  let nextCursor = null;
+  let asOf = null;
+  let pending = null; // { action, selection }
+
+  function token() { return sessionStorage.getItem(KEY); }
+
+  async function api(method, path, body) {
+    const res = await fetch(path, {
+      method,
+      headers: Object.assign({ authorization: 'Bearer ' + token() }, body === undefined ? {} : { 'content-type': 'application/json' }),
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = await res.json().catch(() => ({}));
+    if (res.status === 401 || res.status === 403) { showLogin(data.message || 'token refused'); throw new Error(data.message); }
+    if (!res.ok) throw new Error(data.message || ('HTTP ' + res.status));
+    return data;
+  }
+
+  function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = text == null ? '' : String(text); if (cls) td.className = cls; tr.appendChild(td); return td; }
+  function when(iso) { return iso ? new Date(iso).toLocaleString() : '—'; }
+  function age(s) { if (s == null) return '—'; if (s < 120) return s + ' s'; if (s < 7200) return Math.round(s / 60) + ' min'; if (s < 172800) return Math.round(s / 3600) + ' h'; return Math.round(s / 86400) + ' d'; }
+  function query(f, extra) { const p = new URLSearchParams(); for (const [k, v] of Object.entries(Object.assign({}, f, extra || {}))) if (v) p.set(k, v); return p.toString(); }
+
+  function showLogin(message) {
+    $('login').hidden = false; $('app').hidden = true; $('logout').hidden = true; $('who').textContent = '';
+    $('login-error').textContent = message || '';
+  }
+
+  async function loadSummary() {
+    const s = await api('GET', '/v1/admin/dlq');
+    const tbody = $('summary').tBodies[0]; tbody.replaceChildren();
+    const select = document.querySelector('#filters select[name=queue]');
+    const current = select.value;
+    select.replaceChildren(new Option('all', ''));
+    for (const q of s.queues) {
+      const tr = document.createElement('tr'); tr.className = 'clickable'; tr.dataset.queue = q.queue;
+      cell(tr, q.queue); cell(tr, q.pending, q.pending > 0 ? 'err' : 'ok'); cell(tr, age(q.oldestAgeSeconds)); cell(tr, when(q.lastDeadLetteredAt)); cell(tr, q.groups); cell(tr, q.inBroker == null ? '?' : q.inBroker);
+      tr.onclick = () => { filter = { queue: q.queue }; syncForm(); loadList(); };
+      tbody.appendChild(tr);
+      select.appendChild(new Option(q.queue, q.queue));
+    }
+    select.value = current;
+  }
+
+  async function loadGroups() {
+    const { groups } = await api('GET', '/v1/admin/dlq/groups?' + query({ state: filter.state, queue: filter.queue }));
+    const tbody = $('groups').tBodies[0]; tbody.replaceChildren();
+    if (groups.length === 0) { const tr = document.createElement('tr'); cell(tr, 'No dead letters here.', 'muted').colSpan = 7; tbody.appendChild(tr); }
+    for (const g of groups) {
+      const tr = document.createElement('tr'); tr.className = 'clickable'; tr.dataset.group = g.fingerprint;
+      cell(tr, g.count); cell(tr, g.errorClass + ': ' + g.normalized, 'err'); cell(tr, g.handler); cell(tr, g.messageType); cell(tr, when(g.firstSeen)); cell(tr, when(g.lastSeen)); cell(tr, g.queues.join(', '));
+      tr.title = 'e.g. ' + g.sampleMessage;
+      tr.onclick = () => { filter = Object.assign({}, filter, { group: g.fingerprint }); syncForm(); loadList(); };
+      tbody.appendChild(tr);
+    }
+  }
+
+  async function loadList(append) {
+    const page = await api('GET', '/v1/admin/dlq/messages?' + query(filter, { cursor: append ? nextCursor : '', limit: '50' }));
+    const tbody = $('messages').tBodies[0]; if (!append) tbody.replaceChildren();
+    if (!append) asOf = page.asOf;
+    nextCursor = page.nextCursor; $('more').hidden = !nextCursor;
+    $('total').textContent = page.total + ' message(s) match the filter';
+    $('total').dataset.total = String(page.total);
+    for (const m of page.items) {
+      const tr = document.createElement('tr'); tr.className = 'clickable'; tr.dataset.id = m.id;
+      cell(tr, m.id); cell(tr, when(m.deadLetteredAt)); cell(tr, m.originalQueue); cell(tr, m.messageType); cell(tr, m.errorClass + ': ' + m.errorMessage, 'err'); cell(tr, m.attempts); cell(tr, m.state);
+      tr.onclick = () => showDetail(m.id);
+      tbody.appendChild(tr);
+    }
+  }
+
+  async function showDetail(id) {
+    const m = await api('GET', '/v1/admin/dlq/messages/' + encodeURIComponent(id));
+    $('detail').hidden = false; $('detail-id').textContent = '#' + m.id + ' (' + m.messageId + ')';
+    $('detail-meta').textContent = 'original queue ' + m.originalQueue + ' · DLQ ' + m.queue + ' · ' + m.attempts + ' attempt(s) · handler ' + (m.handler || '—') +
+      ' · dead-lettered ' + when(m.deadLetteredAt) + ' · state ' + m.state + ' · replayed ' + m.replayCount + ' time(s)';
+    $('detail-body').textContent = m.bodyJson ? JSON.stringify(m.bodyJson, null, 2) : m.body;
+    $('detail-error').textContent = m.errorClass + ' (' + m.errorKind + ')\\n' + m.errorMessage;
+    $('detail-headers').textContent = JSON.stringify(m.headers, null, 2);
+    $('detail-history').textContent = m.history.length ? m.history.map((h) => '#' + h.operationId + ' ' + h.action + ' by ' + h.requestedBy + ': ' + h.result + (h.detail ? ' (' + h.detail + ')' : '') + ' ' + when(h.at)).join('\\n') : 'none';
+    $('detail-replay').onclick = () => dryRun('replay', { ids: [m.id] });
+    $('detail-discard').onclick = () => dryRun('discard', { ids: [m.id] });
+    $('detail').scrollIntoView();
+  }
+
+  function syncForm() {
+    const f = $('filters');
+    for (const name of ['queue', 'group', 'q']) f.elements[name].value = filter[name] || '';
+    f.elements.state.value = filter.state || 'pending';
+    loadGroups().catch(report);
+  }
+
+  function report(err) { $('total').textContent = 'Error: ' + err.message; }
+
+  async function dryRun(action, selection) {
+    const rate = Number($('rate').value) || 50;
+    const body = Object.assign({ dryRun: true }, selection, action === 'replay' ? { ratePerSecond: rate } : {});
+    const p = await api('POST', '/v1/admin/dlq/' + action, body);
+    // The real action is sent with the same selection, pinned to what this preview saw.
+    const pinned = selection.filter ? { filter: Object.assign({}, selection.filter, { asOf: p.asOf || '0' }) } : selection;
+    pending = { action, selection: pinned, rate };
+    $('preview').hidden = false;
+    $('preview-text').textContent = 'Dry run: ' + action + ' would act on ' + p.matched + ' message(s)' + (action === 'replay' ? ', to their original queues, at ' + rate + '/s' : '') + '. Nothing has changed yet.';
+    $('preview-text').dataset.matched = String(p.matched);
+    const ul = $('preview-queues'); ul.replaceChildren();
+    for (const q of p.byQueue) { const li = document.createElement('li'); li.textContent = q.count + ' → ' + q.originalQueue; ul.appendChild(li); }
+    $('confirm').disabled = p.matched === 0;
+    $('confirm').textContent = 'Confirm ' + action + ' of ' + p.matched;
+  }
+
+  async function confirm() {
+    if (!pending) return;
+    const { action, selection, rate } = pending; pending = null;
+    $('preview').hidden = true;
+    const body = Object.assign({ dryRun: false }, selection, action === 'replay' ? { ratePerSecond: rate } : {});
+    const r = await api('POST', '/v1/admin/dlq/' + action, body);
+    $('progress').hidden = false;
+    $('progress-text').dataset.state = 'starting';
+    $('progress-text').dataset.operation = r.operationId;
+    $('progress-text').textContent = 'Operation #' + r.operationId + ' (' + action + '): starting — 0/' + r.matched;
+    $('progress-bar').value = 0;
+    await poll(r.operationId);
+  }
+
+  async function poll(id) {
+    for (;;) {
+      const op = await api('GET', '/v1/admin/dlq/operations/' + id);
+      const done = op.succeeded + op.failed + op.skipped;
+      $('progress-bar').max = Math.max(1, op.matched); $('progress-bar').value = done;
+      $('progress-text').textContent = 'Operation #' + op.id + ' (' + op.action + '): ' + op.state + ' — ' + done + '/' + op.matched +
+        ' (' + op.succeeded + ' ok, ' + op.failed + ' failed, ' + op.skipped + ' skipped)' + (op.error ? ' — ' + op.error : '');
+      $('progress-text').dataset.state = op.state;
+      if (op.state !== 'running') break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await refreshAll();
+  }
+
+  async function refreshAll() { await Promise.all([loadSummary(), loadGroups(), loadList()]); }
+
+  async function enter() {
+    $('login').hidden = true; $('app').hidden = false; $('logout').hidden = false;
+    try {
+      const payload = JSON.parse(atob(token().split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+      $('who').textContent = 'signed in as ' + payload.sub;
+    } catch { $('who').textContent = ''; }
+    await refreshAll();
+  }
+
+  $('login-form').onsubmit = (e) => { e.preventDefault(); sessionStorage.setItem(KEY, $('token').value.trim()); enter().catch(report); };
+  $('logout').onclick = () => { sessionStorage.removeItem(KEY); showLogin(); };
+  $('refresh').onclick = () => refreshAll().catch(report);
+  $('filters').onsubmit = (e) => {
+    e.preventDefault();
+    const f = e.target.elements; filter = { queue: f.queue.value, group: f.group.value.trim(), q: f.q.value.trim(), state: f.state.value };
+    loadGroups().catch(report); loadList().catch(report);
+  };
+  $('clear').onclick = () => { filter = {}; syncForm(); loadList().catch(report); };
+  $('more').onclick = () => loadList(true).catch(report);
+  $('replay-dry').onclick = () => dryRun('replay', { filter: Object.assign({}, filter, { asOf: asOf || '0' }) }).catch(report);
+  $('discard-dry').onclick = () => dryRun('discard', { filter: Object.assign({}, filter, { asOf: asOf || '0' }) }).catch(report);
+  $('confirm').onclick = () => confirm().catch(report);
+  $('cancel').onclick = () => { pending = null; $('preview').hidden = true; };
+
+  if (token()) enter().catch(report); else showLogin();
+})();
+</script>
+</body>
+</html>
+`;

@@ -1,0 +1,68 @@
+import type { QueueSample } from '../store/broker';
+import { evaluateStatus, oldestAgeMs, type StatusFacts } from './status';
+
+const now = new Date('2026-12-01T12:00:00Z');
+const q = (name: string, over: Partial<QueueSample> = {}): QueueSample => ({ name, messages: 0, ready: 0, unacked: 0, consumers: 1, acked: 0, ackRate: 0, headTimestamp: null, ...over });
+const healthy = (): StatusFacts => ({
+  now,
+  startedAt: new Date(now.getTime() - 3_600_000),
+  workQueues: ['a', 'b'],
+  queues: [q('a'), q('b'), q('a.dlq')],
+  watchdog: [],
+  stuck: { outboxUnsent: 0, outboxLagSeconds: 0, outboxProducers: [], emailLeasesExpired: 0 },
+  lastRecount: { job: 'counters.recount-recent', finishedAt: now.toISOString(), drifted: 0 },
+  lastRuns: [{ job: 'j', outcome: 'succeeded', startedAt: new Date(now.getTime() - 30_000), finishedAt: now, error: null }],
+  jobIntervalsMs: { j: 60_000 },
+  breakers: [{ source: 'http://email/metrics', series: 'email_smtp_breaker_open', open: false }],
+  thresholds: { backlogMax: 100, oldestMessageMaxMs: 60_000, outboxLagMaxMs: 60_000 },
+});
+const failing = (f: StatusFacts) => evaluateStatus(f).checks.filter((c) => !c.ok).map((c) => [c.name, c.detail, c.runbook]);
+
+describe('evaluateStatus', () => {
+  it('is ok on a healthy stack, every check named with its runbook section', () => {
+    const s = evaluateStatus(healthy());
+    expect(s.ok).toBe(true);
+    expect(s.checks.map((c) => c.name)).toEqual(['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'jobs', 'breakers']);
+    expect(s.checks[0].runbook).toBe('docs/RUNBOOK.md#check-backlog');
+  });
+
+  it('names the queue without consumer, and the stalled one', () => {
+    const f = { ...healthy(), queues: [q('a', { consumers: 0, ready: 3, messages: 3 }), q('b')], watchdog: [{ queue: 'b', kind: 'stalled' as const, detail: '' }] };
+    expect(failing(f)).toEqual([
+      ['oldest-message', 'a: messages wait and none is consumed', 'docs/RUNBOOK.md#check-oldest-message'],
+      ['consumers', 'a: no consumer; b: consumers attached but nothing acked while it grows', 'docs/RUNBOOK.md#check-consumers'],
+    ]);
+  });
+
+  it('names a backlog over the threshold and estimates the oldest age from the ack rate', () => {
+    const f = { ...healthy(), queues: [q('a', { ready: 500, ackRate: 5 }), q('b')] };
+    expect(failing(f)).toEqual([
+      ['backlog', 'a: 500 messages ready', 'docs/RUNBOOK.md#check-backlog'],
+      ['oldest-message', 'a: oldest ≈ 100 s', 'docs/RUNBOOK.md#check-oldest-message'],
+    ]);
+    expect(oldestAgeMs(q('x', { ready: 1, headTimestamp: now.getTime() / 1000 - 7 }), now)).toBe(7000);
+  });
+
+  it('fails on drift, outbox lag, expired leases, a failed or late job and an open breaker', () => {
+    const f: StatusFacts = {
+      ...healthy(),
+      lastRecount: { job: 'counters.sweep', finishedAt: 't', drifted: 3 },
+      stuck: { outboxUnsent: 2, outboxLagSeconds: 120, outboxProducers: ['notification-service'], emailLeasesExpired: 1 },
+      lastRuns: [{ job: 'j', outcome: 'failed', startedAt: now, finishedAt: now, error: 'boom' }],
+      jobIntervalsMs: { j: 60_000, k: 60_000 },
+      startedAt: new Date(now.getTime() - 4 * 60_000),
+      breakers: [{ source: 's', series: 'email_smtp_breaker_open', open: true }],
+    };
+    expect(failing(f).map(([name, detail]) => `${name}: ${detail}`)).toEqual([
+      "stale-leases: 1 email deliveries in 'sending' with a lease expired and nobody taking over",
+      'counter-drift: 3 unread counters differed from their recount at t (counters.sweep; repaired and audited in counter_repairs)',
+      'outbox-lag: the oldest unsent outbox row is 120 s old (producers: notification-service)',
+      'jobs: j: last run failed (boom); k: never ran',
+      'breakers: email_smtp_breaker_open open at s',
+    ]);
+  });
+
+  it('fails the broker checks, naming the cause, when the management API does not answer', () => {
+    expect(failing({ ...healthy(), queues: { error: 'connect ECONNREFUSED' } }).map(([n]) => n)).toEqual(['backlog', 'oldest-message', 'consumers']);
+  });
+});

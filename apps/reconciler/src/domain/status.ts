@@ -1,0 +1,124 @@
+import type { QueueSample } from '../store/broker';
+import type { StuckWork } from '../store/stuck';
+import type { Finding } from './watchdog';
+
+/** One line of the checklist (`GET /v1/admin/status`, `npm run ops -- status`). */
+export interface Check {
+  name: CheckName;
+  ok: boolean;
+  value: unknown;
+  threshold: unknown;
+  /** The docs/RUNBOOK.md section to follow when it fails. */
+  runbook: string;
+  /** What failed, naming the queue / job / producer, for someone on their first shift. */
+  detail: string;
+}
+
+export const CHECK_NAMES = ['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'jobs', 'breakers'] as const;
+export type CheckName = (typeof CHECK_NAMES)[number];
+
+/** `## check: <name>` in docs/RUNBOOK.md, as GitHub renders the anchor. */
+export const runbookFor = (name: CheckName): string => `docs/RUNBOOK.md#check-${name}`;
+
+export interface JobRun {
+  job: string;
+  outcome: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  error: string | null;
+}
+
+export interface StatusFacts {
+  now: Date;
+  /** When this reconciler started: a job is not "late" before it had a chance to run. */
+  startedAt: Date;
+  workQueues: readonly string[];
+  /** The management API's answer, or why there is none. */
+  queues: readonly QueueSample[] | { error: string };
+  watchdog: readonly Finding[];
+  stuck: StuckWork;
+  lastRecount: { job: string; finishedAt: string; drifted: number } | null;
+  /** The last run of each job (absent: never ran). */
+  lastRuns: readonly JobRun[];
+  jobIntervalsMs: Readonly<Record<string, number>>;
+  /** Every `*_breaker_open` series read from the services' /metrics; `error` when a source did not answer. */
+  breakers: readonly { source: string; series: string; open: boolean }[] | { error: string };
+  thresholds: { backlogMax: number; oldestMessageMaxMs: number; outboxLagMaxMs: number };
+}
+
+/**
+ * Estimated age of a work queue's head message: the broker's head timestamp when it reports one
+ * (classic queues); otherwise, for quorum queues, Little's law on what is waiting and how fast it is
+ * consumed (ready / ack rate). null: messages wait and nothing is consumed (the age grows without bound).
+ */
+export function oldestAgeMs(q: QueueSample, now: Date): number | null {
+  if (q.ready === 0) return 0;
+  if (q.headTimestamp !== null) return Math.max(0, now.getTime() - q.headTimestamp * 1000);
+  if (q.ackRate > 0) return Math.round((q.ready / q.ackRate) * 1000);
+  return null;
+}
+
+/** The checklist from the facts: pure, so every rule has a spec (status.spec.ts). */
+export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] } {
+  const checks: Check[] = [];
+  const add = (name: CheckName, ok: boolean, value: unknown, threshold: unknown, detail: string) => checks.push({ name, ok, value, threshold, runbook: runbookFor(name), detail });
+
+  if ('error' in f.queues) {
+    for (const name of ['backlog', 'oldest-message', 'consumers'] as const) add(name, false, null, null, `RabbitMQ management API: ${f.queues.error}`);
+  } else {
+    const work = f.workQueues.map((name) => (f.queues as readonly QueueSample[]).find((q) => q.name === name) ?? { name, missing: true as const });
+    const missing = work.filter((q): q is { name: string; missing: true } => 'missing' in q).map((q) => q.name);
+    const present = work.filter((q): q is QueueSample => !('missing' in q));
+
+    const over = present.filter((q) => q.ready > f.thresholds.backlogMax);
+    const worst = present.reduce<QueueSample | undefined>((a, q) => (!a || q.ready > a.ready ? q : a), undefined);
+    add('backlog', over.length === 0, worst ? { queue: worst.name, ready: worst.ready } : null, f.thresholds.backlogMax,
+      over.length === 0 ? 'every work queue is under the threshold' : over.map((q) => `${q.name}: ${q.ready} messages ready`).join('; '));
+
+    const ages = present.map((q) => ({ queue: q.name, ageMs: oldestAgeMs(q, f.now) }));
+    const old = ages.filter((a) => a.ageMs === null || a.ageMs > f.thresholds.oldestMessageMaxMs);
+    const oldest = ages.reduce<{ queue: string; ageMs: number | null } | undefined>((a, x) => (!a || x.ageMs === null || (a.ageMs !== null && x.ageMs > a.ageMs) ? x : a), undefined);
+    add('oldest-message', old.length === 0, oldest ?? null, f.thresholds.oldestMessageMaxMs,
+      old.length === 0 ? 'no work queue holds an old message' : old.map((a) => (a.ageMs === null ? `${a.queue}: messages wait and none is consumed` : `${a.queue}: oldest ≈ ${Math.round(a.ageMs / 1000)} s`)).join('; '));
+
+    const idle = present.filter((q) => q.consumers === 0).map((q) => q.name);
+    const stalled = f.watchdog.filter((w) => w.kind === 'stalled').map((w) => w.queue);
+    const bad = [...missing.map((q) => `${q}: queue missing`), ...idle.map((q) => `${q}: no consumer`), ...stalled.map((q) => `${q}: consumers attached but nothing acked while it grows`)];
+    add('consumers', bad.length === 0, Object.fromEntries(present.map((q) => [q.name, q.consumers])), '≥ 1 per work queue, acking',
+      bad.length === 0 ? 'every work queue has a consumer' : bad.join('; '));
+  }
+
+  add('stale-leases', f.stuck.emailLeasesExpired === 0, f.stuck.emailLeasesExpired, 0,
+    f.stuck.emailLeasesExpired === 0 ? 'no expired email lease without takeover' : `${f.stuck.emailLeasesExpired} email deliveries in 'sending' with a lease expired and nobody taking over`);
+
+  const drift = f.lastRecount;
+  add('counter-drift', !drift || drift.drifted === 0, drift ? drift.drifted : null, 0,
+    !drift ? 'no recount has run yet' : drift.drifted === 0 ? `no drift at the last recount (${drift.job}, ${drift.finishedAt})` : `${drift.drifted} unread counters differed from their recount at ${drift.finishedAt} (${drift.job}; repaired and audited in counter_repairs)`);
+
+  const lagMs = f.stuck.outboxLagSeconds * 1000;
+  add('outbox-lag', lagMs <= f.thresholds.outboxLagMaxMs, Math.round(f.stuck.outboxLagSeconds), Math.round(f.thresholds.outboxLagMaxMs / 1000),
+    lagMs <= f.thresholds.outboxLagMaxMs ? 'outbox rows are published in time' : `the oldest unsent outbox row is ${Math.round(f.stuck.outboxLagSeconds)} s old${f.stuck.outboxProducers.length ? ` (producers: ${f.stuck.outboxProducers.join(', ')})` : ''}`);
+
+  const late: string[] = [];
+  for (const [job, intervalMs] of Object.entries(f.jobIntervalsMs)) {
+    const run = f.lastRuns.find((r) => r.job === job);
+    const dueBy = 2 * intervalMs + 60_000; // an interval, its jitter, and a run that takes a while
+    if (!run) {
+      if (f.now.getTime() - f.startedAt.getTime() > dueBy) late.push(`${job}: never ran`);
+    } else if (['failed', 'aborted', 'abandoned'].includes(run.outcome)) {
+      late.push(`${job}: last run ${run.outcome}${run.error ? ` (${run.error.slice(0, 200)})` : ''}`);
+    } else if (f.now.getTime() - run.startedAt.getTime() > dueBy) {
+      late.push(`${job}: last run started ${Math.round((f.now.getTime() - run.startedAt.getTime()) / 1000)} s ago (every ${Math.round(intervalMs / 1000)} s)`);
+    }
+  }
+  add('jobs', late.length === 0, f.lastRuns.map((r) => ({ job: r.job, outcome: r.outcome, startedAt: r.startedAt.toISOString() })), 'each job ran within 2 intervals and did not fail',
+    late.length === 0 ? 'every job runs on schedule' : late.join('; '));
+
+  if ('error' in f.breakers) add('breakers', false, null, 'closed', f.breakers.error);
+  else {
+    const open = f.breakers.filter((b) => b.open);
+    add('breakers', open.length === 0, f.breakers.map((b) => ({ source: b.source, series: b.series, open: b.open })), 'closed',
+      open.length === 0 ? (f.breakers.length ? 'every circuit breaker is closed' : 'no breaker source configured (BREAKER_METRICS_URLS)') : open.map((b) => `${b.series} open at ${b.source}`).join('; '));
+  }
+  return { ok: checks.every((c) => c.ok), checks };
+}

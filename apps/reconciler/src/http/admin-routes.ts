@@ -1,0 +1,118 @@
+import type { FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { EVENTS_EXCHANGE } from '@community/contracts';
+import type { AppDeps } from '../app';
+import { evaluateStatus } from '../domain/status';
+import { planRanges, recountRequest } from '../domain/requests';
+import { recount, RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB } from '../jobs/counters';
+import { breakerUrls, readBreakers } from '../store/breakers';
+import { sampleQueues } from '../store/broker';
+import { batchBoundaries, lastRecount, type Drift } from '../store/counters';
+import { lastRuns } from '../store/runs';
+import { findStuckWork } from '../store/stuck';
+import { adminOnly } from './auth';
+import { ERRORS } from './errors';
+
+const DRIFTS_SHOWN = 100;
+
+/** Builds the status checklist from live facts (docs/RECONCILER.md "Status"). Exported for the ops CLI's tests. */
+export async function collectStatus(deps: AppDeps) {
+  const { config } = deps;
+  const [queues, stuck, recountRow, runs, breakers] = await Promise.all([
+    sampleQueues(deps.management).catch((err: Error) => ({ error: err.message })),
+    findStuckWork(deps.pool, { outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS }),
+    lastRecount(deps.pool, [RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB]),
+    lastRuns(deps.pool, deps.jobs.map((j) => j.name)),
+    readBreakers(breakerUrls(config.BREAKER_METRICS_URLS)).catch((err: Error) => ({ error: err.message })),
+  ]);
+  return evaluateStatus({
+    now: deps.clock(),
+    startedAt: deps.startedAt,
+    workQueues: deps.workQueues,
+    queues,
+    watchdog: deps.watchdog.current(),
+    stuck,
+    lastRecount: recountRow,
+    lastRuns: runs,
+    jobIntervalsMs: Object.fromEntries(deps.jobs.map((j) => [j.name, j.intervalMs])),
+    breakers,
+    thresholds: { backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS },
+  });
+}
+
+export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const guard = { onRequest: adminOnly };
+
+  app.get('/v1/admin/status', guard, async () => collectStatus(deps));
+
+  app.get('/v1/admin/jobs', guard, async () => {
+    const runs = await lastRuns(deps.pool, deps.jobs.map((j) => j.name));
+    return {
+      jobs: deps.jobs.map((j) => {
+        const r = runs.find((x) => x.job === j.name);
+        return {
+          job: j.name,
+          intervalMs: j.intervalMs,
+          lastRun: r
+            ? { runId: r.runId, holder: r.holder, outcome: r.outcome, startedAt: r.startedAt.toISOString(), finishedAt: r.finishedAt?.toISOString() ?? null, durationMs: r.durationMs, counts: r.counts, error: r.error }
+            : null,
+        };
+      }),
+    };
+  });
+
+  app.post<{ Params: { job: string }; Querystring: { dryRun?: boolean } }>(
+    '/v1/admin/jobs/:job/run',
+    { ...guard, schema: { params: { type: 'object', properties: { job: { type: 'string' } } }, querystring: { type: 'object', properties: { dryRun: { type: 'boolean', default: false } }, additionalProperties: false } } },
+    async (req) => {
+      const { job } = req.params;
+      if (!deps.jobs.some((j) => j.name === job)) throw ERRORS.UNKNOWN_JOB(job, deps.jobs.map((j) => j.name).join(', '));
+      // Forced (no due check) but under the job's lock: never two runs at once across replicas.
+      const attempt = await deps.scheduler.runOnce(job, { force: true, dryRun: req.query.dryRun === true });
+      if (attempt.status === 'skipped') {
+        if (attempt.reason === 'locked') throw ERRORS.JOB_BUSY(job);
+        throw attempt.error ?? new Error(`job ${job} was not run (${attempt.reason})`);
+      }
+      return { job, runId: attempt.runId, outcome: attempt.outcome, dryRun: req.query.dryRun === true, counts: attempt.counts, error: attempt.error?.message ?? null };
+    },
+  );
+
+  app.post<{ Body: { userId?: string; dryRun?: boolean } }>(
+    '/v1/admin/recount',
+    {
+      ...guard,
+      schema: {
+        body: {
+          type: 'object',
+          properties: { userId: { type: 'string', minLength: 1, maxLength: 200 }, dryRun: { type: 'boolean', default: false } },
+          additionalProperties: false,
+        },
+      },
+    },
+    async (req, reply) => {
+      const body = req.body ?? {};
+      const dryRun = body.dryRun === true;
+      const principal = (req as unknown as { principal?: { userId: string } }).principal;
+      const requestedBy = principal?.userId ?? 'admin';
+      // One user, or a dry run of everyone: here and now, under the same locks as the jobs.
+      if (body.userId !== undefined || dryRun || !deps.publisher) {
+        const drifts: Drift[] = [];
+        const summary = await recount(deps.pool, deps.metrics, {
+          batchSize: deps.config.COUNTER_BATCH_SIZE,
+          userIds: body.userId !== undefined ? [body.userId] : undefined,
+          dryRun,
+          source: `api:${requestedBy}`,
+          onDrift: (d) => drifts.length < DRIFTS_SHOWN && drifts.push(d),
+        });
+        return { mode: 'inline', dryRun, ...summary, drifts };
+      }
+      // Everyone, for real: one message per batch on reconciler.low-priority, worked one at a time.
+      const ranges = planRanges(await batchBoundaries(deps.pool, deps.config.COUNTER_BATCH_SIZE));
+      const correlationId = randomUUID();
+      for (const range of ranges) {
+        await deps.publisher.publish(recountRequest(range, requestedBy, correlationId, deps.clock()), { exchange: EVENTS_EXCHANGE });
+      }
+      return reply.code(202).send({ mode: 'queued', dryRun: false, batches: ranges.length, correlationId });
+    },
+  );
+}

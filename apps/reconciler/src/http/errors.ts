@@ -1,0 +1,11 @@
+import { defineErrors } from '@community/observability';
+
+/**
+ * Every error the reconciler's admin API answers with besides the token errors (RC_INVALID_TOKEN,
+ * RC_TOKEN_WITHOUT_SUBJECT, RC_ADMIN_REQUIRED: `authGuards` in libs/observability), by code.
+ */
+export const ERRORS = defineErrors('RC_', {
+  UNKNOWN_JOB: { statusCode: 404, message: (job: string, known: string) => `no job named '${job}' (known: ${known})` },
+  JOB_BUSY: { statusCode: 409, message: (job: string) => `job '${job}' is running on a replica right now; try again when it ends (GET /v1/admin/jobs)` },
+  WHY_TARGET_REQUIRED: { statusCode: 400, message: 'give userId and exactly one of eventId, commentId or idempotencyKey' },
+});

@@ -1,0 +1,44 @@
+import type { ScheduledJob } from '@community/db';
+import type { ReconcilerConfig } from '../config';
+import { purgeEmailTables } from '../store/email-retention';
+import { purgeInbox, purgeSentOutbox, recordedHorizonMs } from '../store/retention';
+
+export const INBOX_RETENTION_JOB = 'retention.inbox';
+export const EMAIL_RETENTION_JOB = 'retention.email';
+export const OUTBOX_RETENTION_JOB = 'retention.outbox';
+
+const DAY_MS = 86_400_000;
+
+type RetentionConfig = Pick<ReconcilerConfig, 'RETENTION_INTERVAL_MS' | 'RETENTION_BATCH_SIZE' | 'INBOX_RETENTION_DAYS' | 'EMAIL_RETENTION_DAYS' | 'OUTBOX_RETENTION_DAYS'>;
+
+/**
+ * Retention of what only history needs, moved here from notification-service (inbox rows) and
+ * email-service (ledger, digest windows), plus sent outbox rows of every producer. Each deletes in
+ * short batches, so a run can be cut short at any point (the next run continues). The horizons'
+ * safety rules are in docs/RECONCILER.md "Retention".
+ */
+export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
+  const batchSize = config.RETENTION_BATCH_SIZE;
+  const intervalMs = config.RETENTION_INTERVAL_MS;
+  return [
+    {
+      name: INBOX_RETENTION_JOB,
+      intervalMs,
+      run: ({ pool, signal, dryRun }) => purgeInbox(pool, { olderThanMs: config.INBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+    },
+    {
+      name: EMAIL_RETENTION_JOB,
+      intervalMs,
+      run: async ({ pool, signal, dryRun }) => {
+        // Never shorter than the horizon email-service's EVENT_EXPIRED guard assumes (it records it at start).
+        const olderThanMs = Math.max(config.EMAIL_RETENTION_DAYS * DAY_MS, await recordedHorizonMs(pool, 'email'));
+        return { ...(await purgeEmailTables(pool, { olderThanMs, batchSize, signal, dryRun })), horizon_days: olderThanMs / DAY_MS };
+      },
+    },
+    {
+      name: OUTBOX_RETENTION_JOB,
+      intervalMs,
+      run: ({ pool, signal, dryRun }) => purgeSentOutbox(pool, { olderThanMs: config.OUTBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+    },
+  ];
+}

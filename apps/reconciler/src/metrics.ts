@@ -1,0 +1,53 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/**
+ * The reconciler's series (names fixed with the dashboards and alerts, docs/RECONCILER.md). The
+ * scheduler adds its generic `scheduled_job_*`; these are the ones alerts are built on.
+ */
+export interface ReconcilerMetrics {
+  jobRuns: Counter<'job' | 'outcome'>;
+  jobDuration: Histogram<'job'>;
+  jobLastSuccess: Gauge<'job'>;
+  driftUsers: Gauge;
+  driftAbs: Histogram;
+  repairs: Counter;
+  watchdogFindings: Gauge<'queue' | 'kind'>;
+  stuckWork: Gauge<'kind'>;
+  outboxLag: Gauge;
+}
+
+export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
+  const registers = [registry];
+  return {
+    jobRuns: new Counter({ name: 'reconciler_job_runs_total', help: 'Runs of a reconciler job by outcome (succeeded, failed, aborted)', labelNames: ['job', 'outcome'], registers }),
+    jobDuration: new Histogram({
+      name: 'reconciler_job_duration_seconds',
+      help: 'Duration of a reconciler job run',
+      labelNames: ['job'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600],
+      registers,
+    }),
+    jobLastSuccess: new Gauge({ name: 'reconciler_job_last_success_timestamp_seconds', help: 'End of the last successful run of a job on this replica (Unix time)', labelNames: ['job'], registers }),
+    driftUsers: new Gauge({ name: 'reconciler_counter_drift_users', help: 'Users whose stored unread counter differed from the recount in the last recount run', registers }),
+    driftAbs: new Histogram({
+      name: 'reconciler_counter_drift_abs',
+      help: '|stored − recount| of each drifted unread counter',
+      buckets: [1, 2, 5, 10, 50, 100, 1000, 10000],
+      registers,
+    }),
+    repairs: new Counter({ name: 'reconciler_counter_repairs_total', help: 'Unread counters set to their recount (each one audited in counter_repairs)', registers }),
+    watchdogFindings: new Gauge({
+      name: 'reconciler_watchdog_findings',
+      help: '1 while the watchdog reports this queue for this kind (stalled: depth grows and nothing is acked; no_consumer; dlq_growing)',
+      labelNames: ['queue', 'kind'],
+      registers,
+    }),
+    stuckWork: new Gauge({
+      name: 'reconciler_stuck_work',
+      help: 'Work items stuck at the last check, by kind (outbox_unsent, email_lease_expired)',
+      labelNames: ['kind'],
+      registers,
+    }),
+    outboxLag: new Gauge({ name: 'reconciler_outbox_lag_seconds', help: 'Age of the oldest unsent outbox row (0 when none), at the last check', registers }),
+  };
+}

@@ -1,0 +1,169 @@
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { COMMUNITY_TOPOLOGY, RECONCILER_LOW_PRIORITY_QUEUE } from '@community/contracts';
+import { classifyPgError, createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
+import { createMessaging, managementTargetFor, type ManagementTarget, type Messaging, type Topology } from '@community/messaging';
+import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { buildApp } from './app';
+import { SERVICE_NAME, type ReconcilerConfig } from './config';
+import { createDlqConsole, type DlqConsole } from './dlq';
+import { parseRecountRequest } from './domain/requests';
+import { adminOnly } from './http/auth';
+import { counterJobs, recount } from './jobs/counters';
+import { instrument } from './jobs/instrument';
+import { retentionJobs } from './jobs/retention';
+import { stuckWorkJob } from './jobs/stuck';
+import { createWatchdog, type Watchdog } from './jobs/watchdog';
+import { reconcilerMetrics, type ReconcilerMetrics } from './metrics';
+
+export interface ReconcilerServiceDeps {
+  logger: Logger;
+  registry: Registry;
+  /** COMMUNITY_TOPOLOGY unless a test passes one with short retry delays or fewer queues. */
+  topology?: Topology;
+  clock?: () => Date;
+  /** Run the scheduled jobs' loops (default: config.SCHEDULER). Tests run jobs with runOnce. */
+  runScheduler?: boolean;
+  /** Connect to the broker and consume reconciler.low-priority (default true). */
+  messaging?: boolean;
+  /** Run the DLQ console (ingest of every DLQ, replay, discard; default: with messaging). */
+  dlqConsole?: boolean;
+}
+
+export interface ReconcilerService {
+  app: FastifyInstance;
+  readiness: ReadinessState;
+  pool: Pool;
+  metrics: ReconcilerMetrics;
+  scheduler: Scheduler;
+  /** Every scheduled job, by name, with its interval. */
+  jobs: readonly ScheduledJob[];
+  watchdog: Watchdog;
+  messaging?: Messaging;
+  /** The DLQ console (apps/reconciler/src/dlq, docs/DLQ-CONSOLE.md); undefined without messaging. */
+  dlq?: DlqConsole;
+  management: ManagementTarget;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition of the reconciler: pool → jobs → scheduler → messaging (its low-priority queue)
+ * → HTTP. Building does no I/O; start() connects and starts the loops.
+ */
+export function createReconcilerService(config: ReconcilerConfig, deps: ReconcilerServiceDeps): ReconcilerService {
+  const { logger, registry } = deps;
+  const clock = deps.clock ?? (() => new Date());
+  const topology = deps.topology ?? COMMUNITY_TOPOLOGY;
+  const metrics = reconcilerMetrics(registry);
+  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
+  const management = managementTargetFor(config.AMQP_URL, config.RABBITMQ_MANAGEMENT_URL || undefined);
+  const workQueues = topology.queues.map((q) => q.name);
+
+  const watchdog = createWatchdog({
+    target: management,
+    workQueues,
+    samples: config.WATCHDOG_SAMPLES,
+    intervalMs: config.WATCHDOG_INTERVAL_MS,
+    metrics,
+    logger: logger.child({ component: 'watchdog' }),
+  });
+  const jobs: ScheduledJob[] = [
+    ...counterJobs({
+      metrics,
+      batchSize: config.COUNTER_BATCH_SIZE,
+      recentIntervalMs: config.COUNTER_RECOUNT_INTERVAL_MS,
+      recentWindowMs: config.COUNTER_RECENT_WINDOW_MS,
+      sweepIntervalMs: config.COUNTER_SWEEP_INTERVAL_MS,
+    }),
+    ...retentionJobs(config),
+    stuckWorkJob({ intervalMs: config.STUCK_INTERVAL_MS, outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS, metrics, logger }),
+    watchdog.job,
+  ].map((job) => instrument(job, metrics));
+  const scheduler = createScheduler({ pool, logger: logger.child({ component: 'scheduler' }), registry, jobs });
+
+  let messaging: Messaging | undefined;
+  if (deps.messaging !== false) {
+    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
+    // One batch at a time: an operator's full recount never holds more than one batch of counter locks.
+    messaging.consume({
+      queue: RECONCILER_LOW_PRIORITY_QUEUE,
+      name: `${RECONCILER_LOW_PRIORITY_QUEUE}:recount`,
+      prefetch: 1,
+      concurrency: 1,
+      timeoutMs: 120_000,
+      validate: parseRecountRequest,
+      handle: async (req, ctx) => {
+        const summary = await recount(pool, metrics, {
+          batchSize: config.COUNTER_BATCH_SIZE,
+          after: req.data.after,
+          through: req.data.through,
+          dryRun: false,
+          source: `queue:${req.data.requestedBy}`,
+          signal: ctx.signal,
+        });
+        ctx.logger.info({ ...summary, after: req.data.after, through: req.data.through }, 'recount batch done');
+        return 'processed';
+      },
+    });
+  }
+
+  const dlq =
+    deps.messaging !== false && deps.dlqConsole !== false
+      ? createDlqConsole({ pool, amqpUrl: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, topology, logger, registry, adminOnly, service: SERVICE_NAME })
+      : undefined;
+
+  const readiness = readinessState();
+  const startedAt = clock();
+  const app = buildApp({
+    pool,
+    logger,
+    registry,
+    metrics,
+    config,
+    jwtSecret: config.JWT_SECRET,
+    scheduler,
+    jobs,
+    watchdog,
+    management,
+    workQueues,
+    startedAt,
+    clock,
+    publisher: messaging?.publisher,
+    dlqRoutes: dlq?.routes,
+    readiness: async () => ({
+      ...readiness.checks(),
+      ...messaging?.readiness(),
+      database: await answers(() => pool.query('SELECT 1')),
+    }),
+  });
+  // Last, after the HTTP server stopped: requests still running during the drain need the pool.
+  app.addHook('onClose', async () => pool.end());
+
+  const runScheduler = deps.runScheduler ?? config.SCHEDULER;
+  return {
+    app,
+    readiness,
+    pool,
+    metrics,
+    scheduler,
+    jobs,
+    watchdog,
+    messaging,
+    dlq,
+    management,
+    async start() {
+      await messaging?.start();
+      await dlq?.start();
+      if (runScheduler) scheduler.start();
+    },
+    async stop() {
+      readiness.markShuttingDown();
+      await scheduler.stop();
+      await dlq?.stop();
+      await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
+    },
+  };
+}

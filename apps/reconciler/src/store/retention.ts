@@ -1,0 +1,43 @@
+import type { Pool } from 'pg';
+import { assertInboxRetention, purgeProcessedEvents } from '@community/idempotency';
+
+/** Inbox rows (processed_events) of every consumer past the horizon; with `dryRun`, only counted. */
+export async function purgeInbox(pool: Pool, o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean }): Promise<{ deleted: number }> {
+  if (!o.dryRun) return { deleted: await purgeProcessedEvents(pool, { olderThanMs: o.olderThanMs, batchSize: o.batchSize, signal: o.signal }) };
+  assertInboxRetention(o.olderThanMs);
+  const res = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM processed_events WHERE processed_at < now() - $1::float8 * interval '1 millisecond'`,
+    [o.olderThanMs],
+  );
+  return { deleted: res.rows[0].n };
+}
+
+/**
+ * Sent outbox rows of every producer past the horizon, in short batches (the relays publish only
+ * unsent rows; a sent row is history). Unsent rows are never deleted, whatever their age: they are
+ * stuck work (jobs/stuck.ts), not garbage.
+ */
+export async function purgeSentOutbox(pool: Pool, o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean }): Promise<{ deleted: number }> {
+  const horizon = `now() - $1::float8 * interval '1 millisecond'`;
+  if (o.dryRun) {
+    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_messages WHERE sent_at IS NOT NULL AND sent_at < ${horizon}`, [o.olderThanMs]);
+    return { deleted: res.rows[0].n };
+  }
+  let deleted = 0;
+  for (;;) {
+    o.signal?.throwIfAborted();
+    const res = await pool.query(
+      `DELETE FROM outbox_messages WHERE id IN (
+         SELECT id FROM outbox_messages WHERE sent_at IS NOT NULL AND sent_at < ${horizon} ORDER BY sent_at LIMIT $2)`,
+      [o.olderThanMs, o.batchSize],
+    );
+    deleted += res.rowCount ?? 0;
+    if ((res.rowCount ?? 0) < o.batchSize) return { deleted };
+  }
+}
+
+/** The horizon a service recorded for itself (retention_horizons), 0 when none did. */
+export async function recordedHorizonMs(pool: Pool, name: string): Promise<number> {
+  const res = await pool.query<{ horizon_ms: string }>('SELECT horizon_ms FROM retention_horizons WHERE name = $1', [name]);
+  return res.rows[0] ? Number(res.rows[0].horizon_ms) : 0;
+}

@@ -1,0 +1,138 @@
+import type { Pool } from 'pg';
+import { managementRequest, type ManagementTarget } from '@community/messaging';
+
+/** Everything the database (and the DLQs) know about one user and one event / comment / key. */
+export interface WhyFacts {
+  /** Source events found in the producers' outbox (the envelope as published). */
+  events: { eventId: string; producer: string; payload: unknown; createdAt: string; sentAt: string | null }[];
+  /** Inbox rows (processed_events) of those events. */
+  inbox: { consumer: string; eventId: string; processedAt: string }[];
+  items: {
+    id: string;
+    type: string;
+    idempotencyKey: string;
+    inApp: boolean;
+    emailChannel: string;
+    sourceEventId: string;
+    createdAt: string;
+    readAt: string | null;
+  }[];
+  preferences: { type: string; inApp: boolean; email: string }[];
+  /** notification.created of the items (outbox of notification-service). */
+  created: { eventId: string; idempotencyKey: string; sentAt: string | null }[];
+  deliveries: { idempotencyKey: string; channel: string; state: string; attempts: number; lastError: string | null; smtpResponse: string | null; sentAt: string | null }[];
+  digestItems: { idempotencyKey: string; windowStatus: string; windowEnd: string }[];
+  emailUser: boolean;
+  suppressions: string[];
+  dead: { queue: string; messageId: string; cause: string; at: string | null }[];
+  /** Where dead letters were looked for: the DLQ console's table, or the broker's DLQs. */
+  dlqSource: string;
+}
+
+export interface WhyTarget {
+  userId: string;
+  eventId?: string;
+  commentId?: string;
+  idempotencyKey?: string;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export async function gatherWhy(pool: Pool, management: ManagementTarget, dlqQueues: readonly string[], t: WhyTarget): Promise<WhyFacts> {
+  // The source events: by id, or every event about the comment (mention, comment.created).
+  const events = await pool.query<{ event_id: string; producer: string; payload: unknown; created_at: Date; sent_at: Date | null }>(
+    `SELECT event_id::text, producer, payload, created_at, sent_at FROM outbox_messages
+      WHERE event_type <> 'notification.created'
+        AND (($1::text IS NOT NULL AND event_id::text = $1) OR ($2::text IS NOT NULL AND payload->'data'->>'commentId' = $2))
+      ORDER BY id LIMIT 20`,
+    [t.eventId ?? null, t.commentId ?? null],
+  );
+  const items = await pool.query<{ id: string; type: string; idempotency_key: string; in_app: boolean; email_channel: string; source_event_id: string; created_at: Date; read_at: Date | null }>(
+    `SELECT id::text, type, idempotency_key, in_app, email_channel, source_event_id, created_at, read_at FROM notification_items
+      WHERE user_id = $1 AND ((source_event_id = ANY($2::text[])) OR idempotency_key = $3 OR (resource_type = 'comment' AND resource_id = $4))`,
+    [t.userId, [...events.rows.map((e) => e.event_id), ...(t.eventId ? [t.eventId] : [])], t.idempotencyKey ?? null, t.commentId ?? null],
+  );
+  const eventIds = [...new Set([...events.rows.map((e) => e.event_id), ...items.rows.map((i) => i.source_event_id), ...(t.eventId ? [t.eventId] : [])])];
+  const keys = [...new Set([...items.rows.map((i) => i.idempotency_key), ...(t.idempotencyKey ? [t.idempotencyKey] : [])])];
+  const [inbox, prefs, created, deliveries, digest, emailUser, suppressions] = await Promise.all([
+    pool.query<{ consumer: string; event_id: string; processed_at: Date }>('SELECT consumer, event_id, processed_at FROM processed_events WHERE event_id = ANY($1::text[]) ORDER BY processed_at', [eventIds]),
+    pool.query<{ type: string; in_app: boolean; email: string }>('SELECT type, in_app, email FROM notification_preferences WHERE user_id = $1', [t.userId]),
+    pool.query<{ event_id: string; key: string; sent_at: Date | null }>(
+      `SELECT event_id::text, payload->'data'->>'idempotencyKey' AS key, sent_at FROM outbox_messages
+        WHERE producer = 'notification-service' AND aggregate_id = $1 AND event_type = 'notification.created' AND payload->'data'->>'idempotencyKey' = ANY($2::text[])`,
+      [t.userId, keys],
+    ),
+    pool.query<{ idempotency_key: string; channel: string; state: string; attempts: number; last_error: string | null; smtp_response: string | null; sent_at: Date | null }>(
+      `SELECT d.idempotency_key, d.channel::text, d.state::text, d.attempts, d.last_error, d.smtp_response, d.sent_at FROM email_deliveries d
+        WHERE d.idempotency_key = ANY($1::text[])`,
+      [keys],
+    ),
+    pool.query<{ idempotency_key: string; status: string; window_end: Date; window_id: string }>(
+      `SELECT i.idempotency_key, w.status::text, w.window_end, w.id::text AS window_id FROM email_digest_items i JOIN email_digest_windows w ON w.id = i.window_id
+        WHERE i.idempotency_key = ANY($1::text[])`,
+      [keys],
+    ),
+    pool.query('SELECT 1 FROM email_users WHERE user_id = $1', [t.userId]),
+    pool.query<{ scope: string }>('SELECT scope FROM email_suppressions WHERE user_id = $1', [t.userId]),
+  ]);
+  const createdIds = created.rows.map((c) => c.event_id);
+  const { dead, source } = await deadLetters(pool, management, dlqQueues, [...eventIds, ...createdIds]);
+  return {
+    events: events.rows.map((e) => ({ eventId: e.event_id, producer: e.producer, payload: e.payload, createdAt: e.created_at.toISOString(), sentAt: iso(e.sent_at) })),
+    inbox: inbox.rows.map((r) => ({ consumer: r.consumer, eventId: r.event_id, processedAt: r.processed_at.toISOString() })),
+    items: items.rows.map((i) => ({
+      id: i.id,
+      type: i.type,
+      idempotencyKey: i.idempotency_key,
+      inApp: i.in_app,
+      emailChannel: i.email_channel,
+      sourceEventId: i.source_event_id,
+      createdAt: i.created_at.toISOString(),
+      readAt: iso(i.read_at),
+    })),
+    preferences: prefs.rows.map((p) => ({ type: p.type, inApp: p.in_app, email: p.email })),
+    created: created.rows.map((c) => ({ eventId: c.event_id, idempotencyKey: c.key, sentAt: iso(c.sent_at) })),
+    deliveries: deliveries.rows.map((d) => ({ idempotencyKey: d.idempotency_key, channel: d.channel, state: d.state, attempts: d.attempts, lastError: d.last_error, smtpResponse: d.smtp_response, sentAt: iso(d.sent_at) })),
+    digestItems: digest.rows.map((d) => ({ idempotencyKey: d.idempotency_key, windowStatus: d.status, windowEnd: d.window_end.toISOString() })),
+    emailUser: (emailUser.rowCount ?? 0) > 0,
+    suppressions: suppressions.rows.map((s) => s.scope),
+    dead,
+    dlqSource: source,
+  };
+}
+
+/**
+ * Dead letters of these message ids: from the DLQ console's table (dlq_messages) when this database
+ * has it (the console moves every DLQ into it), otherwise by peeking the broker's DLQs through the
+ * management API (requeued at once: a DLQ has no consumer and no delivery limit, so nothing moves).
+ */
+async function deadLetters(pool: Pool, management: ManagementTarget, dlqQueues: readonly string[], ids: string[]): Promise<{ dead: WhyFacts['dead']; source: string }> {
+  if (ids.length === 0) return { dead: [], source: 'none looked up' };
+  const table = await pool.query<{ t: string | null }>("SELECT to_regclass('dlq_messages')::text AS t");
+  const dead: WhyFacts['dead'] = [];
+  if (table.rows[0].t) {
+    const res = await pool.query<{ queue: string; message_id: string; error_class: string; error_message: string; error_kind: string; dead_lettered_at: Date }>(
+      'SELECT queue, message_id, error_class, error_message, error_kind, dead_lettered_at FROM dlq_messages WHERE message_id = ANY($1::text[]) ORDER BY dead_lettered_at',
+      [ids],
+    );
+    for (const r of res.rows) dead.push({ queue: r.queue, messageId: r.message_id, cause: `${r.error_kind}: ${r.error_class}: ${r.error_message}`, at: r.dead_lettered_at.toISOString() });
+  }
+  for (const queue of dlqQueues) {
+    const res = await managementRequest(management, 'POST', `/queues/${encodeURIComponent(management.vhost)}/${encodeURIComponent(queue)}/get`, {
+      count: 500,
+      ackmode: 'reject_requeue_true',
+      encoding: 'auto',
+    }).catch(() => undefined);
+    if (!res?.ok) continue;
+    const messages = (await res.json()) as { properties?: { message_id?: string; headers?: Record<string, unknown> } }[];
+    for (const m of messages) {
+      const id = m.properties?.message_id;
+      if (!id || !ids.includes(id) || dead.some((d) => d.messageId === id && d.queue === queue)) continue;
+      const h = m.properties?.headers ?? {};
+      const cause = [h['x-error-kind'], h['x-error-class'] ?? h['x-error-code'], h['x-error-message']].filter((x) => x !== undefined).join(': ') || 'dead-lettered by the broker';
+      const at = typeof h['x-dead-lettered-at'] === 'string' ? (h['x-dead-lettered-at'] as string) : null;
+      dead.push({ queue, messageId: id, cause, at });
+    }
+  }
+  return { dead, source: table.rows[0].t ? 'dlq_messages (DLQ console) and the broker DLQs' : 'the broker DLQs' };
+}

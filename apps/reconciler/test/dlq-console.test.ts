@@ -1,0 +1,115 @@
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { eventually } from '@community/testing';
+import { orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
+
+/**
+ * The console page end to end in headless Chromium: messages really dead-lettered by a consumer,
+ * the page served by the app, an operator pasting a token, finding the cause, reading a message,
+ * dry-running a replay of the group, confirming it and watching the progress reach done; the
+ * consumer on the original queue then processed every message.
+ */
+let h: DlqHarness;
+let browser: Browser;
+let page: Page;
+let base: string;
+
+beforeAll(async () => {
+  h = await startDlqHarness('console');
+  base = await h.app.listen({ host: '127.0.0.1', port: 0 });
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', args: ['--no-sandbox'] });
+  page = await browser.newPage();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await h?.close();
+});
+
+it('shows the cause, a message beside its error, dry-runs and replays the group with progress to done', async () => {
+  const ids = [orderId(), orderId(), orderId()];
+  await h.deadLetter(ids.map((id, i) => ({ id, type: 'order.placed', reason: `warehouse ${7 + i} rejected order ${id}` })));
+
+  await page.goto(`${base}/console`);
+  await page.fill('#token', h.token('erin', 'admin'));
+  await page.click('#login-form button');
+  await page.waitForSelector('#who:has-text("signed in as erin")');
+
+  // The summary row of the DLQ and the group with its count.
+  const summaryRow = page.locator(`#summary tr[data-queue="${WORK}.dlq"]`);
+  await summaryRow.waitFor();
+  expect(await summaryRow.locator('td').nth(1).textContent()).toBe('3');
+  const groupRow = page.locator('#groups tbody tr', { hasText: 'warehouse <n> rejected order <uuid>' });
+  await groupRow.waitFor();
+  expect(await groupRow.locator('td').first().textContent()).toBe('3');
+
+  // Filter by the group: the list shows its three messages; open one.
+  await groupRow.click();
+  await page.waitForSelector('#total[data-total="3"]');
+  await page.locator('#messages tbody tr').first().click();
+  await page.waitForSelector('#detail:not([hidden])');
+  const payload = await page.textContent('#detail-body');
+  const error = await page.textContent('#detail-error');
+  expect(JSON.parse(payload ?? '')).toMatchObject({ type: 'order.placed' });
+  expect(error).toMatch(/PermanentError \(permanent\)\nwarehouse \d rejected order/);
+  expect(await page.textContent('#detail-meta')).toContain(`original queue ${WORK}`);
+
+  // Dry run: the count, and nothing changes.
+  h.poisoned.clear();
+  await page.fill('#rate', '20');
+  await page.click('#replay-dry');
+  await page.waitForSelector('#preview-text[data-matched="3"]');
+  expect(await page.textContent('#preview-text')).toContain('would act on 3 message(s)');
+  expect(await page.textContent('#preview-queues')).toContain(`3 → ${WORK}`);
+  for (const id of ids) expect(await h.processed(WORK, id)).toEqual({ processed: 0, deliveries: 1 });
+
+  // Confirm: the progress reaches done.
+  await page.click('#confirm');
+  await page.waitForSelector('#progress-text[data-state="done"]', { timeout: 15_000 });
+  expect(await page.textContent('#progress-text')).toMatch(/done — 3\/3 \(3 ok, 0 failed, 0 skipped\)/);
+  expect(await page.getAttribute('#progress-bar', 'value')).toBe('3');
+
+  // The consumer on the original queue processed each message once; the page shows none left.
+  await eventually('replayed orders processed', async () => {
+    for (const id of ids) if ((await h.processed(WORK, id)).processed !== 1) return false;
+    return true;
+  });
+  await page.waitForSelector('#total[data-total="0"]');
+  const { rows } = await h.pool.query(`SELECT DISTINCT o.requested_by FROM dlq_operations o WHERE o.action = 'replay'`);
+  expect(rows).toEqual([{ requested_by: 'erin' }]);
+});
+
+it('discards one message from its detail view, with the same preview, and keeps it visible as discarded', async () => {
+  const id = orderId();
+  await h.deadLetter([{ id, type: 'order.placed', reason: `fraud check failed for order ${id}` }]);
+  await page.click('#refresh');
+  const groupRow = page.locator('#groups tbody tr', { hasText: 'fraud check failed for order <uuid>' });
+  await groupRow.waitFor();
+  await groupRow.click();
+  await page.waitForSelector('#total[data-total="1"]');
+  await page.locator('#messages tbody tr').first().click();
+  await page.waitForSelector(`#detail-id:has-text("${id}")`);
+  await page.click('#detail-discard');
+  await page.waitForSelector('#preview-text[data-matched="1"]');
+  expect(await page.textContent('#preview-text')).toContain('Dry run: discard would act on 1 message(s)');
+  const before = await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id]);
+  expect(before.rows).toEqual([{ state: 'pending' }]);
+
+  await page.click('#confirm');
+  await page.waitForSelector('#progress-text[data-state="done"]:has-text("(discard)")');
+  expect(await page.textContent('#progress-text')).toMatch(/\(discard\): done — 1\/1 \(1 ok/);
+  const after = await h.pool.query(`SELECT m.state, o.requested_by FROM dlq_messages m JOIN dlq_operation_items i ON i.message_id = m.id JOIN dlq_operations o ON o.id = i.operation_id WHERE m.message_id = $1`, [id]);
+  expect(after.rows).toEqual([{ state: 'discarded', requested_by: 'erin' }]);
+  await page.selectOption('#filters select[name=state]', 'discarded');
+  await page.click('#filters button[type=submit]');
+  await page.waitForSelector(`#messages tbody tr:has-text("fraud check failed for order ${id}")`);
+});
+
+it('asks for the token again when the API refuses it', async () => {
+  const fresh = await browser.newPage();
+  await fresh.goto(`${base}/console`);
+  await fresh.fill('#token', h.token('mallory'));
+  await fresh.click('#login-form button');
+  await fresh.waitForSelector('#login:not([hidden])');
+  await eventually('the refusal is shown', async () => /admin scope required/.test((await fresh.textContent('#login-error')) ?? ''));
+  await fresh.close();
+});

@@ -1,0 +1,160 @@
+// The retention jobs (moved here from email-service and notification-service) against a private
+// migrated database: what each deletes, what it must keep, and the runs they record.
+import type { Pool } from 'pg';
+import { createPgPool } from '@community/db';
+import { createTestDatabase, type TestDatabase } from '@community/testing';
+import { EMAIL_RETENTION_JOB, INBOX_RETENTION_JOB, OUTBOX_RETENTION_JOB } from '../src/jobs/retention';
+import { purgeEmailTables } from '../src/store/email-retention';
+import { startReconciler } from './harness';
+
+let db: TestDatabase;
+let pool: Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase('email_retention');
+  pool = createPgPool(db.url, { max: 4 });
+});
+
+afterAll(async () => {
+  await pool.end();
+  await db.drop();
+});
+
+/** A ledger row `key` in `state`, created `daysAgo` days ago (its window, if any). */
+async function delivery(key: string, state: string, daysAgo: number, channel = 'immediate', windowId: string | null = null): Promise<void> {
+  await pool.query(
+    `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, state, digest_window_id, created_at, updated_at)
+     VALUES ($1, $2::email_delivery_channel, 'u1', $1 || '@test', $3::email_delivery_state, $5::bigint,
+             now() - $4::float8 * interval '1 day', now() - $4::float8 * interval '1 day')`,
+    [key, channel, state, daysAgo, windowId],
+  );
+}
+
+/** A digest window of user `user` that ended `daysAgo` days ago, with `items` items; returns its id. */
+async function digestWindow(user: string, status: string, daysAgo: number, items: number): Promise<string> {
+  const res = await pool.query<{ id: string }>(
+    `INSERT INTO email_digest_windows (user_id, window_start, window_end, status)
+     VALUES ($1, date_trunc('day', now()) - ($2 + 1) * interval '1 day', date_trunc('day', now()) - $2 * interval '1 day', $3::email_digest_window_status)
+     RETURNING id::text AS id`,
+    [user, daysAgo, status],
+  );
+  const id = res.rows[0].id;
+  for (let i = 0; i < items; i++) {
+    await pool.query(
+      `INSERT INTO email_digest_items (idempotency_key, window_id, user_id, notification_id, notification_type, resource_type, resource_id, occurred_at)
+       VALUES ($1, $2, $3, 'n', 'reaction', 'post', 'p', now())`,
+      [`${user}-${id}-${i}`, id, user],
+    );
+  }
+  return id;
+}
+
+const keys = async () => (await pool.query<{ k: string }>('SELECT idempotency_key AS k FROM email_deliveries ORDER BY 1')).rows.map((r) => r.k);
+const windowUsers = async () => (await pool.query<{ u: string }>('SELECT user_id AS u FROM email_digest_windows ORDER BY 1')).rows.map((r) => r.u);
+
+beforeEach(async () => {
+  await pool.query('TRUNCATE email_deliveries, email_digest_items, email_digest_windows, scheduled_job_runs, processed_events, outbox_messages');
+});
+
+it('deletes finished ledger rows and closed digest windows past the horizon, and nothing else', async () => {
+  // Past the 30-day horizon and finished: deleted.
+  await delivery('old-sent', 'sent', 31);
+  await delivery('old-failed', 'failed', 45);
+  await delivery('old-suppressed', 'suppressed', 31);
+  // Past the horizon but work in progress: kept, whatever its age.
+  await delivery('old-pending', 'pending', 60);
+  await delivery('old-sending', 'sending', 60);
+  // Finished but inside the horizon: kept (a duplicate may still arrive and must find it).
+  await delivery('recent-sent', 'sent', 29);
+  await delivery('recent-failed', 'failed', 1);
+
+  const flushedOld = await digestWindow('flushed-old', 'flushed', 31, 3);
+  await delivery(`digest:flushed-old`, 'sent', 31, 'digest', flushedOld);
+  await digestWindow('empty-old', 'empty', 40, 2);
+  const retrying = await digestWindow('flushed-old-retrying', 'flushed', 31, 2);
+  await delivery('digest:retrying', 'pending', 31, 'digest', retrying);
+  await digestWindow('open-old', 'open', 31, 1); // a flusher that never ran: not ours to delete
+  await digestWindow('flushed-recent', 'flushed', 29, 1);
+
+  const counts = await purgeEmailTables(pool, { olderThanMs: 30 * 86_400_000, batchSize: 2 });
+  expect(counts).toEqual({ deliveries: 4, digestWindows: 2, digestItems: 5 });
+  expect(await keys()).toEqual(['digest:retrying', 'old-pending', 'old-sending', 'recent-failed', 'recent-sent']);
+  expect(await windowUsers()).toEqual(['flushed-old-retrying', 'flushed-recent', 'open-old']);
+  const items = await pool.query<{ u: string; n: number }>('SELECT user_id AS u, count(*)::int AS n FROM email_digest_items GROUP BY 1 ORDER BY 1');
+  expect(items.rows).toEqual([
+    { u: 'flushed-old-retrying', n: 2 },
+    { u: 'flushed-recent', n: 1 },
+    { u: 'open-old', n: 1 },
+  ]);
+});
+
+it('refuses a horizon below the minimum', async () => {
+  await delivery('sent-3-days-ago', 'sent', 3);
+  await expect(purgeEmailTables(pool, { olderThanMs: 86_400_000, batchSize: 10 })).rejects.toThrow(/below the minimum/);
+  expect(await keys()).toEqual(['sent-3-days-ago']);
+});
+
+it('runs as a scheduled job from the configuration, once per interval across replicas, and records the run', async () => {
+  await delivery('sent-10-days-ago', 'sent', 10);
+  await delivery('sent-6-days-ago', 'sent', 6);
+  const env = { EMAIL_RETENTION_DAYS: '7', RETENTION_INTERVAL_MS: '1h', RETENTION_BATCH_SIZE: '100' };
+  const rc = await startReconciler(db, undefined, { env });
+  const other = await startReconciler(db, undefined, { env });
+  try {
+    // A dry run counts and deletes nothing.
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB, { dryRun: true })).toMatchObject({ status: 'ran', counts: { deliveries: 1, dry_run: 1 } });
+    expect(await keys()).toEqual(['sent-10-days-ago', 'sent-6-days-ago']);
+    await pool.query('TRUNCATE scheduled_job_runs');
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 } });
+    // A second replica (or this one, early) finds it already done for this interval.
+    expect(await other.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'skipped', reason: 'not_due' });
+    expect(await keys()).toEqual(['sent-6-days-ago']);
+    const runs = await pool.query('SELECT job, outcome, counts FROM scheduled_job_runs');
+    expect(runs.rows).toEqual([{ job: EMAIL_RETENTION_JOB, outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 } }]);
+    expect(await rc.registry.getSingleMetricAsString('reconciler_job_runs_total')).toMatch(/job="retention.email",outcome="succeeded"} 2/);
+  } finally {
+    await other.close();
+    await rc.close();
+  }
+});
+
+it("never purges email rows younger than the horizon email-service recorded, whatever the reconciler's own setting", async () => {
+  await delivery('sent-10-days-ago', 'sent', 10);
+  await delivery('sent-20-days-ago', 'sent', 20);
+  // email-service runs with EMAIL_RETENTION_DAYS=14 (it records that at start); the reconciler says 7.
+  await pool.query(`INSERT INTO retention_horizons (name, horizon_ms, set_by) VALUES ('email', $1, 'email-service')`, [14 * 86_400_000]);
+  const rc = await startReconciler(db, undefined, { env: { EMAIL_RETENTION_DAYS: '7' } });
+  try {
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', counts: { deliveries: 1, horizon_days: 14 } });
+  } finally {
+    await rc.close();
+    await pool.query('TRUNCATE retention_horizons');
+  }
+  expect(await keys()).toEqual(['sent-10-days-ago']);
+});
+
+it('purges every consumer\'s inbox rows past INBOX_RETENTION_DAYS and sent outbox rows past OUTBOX_RETENTION_DAYS, never an unsent one', async () => {
+  await pool.query(
+    `INSERT INTO processed_events (consumer, event_id, processed_at) VALUES
+       ('notification-service.critical', 'old', now() - interval '8 days'), ('email-service.send', 'old-too', now() - interval '30 days'),
+       ('notification-service.standard', 'recent', now() - interval '6 days')`,
+  );
+  await pool.query(
+    `INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload, created_at, sent_at) VALUES
+       ('p', 'a', gen_random_uuid(), 't', 't', '{}', now() - interval '10 days', now() - interval '10 days'),
+       ('p', 'a', gen_random_uuid(), 't', 't', '{}', now() - interval '1 day', now() - interval '1 day'),
+       ('q', 'b', gen_random_uuid(), 'unsent', 't', '{}', now() - interval '10 days', NULL)`,
+  );
+  const rc = await startReconciler(db, undefined, { env: { INBOX_RETENTION_DAYS: '7', OUTBOX_RETENTION_DAYS: '3' } });
+  try {
+    expect(await rc.svc.scheduler.runOnce(INBOX_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 2 } });
+    expect(await rc.svc.scheduler.runOnce(OUTBOX_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 1 } });
+  } finally {
+    await rc.close();
+  }
+  expect((await pool.query('SELECT event_id FROM processed_events')).rows).toEqual([{ event_id: 'recent' }]);
+  expect((await pool.query('SELECT event_type, sent_at IS NULL AS unsent FROM outbox_messages ORDER BY created_at')).rows).toEqual([
+    { event_type: 'unsent', unsent: true },
+    { event_type: 't', unsent: false },
+  ]);
+});

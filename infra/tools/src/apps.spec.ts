@@ -1,0 +1,44 @@
+// Every app runs as its own least-privilege broker user under npm start, compose and Kubernetes
+// (AMQP_TOPOLOGY=own-queues). An app that builds its messaging runtime without passing the
+// provisioning mode declares the whole topology and is refused (ACCESS_REFUSED) at its first
+// exchange declare: caught here, before a deploy does.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../../..');
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'generated' ? [] : sources(full);
+    return /\.ts$/.test(e.name) && !/\.(spec|test)\.ts$/.test(e.name) ? [full] : [];
+  });
+}
+
+/** `createMessaging({ ... })` calls, with their argument text (up to the matching parenthesis). */
+export function messagingCalls(code: string): string[] {
+  const calls: string[] = [];
+  for (const m of code.matchAll(/createMessaging\(/g)) {
+    let depth = 0;
+    for (let i = m.index! + 'createMessaging'.length; i < code.length; i++) {
+      if (code[i] === '(') depth++;
+      if (code[i] === ')' && --depth === 0) {
+        calls.push(code.slice(m.index!, i + 1));
+        break;
+      }
+    }
+  }
+  return calls.filter((c) => !c.startsWith('createMessaging()'));
+}
+
+const apps = readdirSync(path.join(ROOT, 'apps')).filter((a) => readdirSync(path.join(ROOT, 'apps', a)).includes('src'));
+
+it('finds the calls it checks (and the check fails on a call without provisioning)', () => {
+  expect(messagingCalls('const m = createMessaging({ url, topology: t, provisioning: config.AMQP_TOPOLOGY });')).toHaveLength(1);
+  expect(messagingCalls('createMessaging({ url, topology: f(a, b) })').filter((c) => !/provisioning:/.test(c))).toHaveLength(1);
+});
+
+it.each(apps)('%s passes provisioning (AMQP_TOPOLOGY) to every createMessaging', (app) => {
+  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) => messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })));
+  expect(calls.filter((c) => !/provisioning:\s*config\.AMQP_TOPOLOGY/.test(c.call)).map((c) => c.file)).toEqual([]);
+});

@@ -1,0 +1,78 @@
+import type { ServiceAccess } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE } from './topology';
+
+/**
+ * What each service does on the broker, next to the topology it refers to. The broker users and
+ * their least-privilege permissions (infra/rabbitmq/definitions.json, the Messaging Topology
+ * Operator's User/Permission/TopicPermission), the KEDA triggers (infra/k8s) and the permission
+ * tests are generated from or checked against this (`npm run infra:generate`, docs/DEPLOY.md).
+ * A service that starts consuming a queue or publishing a new routing key changes this list in the
+ * same commit; the generated files then change too, and a test says so until they are regenerated.
+ */
+const DLQS = COMMUNITY_TOPOLOGY.queues.map((q) => `${q.name}.dlq`);
+const WORK_QUEUES = COMMUNITY_TOPOLOGY.queues.map((q) => q.name);
+
+export const SERVICE_ACCESS: readonly ServiceAccess[] = [
+  {
+    // The demo community: the producer of every community event (through its outbox).
+    user: 'demo-community-api',
+    consumes: [],
+    publishes: [
+      {
+        exchange: EVENTS_EXCHANGE,
+        routingKeys: ['user.upserted', 'user.mentioned', 'comment.created', 'reaction.added', 'user.followed', 'user.unfollowed', 'post.published', 'security.alert'],
+      },
+    ],
+    sendsTo: [],
+    reads: [],
+    tags: ['management'],
+  },
+  {
+    user: 'notification-service',
+    consumes: ['notification-service.critical', 'notification-service.standard'],
+    publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+    sendsTo: [],
+    reads: [],
+    tags: ['management'],
+  },
+  {
+    user: 'email-service',
+    consumes: ['email-service.send', 'email-service.send-critical', 'email-service.users'],
+    publishes: [],
+    sendsTo: [],
+    reads: [],
+    tags: ['management'],
+  },
+  {
+    // Feeds its own fan-out and backfill queues through the default exchange.
+    user: 'feed-service',
+    consumes: ['feed-service.activity', 'feed-service.fanout', 'feed-service.backfill'],
+    publishes: [],
+    sendsTo: ['feed-service.fanout', 'feed-service.backfill'],
+    reads: [],
+    tags: ['management'],
+  },
+  {
+    // Reads and acks every DLQ, replays to the original queue through the default exchange, feeds
+    // its own low-priority queue (recount requests on the events exchange, a key only it binds),
+    // and watches every queue through the management API (monitoring).
+    user: 'reconciler',
+    consumes: ['reconciler.low-priority'],
+    publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE] }],
+    sendsTo: WORK_QUEUES,
+    reads: DLQS,
+    tags: ['monitoring'],
+  },
+];
+
+/** The user that provisions the topology and users (definitions import, policies): docs/DEPLOY.md. */
+export const TOPOLOGY_ADMIN_USER = 'topology-admin';
+
+/** The vhost of a deployment (docs/DEPLOY.md); tests import the definitions into vhosts of their own. */
+export const COMMUNITY_VHOST = 'community';
+
+/**
+ * Users that only watch: KEDA reads queue depths over the management API. Tag `monitoring`, and
+ * permissions that match nothing (`^$`): access to the vhost and not one queue or exchange.
+ */
+export const OBSERVER_USERS: ReadonlyArray<{ user: string; tags: Array<'monitoring'> }> = [{ user: 'keda', tags: ['monitoring'] }];

@@ -1,0 +1,100 @@
+import { randomBytes } from 'node:crypto';
+import amqplib from 'amqplib';
+import { Registry } from 'prom-client';
+import { createMessaging, managementRequest, permissionsFor, type Messaging, type Provisioning } from '../src';
+import { declareTopology, plan } from '../src/topology';
+import { createTestVhost, eventually, type TestVhost } from './support/broker';
+import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
+
+/**
+ * A service running as a broker user that may not set policies (no `policymaker` tag), the
+ * topology and policies provisioned by an administrator: the runtime checks instead of writing, and
+ * consumes once the administrator's policies are in force.
+ */
+const topology = testTopology([{ name: 'lp.work', routingKeys: ['user.mentioned'] }, { name: 'lp.other' }]);
+const topologyPlan = plan(topology);
+let vhost: TestVhost;
+const users: string[] = [];
+const runtimes: Messaging[] = [];
+
+beforeAll(async () => {
+  vhost = await createTestVhost('least-priv');
+  // The administrator's part (what definitions.json does in a deployment): everything declared, policies set.
+  const conn = await amqplib.connect(vhost.url);
+  await declareTopology(await conn.createChannel(), topologyPlan);
+  await conn.close();
+  for (const p of topologyPlan.policies) {
+    const res = await managementRequest(vhost.management, 'PUT', `/policies/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(p.name)}`, {
+      pattern: p.pattern,
+      'apply-to': p.applyTo,
+      priority: p.priority,
+      definition: p.definition,
+    });
+    expect(res.ok).toBe(true);
+  }
+});
+
+// One runtime at a time: two would compete for lp.work's messages.
+afterEach(async () => {
+  await Promise.all(runtimes.splice(0).map((m) => m.stop(1000)));
+});
+
+afterAll(async () => {
+  await managementRequest(vhost.management, 'POST', '/users/bulk-delete', { users });
+  await vhost.delete();
+});
+
+/** A user with the `management` tag only, and the given permissions on the test vhost; returns its AMQP URL. */
+async function user(perms: { configure: string; write: string; read: string }): Promise<string> {
+  const name = `lp-${randomBytes(4).toString('hex')}`;
+  users.push(name);
+  const v = encodeURIComponent(vhost.vhost);
+  expect((await managementRequest(vhost.management, 'PUT', `/users/${name}`, { password: 'pw', tags: 'management' })).ok).toBe(true);
+  expect((await managementRequest(vhost.management, 'PUT', `/permissions/${v}/${name}`, perms)).ok).toBe(true);
+  const base = new URL(vhost.url);
+  return `${base.protocol}//${name}:pw@${base.host}/${v}`;
+}
+
+async function run(url: string, provisioning: Provisioning | undefined): Promise<{ messaging: Messaging; handled: TestEvent[] }> {
+  const messaging = createMessaging({ url, service: 'least-priv-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [], provisioning });
+  runtimes.push(messaging);
+  const handled: TestEvent[] = [];
+  messaging.consume<TestEvent>({ queue: 'lp.work', name: 'records', validate: validateTestEvent, handle: async (e) => void handled.push(e) });
+  await messaging.start();
+  return { messaging, handled };
+}
+
+async function policyNames(): Promise<string[]> {
+  const res = await managementRequest(vhost.management, 'GET', `/policies/${encodeURIComponent(vhost.vhost)}`);
+  return ((await res.json()) as Array<{ name: string }>).map((p) => p.name).sort();
+}
+
+it('own-queues: with only its own queues configurable, it declares them, consumes and publishes; it writes no policy', async () => {
+  const perms = permissionsFor(topology, topologyPlan, { user: 'x', consumes: ['lp.work'], publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }], sendsTo: [], reads: [], tags: ['management'] });
+  const before = await policyNames();
+  const { messaging, handled } = await run(await user(perms), 'own-queues');
+  const event = mention('least privilege');
+  await messaging.publisher.publish(event);
+  await eventually('the event consumed', () => handled.some((e) => e.id === event.id), 20_000);
+  expect(messaging.readiness()).toEqual({ amqp: true, consumers: true });
+  expect(await policyNames()).toEqual(before);
+});
+
+it('declare-all, the policy apply refused (no policymaker tag): it checks instead of retrying forever, and consumes', async () => {
+  const { messaging, handled } = await run(await user({ configure: '.*', write: '.*', read: '.*' }), undefined);
+  const event = mention('policy apply refused');
+  await messaging.publisher.publish(event);
+  await eventually('the event consumed', () => handled.some((e) => e.id === event.id), 20_000);
+});
+
+it('own-queues: the publisher does not become ready while an exchange the administrator should have provisioned is missing', async () => {
+  const perms = permissionsFor(topology, topologyPlan, { user: 'x', consumes: [], publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }], sendsTo: [], reads: [], tags: ['management'] });
+  const other = testTopology([{ name: 'lp.work' }]);
+  other.exchanges.push({ name: 'lp.missing', type: 'topic' });
+  const messaging = createMessaging({ url: await user(perms), service: 'least-priv-missing', topology: other, logger: testLogger(), registry: new Registry(), classifiers: [], provisioning: 'own-queues' });
+  runtimes.push(messaging);
+  const started = messaging.start();
+  // The passive check fails (NOT_FOUND) and is retried: never connected-and-ready while the exchange is missing.
+  const outcome = await Promise.race([started.then(() => 'started'), new Promise((r) => setTimeout(() => r('waiting'), 3000))]);
+  expect(outcome).toBe('waiting');
+});

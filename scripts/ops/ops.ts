@@ -1,0 +1,309 @@
+// The operators' CLI: `npm run ops -- <command>` (docs/RUNBOOK.md). Every command is a call to the
+// reconciler's admin HTTP API; nothing here touches the database or the broker directly, so the CLI
+// does exactly what the console does, with the same checks and the same audit trail.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { ApiError, clientConfig, createClient, UsageError, type Client } from './client';
+import { age, composeStatus, renderStatus, type DlqPart } from './status';
+
+const USAGE = `usage: npm run ops -- <command> [options]   (add --json for machine-readable output)
+
+  status                                 the operational checklist; exit 1 when a check fails
+  dlq summary                            every DLQ: pending, oldest, causes
+  dlq groups [filter]                    causes with counts, first and last time
+  dlq list [filter] [--limit N] [--cursor C]
+  dlq show <id>                          payload, error, headers, attempts, original queue, history
+  dlq replay (<ids…> | [filter]) [--rate N] [--yes]
+  dlq discard (<ids…> | [filter]) [--yes]
+        without --yes: a dry run (what and how many); with --yes: the dry run, then the action on
+        exactly what the dry run matched, then its progress until done
+  dlq operation <id>                     progress of a replay or discard
+  recount [--user U] [--dry-run]         recount unread counters (all recently changed users, or one)
+  feed rebuild (--user U | --all) [--dry-run]
+  jobs                                   the last run of each scheduled job
+  jobs run <job> [--dry-run]
+  why --user U (--event E | --comment C | --key K)
+  token                                  print an admin token (for the console page at /console)
+
+  filter: --queue <dlq> --original-queue <queue> --group <fingerprint> --q <text> --error-class <c>
+          --type <message type> --state pending|replayed|discarded|replaying --since <iso> --until <iso>
+
+environment: RECONCILER_URL (default http://127.0.0.1:3004); OPS_TOKEN, or JWT_SECRET to mint one
+             (OPS_USER names you in the audit trail; default ops:<login>)`;
+
+const OPTIONS = {
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  yes: { type: 'boolean' },
+  'dry-run': { type: 'boolean' },
+  all: { type: 'boolean' },
+  user: { type: 'string' },
+  event: { type: 'string' },
+  comment: { type: 'string' },
+  key: { type: 'string' },
+  queue: { type: 'string' },
+  'original-queue': { type: 'string' },
+  group: { type: 'string' },
+  q: { type: 'string' },
+  'error-class': { type: 'string' },
+  type: { type: 'string' },
+  state: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
+  cursor: { type: 'string' },
+  rate: { type: 'string' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+function filterOf(v: Values): Record<string, string> {
+  const pairs: Array<[string, string | undefined]> = [
+    ['queue', v.queue],
+    ['originalQueue', v['original-queue']],
+    ['group', v.group],
+    ['q', v.q],
+    ['errorClass', v['error-class']],
+    ['messageType', v.type],
+    ['state', v.state],
+    ['since', v.since],
+    ['until', v.until],
+  ];
+  return Object.fromEntries(pairs.filter((p): p is [string, string] => p[1] !== undefined && p[1] !== ''));
+}
+
+const qs = (params: Record<string, string | undefined>): string => {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') p.set(k, v);
+  const s = p.toString();
+  return s ? `?${s}` : '';
+};
+
+const when = (iso: string | null | undefined): string => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—');
+
+/** Generic human rendering for the recon endpoints whose shape this CLI does not own. */
+function renderGeneric(value: unknown, indent = ''): string {
+  if (value === null || typeof value !== 'object') return `${indent}${String(value)}`;
+  if (Array.isArray(value)) return value.map((v) => (typeof v === 'object' && v !== null ? `${indent}-\n${renderGeneric(v, `${indent}  `)}` : `${indent}- ${String(v)}`)).join('\n');
+  return Object.entries(value as Record<string, unknown>)
+    .map(([k, v]) => (typeof v === 'object' && v !== null ? `${indent}${k}:\n${renderGeneric(v, `${indent}  `)}` : `${indent}${k}: ${String(v)}`))
+    .join('\n');
+}
+
+interface Preview {
+  matched: number;
+  asOf: string | null;
+  byQueue: Array<{ originalQueue: string; count: number }>;
+  byGroup: Array<{ fingerprint: string; errorClass: string; count: number }>;
+  sample: Array<{ id: string; messageId: string; originalQueue: string; errorClass: string; errorMessage: string }>;
+}
+
+interface Operation {
+  id: string;
+  action: string;
+  state: string;
+  matched: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  error: string | null;
+}
+
+async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard', v: Values, ids: string[]): Promise<number> {
+  const rate = v.rate === undefined ? undefined : Number(v.rate);
+  if (rate !== undefined && (!Number.isInteger(rate) || rate < 1)) throw new UsageError('--rate must be a positive integer (messages per second)');
+  const selection = ids.length > 0 ? { ids } : { filter: filterOf(v) };
+  const extra = action === 'replay' && rate !== undefined ? { ratePerSecond: rate } : {};
+  const preview = await client.post<Preview>(`/v1/admin/dlq/${action}`, { ...selection, dryRun: true, ...extra });
+  if (v.json && !v.yes) {
+    io.out(JSON.stringify(preview, null, 2));
+    return 0;
+  }
+  if (!v.json) {
+    io.out(`Dry run: ${action} would act on ${preview.matched} message(s).`);
+    for (const q of preview.byQueue) io.out(`  ${String(q.count).padStart(5)} → ${q.originalQueue}`);
+    for (const g of preview.byGroup) io.out(`  ${String(g.count).padStart(5)}× ${g.errorClass} (${g.fingerprint})`);
+    for (const m of preview.sample.slice(0, 5)) io.out(`  e.g. #${m.id} ${m.messageId}: ${m.errorClass}: ${m.errorMessage.slice(0, 100)}`);
+  }
+  if (!v.yes) {
+    io.out(preview.matched > 0 ? 'Nothing changed. Run the same command with --yes to do it.' : 'Nothing to do.');
+    return 0;
+  }
+  if (preview.matched === 0) {
+    if (v.json) io.out(JSON.stringify({ preview, operation: null }, null, 2));
+    else io.out('Nothing to do.');
+    return 0;
+  }
+  // Exactly what the dry run matched: the same filter, pinned to the highest id it saw.
+  const pinned = 'filter' in selection ? { filter: { ...selection.filter, asOf: preview.asOf ?? '0' } } : selection;
+  const started = await client.post<{ operationId: string; matched: number }>(`/v1/admin/dlq/${action}`, { ...pinned, dryRun: false, ...extra });
+  let op: Operation;
+  for (;;) {
+    op = await client.get<Operation>(`/v1/admin/dlq/operations/${started.operationId}`);
+    const done = op.succeeded + op.failed + op.skipped;
+    if (!v.json) io.out(`operation #${op.id} ${op.action}: ${op.state} ${done}/${op.matched} (${op.succeeded} ok, ${op.failed} failed, ${op.skipped} skipped)${op.error ? ` — ${op.error}` : ''}`);
+    if (op.state !== 'running') break;
+    await sleep(1000);
+  }
+  if (v.json) io.out(JSON.stringify({ preview, operation: op }, null, 2));
+  return op.state === 'done' && op.failed === 0 ? 0 : 1;
+}
+
+export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (err) {
+    io.err(`${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const v = parsed.values;
+  const [cmd, sub, ...rest] = parsed.positionals;
+  if (v.help || !cmd) {
+    io.out(USAGE);
+    return cmd || v.help ? 0 : 2;
+  }
+  const print = (value: unknown, human: () => string) => io.out(v.json ? JSON.stringify(value, null, 2) : human());
+  try {
+    const config = clientConfig(env);
+    const client = createClient(config);
+    switch (cmd) {
+      case 'token':
+        io.out(config.token);
+        return 0;
+      case 'status': {
+        const [recon, dlq] = await Promise.all([
+          client.get<{ ok: boolean; checks: [] }>('/v1/admin/status').catch((e: Error) => e),
+          client.get<DlqPart>('/v1/admin/dlq').catch((e: Error) => e),
+        ]);
+        const report = composeStatus(recon, dlq);
+        print(report, () => renderStatus(report));
+        return report.ok ? 0 : 1;
+      }
+      case 'dlq': {
+        switch (sub) {
+          case 'summary': {
+            const s = await client.get<DlqPart>('/v1/admin/dlq');
+            print(s, () =>
+              [
+                'DLQ                                           pending  oldest    not yet read',
+                ...s.queues.map((q) => `${q.queue.padEnd(45)} ${String(q.pending).padStart(7)}  ${age(q.oldestAgeSeconds).padEnd(8)}  ${q.inBroker ?? '?'}`),
+              ].join('\n'),
+            );
+            return 0;
+          }
+          case 'groups': {
+            const { groups } = await client.get<{ groups: Array<DlqPart['topCauses'][number] & { firstSeen: string; lastSeen: string }> }>(`/v1/admin/dlq/groups${qs(filterOf(v))}`);
+            print({ groups }, () =>
+              groups.length === 0
+                ? 'No dead letters match.'
+                : groups.map((g) => `${String(g.count).padStart(5)}× ${g.errorClass}: ${g.normalized}\n       ${g.fingerprint}  ${g.handler ?? '?'} / ${g.messageType ?? '?'}  first ${when(g.firstSeen)}  last ${when(g.lastSeen)}  ${g.queues.join(', ')}`).join('\n'),
+            );
+            return 0;
+          }
+          case 'list': {
+            const page = await client.get<{ items: Array<Record<string, string>>; total: number; nextCursor: string | null }>(
+              `/v1/admin/dlq/messages${qs({ ...filterOf(v), limit: v.limit, cursor: v.cursor })}`,
+            );
+            print(page, () =>
+              [
+                `${page.total} message(s) match.`,
+                ...page.items.map((m) => `#${String(m.id).padEnd(6)} ${when(m.deadLetteredAt)}  ${m.originalQueue}  ${m.messageType ?? '?'}  ${m.state}  ${m.errorClass}: ${String(m.errorMessage).slice(0, 120)}`),
+                ...(page.nextCursor ? [`more: --cursor ${page.nextCursor}`] : []),
+              ].join('\n'),
+            );
+            return 0;
+          }
+          case 'show': {
+            if (!rest[0]) throw new UsageError('dlq show <id>');
+            const m = await client.get<Record<string, unknown>>(`/v1/admin/dlq/messages/${encodeURIComponent(rest[0])}`);
+            print(m, () =>
+              [
+                `#${m.id} message ${m.messageId} (${m.messageType ?? '?'}) — ${m.state}, replayed ${m.replayCount} time(s)`,
+                `original queue ${m.originalQueue}, DLQ ${m.queue}, handler ${m.handler ?? '?'}, ${m.attempts} attempt(s), dead-lettered ${when(m.deadLetteredAt as string)}`,
+                `error: ${m.errorClass} (${m.errorKind}): ${m.errorMessage}`,
+                'payload:',
+                m.bodyJson ? JSON.stringify(m.bodyJson, null, 2) : String(m.body),
+                'headers:',
+                JSON.stringify(m.headers, null, 2),
+                'history:',
+                ...((m.history as Array<Record<string, string>>).length ? (m.history as Array<Record<string, string>>).map((h) => `  #${h.operationId} ${h.action} by ${h.requestedBy}: ${h.result}${h.detail ? ` (${h.detail})` : ''} ${when(h.at)}`) : ['  none']),
+              ].join('\n'),
+            );
+            return 0;
+          }
+          case 'replay':
+          case 'discard':
+            return await dlqAction(client, io, sub, v, rest);
+          case 'operation': {
+            if (!rest[0]) throw new UsageError('dlq operation <id>');
+            const op = await client.get<Operation>(`/v1/admin/dlq/operations/${encodeURIComponent(rest[0])}`);
+            print(op, () => renderGeneric(op));
+            return 0;
+          }
+          default:
+            throw new UsageError(`unknown dlq command '${sub ?? ''}' (summary, groups, list, show, replay, discard, operation)`);
+        }
+      }
+      case 'recount': {
+        const r = await client.post('/v1/admin/recount', { ...(v.user ? { userId: v.user } : {}), dryRun: v['dry-run'] ?? false });
+        print(r, () => renderGeneric(r));
+        return 0;
+      }
+      case 'feed': {
+        if (sub !== 'rebuild') throw new UsageError("feed rebuild (--user U | --all) [--dry-run]");
+        if (!v.user === !v.all) throw new UsageError('feed rebuild needs exactly one of --user U or --all');
+        const r = await client.post('/v1/admin/feeds/rebuild', { ...(v.user ? { userId: v.user } : { all: true }), dryRun: v['dry-run'] ?? false });
+        print(r, () => renderGeneric(r));
+        return 0;
+      }
+      case 'jobs': {
+        if (sub === 'run') {
+          if (!rest[0]) throw new UsageError('jobs run <job> [--dry-run]');
+          const r = await client.post(`/v1/admin/jobs/${encodeURIComponent(rest[0])}/run?dryRun=${v['dry-run'] ? 'true' : 'false'}`, {});
+          print(r, () => renderGeneric(r));
+          return 0;
+        }
+        const r = await client.get('/v1/admin/jobs');
+        print(r, () => renderGeneric(r));
+        return 0;
+      }
+      case 'why': {
+        const keys = [v.event, v.comment, v.key].filter(Boolean).length;
+        if (!v.user || keys !== 1) throw new UsageError('why --user U and exactly one of --event E, --comment C, --key K');
+        const r = await client.get(`/v1/admin/why${qs({ userId: v.user, eventId: v.event, commentId: v.comment, idempotencyKey: v.key })}`);
+        print(r, () => renderGeneric(r));
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command '${cmd}'`);
+    }
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof ApiError) {
+      io.err(v.json ? JSON.stringify({ error: err.message, status: err.status, body: err.body }) : `error: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2), { out: (t) => process.stdout.write(`${t}\n`), err: (t) => process.stderr.write(`${t}\n`) }).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`ops: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
