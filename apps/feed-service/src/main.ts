@@ -1,3 +1,5 @@
+// First: tracing must be set up before the rest is loaded (docs/TRACING.md).
+import { tracing } from './tracing';
 import { redactConfig } from '@community/config';
 import { createLogger, createRegistry, runService } from '@community/observability';
 import { FEED_CONFIG, loadFeedConfig, SERVICE_NAME } from './config';
@@ -15,6 +17,7 @@ async function main(): Promise<void> {
   }
   const logger = createLogger({ service: SERVICE_NAME, level: config.LOG_LEVEL });
   logger.info({ config: redactConfig(FEED_CONFIG, config) }, 'configuration');
+  logger.info({ enabled: tracing.enabled, reason: tracing.reason }, 'tracing');
   const registry = createRegistry({ service: SERVICE_NAME });
   const service = createFeedService(config, { logger, registry });
 
@@ -26,7 +29,10 @@ async function main(): Promise<void> {
     readiness: service.readiness,
     shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS,
     start: () => service.start(),
-    stop: () => service.stop(),
+    stop: async () => {
+      await service.stop();
+      await tracing.shutdown(); // flushes the spans still buffered
+    },
   });
 }
 

@@ -57,13 +57,15 @@ export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: 
     metrics.regenerations.inc();
   }
 
-  async function fromCache(userId: string, cursor: FeedKey | undefined, limit: number): Promise<FeedItem[] | undefined> {
+  /** The page of a ready feed merged with the large authors' posts; undefined when not ready; null past the cap. */
+  async function fromCache(userId: string, cursor: FeedKey | undefined, limit: number): Promise<FeedItem[] | undefined | null> {
     const [page, large] = await Promise.all([
-      cached(() => cache.page(userId, cursor, limit)),
+      cached(() => cache.readyPage(userId, cursor, limit)),
       projections.feedFromProjections(pool, userId, 'unpushed', { cursor, limit }),
     ]);
+    if (!page) return undefined;
     // Past the cap the sorted set has no more to say: that page comes from Postgres.
-    if (page.items.length + page.missing.length < limit && page.size >= config.FEED_CAP) return undefined;
+    if (page.items.length + page.missing.length < limit && page.size >= config.FEED_CAP) return null;
     let items = page.items;
     if (page.missing.length > 0) {
       const loaded = await projections.postsByIds(pool, page.missing.map((m) => m.postId));
@@ -89,15 +91,17 @@ export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: 
     let result: FeedPage['result'] = 'hit';
     try {
       if (!cache.available()) throw new CacheUnavailable('redis is not connected');
-      if (await cached(() => cache.isReady(userId))) {
-        if (touched) await cached(() => cache.extend(userId));
-      } else {
+      // A hit: one Redis round trip (ready check, page, bodies) beside the large authors' query.
+      let items = await fromCache(userId, cursor, limit);
+      if (items === undefined) {
         result = 'miss';
-        if (await cached(() => cache.claimRebuild(userId, config.FEED_REBUILD_DEDUPE_MS))) await rebuild(userId);
-        else return record({ items: await fromProjections(userId, cursor, limit), result });
-      }
-      const items = (await fromCache(userId, cursor, limit)) ?? (await fromProjections(userId, cursor, limit));
-      return record({ items, result });
+        if (!(await cached(() => cache.claimRebuild(userId, config.FEED_REBUILD_DEDUPE_MS)))) {
+          return record({ items: await fromProjections(userId, cursor, limit), result });
+        }
+        await rebuild(userId);
+        items = await fromCache(userId, cursor, limit);
+      } else if (touched) await cached(() => cache.extend(userId));
+      return record({ items: items ?? (await fromProjections(userId, cursor, limit)), result });
     } catch (err) {
       if (!(err instanceof CacheUnavailable)) throw err;
       logger.debug({ err: err.message, userId }, 'feed read from Postgres: redis unavailable');

@@ -53,6 +53,23 @@ for i = 1, #KEYS, 2 do
 end
 return written`;
 
+/**
+ * A hit in one round trip: nil unless ready:<user> exists, else the page's ids and scores from the
+ * cursor's score down, their bodies and the feed's size. Body keys are built from ARGV (the prefix
+ * is not applied to them): fine on a single Redis, which is what this service uses.
+ */
+const READY_PAGE = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local r = redis.call('ZRANGE', KEYS[2], ARGV[1], '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, tonumber(ARGV[2]), 'WITHSCORES')
+local bodies = {}
+if #r > 0 then
+  local keys = {}
+  for i = 1, #r, 2 do keys[#keys + 1] = ARGV[3] .. r[i] end
+  bodies = redis.call('MGET', unpack(keys))
+  for i = 1, #bodies do if not bodies[i] then bodies[i] = '' end end
+end
+return {r, bodies, redis.call('ZCARD', KEYS[2])}`;
+
 /** Feeds written per PUSH_MANY call: bounds how long one call holds Redis (~0.5 ms), so a small post's commands interleave. */
 const PUSH_MANY_BATCH = 250;
 
@@ -63,6 +80,7 @@ const EXTEND = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call(
 interface FeedCommands {
   feedPush(feed: string, live: string, cap: number, ...scoreMembers: Array<string | number>): Promise<number>;
   feedPushMany(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
+  readyPage(ready: string, feed: string, max: string | number, count: number, bodyPrefix: string): Promise<[string[], string[], number] | null>;
   leaseRelease(key: string, holder: string): Promise<number>;
   leaseExtend(key: string, holder: string, ms: number): Promise<number>;
 }
@@ -107,6 +125,7 @@ export function createFeedCache(options: FeedCacheOptions) {
   }) as FeedRedis;
   redis.defineCommand('feedPush', { numberOfKeys: 2, lua: PUSH });
   redis.defineCommand('feedPushMany', { lua: PUSH_MANY });
+  redis.defineCommand('readyPage', { numberOfKeys: 2, lua: READY_PAGE });
   redis.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
   redis.defineCommand('leaseExtend', { numberOfKeys: 1, lua: EXTEND });
   // Without a listener an 'error' event would crash the process; Redis being down is a state the
@@ -202,6 +221,29 @@ export function createFeedCache(options: FeedCacheOptions) {
     },
     async markReady(user: string): Promise<void> {
       await exec(redis.pipeline().set(k.ready(user), '1', 'PX', feedTtlMs).pexpire(k.feed(user), feedTtlMs));
+    },
+
+    /**
+     * The page of a ready feed in one round trip (READY_PAGE), or `undefined` when the feed is not
+     * ready. Falls back to `page()` in the rare case that more ties of the cursor's millisecond than
+     * the margin hide the page.
+     */
+    async readyPage(user: string, cursor: FeedKey | undefined, limit: number): Promise<{ items: FeedItem[]; missing: FeedKey[]; size: number } | undefined> {
+      const batch = limit + 16;
+      const res = await redis.readyPage(k.ready(user), k.feed(user), cursor ? cursor.at : '+inf', batch, `${options.prefix}p:`);
+      if (!res) return undefined;
+      const [raw, bodies, size] = res;
+      const items: FeedItem[] = [];
+      const missing: FeedKey[] = [];
+      for (let i = 0; i < raw.length && items.length + missing.length < limit; i += 2) {
+        const key = { postId: raw[i], at: Number(raw[i + 1]) };
+        if (!isAfter(key, cursor)) continue;
+        const body = bodies[i / 2];
+        if (body) items.push(JSON.parse(body) as FeedItem);
+        else missing.push(key);
+      }
+      if (items.length + missing.length < limit && raw.length / 2 === batch) return this.page(user, cursor, limit);
+      return { items, missing, size };
     },
 
     /**
