@@ -173,8 +173,6 @@ async function main(): Promise<void> {
     }
     await watcher;
     const { rows: fin } = await pool.query(`SELECT sum(written)::int AS written, count(*)::int AS chunks, sum(attempts)::int AS attempts FROM feed_fanout_chunks WHERE post_id = $1`, [bigId]);
-    const { rows: job } = await pool.query(`SELECT extract(epoch FROM (done_at - planned_at))::float AS chunks_s, extract(epoch FROM (planned_at - (SELECT recorded_at FROM feed_posts WHERE post_id = $1)))::float AS plan_s FROM feed_fanout_jobs WHERE post_id = $1`, [bigId]);
-    log(`fan-out phases: post recorded → job planned ${job[0].plan_s.toFixed(2)} s (one window-function scan of the follower index); planned → last chunk ${job[0].chunks_s.toFixed(2)} s`);
     log(`fan-out: ${FOLLOWERS.toLocaleString()} followers in ${fanoutSeconds.toFixed(2)} s = ${Math.round(FOLLOWERS / fanoutSeconds).toLocaleString()} entries/s (written ${fin[0].written}, ${fin[0].chunks} chunks, ${fin[0].attempts} attempts)`);
     log(`fan-out vs raw baseline: ${(rawSeconds / fanoutSeconds).toFixed(2)}× (target ≥ 0.5×)`);
     if (busy.length > 0) {
