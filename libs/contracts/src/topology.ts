@@ -97,14 +97,16 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
-      // feed-service's own work: one message per batch of followers to fan a post out to, fed by
-      // feed-service itself through the default exchange (no binding).
+      // feed-service's own work: one message per chunk of a large fan-out (a keyset range of the
+      // author's followers, checkpointed in Postgres), published by feed-service itself through
+      // the default exchange, straight to the queue. No topic binding: no producer routes here.
       name: 'feed-service.fanout',
       bindings: [],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
-      // Timeline rebuilds after a follow (or on request), fed by feed-service itself.
+      // The low-priority lane of feed-service: follow backfills and unfollow removals (one
+      // reconcile per follower/followee pair), never ahead of post fan-out (docs/FEED.md).
       name: 'feed-service.backfill',
       bindings: [],
       retryDelaysMs: RETRY_DELAYS_MS,
