@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import { buildServer, type ReadinessProbe } from '@community/observability';
+import { registerAuth } from './http/auth';
+import { registerFeedRoutes } from './http/feed-routes';
+import type { FeedReader } from './read/feed-reader';
+import { pgUnavailable } from '@community/db';
+
+export interface AppDeps {
+  logger: Logger;
+  registry: Registry;
+  reader: FeedReader;
+  jwtSecret: string;
+  readiness: ReadinessProbe;
+  readinessDetails: () => Record<string, unknown>;
+}
+
+/** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails, dependencyErrors: [pgUnavailable] });
+  registerAuth(app, deps.jwtSecret);
+  registerFeedRoutes(app, deps);
+  return app;
+}

@@ -1,0 +1,76 @@
+import { commonConfig, ConfigError, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
+
+/** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
+export const SERVICE_NAME = 'feed-service';
+
+/** The shared variables (docs/CONTRACT.md "Configuration", REDIS_URL among them) plus this service's tunables (docs/FEED.md). */
+export const FEED_CONFIG = [
+  ...commonConfig(SERVICE_NAME),
+  { name: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 2, max: 200, description: 'pg pool size (handlers + HTTP reads)' },
+  {
+    name: 'FEED_ACTIVE_WINDOW_DAYS',
+    kind: 'int',
+    default: 7,
+    min: 1,
+    max: 365,
+    description: 'a user seen (feed read, post, follow) within this many days is active: fan-out writes their feed; older feeds expire and are regenerated on the next read',
+  },
+  {
+    name: 'FEED_FANOUT_CHUNK_SIZE',
+    kind: 'int',
+    default: 1000,
+    min: 1,
+    max: 100_000,
+    description: 'followers per fan-out chunk (one message on feed-service.fanout, one pipelined Redis round trip, one checkpoint); a fan-out of at most one chunk runs inline',
+  },
+  { name: 'FEED_CAP', kind: 'int', default: 800, min: 10, max: 100_000, description: 'entries kept per materialised feed (older pages are read from Postgres)' },
+  {
+    name: 'FEED_LARGE_AUTHOR_THRESHOLD',
+    kind: 'int',
+    default: 10_000,
+    min: 1,
+    description: 'authors with more followers than this are not fanned out: their posts are merged into feeds at read time',
+  },
+  { name: 'FEED_BACKFILL_COUNT', kind: 'int', default: 100, min: 0, max: 10_000, description: "a follow copies this many of the followee's latest posts into the follower's feed" },
+  {
+    name: 'FEED_REDIS_PREFIX',
+    kind: 'string',
+    default: 'feed:',
+    minLength: 1,
+    description: 'prefix of every Redis key of this service (tests and benchmarks use their own)',
+  },
+  {
+    name: 'FEED_FANOUT_CONCURRENCY',
+    kind: 'int',
+    default: 2,
+    min: 1,
+    max: 32,
+    description: 'fan-out chunks in flight per replica (the large-fan-out lane; the activity lane has its own consumer)',
+  },
+  {
+    name: 'FEED_AUTHOR_LEASE_MS',
+    kind: 'duration-ms',
+    default: 60_000,
+    min: 1_000,
+    max: 3_600_000,
+    description: "per-author fan-out lock lifetime, extended by every chunk: how long a crashed fan-out holds back the author's next one",
+  },
+  {
+    name: 'FEED_REBUILD_DEDUPE_MS',
+    kind: 'duration-ms',
+    default: 30_000,
+    min: 100,
+    max: 3_600_000,
+    description: "rebuilds of one user's feed within this window collapse into one (SET NX PX)",
+  },
+] as const satisfies ConfigSpec;
+
+export type FeedConfig = ConfigOf<typeof FEED_CONFIG>;
+
+export function loadFeedConfig(env: Record<string, string | undefined> = process.env): FeedConfig {
+  const config = loadConfig(FEED_CONFIG, env);
+  if (config.FEED_BACKFILL_COUNT > config.FEED_CAP) {
+    throw new ConfigError([{ name: 'FEED_BACKFILL_COUNT', message: `FEED_BACKFILL_COUNT: ${config.FEED_BACKFILL_COUNT} exceeds FEED_CAP (${config.FEED_CAP}); a backfill cannot keep more than a feed holds` }]);
+  }
+  return config;
+}

@@ -1,0 +1,46 @@
+import type { Pool } from 'pg';
+import type { AnyEvent } from '@community/contracts';
+import type { MessageContext, Outcome, Publisher } from '@community/messaging';
+import * as projections from '../store/projections';
+import type { Fanout } from './fanout';
+import { sendReconcile } from './internal-messages';
+
+export interface ActivityDeps {
+  pool: Pool;
+  fanout: Fanout;
+  publisher: Publisher;
+}
+
+/**
+ * feed-service.activity: post.published plans (or, for one chunk, performs) the fan-out;
+ * user.followed / user.unfollowed update the follow projection by occurredAt and hand the
+ * follower's feed to the backfill lane. Everything here is idempotent: a redelivery re-applies
+ * the same state, so no inbox table is needed.
+ */
+export function createActivityHandler(deps: ActivityDeps) {
+  const { pool, fanout, publisher } = deps;
+  return async (event: AnyEvent, ctx: MessageContext): Promise<Outcome> => {
+    switch (event.type) {
+      case 'post.published': {
+        const { postId, authorId, title, excerpt } = event.data;
+        return fanout.onPost({ postId, authorId, title, excerpt, publishedAt: new Date(event.occurredAt), correlationId: event.correlationId }, ctx.logger);
+      }
+      case 'user.followed':
+      case 'user.unfollowed': {
+        const { followerId, followeeId } = event.data;
+        const occurredAt = new Date(event.occurredAt);
+        const wanted = event.type === 'user.followed';
+        const result = await projections.applyFollow(pool, followerId, followeeId, { active: wanted, occurredAt });
+        await projections.recordActivity(pool, followerId, occurredAt);
+        // The edge is in this event's state (applied now, or by an earlier delivery of it): the
+        // follower's feed follows on the backfill lane. A stale event changed nothing and sends nothing.
+        if (result.active !== wanted) return 'duplicate';
+        await sendReconcile(publisher, { followerId, followeeId }, event.correlationId);
+        return result.changed ? 'processed' : 'duplicate';
+      }
+      default:
+        // Only the three bound routing keys arrive here; anything else is acknowledged and ignored.
+        return 'skipped';
+    }
+  };
+}

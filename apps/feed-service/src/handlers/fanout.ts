@@ -1,0 +1,145 @@
+/**
+ * Fan-out on write (docs/FEED.md "Fan-out"): a post of an author with at most
+ * FEED_LARGE_AUTHOR_THRESHOLD followers goes into the feeds of the author's active followers.
+ *
+ * plan (activity lane):  record the post → plan the job (chunk ranges, one transaction under the
+ *   author's advisory lock) → take the author's lease → one chunk: write it inline; more: one
+ *   message per pending chunk on feed-service.fanout, which any replica takes.
+ * chunk (fan-out lane):  skip if checkpointed → the range's active followers → one pipelined Redis
+ *   round trip → checkpoint (and, for the last chunk, close the job, observe the lag, release the lease).
+ *
+ * Crash anywhere: an unacked post.published is redelivered and re-plans nothing (the job exists), it
+ * re-sends the chunks not done; a chunk message is redelivered and re-runs unless checkpointed.
+ * Writing a chunk twice changes nothing (ZADD of the same member and score).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Pool } from 'pg';
+import type { Logger } from 'pino';
+import { withTransaction } from '@community/db';
+import { TransientError, type Publisher } from '@community/messaging';
+import type { FeedConfig } from '../config';
+import type { FeedMetrics } from '../metrics';
+import type { FeedCache } from '../redis/cache';
+import * as fanout from '../store/fanout';
+import * as projections from '../store/projections';
+import { sendFanoutChunk } from './internal-messages';
+
+/** Followers seen within this margin beyond the window are still written (clock skew between Node, Postgres and Redis TTLs). */
+const ACTIVE_MARGIN_MS = 3_600_000;
+/** How long a post waits in its handler for the author's lease before a delayed retry, and how often it looks. */
+const LEASE_WAIT_MS = 2_000;
+const LEASE_POLL_MS = 5;
+/** Chunk messages published at once while planning (confirms overlap; bounded memory). */
+const PUBLISH_PARALLELISM = 32;
+
+export interface FanoutDeps {
+  pool: Pool;
+  cache: FeedCache;
+  metrics: FeedMetrics;
+  config: FeedConfig;
+  publisher?: Publisher;
+  clock?: () => Date;
+}
+
+export interface PublishedPost {
+  postId: string;
+  authorId: string;
+  title: string;
+  excerpt: string;
+  publishedAt: Date;
+  correlationId: string;
+}
+
+export function createFanout(deps: FanoutDeps) {
+  const { pool, cache, metrics, config } = deps;
+  const now = deps.clock ?? (() => new Date());
+  const windowMs = config.FEED_ACTIVE_WINDOW_DAYS * 86_400_000;
+
+  async function runChunk(postId: string, chunkNo: number, logger?: Logger): Promise<'processed' | 'duplicate'> {
+    const chunk = await fanout.startChunk(pool, postId, chunkNo);
+    if (!chunk) {
+      metrics.chunks.inc({ outcome: 'skipped' });
+      return 'duplicate';
+    }
+    metrics.chunksInFlight.inc();
+    try {
+      const followers = await fanout.chunkFollowers(pool, chunk.authorId, chunk, chunk.activeSince);
+      const written = await cache.pushToFeeds(followers, { postId, at: chunk.publishedAt.getTime() });
+      await cache.extendAuthor(chunk.authorId, postId, config.FEED_AUTHOR_LEASE_MS);
+      const finished = await withTransaction(pool, (tx) => fanout.finishChunk(tx, postId, chunkNo, written));
+      if (finished?.jobDone) {
+        metrics.fanoutLag.observe(Math.max(0, (now().getTime() - chunk.publishedAt.getTime()) / 1000));
+        await cache.releaseAuthor(chunk.authorId, postId).catch(() => undefined); // expires anyway
+        logger?.debug({ postId }, 'fan-out done');
+      }
+      metrics.chunks.inc({ outcome: 'done' });
+      return 'processed';
+    } catch (err) {
+      metrics.chunks.inc({ outcome: 'failed' });
+      throw err;
+    } finally {
+      metrics.chunksInFlight.dec();
+    }
+  }
+
+  /**
+   * A burst of one author's posts (each a one-chunk fan-out of milliseconds) waits its turn here,
+   * briefly, rather than through a delayed retry of several seconds; a long fan-out in the way
+   * (many chunks) makes the wait run out, and the post is retried later.
+   */
+  async function acquireAuthorWithin(authorId: string, holder: string, waitMs: number): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(LEASE_POLL_MS);
+    }
+  }
+
+  async function onPost(post: PublishedPost, logger?: Logger): Promise<'processed' | 'duplicate' | 'skipped'> {
+    await projections.recordActivity(pool, post.authorId, post.publishedAt);
+    const followers = await projections.followerCount(pool, post.authorId);
+    const stored = await projections.recordPost(pool, { ...post, pushed: followers <= config.FEED_LARGE_AUTHOR_THRESHOLD });
+    // A large author's post is not fanned out: reads merge it in (the first recording decided).
+    if (!stored.pushed) return stored.inserted ? 'skipped' : 'duplicate';
+    await cache.putPosts([stored]);
+
+    let job = await fanout.getJob(pool, post.postId);
+    if (!job) {
+      const activeSince = new Date(now().getTime() - windowMs - ACTIVE_MARGIN_MS);
+      await withTransaction(pool, async (tx) => {
+        // Plans of one author one at a time: the lock is released at commit, or when a crashed
+        // replica's connection ends.
+        await tx.query(`SELECT pg_advisory_xact_lock(hashtext('feed-author'), hashtext($1))`, [post.authorId]);
+        const chunks = await fanout.planChunks(tx, post.authorId, activeSince, config.FEED_FANOUT_CHUNK_SIZE);
+        await fanout.createJob(tx, { postId: post.postId, authorId: post.authorId, publishedAt: stored.publishedAt, activeSince }, chunks);
+      });
+      job = (await fanout.getJob(pool, post.postId))!;
+    }
+    if (job.doneAt) {
+      if (job.chunksTotal === 0) return stored.inserted ? 'processed' : 'duplicate';
+      return 'duplicate';
+    }
+    // Two fan-outs of one author do not interleave: the next waits (a delayed retry of its
+    // post.published) until this one released the lease or the lease expired after a crash.
+    if (!(await acquireAuthorWithin(post.authorId, post.postId, LEASE_WAIT_MS))) {
+      throw new TransientError(`a fan-out of author '${post.authorId}' is running; post '${post.postId}' waits for it`, 'AUTHOR_BUSY');
+    }
+    const pending = await fanout.pendingChunks(pool, post.postId);
+    if (job.chunksTotal <= 1 || !deps.publisher) {
+      // The small lane: one chunk is written right here, never behind a large fan-out's chunks.
+      for (const chunk of pending) await runChunk(post.postId, chunk.chunkNo, logger);
+      return 'processed';
+    }
+    const publisher = deps.publisher;
+    for (let i = 0; i < pending.length; i += PUBLISH_PARALLELISM) {
+      await Promise.all(pending.slice(i, i + PUBLISH_PARALLELISM).map((c) => sendFanoutChunk(publisher, { postId: post.postId, chunkNo: c.chunkNo }, post.correlationId)));
+    }
+    logger?.debug({ postId: post.postId, chunks: pending.length }, 'fan-out planned');
+    return 'processed';
+  }
+
+  return { onPost, runChunk };
+}
+
+export type Fanout = ReturnType<typeof createFanout>;

@@ -1,0 +1,118 @@
+import type { FastifyInstance } from 'fastify';
+import type { Pool } from 'pg';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import { COMMUNITY_TOPOLOGY, validateOrThrow, type AnyEvent } from '@community/contracts';
+import { classifyPgError, createPgPool } from '@community/db';
+import { createMessaging, type Messaging, type Topology } from '@community/messaging';
+import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { buildApp } from './app';
+import { SERVICE_NAME, type FeedConfig } from './config';
+import { createActivityHandler } from './handlers/activity';
+import { createFanout, type Fanout } from './handlers/fanout';
+import { ACTIVITY_QUEUE, BACKFILL_QUEUE, FANOUT_QUEUE, validateFanoutChunk, validateReconcile } from './handlers/internal-messages';
+import { createReconcileHandler } from './handlers/reconcile';
+import { feedMetrics, type FeedMetrics } from './metrics';
+import { createFeedReader, type FeedReader } from './read/feed-reader';
+import { createFeedCache, type FeedCache } from './redis/cache';
+
+export interface FeedServiceDeps {
+  logger: Logger;
+  registry: Registry;
+  /** COMMUNITY_TOPOLOGY unless a test passes one with short retry delays. */
+  topology?: Topology;
+  /** Consume (default true). False builds an HTTP-only replica (tests of the API). */
+  messaging?: boolean;
+  clock?: () => Date;
+}
+
+export interface FeedService {
+  app: FastifyInstance;
+  readiness: ReadinessState;
+  pool: Pool;
+  cache: FeedCache;
+  metrics: FeedMetrics;
+  fanout: Fanout;
+  reader: FeedReader;
+  messaging?: Messaging;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition of the service: pool → Redis → messaging → three consumers (activity, fan-out
+ * chunks, backfill: three lanes, docs/FEED.md "Lanes") → HTTP. Building does no I/O but open the
+ * broker connection; start() connects Redis and starts consuming.
+ */
+export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): FeedService {
+  const { logger, registry } = deps;
+  const metrics = feedMetrics(registry);
+  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
+  const cache = createFeedCache({
+    url: config.REDIS_URL,
+    prefix: config.FEED_REDIS_PREFIX,
+    cap: config.FEED_CAP,
+    feedTtlMs: config.FEED_ACTIVE_WINDOW_DAYS * 86_400_000,
+    logger: logger.child({ component: 'redis' }),
+    metrics,
+  });
+
+  let messaging: Messaging | undefined;
+  if (deps.messaging !== false) {
+    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
+  }
+  const fanout = createFanout({ pool, cache, metrics, config, publisher: messaging?.publisher, clock: deps.clock });
+  if (messaging) {
+    const publisher = messaging.publisher;
+    // The activity lane: post.published (small fan-outs inline), follows. Its own consumer, so a
+    // large fan-out's chunks on feed-service.fanout never queue in front of a small post.
+    messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher }) });
+    messaging.consume({
+      queue: FANOUT_QUEUE,
+      name: `${FANOUT_QUEUE}:chunks`,
+      prefetch: config.FEED_FANOUT_CONCURRENCY,
+      concurrency: config.FEED_FANOUT_CONCURRENCY,
+      validate: validateFanoutChunk,
+      handle: (msg, ctx) => fanout.runChunk(msg.data.postId, msg.data.chunkNo, ctx.logger),
+    });
+    messaging.consume({ queue: BACKFILL_QUEUE, name: `${BACKFILL_QUEUE}:reconcile`, prefetch: 2, concurrency: 1, validate: validateReconcile, handle: createReconcileHandler({ pool, cache, metrics, config }) });
+  }
+  const reader = createFeedReader({ pool, cache, metrics, config, logger });
+
+  const readiness = readinessState();
+  const app = buildApp({
+    logger,
+    registry,
+    reader,
+    jwtSecret: config.JWT_SECRET,
+    readiness: async () => ({
+      ...readiness.checks(),
+      ...messaging?.readiness(),
+      database: await answers(() => pool.query('SELECT 1')),
+    }),
+    // Redis down affects every replica alike and the feed still answers (from Postgres): a detail,
+    // not a reason to take this replica out of rotation (docs/SERVICE-TEMPLATE.md "Readiness").
+    readinessDetails: () => ({ redis: cache.available() ? 'up' : 'down (feeds answered from Postgres)' }),
+  });
+  app.addHook('onClose', async () => pool.end());
+
+  return {
+    app,
+    readiness,
+    pool,
+    cache,
+    metrics,
+    fanout,
+    reader,
+    messaging,
+    async start() {
+      await cache.connect();
+      await messaging?.start();
+    },
+    async stop() {
+      readiness.markShuttingDown();
+      await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
+      await cache.close();
+    },
+  };
+}
