@@ -86,7 +86,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
 
   let messaging: Messaging | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
+    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
     // One batch at a time: an operator's full recount never holds more than one batch of counter locks.
     messaging.consume({
       queue: RECONCILER_LOW_PRIORITY_QUEUE,
