@@ -8,10 +8,13 @@
  *   ← {type:'sign', users}   → {type:'tokens', tokens}   JWTs signed with the replica's secret
  *   ← {type:'reset'}         → {type:'reset'}            clears the stats below
  *   ← {type:'stats'}         → {type:'stats', ...}       event-loop delay (monitorEventLoopDelay),
- *        server-side request time (onRequest → onResponse), feed_cache_reads_total by result
+ *        server-side request time (onRequest → onResponse), feed_cache_reads_total by result, and
+ *        the time spent waiting for Postgres and Redis (all calls, summed)
  *   ← {type:'stop'}          → exits 0 after a graceful stop
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import Redis from 'ioredis';
+import { Client } from 'pg';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { createFeedService, loadFeedConfig } from '../../apps/feed-service/src';
@@ -21,6 +24,30 @@ type Msg = { type: 'sign'; users: string[] } | { type: 'reset' } | { type: 'stat
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+/**
+ * Time spent waiting for Postgres and Redis, summed over every call of this process (queueing on
+ * the connection included): the per-stage split of a small post's latency while a fan-out runs.
+ */
+const waits = { pgMs: 0, pgCalls: 0, redisMs: 0, redisCalls: 0 };
+function timed<T>(p: T, add: (ms: number) => void): T {
+  const start = performance.now();
+  if (p && typeof (p as { then?: unknown }).then === 'function') {
+    (p as unknown as Promise<unknown>).then(
+      () => add(performance.now() - start),
+      () => add(performance.now() - start),
+    );
+  }
+  return p;
+}
+const pgQuery = Client.prototype.query;
+Client.prototype.query = function (this: Client, ...args: unknown[]) {
+  return timed((pgQuery as (...a: unknown[]) => unknown).apply(this, args), (ms) => ((waits.pgMs += ms), waits.pgCalls++));
+} as typeof Client.prototype.query;
+const redisSend = Redis.prototype.sendCommand;
+Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
+  return timed(redisSend.apply(this, args), (ms) => ((waits.redisMs += ms), waits.redisCalls++));
 };
 
 async function main(): Promise<void> {
@@ -48,6 +75,7 @@ async function main(): Promise<void> {
       else if (m.type === 'reset') {
         eld.reset();
         serverMs = [];
+        Object.assign(waits, { pgMs: 0, pgCalls: 0, redisMs: 0, redisCalls: 0 });
         send({ type: 'reset' });
       } else if (m.type === 'stats') {
         const reads = Object.fromEntries((await service.metrics.cacheReads.get()).values.map((v) => [v.labels.result, v.value]));
@@ -60,6 +88,7 @@ async function main(): Promise<void> {
           serverP99: pct(serverMs, 99),
           requests: serverMs.length,
           reads,
+          ...waits,
         });
       } else if (m.type === 'stop') {
         await service.stop();

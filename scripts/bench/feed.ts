@@ -22,11 +22,12 @@
  * Beside each figure: the replicas' event-loop delay (monitorEventLoopDelay) and server-side
  * request time, the load process's own event-loop delay, and the private Redis's SLOWLOG (> 1 ms).
  *
- * Env: BENCH_FOLLOWERS, BENCH_SPLIT (1), BENCH_LANE_SAMPLES (5), BENCH_READ_RATE (500),
+ * Env: BENCH_FOLLOWERS, BENCH_SPLIT (1), BENCH_AMQP_URL (an existing vhost to use instead of a new one), BENCH_LANE_SAMPLES (5), BENCH_READ_RATE (500),
  * BENCH_READ_SECONDS (10), BENCH_READERS (1000), FEED_FANOUT_CONCURRENCY / FEED_FANOUT_CHUNK_SIZE
  * (the service's tunables, passed to the replicas).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -36,8 +37,8 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createPgPool } from '@community/db';
-import { createMessaging } from '@community/messaging';
-import { createTestDatabase, createTestVhost } from '@community/testing';
+import { createMessaging, managementTargetFor } from '@community/messaging';
+import { createTestDatabase } from '@community/testing';
 import { loadFeedConfig } from '../../apps/feed-service/src';
 
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1_000_000);
@@ -78,6 +79,37 @@ async function privateRedis(port: number): Promise<ChildProcess> {
   throw new Error('private redis-server did not start');
 }
 
+/**
+ * A vhost of the bench's own. Not createTestVhost: its management calls give up after 10 s, and on
+ * this shared broker creating or deleting a vhost takes up to a minute while others' suites run
+ * (a given-up PUT still creates the vhost later, and leaks it).
+ */
+async function benchVhost(): Promise<{ url: string; delete(): Promise<void> }> {
+  const base = new URL(process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672');
+  const name = `test-bench-feed-${randomBytes(4).toString('hex')}`;
+  const url = `${base.protocol}//${base.username}:${base.password}@${base.host}/${encodeURIComponent(name)}`;
+  const m = managementTargetFor(url, process.env.RABBITMQ_MANAGEMENT_URL);
+  const call = (method: string, path: string, body?: unknown) =>
+    fetch(`${m.baseUrl}/api${path}`, {
+      method,
+      headers: { authorization: `Basic ${Buffer.from(`${m.username}:${m.password}`).toString('base64')}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(180_000),
+    });
+  const v = encodeURIComponent(name);
+  // PUT is idempotent: when the management server drops a slow request, look whether it took effect, else ask again.
+  for (const [path, body] of [[`/vhosts/${v}`, {}], [`/permissions/${v}/${encodeURIComponent(m.username)}`, { configure: '.*', write: '.*', read: '.*' }]] as const) {
+    for (let attempt = 1; ; attempt++) {
+      const res = await call('PUT', path, body).catch((err: Error) => err);
+      if (!(res instanceof Error) && res.ok) break;
+      if ((await call('GET', path).catch(() => undefined))?.ok) break;
+      if (attempt === 5) throw new Error(`PUT ${path}: ${res instanceof Error ? res.message : `HTTP ${res.status}`}`);
+      await sleep(2_000);
+    }
+  }
+  return { url, delete: async () => void (await call('DELETE', `/vhosts/${v}`).catch(() => undefined)) };
+}
+
 /** A forked child speaking the request/answer IPC of feed-replica.ts and feed-load.ts. */
 interface Child {
   proc: ChildProcess;
@@ -113,6 +145,10 @@ interface Stats {
   serverP99: number;
   requests: number;
   reads: Record<string, number>;
+  pgMs: number;
+  pgCalls: number;
+  redisMs: number;
+  redisCalls: number;
 }
 const eldText = (name: string, s: Stats) => `${name} event-loop delay p99 ${ms(s.eldP99)} (max ${ms(s.eldMax)})`;
 
@@ -120,7 +156,9 @@ async function main(): Promise<void> {
   const redisPort = await freePort();
   let redisProc = await privateRedis(redisPort);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
-  const [db, vhost] = await Promise.all([createTestDatabase('bench_feed'), createTestVhost('bench-feed')]);
+  // BENCH_AMQP_URL: an existing vhost of the bench's (kept), when the shared broker is too slow to create one.
+  const vhost = process.env.BENCH_AMQP_URL ? { url: process.env.BENCH_AMQP_URL, delete: async () => undefined } : await benchVhost();
+  const db = await createTestDatabase('bench_feed');
   const env = {
     ...process.env,
     DATABASE_URL: db.url,
@@ -211,12 +249,18 @@ async function main(): Promise<void> {
       }
     }
     const idle: number[] = [];
+    await resetAll();
     for (let i = 0; i < LANE_SAMPLES + 1; i++) {
       const v = await smallPostLatency();
       if (i > 0) idle.push(v); // the first warms up
       await sleep(100);
     }
     log(`lanes, idle: 10-follower post publish → all entries p50 ${ms(pct(idle, 50))} (max ${ms(Math.max(...idle))})`);
+    if (SPLIT) {
+      const st = await statsOf(front);
+      const n = LANE_SAMPLES + 1;
+      log(`  per small post on the activity replica, idle: Postgres ${(st.pgCalls / n).toFixed(0)} calls ${ms(st.pgMs / n)}, Redis ${(st.redisCalls / n).toFixed(0)} calls ${ms(st.redisMs / n)}`);
+    }
     await admin.call('SLOWLOG', 'RESET');
     await resetAll();
 
@@ -250,7 +294,14 @@ async function main(): Promise<void> {
     const { rows: fin } = await pool.query(`SELECT sum(written)::int AS written, count(*)::int AS chunks, sum(attempts)::int AS attempts FROM feed_fanout_chunks WHERE post_id = $1`, [bigId]);
     log(`fan-out: ${FOLLOWERS.toLocaleString()} followers in ${fanoutSeconds.toFixed(2)} s = ${Math.round(FOLLOWERS / fanoutSeconds).toLocaleString()} entries/s (written ${fin[0].written}, ${fin[0].chunks} chunks, ${fin[0].attempts} attempts)`);
     log(`fan-out vs raw baseline: ${(rawSeconds / fanoutSeconds).toFixed(2)}× (target ≥ 0.5×)`);
-    for (const r of replicas) log(`  during the fan-out: ${eldText(r.name, await statsOf(r))}`);
+    for (const r of replicas) {
+      const st = await statsOf(r);
+      log(`  during the fan-out: ${eldText(r.name, st)}; waited on Postgres ${st.pgCalls} calls ${ms(st.pgMs)}, on Redis ${st.redisCalls} calls ${ms(st.redisMs)}`);
+    }
+    if (SPLIT && busy.length > 0) {
+      const st = await statsOf(front);
+      log(`  per small post on the activity replica: Postgres ${(st.pgCalls / busy.length).toFixed(0)} calls ${ms(st.pgMs / busy.length)}, Redis ${(st.redisCalls / busy.length).toFixed(0)} calls ${ms(st.redisMs / busy.length)}, of ${ms(busy.reduce((a, b) => a + b, 0) / busy.length)} mean latency`);
+    }
     await slowlog('the fan-out');
     if (busy.length > 0) {
       log(`lanes, during the fan-out: p50 ${ms(pct(busy, 50))} (max ${ms(Math.max(...busy))}, ${busy.length} posts) vs idle p50 ${ms(pct(idle, 50))}: ${(pct(busy, 50) / pct(idle, 50)).toFixed(2)}× (target ≤ 2×)`);
