@@ -48,6 +48,14 @@ export const FEED_CONFIG = [
     description: 'fan-out chunks in flight per replica (the large-fan-out lane; the activity lane has its own consumer)',
   },
   {
+    name: 'FEED_LANES',
+    kind: 'enum',
+    values: ['all', 'activity', 'fanout'],
+    default: 'all',
+    description:
+      'which queues this replica consumes: all; activity (feed-service.activity + feed-service.backfill); fanout (feed-service.fanout chunks only). Separate replicas keep a large fan-out off the small posts\' CPU (docs/FEED.md "Lanes")',
+  },
+  {
     name: 'FEED_AUTHOR_LEASE_MS',
     kind: 'duration-ms',
     default: 60_000,

@@ -41,7 +41,7 @@ export interface FeedService {
 
 /**
  * The composition of the service: pool → Redis → messaging → three consumers (activity, fan-out
- * chunks, backfill: three lanes, docs/FEED.md "Lanes") → HTTP. Building does no I/O but open the
+ * chunks, backfill: three lanes, docs/FEED.md "Lanes"; FEED_LANES picks which this replica runs) → HTTP. Building does no I/O but open the
  * broker connection; start() connects Redis and starts consuming.
  */
 export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): FeedService {
@@ -64,18 +64,23 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
   const fanout = createFanout({ pool, cache, metrics, config, publisher: messaging?.publisher, clock: deps.clock });
   if (messaging) {
     const publisher = messaging.publisher;
-    // The activity lane: post.published (small fan-outs inline), follows. Its own consumer, so a
-    // large fan-out's chunks on feed-service.fanout never queue in front of a small post.
-    messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher }) });
-    messaging.consume({
-      queue: FANOUT_QUEUE,
-      name: `${FANOUT_QUEUE}:chunks`,
-      prefetch: config.FEED_FANOUT_CONCURRENCY,
-      concurrency: config.FEED_FANOUT_CONCURRENCY,
-      validate: validateFanoutChunk,
-      handle: (msg, ctx) => fanout.runChunk(msg.data.postId, msg.data.chunkNo, ctx.logger),
-    });
-    messaging.consume({ queue: BACKFILL_QUEUE, name: `${BACKFILL_QUEUE}:reconcile`, prefetch: 2, concurrency: 1, validate: validateReconcile, handle: createReconcileHandler({ pool, cache, metrics, config }) });
+    const lanes = config.FEED_LANES;
+    if (lanes !== 'fanout') {
+      // The activity lane: post.published (small fan-outs inline), follows. Its own consumer, so a
+      // large fan-out's chunks on feed-service.fanout never queue in front of a small post.
+      messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher }) });
+      messaging.consume({ queue: BACKFILL_QUEUE, name: `${BACKFILL_QUEUE}:reconcile`, prefetch: 2, concurrency: 1, validate: validateReconcile, handle: createReconcileHandler({ pool, cache, metrics, config }) });
+    }
+    if (lanes !== 'activity') {
+      messaging.consume({
+        queue: FANOUT_QUEUE,
+        name: `${FANOUT_QUEUE}:chunks`,
+        prefetch: config.FEED_FANOUT_CONCURRENCY,
+        concurrency: config.FEED_FANOUT_CONCURRENCY,
+        validate: validateFanoutChunk,
+        handle: (msg, ctx) => fanout.runChunk(msg.data.postId, msg.data.chunkNo, ctx.logger),
+      });
+    }
   }
   const reader = createFeedReader({ pool, cache, metrics, config, logger });
 

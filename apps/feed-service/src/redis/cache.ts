@@ -113,21 +113,30 @@ export type FeedCache = ReturnType<typeof createFeedCache>;
 
 export function createFeedCache(options: FeedCacheOptions) {
   const { cap, feedTtlMs, logger, metrics } = options;
-  const redis = new Redis(options.url, {
-    keyPrefix: options.prefix,
-    lazyConnect: true,
-    // Fail at once while disconnected: the API answers from Postgres instead of waiting, and a
-    // handler's transient error goes to a retry tier (docs/FEED.md "Redis down").
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2_000),
-  }) as FeedRedis;
-  redis.defineCommand('feedPush', { numberOfKeys: 2, lua: PUSH });
-  redis.defineCommand('feedPushMany', { lua: PUSH_MANY });
-  redis.defineCommand('readyPage', { numberOfKeys: 2, lua: READY_PAGE });
-  redis.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
-  redis.defineCommand('leaseExtend', { numberOfKeys: 1, lua: EXTEND });
+  const client = () => {
+    const c = new Redis(options.url, {
+      keyPrefix: options.prefix,
+      lazyConnect: true,
+      // Fail at once while disconnected: the API answers from Postgres instead of waiting, and a
+      // handler's transient error goes to a retry tier (docs/FEED.md "Redis down").
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2_000,
+      retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2_000),
+    }) as FeedRedis;
+    c.defineCommand('feedPush', { numberOfKeys: 2, lua: PUSH });
+    c.defineCommand('feedPushMany', { lua: PUSH_MANY });
+    c.defineCommand('readyPage', { numberOfKeys: 2, lua: READY_PAGE });
+    c.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
+    c.defineCommand('leaseExtend', { numberOfKeys: 1, lua: EXTEND });
+    return c;
+  };
+  // Two connections: `redis` for reads and small writes, `bulk` for fan-out chunks only. Replies on
+  // one connection come back in order, so on a shared socket a feed read or a small post's write
+  // waits behind every chunk call queued before it; on its own socket it waits at most for the one
+  // script Redis is running (docs/FEED.md "Lanes").
+  const redis = client();
+  const bulk = client();
   // Without a listener an 'error' event would crash the process; Redis being down is a state the
   // service serves through (from Postgres), logged once per outage rather than once per retry.
   let down = false;
@@ -140,6 +149,7 @@ export function createFeedCache(options: FeedCacheOptions) {
     if (down) logger.info('redis available again');
     down = false;
   });
+  bulk.on('error', () => metrics.redisErrors.inc()); // logged once by the main connection's listener
 
   const k = {
     feed: (u: string) => `f:${u}`,
@@ -162,10 +172,14 @@ export function createFeedCache(options: FeedCacheOptions) {
     keys: k,
     async connect(): Promise<void> {
       // A Redis that is down at start is not fatal: the client keeps retrying and reads fall back.
-      await redis.connect().catch((err: Error) => logger.warn({ err: err.message }, 'redis not reachable at start'));
+      await Promise.all([
+        redis.connect().catch((err: Error) => logger.warn({ err: err.message }, 'redis not reachable at start')),
+        bulk.connect().catch(() => undefined),
+      ]);
     },
     async close(): Promise<void> {
       redis.disconnect();
+      bulk.disconnect();
     },
     available(): boolean {
       return redis.status === 'ready';
@@ -179,13 +193,13 @@ export function createFeedCache(options: FeedCacheOptions) {
       await exec(pipe);
     },
 
-    /** One post into many feeds (a fan-out chunk): one script call per thousand feeds. Returns feeds written. */
+    /** One post into many feeds (a fan-out chunk): one script call per PUSH_MANY_BATCH feeds, on the bulk connection. Returns feeds written. */
     async pushToFeeds(users: string[], post: { postId: string; at: number }): Promise<number> {
       let written = 0;
       for (let i = 0; i < users.length; i += PUSH_MANY_BATCH) {
         const keys: string[] = [];
         for (const u of users.slice(i, i + PUSH_MANY_BATCH)) keys.push(k.feed(u), k.live(u));
-        written += await redis.feedPushMany(keys.length, ...keys, post.at, post.postId, cap);
+        written += await bulk.feedPushMany(keys.length, ...keys, post.at, post.postId, cap);
       }
       return written;
     },
