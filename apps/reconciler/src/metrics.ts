@@ -14,6 +14,11 @@ export interface ReconcilerMetrics {
   watchdogFindings: Gauge<'queue' | 'kind'>;
   stuckWork: Gauge<'kind'>;
   outboxLag: Gauge;
+  feedsChecked: Counter<'source'>;
+  feedsMismatched: Counter<'source'>;
+  feedsRebuilt: Counter<'source'>;
+  feedRedisErrors: Counter;
+  fanoutRepublished: Counter;
 }
 
 export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
@@ -44,10 +49,15 @@ export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
     }),
     stuckWork: new Gauge({
       name: 'reconciler_stuck_work',
-      help: 'Work items stuck at the last check, by kind (outbox_unsent, email_lease_expired)',
+      help: 'Work items stuck at the last check, by kind (outbox_unsent, email_lease_expired, fanout_chunk)',
       labelNames: ['kind'],
       registers,
     }),
     outboxLag: new Gauge({ name: 'reconciler_outbox_lag_seconds', help: 'Age of the oldest unsent outbox row (0 when none), at the last check', registers }),
+    feedsChecked: new Counter({ name: 'reconciler_feeds_checked_total', help: 'Materialised feeds compared with the projections, by source (job, api)', labelNames: ['source'], registers }),
+    feedsMismatched: new Counter({ name: 'reconciler_feeds_mismatched_total', help: 'Checked feeds that differed from the projections, by source', labelNames: ['source'], registers }),
+    feedsRebuilt: new Counter({ name: 'reconciler_feeds_rebuilt_total', help: 'Feeds rebuilt from the projections, by source', labelNames: ['source'], registers }),
+    feedRedisErrors: new Counter({ name: 'reconciler_feed_redis_errors_total', help: "Errors of the connection to feed-service's Redis", registers }),
+    fanoutRepublished: new Counter({ name: 'reconciler_fanout_chunks_republished_total', help: 'Stuck fan-out chunk messages re-published to feed-service.fanout', registers }),
   };
 }
