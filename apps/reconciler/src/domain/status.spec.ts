@@ -22,7 +22,7 @@ describe('evaluateStatus', () => {
   it('is ok on a healthy stack, every check named with its runbook section', () => {
     const s = evaluateStatus(healthy());
     expect(s.ok).toBe(true);
-    expect(s.checks.map((c) => c.name)).toEqual(['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'jobs', 'breakers']);
+    expect(s.checks.map((c) => c.name)).toEqual(['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'fanout-chunks', 'jobs', 'breakers']);
     expect(s.checks[0].runbook).toBe('docs/RUNBOOK.md#check-backlog');
   });
 
