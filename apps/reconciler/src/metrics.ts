@@ -23,7 +23,7 @@ export interface ReconcilerMetrics {
 
 export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
   const registers = [registry];
-  return {
+  const m: ReconcilerMetrics = {
     jobRuns: new Counter({ name: 'reconciler_job_runs_total', help: 'Runs of a reconciler job by outcome (succeeded, failed, aborted)', labelNames: ['job', 'outcome'], registers }),
     jobDuration: new Histogram({
       name: 'reconciler_job_duration_seconds',
@@ -60,4 +60,13 @@ export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
     feedRedisErrors: new Counter({ name: 'reconciler_feed_redis_errors_total', help: "Errors of the connection to feed-service's Redis", registers }),
     fanoutRepublished: new Counter({ name: 'reconciler_fanout_chunks_republished_total', help: 'Stuck fan-out chunk messages re-published to feed-service.fanout', registers }),
   };
+  // The feed counters exist at 0 from the start (a labelled counter has no series before its first
+  // increment): "checked 0, mismatched 0" is an answer a dashboard and an alert can use.
+  for (const source of ['job', 'api']) {
+    m.feedsChecked.inc({ source }, 0);
+    m.feedsMismatched.inc({ source }, 0);
+    m.feedsRebuilt.inc({ source }, 0);
+  }
+  m.stuckWork.set({ kind: 'fanout_chunk' }, 0);
+  return m;
 }
