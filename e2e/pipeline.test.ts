@@ -28,7 +28,10 @@ beforeAll(async () => {
   };
   // notification-service first: its queues must exist before the first event is published.
   apps.notifications = await startApp('notification-service', notifications, env);
-  [apps.email, apps.api] = await Promise.all([startApp('email-service', email, env), startApp('demo-community-api', api, env)]);
+  // email-service signs nothing with JWT_SECRET (its opt-out calls carry its own Ed25519 service
+  // tokens, the local default key pair here): it starts without it.
+  const { JWT_SECRET: _notForEmail, ...emailEnv } = env;
+  [apps.email, apps.api] = await Promise.all([startApp('email-service', email, emailEnv), startApp('demo-community-api', api, env)]);
 }, 90_000);
 
 afterAll(async () => {

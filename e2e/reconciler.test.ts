@@ -16,7 +16,7 @@ import { jwt, startSmtpSink } from './harness';
 const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 const PRODUCER = 'community-api';
 // The reconciler watches the queues that have a consumer in this test (feed-service does not run here).
-const WATCHED = { ...COMMUNITY_TOPOLOGY, queues: COMMUNITY_TOPOLOGY.queues.filter((q) => q.name !== 'feed-service.activity') };
+const WATCHED = { ...COMMUNITY_TOPOLOGY, queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !q.name.startsWith('feed-service.')) };
 
 let db: TestDatabase;
 let vhost: TestVhost;

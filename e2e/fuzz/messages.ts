@@ -17,7 +17,15 @@ export const ROUTES: Record<string, string[]> = {
   'reaction.added': ['notification-service.standard'],
   // Also bound to feed-service.activity, whose consumer (feed-service) does not exist yet.
   'user.followed': ['notification-service.standard', 'feed-service.activity'],
+  // The critical lane gets notification.created through the headers exchange, on the
+  // notification-type header (libs/contracts topology.ts): bad messages carry it (see below) so
+  // that both email lanes are fuzzed.
   'notification.created': ['email-service.send', 'email-service.send-critical'],
+};
+
+/** Producers' headers a routing key's messages carry, so they reach every queue in ROUTES. */
+const ROUTING_HEADERS: Record<string, Record<string, string>> = {
+  'notification.created': { 'notification-type': 'security_alert' },
 };
 
 /** Queues that have a consumer now; the others only hold what they receive. */
@@ -249,7 +257,7 @@ export function badMessage(rng: Rng, canaries: Canaries, n: number): BadMessage 
       contentType: 'application/json',
       type: routingKey,
       persistent: true,
-      headers: { 'x-schema-version': 1, ...(rng.chance(0.1) ? forgedHeaders(rng) : {}), 'x-fuzz-id': n },
+      headers: { 'x-schema-version': 1, ...ROUTING_HEADERS[routingKey], ...(rng.chance(0.1) ? forgedHeaders(rng) : {}), 'x-fuzz-id': n },
       ...made.props,
     },
     queues: ROUTES[routingKey],

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { CorrelationIdSchema } from '@community/contracts';
+import { pgUnavailable } from '@community/db';
 import { buildServer, type Logger, type ReadinessProbe } from '@community/observability';
 import { registerContentRoutes } from './http/content-routes';
 import { registerSecurityAlertRoutes } from './http/security-alert-routes';
@@ -17,6 +18,8 @@ export interface AppDeps {
   registry: Registry;
   /** Behind GET /readyz: database reachable, broker connected, relay healthy. */
   readiness: ReadinessProbe;
+  /** Shown in /readyz without deciding it (e.g. the broker blocking publishes: a broker-wide alarm). */
+  readinessDetails?: () => Record<string, unknown>;
   /** Verifies `Authorization: Bearer` tokens (HS256, `sub` = acting user). */
   jwtSecret: string;
 }
@@ -34,6 +37,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     logger: deps.logger,
     registry: deps.registry,
     readiness: deps.readiness,
+    readinessDetails: deps.readinessDetails,
+    // Postgres restarting or unreachable: 503 + Retry-After, not 500 (the client retries).
+    dependencyErrors: [pgUnavailable],
     fastifyOptions: {
       // The request id is the correlation id of every event the request causes: a caller's
       // x-correlation-id is kept, so one id follows an action from HTTP to the last consumer.

@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, readinessState, type Logger, type ReadinessState } from '@community/observability';
+import { answers, brokerDetails, readinessState, type Logger, type ReadinessState } from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
 import { buildApp } from './app';
@@ -66,6 +66,7 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
       amqp: messaging.readiness().amqp,
       relay: relay.isHealthy(),
     }),
+    readinessDetails: () => brokerDetails(messaging.blocked()),
   });
   // Last, after the HTTP server stopped: requests still running during the drain need the pool.
   app.addHook('onClose', async () => pool.end());

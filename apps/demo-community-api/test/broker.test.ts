@@ -44,7 +44,7 @@ async function drained(): Promise<void> {
 it('is ready when the database answers, the broker is connected and the relay runs', async () => {
   const res = await app.inject({ method: 'GET', url: '/readyz' });
   expect(res.statusCode).toBe(200);
-  expect(res.json()).toEqual({ status: 'ready', checks: { accepting: true, database: true, amqp: true, relay: true } });
+  expect(res.json()).toEqual({ status: 'ready', checks: { accepting: true, database: true, amqp: true, relay: true }, details: { broker: { publishes: 'flowing' } } });
 });
 
 it('delivers a mention to notification-service.critical with the contract properties', async () => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { pgUnavailable } from '@community/db';
 import { buildServer, type ReadinessProbe } from '@community/observability';
 import { registerUnsubscribeRoutes, type UnsubscribeRouteDeps } from './http/unsubscribe';
 
@@ -18,7 +19,13 @@ export interface AppDeps {
 export function buildApp(deps: AppDeps): FastifyInstance {
   // The breaker's state goes in `details`, not among the checks: a paused email queue is the
   // intended behaviour during an outage, and an unready pod would also hide the unsubscribe endpoint.
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.checks, readinessDetails: deps.details });
+  const app = buildServer({
+    logger: deps.logger,
+    registry: deps.registry,
+    readiness: deps.checks,
+    readinessDetails: deps.details,
+    dependencyErrors: [pgUnavailable],
+  });
   registerUnsubscribeRoutes(app, deps.unsubscribe);
   return app;
 }

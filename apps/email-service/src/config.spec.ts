@@ -1,4 +1,5 @@
-import { ConfigError } from '@community/config';
+import { generateKeyPairSync } from 'node:crypto';
+import { ConfigError, DEV_EMAIL_SERVICE_SIGNING_KEY } from '@community/config';
 import { legacyTokensUntil, loadEmailConfig } from './config';
 
 describe('configuration', () => {
@@ -14,12 +15,34 @@ describe('configuration', () => {
     const config = loadEmailConfig({});
     expect(config.UNSUBSCRIBE_TOKEN_TTL_DAYS).toBe(60);
     expect(config.UNSUBSCRIBE_TOKEN_SECRET).not.toBe(config.JWT_SECRET);
-    const production = { NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40) };
+    const production = { NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40), EMAIL_SERVICE_SIGNING_KEY: ownKey() };
     expect(() => loadEmailConfig(production)).toThrow(/UNSUBSCRIBE_TOKEN_SECRET: the development default is refused when NODE_ENV=production/);
     expect(loadEmailConfig({ ...production, UNSUBSCRIBE_TOKEN_SECRET: 'u'.repeat(40) }).UNSUBSCRIBE_TOKEN_SECRET).toBe('u'.repeat(40));
     expect(() => loadEmailConfig({ JWT_SECRET: 's'.repeat(40), UNSUBSCRIBE_TOKEN_SECRET: 's'.repeat(40) })).toThrow(/UNSUBSCRIBE_TOKEN_SECRET: must differ from JWT_SECRET/);
     expect(() => loadEmailConfig({ UNSUBSCRIBE_TOKEN_SECRET: 'short' })).toThrow(/UNSUBSCRIBE_TOKEN_SECRET/);
     expect(() => loadEmailConfig({ UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: 'next spring' })).toThrow(/UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: expected an ISO 8601 instant/);
-    expect(legacyTokensUntil(loadEmailConfig({ UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: '2027-03-01T00:00:00Z' }))).toEqual(new Date('2027-03-01T00:00:00Z'));
+    expect(legacyTokensUntil(loadEmailConfig({ UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: '2027-03-01T00:00:00Z', JWT_SECRET: 'j'.repeat(40) }))).toEqual(new Date('2027-03-01T00:00:00Z'));
+  });
+
+  it('signs nothing with JWT_SECRET: starts in production without it; needs it only while version 1 links are honoured', () => {
+    const production = { NODE_ENV: 'production', UNSUBSCRIBE_TOKEN_SECRET: 'u'.repeat(40), EMAIL_SERVICE_SIGNING_KEY: ownKey() };
+    expect(loadEmailConfig(production).JWT_SECRET).toBeUndefined();
+    expect(() => loadEmailConfig({ ...production, UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: '2027-03-01T00:00:00Z' })).toThrow(/JWT_SECRET: required while UNSUBSCRIBE_LEGACY_TOKENS_UNTIL is set/);
+    expect(loadEmailConfig({ ...production, UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: '2027-03-01T00:00:00Z', JWT_SECRET: 'j'.repeat(40) }).JWT_SECRET).toBe('j'.repeat(40));
+  });
+
+  it('EMAIL_SERVICE_SIGNING_KEY: an Ed25519 private key, its development default refused in production, each naming the variable', () => {
+    expect(loadEmailConfig({}).EMAIL_SERVICE_SIGNING_KEY).toBe(DEV_EMAIL_SERVICE_SIGNING_KEY);
+    const production = { NODE_ENV: 'production', UNSUBSCRIBE_TOKEN_SECRET: 'u'.repeat(40) };
+    expect(() => loadEmailConfig(production)).toThrow(/EMAIL_SERVICE_SIGNING_KEY: the development default is refused when NODE_ENV=production/);
+    expect(() => loadEmailConfig({ EMAIL_SERVICE_SIGNING_KEY: 'not a key' })).toThrow(/EMAIL_SERVICE_SIGNING_KEY: not a PEM PKCS#8 private key/);
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    expect(() => loadEmailConfig({ EMAIL_SERVICE_SIGNING_KEY: rsa })).toThrow(/EMAIL_SERVICE_SIGNING_KEY: expected an Ed25519 private key, got rsa private key/);
+    // One-line env files: \n escapes are accepted.
+    expect(() => loadEmailConfig({ EMAIL_SERVICE_SIGNING_KEY: ownKey().replace(/\n/g, '\\n') })).not.toThrow();
   });
 });
+
+function ownKey(): string {
+  return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+}

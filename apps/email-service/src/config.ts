@@ -1,4 +1,4 @@
-import { commonConfig, ConfigError, DEV_UNSUBSCRIBE_TOKEN_SECRET, loadConfig, type ConfigOf } from '@community/config';
+import { commonConfig, ConfigError, DEV_EMAIL_SERVICE_SIGNING_KEY, DEV_UNSUBSCRIBE_TOKEN_SECRET, ed25519KeyIssue, loadConfig, type ConfigOf } from '@community/config';
 import { emailRetentionIssues } from './retention/policy';
 
 const HTTP = ['http:', 'https:'];
@@ -8,7 +8,21 @@ export const SERVICE_NAME = 'email-service';
 
 /** Everything email-service reads from the environment (common entries first). */
 export const EMAIL_CONFIG_SPEC = [
-  ...commonConfig(SERVICE_NAME),
+  // Every common variable but JWT_SECRET, which email-service signs nothing with (below).
+  ...commonConfig(SERVICE_NAME).filter((v) => v.name !== 'JWT_SECRET'),
+  // Optional: only verifies version 1 unsubscribe links (docs/EMAIL.md "Secrets"). Retired once
+  // UNSUBSCRIBE_LEGACY_TOKENS_UNTIL has passed: then leave it unset.
+  { name: 'JWT_SECRET', kind: 'string', optional: true, secret: true, description: 'verifies version 1 unsubscribe links only; signs nothing' },
+  // The private half of email-service's service-token key pair (Ed25519, PEM): signs the opt-out
+  // calls to notification-service, which holds the public half (EMAIL_SERVICE_VERIFY_KEY).
+  {
+    name: 'EMAIL_SERVICE_SIGNING_KEY',
+    kind: 'string',
+    default: DEV_EMAIL_SERVICE_SIGNING_KEY,
+    secret: true,
+    refuseDefaultInProduction: true,
+    description: 'Ed25519 private key (PEM) of the opt-out service tokens',
+  },
   // Links in emails point to the community site; unsubscribe links to this service.
   { name: 'PUBLIC_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3000', protocols: HTTP },
   { name: 'UNSUBSCRIBE_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3002', protocols: HTTP },
@@ -82,6 +96,11 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
   if (config.UNSUBSCRIBE_LEGACY_TOKENS_UNTIL !== undefined && legacyTokensUntil(config) === undefined) {
     issues.push({ name: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL', message: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: expected an ISO 8601 instant such as 2027-02-01T00:00:00Z' });
   }
+  if (config.UNSUBSCRIBE_LEGACY_TOKENS_UNTIL !== undefined && config.JWT_SECRET === undefined) {
+    issues.push({ name: 'JWT_SECRET', message: 'JWT_SECRET: required while UNSUBSCRIBE_LEGACY_TOKENS_UNTIL is set (it verifies version 1 unsubscribe links); unset both once that date has passed' });
+  }
+  const keyIssue = ed25519KeyIssue('EMAIL_SERVICE_SIGNING_KEY', 'private', config.EMAIL_SERVICE_SIGNING_KEY);
+  if (keyIssue) issues.push(keyIssue);
   issues.push(...emailRetentionIssues(config));
   if (issues.length > 0) throw new ConfigError(issues);
   return config;

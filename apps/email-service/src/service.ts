@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
-import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
@@ -99,7 +99,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const tokens = new UnsubscribeTokens(config.UNSUBSCRIBE_TOKEN_SECRET, {
     ttlMs: config.UNSUBSCRIBE_TOKEN_TTL_DAYS * 86_400_000,
     now: clock,
-    legacy: { jwtSecret: config.JWT_SECRET, until: legacyTokensUntil(config) },
+    legacy: config.JWT_SECRET === undefined ? undefined : { jwtSecret: config.JWT_SECRET, until: legacyTokensUntil(config) },
   });
   const composer = createComposer(config, tokens);
 
@@ -180,7 +180,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     batchSize: config.DIGEST_BATCH_SIZE,
     concurrency: config.SMTP_POOL_SIZE,
   };
-  const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.JWT_SECRET);
+  const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.EMAIL_SERVICE_SIGNING_KEY);
   const syncDeps = { pool, preferences, metrics, logger: logger.child({ component: 'preferences-sync' }) };
   const scheduler = new Scheduler({
     intervalMs: config.DIGEST_FLUSH_INTERVAL_MS,
@@ -200,7 +200,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     // The database is asked on every /readyz (as notification-service does): nothing else notices
     // that it went away until a message needs it, and /readyz must name the dependency that is down.
     checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
-    details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming' }),
+    details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming', ...brokerDetails(messaging.blocked()) }),
     unsubscribe: { ...syncDeps, tokens, now: clock, ttlDays: config.UNSUBSCRIBE_TOKEN_TTL_DAYS },
   });
 

@@ -48,6 +48,12 @@ it('a security alert overtakes a backlog of other email, sent once, and the rate
   await eventually('regular copy of the alert acked as a duplicate', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) >= 1, 10_000);
   expect(smtp.received.filter((m) => m.messageId === alertId)).toHaveLength(1);
   expect(smtp.received).toHaveLength(BACKLOG + 1);
+  // The critical lane received the alert and nothing else (the headers exchange passed on only the
+  // security_alert notification.created): no copy of the 50 mentions crossed it. (Counted once
+  // everything is delivered: the counter moves after the ack, a moment after the SMTP server has it.)
+  await eventually('critical lane acked the alert', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })) >= 1);
+  expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })).toBe(1);
+  expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical', outcome: 'processed' })).toBe(1);
   const { rows } = await s.svc.pool.query(`SELECT count(*)::int AS n FROM email_deliveries WHERE state = 'sent'`);
   expect(rows[0].n).toBe(BACKLOG + 1);
 
@@ -60,4 +66,17 @@ it('a security alert overtakes a backlog of other email, sent once, and the rate
   const at = smtp.received.map((m) => m.at).slice(RATE);
   for (let i = 0; i + RATE < at.length; i++) expect(at[i + RATE] - at[i]).toBeGreaterThanOrEqual(850);
   expect(at[at.length - 1] - at[0]).toBeGreaterThanOrEqual(((at.length - 1) * 1000) / RATE - 150);
+});
+
+it('a security alert published without the notification-type header (before it existed) is emailed once by the regular lane', async () => {
+  const criticalBefore = await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' });
+  const sentBefore = smtp.received.length;
+  const alert = notificationCreated({ userId: 'alice', type: 'security_alert', emailChannel: 'immediate', excerpt: 'Password changed' });
+  const alertId = messageIdFor('immediate', alert.data.idempotencyKey, 'community.local');
+  await s.publishWithoutHeaders(alert);
+  await eventually('legacy alert received', () => smtp.received.some((m) => m.messageId === alertId), 20_000);
+  await eventually('regular lane processed it', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'processed' })) >= 1);
+  expect(smtp.received.filter((m) => m.messageId === alertId)).toHaveLength(1);
+  expect(smtp.received.length - sentBefore).toBe(1);
+  expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })).toBe(criticalBefore);
 });

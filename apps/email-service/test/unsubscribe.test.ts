@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEV_JWT_SECRET, DEV_UNSUBSCRIBE_TOKEN_SECRET } from '@community/config';
+import { createVerifier } from 'fast-jwt';
+import { DEV_EMAIL_SERVICE_VERIFY_KEY, DEV_JWT_SECRET, DEV_UNSUBSCRIBE_TOKEN_SECRET } from '@community/config';
 import { DEFAULT_PREFERENCES } from '@community/contracts';
 import { eventually } from '@community/testing';
 import { messageIdFor } from '../src/message-id';
@@ -11,7 +12,7 @@ import { TestSmtp } from './support/smtp';
 
 // A stand-in for notification-service's preferences API as docs/NOTIFICATIONS.md describes it
 // (GET → { preferences: {...} }; PUT { preferences: { <type>: { inApp?, email? } } } changes only
-// what it names, anything else is a 400): records requests and checks the admin JWT.
+// what it names, anything else is a 400): records requests and checks email-service's service token.
 interface Recorded {
   method: string;
   url: string;
@@ -26,7 +27,7 @@ const prefsServer = http.createServer((req, res) => {
   let raw = '';
   req.on('data', (c) => (raw += c));
   req.on('end', () => {
-    requests.push({ method: req.method ?? '', url: req.url ?? '', authorized: validAdminJwt(req.headers.authorization), body: raw ? JSON.parse(raw) : undefined });
+    requests.push({ method: req.method ?? '', url: req.url ?? '', authorized: validServiceToken(req.headers.authorization), body: raw ? JSON.parse(raw) : undefined });
     if (!prefsUp) return res.writeHead(503).end('down');
     const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : undefined;
     if (req.method === 'PUT' && (!body || Object.keys(body).join() !== 'preferences')) return res.writeHead(400).end('{"message":"expected only preferences"}');
@@ -34,12 +35,15 @@ const prefsServer = http.createServer((req, res) => {
   });
 });
 
-function validAdminJwt(header: string | undefined): boolean {
-  const [h, p, sig] = (header ?? '').replace(/^Bearer /, '').split('.');
-  if (!h || !p || !sig) return false;
-  const expected = createHmac('sha256', DEV_JWT_SECRET).update(`${h}.${p}`).digest('base64url');
-  const claims = JSON.parse(Buffer.from(p, 'base64url').toString()) as { scope?: string; exp?: number };
-  return sig === expected && JSON.parse(Buffer.from(h, 'base64url').toString()).alg === 'HS256' && String(claims.scope).split(' ').includes('admin') && (claims.exp ?? 0) > Date.now() / 1000;
+/** EdDSA with email-service's key, for notification-service, scope preferences:opt-out, unexpired (as notification-service checks it). */
+const verifyServiceToken = createVerifier({ key: DEV_EMAIL_SERVICE_VERIFY_KEY, algorithms: ['EdDSA'], allowedIss: 'email-service', allowedAud: 'notification-service', requiredClaims: ['exp'] });
+function validServiceToken(header: string | undefined): boolean {
+  try {
+    const claims = verifyServiceToken((header ?? '').replace(/^Bearer /, '')) as { scope?: string };
+    return String(claims.scope).split(' ').includes('preferences:opt-out');
+  } catch {
+    return false;
+  }
 }
 
 let infra: Infra;
@@ -53,7 +57,8 @@ beforeAll(async () => {
   infra = await createInfra('email_unsub');
   smtp = await new TestSmtp().start();
   const prefsUrl = `http://127.0.0.1:${(prefsServer.address() as AddressInfo).port}`;
-  s = await startService(testConfig(infra, smtp, { NOTIFICATION_SERVICE_URL: prefsUrl }));
+  // JWT_SECRET only to verify version 1 links (the last test): email-service signs nothing with it.
+  s = await startService(testConfig(infra, smtp, { NOTIFICATION_SERVICE_URL: prefsUrl, JWT_SECRET: DEV_JWT_SECRET }));
   await s.publish(userUpserted('alice', 'alice@example.test', 'Alice'));
   await eventually('alice projected', async () => (await s.svc.pool.query('SELECT 1 FROM email_users')).rowCount === 1);
 });

@@ -5,6 +5,7 @@ import { buildServer, type ReadinessProbe } from '@community/observability';
 import { registerAuth } from './http/auth';
 import { registerFeedRoutes } from './http/feed-routes';
 import type { FeedReader } from './read/feed-reader';
+import { pgUnavailable } from '@community/db';
 
 export interface AppDeps {
   logger: Logger;
@@ -17,7 +18,7 @@ export interface AppDeps {
 
 /** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails });
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails, dependencyErrors: [pgUnavailable] });
   registerAuth(app, deps.jwtSecret);
   registerFeedRoutes(app, deps);
   return app;

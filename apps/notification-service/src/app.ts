@@ -2,8 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
+import { pgUnavailable } from '@community/db';
 import { buildServer, type ReadinessProbe } from '@community/observability';
-import { registerAuth } from './http/auth';
+import { inboxGuards, registerAuth } from './http/auth';
 import { registerNotificationRoutes } from './http/notification-routes';
 import { registerPreferenceRoutes } from './http/preference-routes';
 import { registerStreamRoute } from './http/stream-route';
@@ -17,16 +18,21 @@ export interface AppDeps {
   metrics: NotificationMetrics;
   hub: InboxHub;
   jwtSecret: string;
+  /** email-service's public key: its opt-out service tokens (EMAIL_SERVICE_VERIFY_KEY). */
+  emailServiceVerifyKey: string;
   readiness: ReadinessProbe;
+  /** Shown in /readyz without deciding it (e.g. the broker blocking publishes: a broker-wide alarm). */
+  readinessDetails?: () => Record<string, unknown>;
 }
 
 /** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness });
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails, dependencyErrors: [pgUnavailable] });
   registerAuth(app, deps.jwtSecret);
-  registerNotificationRoutes(app, deps);
-  registerPreferenceRoutes(app, deps);
-  registerStreamRoute(app, deps);
+  const guards = inboxGuards(deps.emailServiceVerifyKey);
+  registerNotificationRoutes(app, { ...deps, guards });
+  registerPreferenceRoutes(app, { ...deps, guards });
+  registerStreamRoute(app, { ...deps, guards });
   // preClose runs before the server stops accepting and waits for open connections: SSE streams
   // never end on their own, so end them here (clients reconnect to another replica and resume).
   app.addHook('preClose', async () => deps.hub.closeStreams());

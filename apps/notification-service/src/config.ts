@@ -1,4 +1,4 @@
-import { commonConfig, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
+import { commonConfig, ConfigError, DEV_EMAIL_SERVICE_VERIFY_KEY, ed25519KeyIssue, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
 export const SERVICE_NAME = 'notification-service';
@@ -25,11 +25,23 @@ export const NOTIFICATION_CONFIG = [
   },
   { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 2, min: 1, max: 16, description: 'batches in flight per queue' },
   { name: 'SSE_HEARTBEAT_MS', kind: 'duration-ms', default: 15_000, min: 100, description: 'heartbeat comment interval on SSE streams' },
+  // email-service's public key (Ed25519, PEM): its service tokens may read preferences and turn
+  // email channels off, nothing else (docs/EMAIL.md "Secrets").
+  {
+    name: 'EMAIL_SERVICE_VERIFY_KEY',
+    kind: 'string',
+    default: DEV_EMAIL_SERVICE_VERIFY_KEY,
+    refuseDefaultInProduction: true,
+    description: "email-service's Ed25519 public key (PEM) for its opt-out service tokens",
+  },
 ] as const satisfies ConfigSpec;
 
 export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
 
 export function loadNotificationConfig(env: Record<string, string | undefined> = process.env): NotificationConfig {
   // Inbox retention (processed_events) runs in the reconciler (docs/RECONCILER.md "Retention").
-  return loadConfig(NOTIFICATION_CONFIG, env);
+  const config = loadConfig(NOTIFICATION_CONFIG, env);
+  const issue = ed25519KeyIssue('EMAIL_SERVICE_VERIFY_KEY', 'public', config.EMAIL_SERVICE_VERIFY_KEY);
+  if (issue) throw new ConfigError([issue]);
+  return config;
 }

@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
-import { COMMUNITY_TOPOLOGY, validateOrThrow } from '@community/contracts';
+import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
@@ -71,6 +71,8 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       registry,
       databaseUrl: config.DATABASE_URL,
       pollIntervalMs: deps.relayPollIntervalMs,
+      // The notification's type as a header: the critical email lane is bound on it (topology.ts).
+      headers: notificationHeaders,
     });
   }
   const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS, backlogLimit: deps.sseBacklogLimit });
@@ -83,12 +85,14 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
     metrics,
     hub,
     jwtSecret: config.JWT_SECRET,
+    emailServiceVerifyKey: config.EMAIL_SERVICE_VERIFY_KEY,
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),
       database: await answers(() => pool.query('SELECT 1')),
       ...(relay ? { relay: relay.isHealthy() } : {}),
     }),
+    readinessDetails: messaging ? () => brokerDetails(messaging?.blocked()) : undefined,
   });
   // Last, after the HTTP server stopped: requests still running during the drain need the pool.
   app.addHook('onClose', async () => pool.end());
@@ -140,3 +144,4 @@ function registerConsumers(messaging: Messaging, config: NotificationConfig, poo
     });
   }
 }
+

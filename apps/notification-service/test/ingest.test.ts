@@ -147,10 +147,16 @@ it('preferences decide in-app visibility and the emitted emailChannel; a securit
 
   // What the email-service receives, through the relay and the broker.
   const delivered = await eventually('notification.created for the alert on email-service.send', async () => {
-    const got = (await requireVhost().take('email-service.send', 200)).map((m) => JSON.parse(m.body));
+    const got = (await requireVhost().take('email-service.send', 200)).map((m) => ({ ...JSON.parse(m.body), headers: m.properties.headers }));
     return got.find((e) => e.data.userId === user && e.data.type === 'security_alert');
   });
   expect(delivered).toMatchObject({ type: 'notification.created', producer: 'notification-service', correlationId: alert.correlationId, data: { emailChannel: 'immediate' } });
+  expect(delivered.headers).toMatchObject({ 'notification-type': 'security_alert' });
+  // The critical email lane got this user's security alert and none of the other notifications.
+  const critical = (await requireVhost().take('email-service.send-critical', 200)).map((m) => ({ ...JSON.parse(m.body), headers: m.properties.headers }));
+  const mine = critical.filter((e) => e.data.userId === user);
+  expect(mine.map((e) => e.data.type)).toEqual(['security_alert']);
+  expect(mine[0].headers).toMatchObject({ 'notification-type': 'security_alert' });
 });
 
 it('the same preference for another user leaves the defaults alone', async () => {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { ScheduledJob, Scheduler } from '@community/db';
+import { pgUnavailable, type ScheduledJob, type Scheduler } from '@community/db';
 import type { ManagementTarget, Publisher } from '@community/messaging';
 import { buildServer, type ReadinessProbe } from '@community/observability';
 import type { ReconcilerConfig } from './config';
@@ -37,7 +37,7 @@ export interface AppDeps {
 
 /** The admin API (docs/RECONCILER.md "HTTP API"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness });
+  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, dependencyErrors: [pgUnavailable] });
   registerAuth(app, deps.jwtSecret);
   registerAdminRoutes(app, deps);
   registerWhyRoute(app, deps);

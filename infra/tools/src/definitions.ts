@@ -40,7 +40,7 @@ export interface Definitions {
   policies: Array<{ vhost: string; name: string; pattern: string; 'apply-to': string; priority: number; definition: Record<string, unknown> }>;
   queues: Array<{ name: string; vhost: string; durable: true; auto_delete: false; arguments: Record<string, unknown> }>;
   exchanges: Array<{ name: string; vhost: string; type: string; durable: true; auto_delete: false; internal: false; arguments: Record<string, never> }>;
-  bindings: Array<{ source: string; vhost: string; destination: string; destination_type: 'queue'; routing_key: string; arguments: Record<string, never> }>;
+  bindings: Array<{ source: string; vhost: string; destination: string; destination_type: 'queue' | 'exchange'; routing_key: string; arguments: Record<string, unknown> }>;
 }
 
 /** The community's topology, its plan and access data, refused when inconsistent. */
@@ -78,7 +78,12 @@ export function buildDefinitions(options: DefinitionsOptions): Definitions {
     policies: plan.policies.map((p) => ({ vhost, name: p.name, pattern: p.pattern, 'apply-to': p.applyTo, priority: p.priority, definition: p.definition })),
     queues: plan.queues.map((q) => ({ name: q.name, vhost, durable: true, auto_delete: false, arguments: q.arguments })),
     exchanges: plan.exchanges.map((x) => ({ name: x.name, vhost, type: x.type, durable: true, auto_delete: false, internal: false, arguments: {} })),
-    bindings: plan.bindings.map((b) => ({ source: b.exchange, vhost, destination: b.queue, destination_type: 'queue', routing_key: b.routingKey, arguments: {} })),
+    // Exchange-to-exchange bindings first (a headers exchange fed by the topic exchange), then the
+    // queues' bindings; a header binding carries x-match and the headers as its arguments.
+    bindings: [
+      ...plan.exchangeBindings.map((b) => ({ source: b.source, vhost, destination: b.destination, destination_type: 'exchange' as const, routing_key: b.routingKey, arguments: b.arguments ?? {} })),
+      ...plan.bindings.map((b) => ({ source: b.exchange, vhost, destination: b.queue, destination_type: 'queue' as const, routing_key: b.routingKey, arguments: b.arguments ?? {} })),
+    ],
   };
 }
 

@@ -33,7 +33,15 @@ export function operatorResources(defs: Definitions, userSecret: (user: string) 
       apiVersion: 'rabbitmq.com/v1beta1',
       kind: 'Binding',
       metadata: meta(objectName('binding', b.source, b.destination, b.routing_key)),
-      spec: { vhost, source: b.source, destination: b.destination, destinationType: 'queue', routingKey: b.routing_key, ...ref },
+      spec: {
+        vhost,
+        source: b.source,
+        destination: b.destination,
+        destinationType: b.destination_type,
+        routingKey: b.routing_key,
+        ...(Object.keys(b.arguments).length > 0 ? { arguments: b.arguments } : {}),
+        ...ref,
+      },
     });
   }
   for (const p of defs.policies) {

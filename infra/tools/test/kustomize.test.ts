@@ -132,7 +132,7 @@ it('renders the platform (RabbitmqCluster, CloudNativePG Cluster, Redis) and the
   const operator = await render('infra/rabbitmq/operator');
   const count = (kind: string) => operator.filter((d) => d.kind === kind).length;
   const plan = planTopology(COMMUNITY_TOPOLOGY);
-  expect([count('Queue'), count('Exchange'), count('Binding'), count('Policy')]).toEqual([plan.queues.length, plan.exchanges.length, plan.bindings.length, plan.policies.length]);
+  expect([count('Queue'), count('Exchange'), count('Binding'), count('Policy')]).toEqual([plan.queues.length, plan.exchanges.length, plan.bindings.length + plan.exchangeBindings.length, plan.policies.length]);
   expect(count('User')).toBe(count('Permission'));
   expect(operator.filter((d) => d.kind === 'Queue').every((q) => q.spec.type === 'quorum' && q.spec.rabbitmqClusterReference.name === 'community-rabbitmq')).toBe(true);
 });

@@ -14,3 +14,4 @@ export type {
   VarKind,
   VarSpec,
 } from './spec';
+export { DEV_EMAIL_SERVICE_SIGNING_KEY, DEV_EMAIL_SERVICE_VERIFY_KEY, ed25519Key, ed25519KeyIssue } from './keys';

@@ -21,10 +21,36 @@ export const EVENTS_EXCHANGE = 'community.events';
 export const RECONCILER_LOW_PRIORITY_QUEUE = 'reconciler.low-priority';
 export const RECONCILER_RECOUNT_TYPE = 'reconciler.recount';
 
+/**
+ * notification.created, and only it, re-routed by the notification's type: a headers exchange bound
+ * to EVENTS_EXCHANGE on that routing key. Producers publish to EVENTS_EXCHANGE as before.
+ */
+export const NOTIFICATIONS_BY_TYPE_EXCHANGE = 'community.notifications-by-type';
+/**
+ * The AMQP header notification-service sets on notification.created: the notification's type
+ * (`data.type`), an additive property (docs/CONTRACT.md). Not `x-` prefixed: RabbitMQ's headers
+ * exchange ignores x- headers when matching.
+ */
+export const NOTIFICATION_TYPE_HEADER = 'notification-type';
+
+/**
+ * The AMQP headers a producer sets on an event beyond the envelope's: on notification.created, its
+ * notification type in NOTIFICATION_TYPE_HEADER; nothing on other events. (The outbox relay calls
+ * it per row, so rows written before the header existed get it too.)
+ */
+export function notificationHeaders(event: { type: string }): Record<string, string> | undefined {
+  if (event.type !== 'notification.created') return undefined;
+  const type = (event as { data?: { type?: unknown } }).data?.type;
+  return typeof type === 'string' ? { [NOTIFICATION_TYPE_HEADER]: type } : undefined;
+}
+
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 export const COMMUNITY_TOPOLOGY: Topology = {
-  exchanges: [{ name: EVENTS_EXCHANGE, type: 'topic' }],
+  exchanges: [
+    { name: EVENTS_EXCHANGE, type: 'topic' },
+    { name: NOTIFICATIONS_BY_TYPE_EXCHANGE, type: 'headers', bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }] },
+  ],
   // Broker dead-lettering (delivery limit, max-length overflow) goes through this exchange to each
   // queue's DLQ; the policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
   // No queue sets `deliveryLimit`: the runtime's default (50) is sized against consumer restarts,
@@ -48,13 +74,14 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
-      // The critical email lane (security alerts): a second queue on the same routing key, so a
-      // backlog of other email on email-service.send never delays them. notification.created
-      // carries the notification type only in its body, and the contract fixes the routing key to
-      // the event type, so the lane receives every notification.created and email-service acks the
-      // other types at once (docs/EMAIL.md "The critical lane"). Producers are unchanged.
+      // The critical email lane (security alerts): its own queue, so a backlog of other email on
+      // email-service.send never delays them. The contract fixes the routing key to the event type,
+      // so the lane is fed through NOTIFICATIONS_BY_TYPE_EXCHANGE, which gets only notification.created
+      // and passes on those whose `notification-type` header (set by notification-service) is
+      // security_alert. A notification.created without the header (published before it existed)
+      // reaches email-service.send only, which emails it as ever (docs/EMAIL.md "The critical lane").
       name: 'email-service.send-critical',
-      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+      bindings: [{ exchange: NOTIFICATIONS_BY_TYPE_EXCHANGE, headers: { [NOTIFICATION_TYPE_HEADER]: 'security_alert' }, match: 'all' }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {

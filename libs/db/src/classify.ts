@@ -21,3 +21,40 @@ export const classifyPgError: ErrorClassifier = (err) => {
   if (TRANSIENT_CLASSES.has(cls)) return 'transient';
   return undefined;
 };
+
+/**
+ * SQLSTATEs that mean "the database cannot serve you right now", whatever the statement: class 08
+ * (connection exception), 57P01 admin shutdown (pg_terminate_backend, a fast shutdown), 57P02 crash
+ * shutdown, 57P03 cannot connect now (starting up or shutting down), 53300 too many connections.
+ * Not the rest of class 57 (57014 is a statement timeout or cancel: ours, not the server's outage).
+ */
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/**
+ * node-postgres reports a lost or unobtainable connection with plain errors that carry no code, so
+ * these few are known by their text (pg's own, not the server's localised messages): a socket
+ * closed under a client, a pool that could not connect within connectionTimeoutMillis, a query on
+ * a client that has already failed.
+ */
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated unexpectedly',
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+];
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/**
+ * 'database' when `err` means PostgreSQL is unavailable for the moment (restarting, unreachable,
+ * our backend terminated, out of connections), else undefined. Pass it to buildServer's
+ * `dependencyErrors` so such a request is answered 503 with Retry-After, not 500.
+ */
+export function pgUnavailable(err: unknown): 'database' | undefined {
+  if (err === null || typeof err !== 'object') return undefined;
+  const state = sqlState(err);
+  if (state !== undefined) return state.startsWith('08') || UNAVAILABLE_STATES.has(state) ? 'database' : undefined;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && SOCKET_CODES.has(code)) return 'database';
+  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((m) => message === m || message.startsWith(`${m}:`) || message.startsWith(`${m} `))) return 'database';
+  return undefined;
+}

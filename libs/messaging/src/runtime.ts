@@ -24,7 +24,11 @@ export interface MessagingOptions {
    * from libs/db in a service that handles messages against Postgres. `[]` when there are none.
    */
   classifiers: readonly ErrorClassifier[];
-  /** The exchange `publish()` uses when a call names none. Default: the topology's exchange, when it declares exactly one. */
+  /**
+   * The exchange `publish()` uses when a call names none. Default: the topology's entry exchange,
+   * when it declares exactly one: an exchange fed by another (it has `bindings`) is a route inside
+   * the broker, not a place producers publish to, so it does not count.
+   */
   defaultExchange?: string;
   /** Defaults to http://<amqp host>:15672 with the AMQP credentials. */
   managementUrl?: string;
@@ -62,6 +66,12 @@ export interface Messaging {
   stop(deadlineMs?: number): Promise<void>;
   /** For /readyz: broker connected and every consumer consuming (or paused on purpose). */
   readiness(): Record<string, boolean>;
+  /**
+   * The broker's reason while it blocks this connection's publishes (AMQP connection.blocked: a
+   * memory or disk alarm), else undefined. For /readyz's details, not its verdict: an alarm is
+   * broker-wide, every replica alike, so taking pods out of rotation fixes nothing.
+   */
+  blocked(): string | undefined;
   readonly connection: AmqpConnectionManager;
 }
 
@@ -72,8 +82,14 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const logger = options.logger.child({ component: 'messaging' });
   const metrics = runtimeMetrics(options.registry);
   const classifiers = [...options.classifiers];
-  const defaultExchange = options.defaultExchange ?? (topology.exchanges.length === 1 ? topology.exchanges[0].name : undefined);
+  const entries = topology.exchanges.filter((x) => (x.bindings ?? []).length === 0);
+  const defaultExchange = options.defaultExchange ?? (entries.length === 1 ? entries[0].name : undefined);
   const connection = connect({ url: options.url, name: options.service, logger });
+  let blockedReason: string | undefined;
+  connection.on('blocked', ({ reason }) => (blockedReason = reason || 'blocked'));
+  connection.on('unblocked', () => (blockedReason = undefined));
+  // A new connection starts unblocked; the broker sends connection.blocked again if the alarm holds.
+  connection.on('disconnect', () => (blockedReason = undefined));
   const provisioning = options.provisioning ?? 'declare-all';
   const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs, provisioning });
   const consumers: Consumer[] = [];
@@ -118,6 +134,9 @@ export function createMessaging(options: MessagingOptions): Messaging {
       await Promise.all(consumers.map((c) => c.stop(deadlineMs)));
       await publisher.close().catch(() => undefined);
       await connection.close().catch(() => undefined);
+    },
+    blocked() {
+      return blockedReason;
     },
     readiness() {
       return {

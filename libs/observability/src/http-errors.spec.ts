@@ -75,4 +75,41 @@ describe('the error handler buildServer installs', () => {
     expect(crash.statusCode).toBe(500);
     expect(crash.json()).toEqual({ statusCode: 500, error: 'Internal Server Error', message: 'boom' });
   });
+
+  it('answers an unavailable dependency 503 with Retry-After and the contract body; other errors keep their status', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ service: 'test-service', destination: { write: (s: string) => lines.push(s) } });
+    const fake = (err: unknown) => ((err as { code?: unknown }).code === 'FAKE_DOWN' ? 'queue' : undefined);
+    app = buildServer({ logger, registry: createRegistry({ service: 'test-service' }), readiness: () => ({ ok: true }), dependencyErrors: [fake], retryAfterSeconds: 7 });
+    app.get('/fake', async () => {
+      throw Object.assign(new Error('queue said no'), { code: 'FAKE_DOWN' });
+    });
+    app.get('/refused', async () => {
+      throw new Error('wrapped', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }) });
+    });
+    app.get('/client-fault', async () => {
+      // a 4xx fastify error that happens to carry a socket code stays the client's
+      throw Object.assign(new Error('bad'), { statusCode: 400, code: 'ECONNRESET' });
+    });
+    app.get('/crash', async () => {
+      throw new Error('boom');
+    });
+    const fakeRes = await app.inject({ url: '/fake' });
+    expect(fakeRes.statusCode).toBe(503);
+    expect(fakeRes.headers['retry-after']).toBe('7');
+    expect(fakeRes.json()).toEqual({ statusCode: 503, code: 'DEPENDENCY_UNAVAILABLE', error: 'Service Unavailable', message: 'queue is unavailable for the moment; retry after 7 s' });
+    const refused = await app.inject({ url: '/refused' });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.json().message).toBe('dependency is unavailable for the moment; retry after 7 s');
+    expect((await app.inject({ url: '/client-fault' })).statusCode).toBe(400);
+    const crash = await app.inject({ url: '/crash' });
+    expect(crash.statusCode).toBe(500);
+    expect(crash.headers['retry-after']).toBeUndefined();
+    expect(lines.some((l) => JSON.parse(l).level === 'warn' && JSON.parse(l).dependency === 'queue')).toBe(true);
+  });
+
+  it('refuses a Retry-After that is not whole seconds at build time', () => {
+    const logger = createLogger({ service: 'test-service', destination: { write: () => undefined } });
+    expect(() => buildServer({ logger, registry: createRegistry({ service: 't' }), readiness: () => ({}), retryAfterSeconds: 1.5 })).toThrow('retryAfterSeconds must be a whole number');
+  });
 });

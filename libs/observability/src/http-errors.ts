@@ -66,17 +66,78 @@ function errorBody(err: CodedHttpError): { statusCode: number; code: string; err
 }
 
 /**
- * Answers catalogue errors; anything else (schema validation, an unknown route, a crash) is
- * rethrown, which hands it to fastify's default handler: same bodies, same logging as before.
- * A client error is logged at info (it is the caller's mistake, not ours), a server one at error.
+ * Tells whether an error means a dependency is unavailable for the moment (not the request's fault,
+ * not a bug): returns the dependency's name (e.g. 'database'), or undefined when it does not know the
+ * error. Each service passes the ones for the clients it uses (`pgUnavailable` from @community/db);
+ * this lib stays free of those clients.
  */
-function codedErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (!(error instanceof CodedHttpError)) throw error;
-  if (error.statusCode >= 500) request.log.error({ err: error, code: error.code }, error.message);
-  else request.log.info({ code: error.code, statusCode: error.statusCode }, error.message);
-  return reply.code(error.statusCode).send(errorBody(error));
+export type DependencyErrorClassifier = (err: unknown) => string | undefined;
+
+/** The wire code of a 503 for an unavailable dependency: one code in every service, clients retry on it. */
+export const DEPENDENCY_UNAVAILABLE = 'DEPENDENCY_UNAVAILABLE';
+
+/**
+ * Node's socket errors: the peer refused, reset or never answered. Whatever the client library,
+ * one of these means the dependency behind the socket is down or unreachable right now.
+ */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
+
+/** Recognises node's network errors (on the error or its `cause`, as wrappers keep it). */
+export const networkUnavailable: DependencyErrorClassifier = (err) => {
+  for (let e: unknown = err, depth = 0; e !== null && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'dependency';
+  }
+  return undefined;
+};
+
+export interface ErrorHandlerOptions {
+  /**
+   * Classifiers tried in order on every error that is not a catalogue error; the first name returned
+   * makes the reply `503 DEPENDENCY_UNAVAILABLE` with `Retry-After`. `networkUnavailable` always
+   * runs after them.
+   */
+  dependencyErrors?: readonly DependencyErrorClassifier[];
+  /** Seconds in the `Retry-After` of a 503 for an unavailable dependency (default 5). */
+  retryAfterSeconds?: number;
 }
 
-export function registerErrorHandler(app: FastifyInstance): void {
-  app.setErrorHandler(codedErrorHandler);
+/**
+ * Answers catalogue errors and unavailable dependencies; anything else (schema validation, an
+ * unknown route, a crash) is rethrown, which hands it to fastify's default handler: same bodies,
+ * same logging as before. A client error is logged at info (it is the caller's mistake, not ours),
+ * a server one at error, an unavailable dependency at warn (an outage, already visible in /readyz).
+ */
+function errorHandler(options: ErrorHandlerOptions) {
+  const classifiers = [...(options.dependencyErrors ?? []), networkUnavailable];
+  const retryAfter = String(options.retryAfterSeconds ?? 5);
+  return function codedErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    if (!(error instanceof CodedHttpError)) {
+      const dependency = classify(classifiers, error);
+      if (dependency === undefined) throw error;
+      const unavailable = new CodedHttpError(503, DEPENDENCY_UNAVAILABLE, `${dependency} is unavailable for the moment; retry after ${retryAfter} s`);
+      request.log.warn({ err: error, code: DEPENDENCY_UNAVAILABLE, dependency }, unavailable.message);
+      return reply.code(503).header('retry-after', retryAfter).send(errorBody(unavailable));
+    }
+    if (error.statusCode >= 500) request.log.error({ err: error, code: error.code }, error.message);
+    else request.log.info({ code: error.code, statusCode: error.statusCode }, error.message);
+    return reply.code(error.statusCode).send(errorBody(error));
+  };
+}
+
+function classify(classifiers: readonly DependencyErrorClassifier[], error: unknown): string | undefined {
+  // A fastify error with a 4xx status (a bad body, a too-large payload) is the client's: never a 503.
+  const status = (error as { statusCode?: unknown }).statusCode;
+  if (typeof status === 'number' && status < 500) return undefined;
+  for (const classifier of classifiers) {
+    const name = classifier(error);
+    if (name !== undefined) return name;
+  }
+  return undefined;
+}
+
+export function registerErrorHandler(app: FastifyInstance, options: ErrorHandlerOptions = {}): void {
+  const retryAfter = options.retryAfterSeconds ?? 5;
+  if (!Number.isInteger(retryAfter) || retryAfter < 0) throw new RangeError(`retryAfterSeconds must be a whole number of seconds >= 0, got ${String(retryAfter)}`);
+  app.setErrorHandler(errorHandler(options));
 }

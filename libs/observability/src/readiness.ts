@@ -56,3 +56,12 @@ export async function answers(check: () => Promise<unknown>): Promise<boolean> {
     return false;
   }
 }
+
+/**
+ * /readyz details for a broker that blocks publishes (AMQP connection.blocked, e.g. a memory alarm):
+ * `{ broker: { publishes: 'blocked', reason } }` while it lasts, `{ broker: { publishes: 'flowing' } }`
+ * otherwise. Details, not a check: the alarm is broker-wide, so every replica would go unready at once.
+ */
+export function brokerDetails(blockedReason: string | undefined): { broker: { publishes: 'blocked' | 'flowing'; reason?: string } } {
+  return { broker: blockedReason === undefined ? { publishes: 'flowing' } : { publishes: 'blocked', reason: blockedReason } };
+}

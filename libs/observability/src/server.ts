@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
-import { registerErrorHandler } from './http-errors';
+import { registerErrorHandler, type ErrorHandlerOptions } from './http-errors';
 import { registerHttpTracing, tracingEnabled } from './http-tracing';
 import type { Logger } from './logger';
 import type { ReadinessChecks, ReadinessProbe } from './readiness';
 
-export interface ServerOptions {
+export interface ServerOptions extends ErrorHandlerOptions {
   logger: Logger;
   registry: Registry;
   /** Feeds GET /readyz; typically `readinessState().checks`. */
@@ -33,7 +33,9 @@ const OPS_ROUTE = {
  * Builds the HTTP server with /healthz, /readyz and /metrics, without listening (tests use
  * `app.inject()`; `listen()` starts it).
  * Errors keep fastify's `{ statusCode, error, message }` shape: catalogue errors (http-errors.ts)
- * add their `code`, everything else is answered by fastify's default handler.
+ * add their `code`; an error a `dependencyErrors` classifier (or node's network codes) recognises
+ * is `503 DEPENDENCY_UNAVAILABLE` with `Retry-After`; everything else is answered by fastify's
+ * default handler.
  */
 export function buildServer(options: ServerOptions): FastifyInstance {
   // Typed as fastify's base logger so apps get a plain `FastifyInstance`; at runtime it is our pino.
@@ -41,7 +43,7 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   const app = Fastify({ ...options.fastifyOptions, loggerInstance });
   // First hook, so everything after it runs in the request's span; absent when tracing is off.
   if (tracingEnabled()) registerHttpTracing(app);
-  registerErrorHandler(app);
+  registerErrorHandler(app, { dependencyErrors: options.dependencyErrors, retryAfterSeconds: options.retryAfterSeconds });
   registerOpsRoutes(app, options);
   return app;
 }

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { withTransaction } from '@community/db';
-import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type Publisher } from '@community/messaging';
+import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type EnvelopeLike, type Publisher } from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';
 import { propagationEnabled, startPublishSpan } from './trace';
@@ -27,6 +27,11 @@ export interface RelayOptions {
   publishTimeoutMs?: number;
   /** Sent rows older than this are deleted (default 3 days; 0 keeps them forever). */
   retentionMs?: number;
+  /**
+   * AMQP headers for a row's message, derived from its stored event when it is published (so rows
+   * written before a header existed get it too); e.g. a header a headers exchange routes on.
+   */
+  headers?: (event: EnvelopeLike) => Record<string, unknown> | undefined;
 }
 
 export interface OutboxRelay {
@@ -124,9 +129,10 @@ export function createRelay(options: RelayOptions): OutboxRelay {
     const tracing = propagationEnabled();
     const outcomes = await Promise.allSettled(
       rows.map((row) => {
-        if (!tracing) return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs });
+        const headers = options.headers?.(row.payload);
+        if (!tracing) return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, ...(headers ? { headers } : {}) });
         const span = startPublishSpan(row, producer, tracing);
-        return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, headers: span.headers }).then(
+        return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, headers: { ...headers, ...span.headers } }).then(
           () => span.end(),
           (err: unknown) => {
             span.end(err);

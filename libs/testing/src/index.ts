@@ -2,3 +2,4 @@ export * from './amqp';
 export * from './logger';
 export * from './db';
 export * from './db-faults';
+export * from './tcp-proxy';

@@ -5,11 +5,12 @@ import { isCriticalEmail } from '../domain/lanes';
 type NotificationCreated = EventOf<'notification.created'>;
 
 /**
- * `email-service.send-critical` receives every notification.created (the routing key is the event
- * type; the notification type is only in the body), so this lane hands only critical email to
- * `handle` and acks the rest at once: acking costs microseconds, so even a deep backlog of other
- * email is crossed in moments. `handle` is the regular lane's handler: the ledger's one row per
- * idempotency key makes whichever lane comes second a duplicate, without a second email.
+ * `email-service.send-critical` receives the notification.created whose `notification-type` header
+ * is security_alert (a headers exchange, libs/contracts topology.ts), so other email never crosses
+ * it. The body's type is still checked: a header that disagrees with the body is acked here, and the
+ * regular lane, which receives every notification.created, emails it as its body says. `handle` is
+ * the regular lane's handler: the ledger's one row per idempotency key makes whichever lane comes
+ * second a duplicate, without a second email.
  *
  * A bad message is dead-lettered here as on every queue (the runtime checks the properties and the
  * contract before this handler): the same bad message then has a DLQ entry per queue it reached.

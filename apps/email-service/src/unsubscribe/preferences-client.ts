@@ -1,5 +1,6 @@
-import { createHmac } from 'node:crypto';
 import { NOTIFICATION_TYPES, PREFERENCE_LOCKED_TYPES, type NotificationType } from '@community/contracts';
+import { ed25519Key } from '@community/config';
+import { serviceTokenSigner } from '@community/observability';
 import type { UnsubscribeScope } from './token';
 
 export class PreferencesSyncError extends Error {
@@ -10,18 +11,29 @@ export class PreferencesSyncError extends Error {
  * Pushes an opt-out to notification-service, which owns preferences (docs/NOTIFICATIONS.md):
  * `PUT /v1/users/:userId/preferences` with `{ "preferences": { "<type>": { "email": "off" } } }`.
  * The PUT changes only the types and channels it names, so the in-app setting and every other type
- * stay as the user left them. Authorised by a short-lived HS256 JWT, `scope: admin`, signed with
- * JWT_SECRET.
+ * stay as the user left them. Authorised by a 5-minute service token (EdDSA, `iss`/`sub`
+ * email-service, `aud` notification-service, `scope: preferences:opt-out`) signed with
+ * EMAIL_SERVICE_SIGNING_KEY: notification-service lets it read preferences and turn email off,
+ * nothing else, and email-service holds no key that could mint a user or admin token.
  *
  * A digest opt-out turns off every type whose email channel is currently `digest`, which takes a
  * GET first (`{ "preferences": { "<type>": { inApp, email } } }`, effective values).
  */
 export class PreferencesClient {
+  private readonly serviceToken: () => string;
+
   constructor(
     private readonly baseUrl: string,
-    private readonly jwtSecret: string,
+    signingKey: string,
     private readonly timeoutMs = 5_000,
-  ) {}
+  ) {
+    this.serviceToken = serviceTokenSigner({
+      signingKey: ed25519Key('private', signingKey),
+      issuer: 'email-service',
+      audience: 'notification-service',
+      scope: 'preferences:opt-out',
+    });
+  }
 
   async optOut(userId: string, scope: UnsubscribeScope): Promise<void> {
     const types = scope === 'digest' ? await this.digestTypes(userId) : [scope];
@@ -41,17 +53,9 @@ export class PreferencesClient {
   private request(method: 'GET' | 'PUT', userId: string, body?: unknown): Promise<Response> {
     return fetch(`${this.baseUrl.replace(/\/+$/, '')}/v1/users/${encodeURIComponent(userId)}/preferences`, {
       method,
-      headers: { authorization: `Bearer ${this.adminToken()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: { authorization: `Bearer ${this.serviceToken()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(this.timeoutMs),
     });
-  }
-
-  /** A 5-minute HS256 JWT: `sub` email-service, `scope` admin. */
-  private adminToken(): string {
-    const now = Math.floor(Date.now() / 1000);
-    const enc = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-    const unsigned = `${enc({ alg: 'HS256', typ: 'JWT' })}.${enc({ sub: 'email-service', scope: 'admin', iat: now, exp: now + 300 })}`;
-    return `${unsigned}.${createHmac('sha256', this.jwtSecret).update(unsigned).digest('base64url')}`;
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { buildEvent, COMMUNITY_TOPOLOGY, type EventOf, type NotificationType } from '@community/contracts';
+import { buildEvent, COMMUNITY_TOPOLOGY, notificationHeaders, type EventOf, type NotificationType } from '@community/contracts';
 import type { Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadEmailConfig, type EmailConfig } from '../../src/config';
@@ -50,7 +50,10 @@ export interface StartedService {
   svc: EmailService;
   registry: Registry;
   config: EmailConfig;
+  /** Publishes as notification-service does: notification.created with its `notification-type` header. */
   publish(event: { id: string; type: string; version: number; occurredAt: string; correlationId: string }): Promise<void>;
+  /** Publishes without the header, as before it existed (a message already queued at an upgrade). */
+  publishWithoutHeaders(event: { id: string; type: string; version: number; occurredAt: string; correlationId: string }): Promise<void>;
   /** A counter or gauge value from the service's registry (summed over matching labels). */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
 }
@@ -73,7 +76,11 @@ export async function startService(
     svc,
     registry,
     config,
-    publish: (event) => svc.messaging.publisher.publish(event),
+    publish: (event) => {
+      const headers = notificationHeaders(event);
+      return svc.messaging.publisher.publish(event, headers ? { headers } : {});
+    },
+    publishWithoutHeaders: (event) => svc.messaging.publisher.publish(event),
     async metric(name, labels = {}) {
       const m = registry.getSingleMetric(name);
       if (!m) return 0;

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { NotificationMetrics } from '../metrics';
 import { decodeCursor, listNotifications, readAll, setReadState, unreadCount } from '../store/inbox';
-import { authorizeInbox } from './auth';
+import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
 import { UserParams } from './params';
 
@@ -30,7 +30,8 @@ function seenVersion(body: unknown): number | undefined {
   return v;
 }
 
-export function registerNotificationRoutes(app: FastifyInstance, deps: { pool: Pool; metrics: NotificationMetrics }): void {
+export function registerNotificationRoutes(app: FastifyInstance, deps: { pool: Pool; metrics: NotificationMetrics; guards: InboxGuards }): void {
+  const { authorizeInbox } = deps.guards;
   const { pool, metrics } = deps;
 
   app.get<{ Params: Static<typeof UserParams>; Querystring: Static<typeof ListQuery> }>(

@@ -3,30 +3,37 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { parsePreferencesUpdate } from '../domain/preferences';
 import { getPreferences, updatePreferences } from '../store/preferences';
-import { authorizeInbox } from './auth';
+import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
 import { UserParams } from './params';
 
 /**
  * GET answers every type with its effective channels (defaults where the user chose nothing).
  * PUT changes only the types and channels it names; the body is checked by
- * parsePreferencesUpdate, whose messages name the offending field.
+ * parsePreferencesUpdate, whose messages name the offending field. email-service's service token
+ * (scope preferences:opt-out) may GET, and PUT a body that only sets `email: "off"`; anything else 403.
  */
-export function registerPreferenceRoutes(app: FastifyInstance, deps: { pool: Pool }): void {
+export function registerPreferenceRoutes(app: FastifyInstance, deps: { pool: Pool; guards: InboxGuards }): void {
+  const { authorizePreferences, serviceForbidden } = deps.guards;
   const { pool } = deps;
 
   app.get<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/preferences',
-    { onRequest: authorizeInbox, schema: { params: UserParams } },
+    { onRequest: authorizePreferences, schema: { params: UserParams } },
     async (request) => ({ preferences: await getPreferences(pool, request.params.userId) }),
   );
 
   app.put<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/preferences',
-    { onRequest: authorizeInbox, schema: { params: UserParams } },
+    { onRequest: authorizePreferences, schema: { params: UserParams } },
     async (request) => {
       const parsed = parsePreferencesUpdate(request.body);
       if (!parsed.ok) throw ERRORS.INVALID_PREFERENCES(parsed.message);
+      // A service token (email-service's opt-out) may only turn email channels off.
+      const principal = request.principal;
+      if (principal?.service && parsed.updates.some((u) => u.inApp !== undefined || u.email !== 'off')) {
+        throw serviceForbidden(principal, 'change preferences other than turning email off');
+      }
       return { preferences: await updatePreferences(pool, request.params.userId, parsed.updates) };
     },
   );

@@ -1,7 +1,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { InboxHub } from '../sse/hub';
-import { authorizeInbox } from './auth';
+import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
 import { UserParams } from './params';
 
@@ -10,7 +10,8 @@ import { UserParams } from './params';
  * Authorised like every inbox route (Authorization: Bearer), so browsers use a fetch-based
  * EventSource that can send the header. `Last-Event-ID` resumes after the last `count` event seen.
  */
-export function registerStreamRoute(app: FastifyInstance, deps: { hub: InboxHub }): void {
+export function registerStreamRoute(app: FastifyInstance, deps: { hub: InboxHub; guards: InboxGuards }): void {
+  const { authorizeInbox } = deps.guards;
   app.get<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/notifications/stream',
     { onRequest: authorizeInbox, schema: { params: UserParams } },

@@ -24,13 +24,14 @@ export class TopologyDriftError extends Error {
 
 /**
  * The idempotent AMQP half of the setup, run on every (re)connect of every channel the runtime
- * opens (so a consumer never races a queue that is not there yet). Three small steps.
+ * opens (so a consumer never races a queue that is not there yet). Four small steps.
  * Declaring an existing entity with the same arguments is a no-op; different arguments are a
  * PRECONDITION_FAILED, which is why arguments come only from `plan()`, and why a drift is reported
  * as a TopologyDriftError naming the entity instead of a bare channel error.
  */
 export async function declareTopology(channel: Channel, plan: TopologyPlan): Promise<void> {
   await assertExchanges(channel, plan);
+  await bindExchanges(channel, plan);
   await assertQueues(channel, plan);
   await bindQueues(channel, plan);
 }
@@ -49,6 +50,7 @@ export async function declareOwnQueues(channel: Channel, plan: TopologyPlan, que
   const own = new Set(ownQueueNames(plan, queues));
   const mine: TopologyPlan = {
     exchanges: [],
+    exchangeBindings: [], // the topology admin's, like the exchanges
     queues: plan.queues.filter((q) => own.has(q.name)),
     bindings: plan.bindings.filter((b) => own.has(b.queue)),
     policies: [],
@@ -73,8 +75,12 @@ async function assertQueues(channel: Channel, plan: TopologyPlan): Promise<void>
   await Promise.all(plan.queues.map((q) => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }).catch(driftOf('queue', q.name))));
 }
 
+async function bindExchanges(channel: Channel, plan: TopologyPlan): Promise<void> {
+  await Promise.all((plan.exchangeBindings ?? []).map((b) => channel.bindExchange(b.destination, b.source, b.routingKey, b.arguments)));
+}
+
 async function bindQueues(channel: Channel, plan: TopologyPlan): Promise<void> {
-  await Promise.all(plan.bindings.map((b) => channel.bindQueue(b.queue, b.exchange, b.routingKey)));
+  await Promise.all(plan.bindings.map((b) => channel.bindQueue(b.queue, b.exchange, b.routingKey, b.arguments)));
 }
 
 /** AMQP reply code 406 PRECONDITION_FAILED, by code (amqplib sets `code` on channel errors). */

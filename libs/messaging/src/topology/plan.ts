@@ -1,5 +1,5 @@
 import { DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_POLICY_PREFIX, dlqName, escapeRegex, policyName, retryQueueName } from './names';
-import type { Topology, TopologyPlan } from './types';
+import type { BindingSpec, Topology, TopologyPlan } from './types';
 
 /**
  * Above the restart budget: on RabbitMQ 3.10–3.13 every return of a message counts toward the
@@ -32,8 +32,18 @@ export function plan(topology: Topology): TopologyPlan {
     exchanges: [...topology.exchanges, { name: dlx, type: 'direct' }],
     queues: [],
     bindings: [],
+    exchangeBindings: [],
     policies: [],
   };
+  for (const x of topology.exchanges) {
+    for (const b of x.bindings ?? []) {
+      for (const { routingKey, arguments: args } of bindingKeys(b)) {
+        result.exchangeBindings.push({ source: b.exchange, destination: x.name, routingKey, ...(args ? { arguments: args } : {}) });
+      }
+    }
+  }
+  // Declared exchanges carry no `bindings` key in the plan: those are spelled out above.
+  result.exchanges = result.exchanges.map(({ name, type }) => ({ name, type }));
   for (const q of topology.queues) {
     result.queues.push({
       name: q.name,
@@ -60,7 +70,9 @@ export function plan(topology: Topology): TopologyPlan {
     result.queues.push({ name: dlqName(q.name), role: 'dlq', arguments: { 'x-queue-type': 'quorum' } });
 
     for (const b of q.bindings) {
-      for (const routingKey of b.routingKeys) result.bindings.push({ exchange: b.exchange, queue: q.name, routingKey });
+      for (const { routingKey, arguments: args } of bindingKeys(b)) {
+        result.bindings.push({ exchange: b.exchange, queue: q.name, routingKey, ...(args ? { arguments: args } : {}) });
+      }
     }
     // Broker dead-lettering (delivery limit) reaches the DLQ through the DLX, keyed by queue name.
     result.bindings.push({ exchange: dlx, queue: dlqName(q.name), routingKey: q.name });
@@ -80,4 +92,13 @@ export function plan(topology: Topology): TopologyPlan {
     });
   }
   return result;
+}
+
+/**
+ * One AMQP binding per routing key; a header binding is one binding with an empty routing key
+ * (a headers exchange ignores it) and `x-match` plus the headers as its arguments.
+ */
+function bindingKeys(b: BindingSpec): Array<{ routingKey: string; arguments?: Record<string, unknown> }> {
+  if (b.headers !== undefined) return [{ routingKey: '', arguments: { 'x-match': b.match ?? 'all', ...b.headers } }];
+  return (b.routingKeys ?? []).map((routingKey) => ({ routingKey }));
 }

@@ -83,3 +83,47 @@ describe('plan', () => {
     expect(problemsOf({ ...valid(), deadLetterExchange: 'community.events' })).toEqual(['duplicate name "community.events" (deadLetterExchange, already used by exchanges[0])']);
   });
 });
+
+describe('exchange-to-exchange and headers bindings', () => {
+  const routed = () => ({
+    exchanges: [
+      { name: 'events', type: 'topic' },
+      { name: 'by-kind', type: 'headers', bindings: [{ exchange: 'events', routingKeys: ['thing.created'] }] },
+    ],
+    queues: [
+      { name: 'svc.all', bindings: [{ exchange: 'events', routingKeys: ['thing.created'] }], retryDelaysMs: [] },
+      { name: 'svc.urgent', bindings: [{ exchange: 'by-kind', headers: { kind: 'urgent', level: 2 }, match: 'all' }], retryDelaysMs: [] },
+    ],
+  });
+
+  it('plans exchange.bind per routing key and one header binding with x-match', () => {
+    const p = plan(validateTopology(routed()));
+    expect(p.exchanges).toEqual([
+      { name: 'events', type: 'topic' },
+      { name: 'by-kind', type: 'headers' },
+      { name: 'dlx', type: 'direct' },
+    ]);
+    expect(p.exchangeBindings).toEqual([{ source: 'events', destination: 'by-kind', routingKey: 'thing.created' }]);
+    expect(p.bindings).toContainEqual({ exchange: 'by-kind', queue: 'svc.urgent', routingKey: '', arguments: { 'x-match': 'all', kind: 'urgent', level: 2 } });
+    expect(p.bindings).toContainEqual({ exchange: 'events', queue: 'svc.all', routingKey: 'thing.created' });
+  });
+
+  it('defaults match to all', () => {
+    const t = routed();
+    delete (t.queues[1].bindings[0] as { match?: string }).match;
+    expect(plan(validateTopology(t)).bindings).toContainEqual(expect.objectContaining({ queue: 'svc.urgent', arguments: { 'x-match': 'all', kind: 'urgent', level: 2 } }));
+  });
+
+  it.each([
+    ['both keys and headers', (t: ReturnType<typeof routed>) => Object.assign(t.queues[1].bindings[0], { routingKeys: ['a'] }), 'queues[1] ("svc.urgent").bindings[0]: give either routingKeys or headers (exactly one)'],
+    ['headers on a topic exchange', (t: ReturnType<typeof routed>) => Object.assign(t.queues[1].bindings[0], { exchange: 'events' }), 'queues[1] ("svc.urgent").bindings[0]: headers bind only to a headers exchange ("events" is topic)'],
+    ['routing keys on a headers exchange', (t: ReturnType<typeof routed>) => Object.assign(t.queues[0].bindings[0], { exchange: 'by-kind' }), 'queues[0] ("svc.all").bindings[0]: a headers exchange ("by-kind") routes by headers, not routingKeys'],
+    ['an x- header (ignored by the broker when matching)', (t: ReturnType<typeof routed>) => Object.assign(t.queues[1].bindings[0], { headers: { 'x-kind': 'urgent' } }), 'queues[1] ("svc.urgent").bindings[0]: header names starting with "x-" are ignored by RabbitMQ\'s headers exchange when matching'],
+    ['an exchange bound to an undeclared source', (t: ReturnType<typeof routed>) => Object.assign(t.exchanges[1].bindings![0], { exchange: 'nowhere' }), 'exchanges[1] ("by-kind").bindings[0]: exchange "nowhere" is not declared'],
+    ['an exchange bound to itself', (t: ReturnType<typeof routed>) => Object.assign(t.exchanges[1].bindings![0], { exchange: 'by-kind' }), 'exchanges[1] ("by-kind").bindings[0]: an exchange cannot be bound to itself'],
+  ])('refuses %s', (_name, mutate, problem) => {
+    const t = routed();
+    mutate(t);
+    expect(problemsOf(t)).toEqual([problem]);
+  });
+});

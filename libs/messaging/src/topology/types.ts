@@ -9,12 +9,27 @@ export type ExchangeType = 'topic' | 'direct' | 'fanout' | 'headers' | 'x-consis
 export interface ExchangeSpec {
   name: string;
   type: ExchangeType;
+  /**
+   * Exchange-to-exchange bindings: this exchange receives what `exchange` routes with these keys
+   * (RabbitMQ's exchange.bind). E.g. a headers exchange fed only `notification.created` from the
+   * topic exchange, so its header bindings never look at any other event.
+   */
+  bindings?: BindingSpec[];
 }
 
+/**
+ * A binding from `exchange` (the source) to a queue or exchange: by routing keys (topic, direct
+ * exchanges), or by message headers (a headers exchange: `headers` must match, all of them or any
+ * of them as `match` says, default all). One of the two, never both.
+ */
 export interface BindingSpec {
   exchange: string;
   /** Routing keys (event types, or topic patterns such as `user.*`). */
-  routingKeys: string[];
+  routingKeys?: string[];
+  /** Header values a message must carry (headers exchanges only). */
+  headers?: Record<string, string | number | boolean>;
+  /** `all` (default): every header must match; `any`: one is enough. */
+  match?: 'all' | 'any';
 }
 
 /** One work queue of one service. Its retry tiers and DLQ are derived from it. */
@@ -55,7 +70,9 @@ export interface Topology {
 export interface TopologyPlan {
   exchanges: ExchangeSpec[];
   queues: Array<{ name: string; role: 'work' | 'retry' | 'dlq'; arguments: Record<string, unknown> }>;
-  bindings: Array<{ exchange: string; queue: string; routingKey: string }>;
+  bindings: Array<{ exchange: string; queue: string; routingKey: string; arguments?: Record<string, unknown> }>;
+  /** Exchange-to-exchange bindings: `source` routes to `destination`. */
+  exchangeBindings: Array<{ source: string; destination: string; routingKey: string; arguments?: Record<string, unknown> }>;
   policies: PolicyPlan[];
 }
 

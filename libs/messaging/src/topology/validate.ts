@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler, ValueErrorType } from '@sinclair/typebox/compiler';
-import type { Topology } from './types';
+import type { BindingSpec, Topology } from './types';
 
 /**
  * Refuses a topology before anything touches the broker: unknown keys, wrong types, dangling
@@ -16,6 +16,16 @@ export class TopologyError extends Error {
 const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._:-]+$' });
 const Delay = Type.Integer({ minimum: 1, maximum: 24 * 3_600_000 });
 
+const Binding = Type.Object(
+  {
+    exchange: Name,
+    routingKeys: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+    headers: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.Union([Type.String(), Type.Number(), Type.Boolean()]))),
+    match: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('any')])),
+  },
+  { additionalProperties: false },
+);
+
 const TopologySchema = Type.Object(
   {
     exchanges: Type.Array(
@@ -23,6 +33,7 @@ const TopologySchema = Type.Object(
         {
           name: Name,
           type: Type.Union(['topic', 'direct', 'fanout', 'headers', 'x-consistent-hash'].map((t) => Type.Literal(t))),
+          bindings: Type.Optional(Type.Array(Binding)),
         },
         { additionalProperties: false },
       ),
@@ -31,12 +42,7 @@ const TopologySchema = Type.Object(
       Type.Object(
         {
           name: Name,
-          bindings: Type.Array(
-            Type.Object(
-              { exchange: Name, routingKeys: Type.Array(Type.String({ minLength: 1 }), { minItems: 1 }) },
-              { additionalProperties: false },
-            ),
-          ),
+          bindings: Type.Array(Binding),
           retryDelaysMs: Type.Array(Delay, { maxItems: 20 }),
           deliveryLimit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
           maxLength: Type.Optional(Type.Integer({ minimum: 1 })),
@@ -87,19 +93,42 @@ export function validateTopology(raw: unknown): Topology {
     if (previous) problems.push(`duplicate name "${name}" (${what}, already used by ${previous})`);
     else seen.set(name, what);
   };
-  const exchanges = new Set(topology.exchanges.map((x) => x.name));
+  const exchanges = new Map(topology.exchanges.map((x) => [x.name, x.type]));
   topology.exchanges.forEach((x, i) => claim(x.name, `exchanges[${i}]`));
+  /** A binding names a declared source, and routes by keys or by headers as the source's type allows. */
+  const checkBinding = (where: string, b: BindingSpec) => {
+    const type = exchanges.get(b.exchange);
+    if (type === undefined) {
+      problems.push(`${where}: exchange "${b.exchange}" is not declared`);
+      return;
+    }
+    if ((b.routingKeys === undefined) === (b.headers === undefined)) {
+      problems.push(`${where}: give either routingKeys or headers (exactly one)`);
+    } else if (b.headers !== undefined && type !== 'headers') {
+      problems.push(`${where}: headers bind only to a headers exchange ("${b.exchange}" is ${type})`);
+    } else if (b.headers !== undefined && Object.keys(b.headers).some((k) => k.startsWith('x-'))) {
+      // RabbitMQ ignores header arguments starting with x- when matching (x-match is its own).
+      problems.push(`${where}: header names starting with "x-" are ignored by RabbitMQ's headers exchange when matching`);
+    } else if (b.routingKeys !== undefined && type === 'headers') {
+      problems.push(`${where}: a headers exchange ("${b.exchange}") routes by headers, not routingKeys`);
+    } else if (b.match !== undefined && b.headers === undefined) {
+      problems.push(`${where}: match applies to headers bindings only`);
+    }
+  };
+  topology.exchanges.forEach((x, i) => {
+    (x.bindings ?? []).forEach((b, j) => {
+      const where = `exchanges[${i}] ("${x.name}").bindings[${j}]`;
+      if (b.exchange === x.name) problems.push(`${where}: an exchange cannot be bound to itself`);
+      else checkBinding(where, b);
+    });
+  });
   if (topology.deadLetterExchange !== undefined) claim(topology.deadLetterExchange, 'deadLetterExchange');
   topology.queues.forEach((q, i) => {
     claim(q.name, `queues[${i}]`);
     if (q.name.endsWith('.dlq') || /\.retry\./.test(q.name)) {
       problems.push(`queues[${i}] ("${q.name}"): names ending in .dlq or containing .retry. are derived, not declared`);
     }
-    q.bindings.forEach((b, j) => {
-      if (!exchanges.has(b.exchange)) {
-        problems.push(`queues[${i}] ("${q.name}").bindings[${j}]: exchange "${b.exchange}" is not declared`);
-      }
-    });
+    q.bindings.forEach((b, j) => checkBinding(`queues[${i}] ("${q.name}").bindings[${j}]`, b));
     const delays = new Set<number>();
     q.retryDelaysMs.forEach((d) => {
       if (delays.has(d)) problems.push(`queues[${i}] ("${q.name}").retryDelaysMs: delay ${d} appears twice`);
