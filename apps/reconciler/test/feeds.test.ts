@@ -158,8 +158,8 @@ it('`ops feed rebuild --all` rebuilds every materialised feed, and only those', 
   const dry = await ops('feed', 'rebuild', '--all', '--dry-run');
   expect(dry.code).toBe(0);
   expect(dry.stdout).toMatch(/dry run: 4 feeds checked, 2 differ, 0 rebuilt/);
-  expect(dry.stdout).toMatch(/^  u3: 1 missing \(p1\), 0 extra$/m);
-  expect(dry.stdout).toMatch(/^  u4: 0 missing, 1 extra \(ghost\)$/m);
+  expect(dry.stdout).toMatch(/^ {2}u3: 1 missing \(p1\), 0 extra$/m);
+  expect(dry.stdout).toMatch(/^ {2}u4: 0 missing, 1 extra \(ghost\)$/m);
 
   const res = await ops('feed', 'rebuild', '--all', '--json');
   expect(res.code).toBe(0);
