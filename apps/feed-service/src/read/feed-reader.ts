@@ -46,9 +46,9 @@ export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: 
     return (await projections.feedFromProjections(pool, userId, 'all', { cursor, limit })).map(toItem);
   }
 
-  /** The shared rebuild (rebuild.ts): a failure of any Redis call means "answer from Postgres". */
+  /** The shared rebuild (rebuild.ts): a failure of a Redis call means "answer from Postgres", a database error stays one. */
   async function rebuild(userId: string): Promise<void> {
-    await cached(() => rebuildFeed({ pool, cache, cap: config.FEED_CAP }, userId));
+    await rebuildFeed({ pool, cache, cap: config.FEED_CAP }, userId, { redis: cached });
     metrics.regenerations.inc();
   }
 

@@ -18,14 +18,23 @@ export interface FeedEntry {
  * missed. Additive (ZADD): an entry the projections no longer hold stays; `exact` clears the feed
  * first (ready: goes first, so reads meanwhile take the miss path and answer from Postgres).
  */
-export async function rebuildFeed(deps: { pool: Pool; cache: FeedCache; cap: number }, userId: string, options: { exact?: boolean } = {}): Promise<number> {
+export async function rebuildFeed(
+  deps: { pool: Pool; cache: FeedCache; cap: number },
+  userId: string,
+  options: { exact?: boolean; /** Wraps the Redis calls (the read path tells a Redis failure from a database one). */ redis?: <T>(fn: () => Promise<T>) => Promise<T> } = {},
+): Promise<number> {
   const { pool, cache, cap } = deps;
-  if (options.exact) await cache.clear(userId);
-  await cache.markLive(userId);
+  const redis = options.redis ?? (<T>(fn: () => Promise<T>) => fn());
+  await redis(async () => {
+    if (options.exact) await cache.clear(userId);
+    await cache.markLive(userId);
+  });
   const posts = await projections.feedFromProjections(pool, userId, 'pushed', { limit: cap });
-  await cache.putPosts(posts);
-  await cache.pushPosts(userId, posts);
-  await cache.markReady(userId);
+  await redis(async () => {
+    await cache.putPosts(posts);
+    await cache.pushPosts(userId, posts);
+    await cache.markReady(userId);
+  });
   return posts.length;
 }
 
