@@ -95,6 +95,23 @@ function renderGeneric(value: unknown, indent = ''): string {
     .join('\n');
 }
 
+interface FeedRebuildAnswer {
+  dryRun: boolean;
+  checked: number;
+  mismatched: number;
+  rebuilt: number;
+  feeds: Array<{ userId: string; missing: Array<{ postId: string }>; extra: Array<{ postId: string }>; rebuilt: boolean }>;
+}
+
+/** `ops feed rebuild`: the counts, then each feed that differed (or was rebuilt) with what differed. */
+export function renderFeedRebuild(r: FeedRebuildAnswer): string {
+  const ids = (xs: Array<{ postId: string }>) => (xs.length ? ` (${xs.slice(0, 5).map((x) => x.postId).join(', ')}${xs.length > 5 ? ', …' : ''})` : '');
+  const head = `${r.dryRun ? 'dry run: ' : ''}${r.checked} feeds checked, ${r.mismatched} differ, ${r.rebuilt} rebuilt`;
+  const lines = r.feeds.map((f) => `  ${f.userId}: ${f.missing.length} missing${ids(f.missing)}, ${f.extra.length} extra${ids(f.extra)}${f.rebuilt ? ' → rebuilt' : ''}`);
+  const more = r.feeds.length < Math.max(r.mismatched, r.rebuilt) ? [`  … (${r.feeds.length} shown)`] : [];
+  return [head, ...lines, ...more, ...(r.dryRun && r.mismatched > 0 ? ['run again without --dry-run to rebuild'] : [])].join('\n');
+}
+
 interface Preview {
   matched: number;
   asOf: string | null;
@@ -258,8 +275,8 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
       case 'feed': {
         if (sub !== 'rebuild') throw new UsageError("feed rebuild (--user U | --all) [--dry-run]");
         if (!v.user === !v.all) throw new UsageError('feed rebuild needs exactly one of --user U or --all');
-        const r = await client.post('/v1/admin/feeds/rebuild', { ...(v.user ? { userId: v.user } : { all: true }), dryRun: v['dry-run'] ?? false });
-        print(r, () => renderGeneric(r));
+        const r = await client.post<FeedRebuildAnswer>('/v1/admin/feeds/rebuild', { ...(v.user ? { userId: v.user } : { all: true }), dryRun: v['dry-run'] ?? false });
+        print(r, () => renderFeedRebuild(r));
         return 0;
       }
       case 'jobs': {

@@ -29,7 +29,7 @@ const ALERTS = [
   'CommunityFanoutLagHigh',
   'CommunityJobNotRunning',
 ];
-const CHECKS = ['backlog', 'oldest-message', 'dlq', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'jobs', 'breakers', 'reconciler-status'];
+const CHECKS = ['backlog', 'oldest-message', 'dlq', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'fanout-chunks', 'jobs', 'breakers', 'reconciler-status'];
 
 describe('docs/RUNBOOK.md', () => {
   it.each(ALERTS)('has a section for the alert %s', (alert) => {

@@ -4,4 +4,8 @@
  */
 export { createFeedService, type FeedService, type FeedServiceDeps } from './service';
 export { FEED_CONFIG, loadFeedConfig, SERVICE_NAME, type FeedConfig } from './config';
-export { FANOUT_QUEUE, ACTIVITY_QUEUE, BACKFILL_QUEUE } from './handlers/internal-messages';
+export { FANOUT_QUEUE, ACTIVITY_QUEUE, BACKFILL_QUEUE, sendFanoutChunk } from './handlers/internal-messages';
+// The reconciler's feed checks and rebuilds (apps/reconciler/src/jobs/feeds.ts) use the same cache
+// and rebuild code as the read path.
+export { createFeedCache, type FeedCache, type FeedCacheOptions } from './redis/cache';
+export { rebuildFeed, expectedFeed, diffFeed, type FeedEntry, type FeedDiff } from './read/rebuild';

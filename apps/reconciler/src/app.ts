@@ -9,6 +9,7 @@ import type { ReconcilerConfig } from './config';
 import { registerAdminRoutes } from './http/admin-routes';
 import { registerAuth } from './http/auth';
 import { registerWhyRoute } from './http/why-route';
+import type { FeedChecker } from './jobs/feeds';
 import type { Watchdog } from './jobs/watchdog';
 import type { ReconcilerMetrics } from './metrics';
 
@@ -30,6 +31,7 @@ export interface AppDeps {
   publisher?: Publisher;
   /** The DLQ console's routes (/console, /v1/admin/dlq/*), when it runs. */
   dlqRoutes?: FastifyPluginAsync;
+  feeds: FeedChecker;
   readiness: ReadinessProbe;
 }
 

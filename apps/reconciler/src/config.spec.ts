@@ -1,4 +1,5 @@
 import type { QueueSpec } from '@community/messaging';
+import { loadFeedConfig } from '@community/feed-service';
 import { inboxRetentionIssues, loadReconcilerConfig } from './config';
 
 describe('reconciler configuration', () => {
@@ -20,5 +21,14 @@ describe('reconciler configuration', () => {
   it('fails fast naming the variable on cross-field mistakes', () => {
     expect(() => loadReconcilerConfig({ COUNTER_RECENT_WINDOW_MS: '30s', COUNTER_RECOUNT_INTERVAL_MS: '1m' })).toThrow(/COUNTER_RECENT_WINDOW_MS: 30000 must exceed COUNTER_RECOUNT_INTERVAL_MS/);
     expect(() => loadReconcilerConfig({ RABBITMQ_MANAGEMENT_URL: 'ftp://x' })).toThrow(/RABBITMQ_MANAGEMENT_URL: "ftp:\/\/x" must start with http/);
+  });
+
+  it("reads feed-service's Redis layout with feed-service's own defaults, and the DLQ follow-ups' defaults", () => {
+    const c = loadReconcilerConfig({});
+    const f = loadFeedConfig({});
+    expect([c.FEED_REDIS_PREFIX, c.FEED_CAP, c.FEED_ACTIVE_WINDOW_DAYS]).toEqual([f.FEED_REDIS_PREFIX, f.FEED_CAP, f.FEED_ACTIVE_WINDOW_DAYS]);
+    expect([c.DLQ_RETENTION_DAYS, c.STATUS_DLQ_MAX]).toEqual([30, 0]);
+    expect(() => loadReconcilerConfig({ DLQ_RETENTION_DAYS: '0' })).toThrow(/DLQ_RETENTION_DAYS/);
+    expect(() => loadReconcilerConfig({ FEED_CAP: '1' })).toThrow(/FEED_CAP/);
   });
 });

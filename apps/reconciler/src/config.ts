@@ -2,11 +2,20 @@ import { commonConfig, ConfigError, loadConfig, type ConfigIssue, type ConfigOf,
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { longestRedeliveryMs } from '@community/idempotency';
 import { DEFAULT_DELIVERY_LIMIT, type QueueSpec } from '@community/messaging';
+import { FEED_CONFIG } from '@community/feed-service';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
 export const SERVICE_NAME = 'reconciler';
 
 const DAY_MS = 86_400_000;
+
+type FeedEntryName = (typeof FEED_CONFIG)[number]['name'];
+/** feed-service's own entry (same default, description and bounds): both sides must agree on the Redis layout. */
+function feedEntry<N extends FeedEntryName>(name: N): Extract<(typeof FEED_CONFIG)[number], { name: N }> {
+  const entry = FEED_CONFIG.find((e): e is Extract<(typeof FEED_CONFIG)[number], { name: N }> => e.name === name);
+  if (!entry) throw new Error(`feed-service has no config entry ${name}`);
+  return entry;
+}
 
 /** The shared variables (docs/CONTRACT.md "Configuration") plus the reconciler's tunables (docs/RECONCILER.md). */
 export const RECONCILER_CONFIG = [
@@ -66,6 +75,44 @@ export const RECONCILER_CONFIG = [
     kind: 'string',
     default: 'http://127.0.0.1:3002/metrics',
     description: 'comma-separated /metrics URLs whose *_breaker_open series the status check "breakers" reads ("none": no source)',
+  },
+  // Feed caches (docs/RECONCILER.md "Feed caches"): feed-service's Redis, read and rebuilt here.
+  feedEntry('FEED_REDIS_PREFIX'),
+  feedEntry('FEED_CAP'),
+  feedEntry('FEED_ACTIVE_WINDOW_DAYS'),
+  { name: 'FEED_CHECK_INTERVAL_MS', kind: 'duration-ms', default: 300_000, min: 1_000, max: DAY_MS, description: 'how often a sample of materialised feeds is checked against the projections' },
+  {
+    name: 'FEED_CHECK_SAMPLE',
+    kind: 'int',
+    default: 200,
+    min: 1,
+    max: 100_000,
+    description: 'feeds checked per run: the check continues a SCAN of ready: keys where the last run stopped, so every feed is checked in turn',
+  },
+  {
+    name: 'FEED_CHECK_SETTLE_MS',
+    kind: 'duration-ms',
+    default: 120_000,
+    min: 0,
+    max: DAY_MS,
+    description: 'posts published within this window are left out of the comparison (a fan-out still in flight is not drift)',
+  },
+  { name: 'STUCK_FANOUT_AFTER_MS', kind: 'duration-ms', default: 600_000, min: 1_000, description: 'a fan-out chunk of a job planned longer ago than this and not done is stuck (and re-published, at most once per this interval)' },
+  // DLQ console follow-ups (docs/DLQ-CONSOLE.md).
+  {
+    name: 'DLQ_RETENTION_DAYS',
+    kind: 'int',
+    default: 30,
+    min: 1,
+    max: 3650,
+    description: 'days a dead-lettered message in a final state (replayed, discarded) is kept after its last action; pending ones are never purged',
+  },
+  {
+    name: 'STATUS_DLQ_MAX',
+    kind: 'int',
+    default: 0,
+    min: 0,
+    description: 'status check "dlq": messages pending in all DLQs together above which the check fails (0: any pending message fails it)',
   },
   { name: 'SCHEDULER', kind: 'bool', default: true, description: 'run the scheduled jobs on this replica (false: HTTP only)' },
 ] as const satisfies ConfigSpec;

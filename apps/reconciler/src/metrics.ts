@@ -14,11 +14,16 @@ export interface ReconcilerMetrics {
   watchdogFindings: Gauge<'queue' | 'kind'>;
   stuckWork: Gauge<'kind'>;
   outboxLag: Gauge;
+  feedsChecked: Counter<'source'>;
+  feedsMismatched: Counter<'source'>;
+  feedsRebuilt: Counter<'source'>;
+  feedRedisErrors: Counter;
+  fanoutRepublished: Counter;
 }
 
 export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
   const registers = [registry];
-  return {
+  const m: ReconcilerMetrics = {
     jobRuns: new Counter({ name: 'reconciler_job_runs_total', help: 'Runs of a reconciler job by outcome (succeeded, failed, aborted)', labelNames: ['job', 'outcome'], registers }),
     jobDuration: new Histogram({
       name: 'reconciler_job_duration_seconds',
@@ -44,10 +49,24 @@ export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
     }),
     stuckWork: new Gauge({
       name: 'reconciler_stuck_work',
-      help: 'Work items stuck at the last check, by kind (outbox_unsent, email_lease_expired)',
+      help: 'Work items stuck at the last check, by kind (outbox_unsent, email_lease_expired, fanout_chunk)',
       labelNames: ['kind'],
       registers,
     }),
     outboxLag: new Gauge({ name: 'reconciler_outbox_lag_seconds', help: 'Age of the oldest unsent outbox row (0 when none), at the last check', registers }),
+    feedsChecked: new Counter({ name: 'reconciler_feeds_checked_total', help: 'Materialised feeds compared with the projections, by source (job, api)', labelNames: ['source'], registers }),
+    feedsMismatched: new Counter({ name: 'reconciler_feeds_mismatched_total', help: 'Checked feeds that differed from the projections, by source', labelNames: ['source'], registers }),
+    feedsRebuilt: new Counter({ name: 'reconciler_feeds_rebuilt_total', help: 'Feeds rebuilt from the projections, by source', labelNames: ['source'], registers }),
+    feedRedisErrors: new Counter({ name: 'reconciler_feed_redis_errors_total', help: "Errors of the connection to feed-service's Redis", registers }),
+    fanoutRepublished: new Counter({ name: 'reconciler_fanout_chunks_republished_total', help: 'Stuck fan-out chunk messages re-published to feed-service.fanout', registers }),
   };
+  // The feed counters exist at 0 from the start (a labelled counter has no series before its first
+  // increment): "checked 0, mismatched 0" is an answer a dashboard and an alert can use.
+  for (const source of ['job', 'api']) {
+    m.feedsChecked.inc({ source }, 0);
+    m.feedsMismatched.inc({ source }, 0);
+    m.feedsRebuilt.inc({ source }, 0);
+  }
+  m.stuckWork.set({ kind: 'fanout_chunk' }, 0);
+  return m;
 }

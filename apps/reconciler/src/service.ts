@@ -11,7 +11,9 @@ import { SERVICE_NAME, type ReconcilerConfig } from './config';
 import { createDlqConsole, type DlqConsole } from './dlq';
 import { parseRecountRequest } from './domain/requests';
 import { adminOnly } from './http/auth';
+import { createFeedCache, type FeedCache } from '@community/feed-service';
 import { counterJobs, recount } from './jobs/counters';
+import { createFeedChecker, type FeedChecker } from './jobs/feeds';
 import { instrument } from './jobs/instrument';
 import { retentionJobs } from './jobs/retention';
 import { stuckWorkJob } from './jobs/stuck';
@@ -45,6 +47,9 @@ export interface ReconcilerService {
   /** The DLQ console (apps/reconciler/src/dlq, docs/DLQ-CONSOLE.md); undefined without messaging. */
   dlq?: DlqConsole;
   management: ManagementTarget;
+  /** feed-service's Redis (its prefix: FEED_REDIS_PREFIX) and the checks and rebuilds of its feeds. */
+  feedCache: FeedCache;
+  feeds: FeedChecker;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -61,6 +66,29 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
   const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
   const management = managementTargetFor(config.AMQP_URL, config.RABBITMQ_MANAGEMENT_URL || undefined);
   const workQueues = topology.queues.map((q) => q.name);
+
+  const feedCache = createFeedCache({
+    url: config.REDIS_URL,
+    prefix: config.FEED_REDIS_PREFIX,
+    cap: config.FEED_CAP,
+    feedTtlMs: config.FEED_ACTIVE_WINDOW_DAYS * 86_400_000,
+    logger: logger.child({ component: 'feed-cache' }),
+    metrics: { redisErrors: metrics.feedRedisErrors },
+  });
+  const feeds = createFeedChecker({
+    pool,
+    cache: feedCache,
+    cap: config.FEED_CAP,
+    settleMs: config.FEED_CHECK_SETTLE_MS,
+    sample: config.FEED_CHECK_SAMPLE,
+    metrics,
+    logger: logger.child({ component: 'feeds' }),
+    clock,
+  });
+  let messaging: Messaging | undefined;
+  if (deps.messaging !== false) {
+    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
+  }
 
   const watchdog = createWatchdog({
     target: management,
@@ -79,14 +107,22 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
       sweepIntervalMs: config.COUNTER_SWEEP_INTERVAL_MS,
     }),
     ...retentionJobs(config),
-    stuckWorkJob({ intervalMs: config.STUCK_INTERVAL_MS, outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS, metrics, logger }),
+    stuckWorkJob({
+      intervalMs: config.STUCK_INTERVAL_MS,
+      outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS,
+      leaseGraceMs: config.STUCK_LEASE_GRACE_MS,
+      fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS,
+      metrics,
+      logger,
+      publisher: messaging?.publisher,
+      clock,
+    }),
+    feeds.job(config.FEED_CHECK_INTERVAL_MS),
     watchdog.job,
   ].map((job) => instrument(job, metrics));
   const scheduler = createScheduler({ pool, logger: logger.child({ component: 'scheduler' }), registry, jobs });
 
-  let messaging: Messaging | undefined;
-  if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
+  if (messaging) {
     // One batch at a time: an operator's full recount never holds more than one batch of counter locks.
     messaging.consume({
       queue: RECONCILER_LOW_PRIORITY_QUEUE,
@@ -112,7 +148,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
 
   const dlq =
     deps.messaging !== false && deps.dlqConsole !== false
-      ? createDlqConsole({ pool, amqpUrl: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, topology, logger, registry, adminOnly, service: SERVICE_NAME })
+      ? createDlqConsole({ statusThreshold: config.STATUS_DLQ_MAX, pool, amqpUrl: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, topology, logger, registry, adminOnly, service: SERVICE_NAME })
       : undefined;
 
   const readiness = readinessState();
@@ -133,6 +169,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     clock,
     publisher: messaging?.publisher,
     dlqRoutes: dlq?.routes,
+    feeds,
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),
@@ -154,7 +191,10 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     messaging,
     dlq,
     management,
+    feedCache,
+    feeds,
     async start() {
+      await feedCache.connect();
       await messaging?.start();
       await dlq?.start();
       if (runScheduler) scheduler.start();
@@ -164,6 +204,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
       await scheduler.stop();
       await dlq?.stop();
       await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
+      await feedCache.close();
     },
   };
 }

@@ -109,7 +109,9 @@ it('refuses the admin API without the admin scope, and names unknown jobs', asyn
     'retention.inbox',
     'retention.email',
     'retention.outbox',
+    'retention.dlq',
     'stuck-work',
+    'feeds.check',
     'watchdog.queues',
   ]);
 });

@@ -29,7 +29,7 @@ export interface Reconciler {
 }
 
 /** One reconciler built by its own builder; a second one on the same database is a second replica. */
-export async function startReconciler(db: TestDatabase, vhost: TestVhost | undefined, options: { env?: Record<string, string>; topology?: Topology; start?: boolean } = {}): Promise<Reconciler> {
+export async function startReconciler(db: TestDatabase, vhost: TestVhost | undefined, options: { env?: Record<string, string>; topology?: Topology; start?: boolean; dlqConsole?: boolean } = {}): Promise<Reconciler> {
   const registry = new Registry();
   const svc = createReconcilerService(testConfig(db, vhost, options.env), {
     logger: testLogger('reconciler'),
@@ -37,6 +37,7 @@ export async function startReconciler(db: TestDatabase, vhost: TestVhost | undef
     topology: options.topology,
     runScheduler: false,
     messaging: vhost !== undefined,
+    dlqConsole: options.dlqConsole,
   });
   await svc.app.ready();
   if (options.start !== false) await svc.start();

@@ -3,7 +3,7 @@
 import type { Pool } from 'pg';
 import { createPgPool } from '@community/db';
 import { createTestDatabase, type TestDatabase } from '@community/testing';
-import { EMAIL_RETENTION_JOB, INBOX_RETENTION_JOB, OUTBOX_RETENTION_JOB } from '../src/jobs/retention';
+import { DLQ_RETENTION_JOB, EMAIL_RETENTION_JOB, INBOX_RETENTION_JOB, OUTBOX_RETENTION_JOB } from '../src/jobs/retention';
 import { purgeEmailTables } from '../src/store/email-retention';
 import { startReconciler } from './harness';
 
@@ -157,4 +157,44 @@ it('purges every consumer\'s inbox rows past INBOX_RETENTION_DAYS and sent outbo
     { event_type: 'unsent', unsent: true },
     { event_type: 't', unsent: false },
   ]);
+});
+
+it('purges dead-lettered messages in a final state past DLQ_RETENTION_DAYS, never a pending or recent one, and keeps the audit', async () => {
+  // [message id, state, days since the last action (null: never acted on), days since ingest]
+  const rows: Array<[string, string, number | null, number]> = [
+    ['replayed-old', 'replayed', 8, 40],
+    ['discarded-old', 'discarded', 20, 40],
+    ['replayed-recent', 'replayed', 6, 40],
+    ['discarded-recent', 'discarded', 1, 2],
+    ['pending-old', 'pending', null, 90],
+    ['replaying-old', 'replaying', 30, 90],
+  ];
+  for (const [id, state, acted, ingested] of rows) {
+    await pool.query(
+      `INSERT INTO dlq_messages (queue, original_queue, message_id, dead_lettered_at, properties, headers, body, error_class, error_message, error_kind, fingerprint, state, ingested_at, acted_at)
+       VALUES ('q.dlq', 'q', $1, now() - $4::float8 * interval '1 day', '{}', '{}', '\\x7b7d', 'PermanentError', 'bad', 'permanent', 'fp', $2::dlq_message_state,
+               now() - $4::float8 * interval '1 day', now() - $3::float8 * interval '1 day')`,
+      [id, state, acted, ingested],
+    );
+  }
+  // The audit of the discard that put 'discarded-old' in its final state.
+  await pool.query(
+    `WITH op AS (INSERT INTO dlq_operations (action, requested_by, selection, matched, state) VALUES ('discard', 'frank', '{}', 1, 'done') RETURNING id)
+     INSERT INTO dlq_operation_items (operation_id, message_id, result) SELECT op.id, m.id, 'discarded' FROM op, dlq_messages m WHERE m.message_id = 'discarded-old'`,
+  );
+  const rc = await startReconciler(db, undefined, { env: { DLQ_RETENTION_DAYS: '7' } });
+  try {
+    expect(await rc.svc.scheduler.runOnce(DLQ_RETENTION_JOB, { dryRun: true })).toMatchObject({ status: 'ran', counts: { deleted: 2 } });
+    expect((await pool.query('SELECT count(*)::int AS n FROM dlq_messages')).rows[0].n).toBe(rows.length);
+    expect(await rc.svc.scheduler.runOnce(DLQ_RETENTION_JOB, { force: true })).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 2 } });
+  } finally {
+    await rc.close();
+  }
+  expect((await pool.query('SELECT message_id FROM dlq_messages ORDER BY message_id')).rows.map((r) => r.message_id)).toEqual([
+    'discarded-recent',
+    'pending-old',
+    'replayed-recent',
+    'replaying-old',
+  ]);
+  expect((await pool.query(`SELECT o.requested_by, i.result FROM dlq_operations o JOIN dlq_operation_items i ON i.operation_id = o.id`)).rows).toEqual([{ requested_by: 'frank', result: 'discarded' }]);
 });

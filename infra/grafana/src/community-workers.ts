@@ -249,10 +249,29 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Stuck work',
-        description: 'Work items stuck at the last check, by kind: outbox rows unsent too long, email leases expired without a takeover (reconciler_stuck_work).',
+        description:
+          'Work items stuck at the last check, by kind: outbox rows unsent too long, email leases expired without a takeover, feed-service fan-out chunks not done (reconciler_stuck_work), and stuck chunks re-published to feed-service.fanout (reconciler_fanout_chunks_republished_total).',
         unit: 'short',
         span: 12,
-        queries: [{ expr: 'max by (kind) (reconciler_stuck_work)', legend: '{{kind}}' }],
+        queries: [
+          { expr: 'max by (kind) (reconciler_stuck_work)', legend: '{{kind}}' },
+          { expr: `sum(increase(reconciler_fanout_chunks_republished_total${RATE}))`, legend: 'fan-out chunks re-published' },
+        ],
+      }),
+    )
+    .withPanel(
+      graph({
+        title: 'Feed caches (reconciler)',
+        description:
+          "Materialised feeds compared with feed-service's projections (reconciler_feeds_checked_total), those that differed (reconciler_feeds_mismatched_total) and those rebuilt (reconciler_feeds_rebuilt_total), by source: the scheduled sample check (job) or an operator's rebuild (api). Mismatches that keep coming point at a fan-out path losing writes (docs/RECONCILER.md \"Feed caches\").",
+        unit: 'short',
+        span: 12,
+        queries: [
+          { expr: `sum by (source) (increase(reconciler_feeds_checked_total${RATE}))`, legend: 'checked · {{source}}' },
+          { expr: `sum by (source) (increase(reconciler_feeds_mismatched_total${RATE}))`, legend: 'mismatched · {{source}}' },
+          { expr: `sum by (source) (increase(reconciler_feeds_rebuilt_total${RATE}))`, legend: 'rebuilt · {{source}}' },
+          { expr: `sum(increase(reconciler_feed_redis_errors_total${RATE}))`, legend: 'redis errors' },
+        ],
       }),
     )
     .withPanel(

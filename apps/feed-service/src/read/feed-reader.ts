@@ -18,6 +18,7 @@ import { mergePage } from '../domain/merge';
 import type { FeedMetrics } from '../metrics';
 import { toItem, type FeedCache, type FeedItem } from '../redis/cache';
 import * as projections from '../store/projections';
+import { rebuildFeed } from './rebuild';
 
 /** A reader's activity row is written at most once a minute (the feed's expiry follows it). */
 const TOUCH_THROTTLE_MS = 60_000;
@@ -45,15 +46,9 @@ export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: 
     return (await projections.feedFromProjections(pool, userId, 'all', { cursor, limit })).map(toItem);
   }
 
-  /** Fan-out may write from the moment live: is set, so nothing published during the rebuild is missed. */
+  /** The shared rebuild (rebuild.ts): a failure of a Redis call means "answer from Postgres", a database error stays one. */
   async function rebuild(userId: string): Promise<void> {
-    await cached(() => cache.markLive(userId));
-    const posts = await projections.feedFromProjections(pool, userId, 'pushed', { limit: config.FEED_CAP });
-    await cached(async () => {
-      await cache.putPosts(posts);
-      await cache.pushPosts(userId, posts);
-      await cache.markReady(userId);
-    });
+    await rebuildFeed({ pool, cache, cap: config.FEED_CAP }, userId, { redis: cached });
     metrics.regenerations.inc();
   }
 

@@ -106,7 +106,8 @@ export interface FeedCacheOptions {
   /** Lifetime of a feed after its reader's last activity (the active window). */
   feedTtlMs: number;
   logger: Logger;
-  metrics: FeedMetrics;
+  /** Only its Redis error counter (the reconciler passes its own). */
+  metrics: Pick<FeedMetrics, 'redisErrors'>;
 }
 
 export type FeedCache = ReturnType<typeof createFeedCache>;
@@ -216,6 +217,27 @@ export function createFeedCache(options: FeedCacheOptions) {
       if (postIds.length > 0) await redis.zrem(k.feed(user), ...postIds);
     },
 
+    /** The whole materialised feed, newest first (the reconciler's check). */
+    async entries(user: string): Promise<Array<{ postId: string; at: number }>> {
+      const raw = await redis.zrange(k.feed(user), 0, -1, 'REV', 'WITHSCORES');
+      const out: Array<{ postId: string; at: number }> = [];
+      for (let i = 0; i < raw.length; i += 2) out.push({ postId: raw[i], at: Number(raw[i + 1]) });
+      return out;
+    },
+    /** Unready, then drop the sorted set (an exact rebuild follows: rebuild.ts). */
+    async clear(user: string): Promise<void> {
+      await redis.del(k.ready(user));
+      await redis.del(k.feed(user));
+    },
+    /**
+     * Users with a materialised feed (a ready: key), SCAN-ed in pages from `cursor` ('0': the
+     * start; the answer's cursor '0': the end). SCAN's MATCH does not apply keyPrefix: done here.
+     */
+    async scanReady(cursor: string, count: number): Promise<{ cursor: string; users: string[] }> {
+      const head = `${options.prefix}ready:`;
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${head.replace(/[*?[\]\\]/g, '\\$&')}*`, 'COUNT', count);
+      return { cursor: next, users: keys.map((key) => key.slice(head.length)) };
+    },
     async isReady(user: string): Promise<boolean> {
       return (await redis.exists(k.ready(user))) === 1;
     },

@@ -9,12 +9,12 @@ const healthy = (): StatusFacts => ({
   workQueues: ['a', 'b'],
   queues: [q('a'), q('b'), q('a.dlq')],
   watchdog: [],
-  stuck: { outboxUnsent: 0, outboxLagSeconds: 0, outboxProducers: [], emailLeasesExpired: 0 },
+  stuck: { outboxUnsent: 0, outboxLagSeconds: 0, outboxProducers: [], emailLeasesExpired: 0, fanoutChunks: 0 },
   lastRecount: { job: 'counters.recount-recent', finishedAt: now.toISOString(), drifted: 0 },
   lastRuns: [{ job: 'j', outcome: 'succeeded', startedAt: new Date(now.getTime() - 30_000), finishedAt: now, error: null }],
   jobIntervalsMs: { j: 60_000 },
   breakers: [{ source: 'http://email/metrics', series: 'email_smtp_breaker_open', open: false }],
-  thresholds: { backlogMax: 100, oldestMessageMaxMs: 60_000, outboxLagMaxMs: 60_000 },
+  thresholds: { fanoutAfterMs: 600_000, backlogMax: 100, oldestMessageMaxMs: 60_000, outboxLagMaxMs: 60_000 },
 });
 const failing = (f: StatusFacts) => evaluateStatus(f).checks.filter((c) => !c.ok).map((c) => [c.name, c.detail, c.runbook]);
 
@@ -22,7 +22,7 @@ describe('evaluateStatus', () => {
   it('is ok on a healthy stack, every check named with its runbook section', () => {
     const s = evaluateStatus(healthy());
     expect(s.ok).toBe(true);
-    expect(s.checks.map((c) => c.name)).toEqual(['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'jobs', 'breakers']);
+    expect(s.checks.map((c) => c.name)).toEqual(['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'fanout-chunks', 'jobs', 'breakers']);
     expect(s.checks[0].runbook).toBe('docs/RUNBOOK.md#check-backlog');
   });
 
@@ -43,11 +43,11 @@ describe('evaluateStatus', () => {
     expect(oldestAgeMs(q('x', { ready: 1, headTimestamp: now.getTime() / 1000 - 7 }), now)).toBe(7000);
   });
 
-  it('fails on drift, outbox lag, expired leases, a failed or late job and an open breaker', () => {
+  it('fails on drift, outbox lag, expired leases, stuck fan-out chunks, a failed or late job and an open breaker', () => {
     const f: StatusFacts = {
       ...healthy(),
       lastRecount: { job: 'counters.sweep', finishedAt: 't', drifted: 3 },
-      stuck: { outboxUnsent: 2, outboxLagSeconds: 120, outboxProducers: ['notification-service'], emailLeasesExpired: 1 },
+      stuck: { outboxUnsent: 2, outboxLagSeconds: 120, outboxProducers: ['notification-service'], emailLeasesExpired: 1, fanoutChunks: 4 },
       lastRuns: [{ job: 'j', outcome: 'failed', startedAt: now, finishedAt: now, error: 'boom' }],
       jobIntervalsMs: { j: 60_000, k: 60_000 },
       startedAt: new Date(now.getTime() - 4 * 60_000),
@@ -57,6 +57,7 @@ describe('evaluateStatus', () => {
       "stale-leases: 1 email deliveries in 'sending' with a lease expired and nobody taking over",
       'counter-drift: 3 unread counters differed from their recount at t (counters.sweep; repaired and audited in counter_repairs)',
       'outbox-lag: the oldest unsent outbox row is 120 s old (producers: notification-service)',
+      'fanout-chunks: 4 feed-service fan-out chunks not done 600 s after planning (the stuck-work job re-publishes them to feed-service.fanout)',
       'jobs: j: last run failed (boom); k: never ran',
       'breakers: email_smtp_breaker_open open at s',
     ]);

@@ -14,7 +14,7 @@ export interface Check {
   detail: string;
 }
 
-export const CHECK_NAMES = ['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'jobs', 'breakers'] as const;
+export const CHECK_NAMES = ['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'fanout-chunks', 'jobs', 'breakers'] as const;
 export type CheckName = (typeof CHECK_NAMES)[number];
 
 /** `## check: <name>` in docs/RUNBOOK.md, as GitHub renders the anchor. */
@@ -43,7 +43,7 @@ export interface StatusFacts {
   jobIntervalsMs: Readonly<Record<string, number>>;
   /** Every `*_breaker_open` series read from the services' /metrics; `error` when a source did not answer. */
   breakers: readonly { source: string; series: string; open: boolean }[] | { error: string };
-  thresholds: { backlogMax: number; oldestMessageMaxMs: number; outboxLagMaxMs: number };
+  thresholds: { fanoutAfterMs: number; backlogMax: number; oldestMessageMaxMs: number; outboxLagMaxMs: number };
 }
 
 /**
@@ -98,6 +98,11 @@ export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] }
   const lagMs = f.stuck.outboxLagSeconds * 1000;
   add('outbox-lag', lagMs <= f.thresholds.outboxLagMaxMs, Math.round(f.stuck.outboxLagSeconds), Math.round(f.thresholds.outboxLagMaxMs / 1000),
     lagMs <= f.thresholds.outboxLagMaxMs ? 'outbox rows are published in time' : `the oldest unsent outbox row is ${Math.round(f.stuck.outboxLagSeconds)} s old${f.stuck.outboxProducers.length ? ` (producers: ${f.stuck.outboxProducers.join(', ')})` : ''}`);
+
+  add('fanout-chunks', f.stuck.fanoutChunks === 0, f.stuck.fanoutChunks, 0,
+    f.stuck.fanoutChunks === 0
+      ? 'every fan-out finishes in time'
+      : `${f.stuck.fanoutChunks} feed-service fan-out chunks not done ${Math.round(f.thresholds.fanoutAfterMs / 1000)} s after planning (the stuck-work job re-publishes them to feed-service.fanout)`);
 
   const late: string[] = [];
   for (const [job, intervalMs] of Object.entries(f.jobIntervalsMs)) {

@@ -20,7 +20,7 @@ export async function collectStatus(deps: AppDeps) {
   const { config } = deps;
   const [queues, stuck, recountRow, runs, breakers] = await Promise.all([
     sampleQueues(deps.management).catch((err: Error) => ({ error: err.message })),
-    findStuckWork(deps.pool, { outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS }),
+    findStuckWork(deps.pool, { outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS, fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS }),
     lastRecount(deps.pool, [RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB]),
     lastRuns(deps.pool, deps.jobs.map((j) => j.name)),
     readBreakers(breakerUrls(config.BREAKER_METRICS_URLS)).catch((err: Error) => ({ error: err.message })),
@@ -36,7 +36,7 @@ export async function collectStatus(deps: AppDeps) {
     lastRuns: runs,
     jobIntervalsMs: Object.fromEntries(deps.jobs.map((j) => [j.name, j.intervalMs])),
     breakers,
-    thresholds: { backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS },
+    thresholds: { fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS, backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS },
   });
 }
 
@@ -113,6 +113,27 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
         await deps.publisher.publish(recountRequest(range, requestedBy, correlationId, deps.clock()), { exchange: EVENTS_EXCHANGE });
       }
       return reply.code(202).send({ mode: 'queued', dryRun: false, batches: ranges.length, correlationId });
+    },
+  );
+
+  app.post<{ Body: { userId?: string; all?: boolean; dryRun?: boolean } }>(
+    '/v1/admin/feeds/rebuild',
+    {
+      ...guard,
+      schema: {
+        body: {
+          type: 'object',
+          properties: { userId: { type: 'string', minLength: 1, maxLength: 256 }, all: { type: 'boolean', const: true }, dryRun: { type: 'boolean', default: false } },
+          additionalProperties: false,
+        },
+      },
+    },
+    async (req) => {
+      const body = req.body ?? {};
+      if ((body.userId === undefined) === (body.all !== true)) throw ERRORS.FEED_TARGET_REQUIRED();
+      const dryRun = body.dryRun === true;
+      const result = await deps.feeds.rebuild({ userId: body.userId, all: body.all, dryRun });
+      return { dryRun, ...(body.userId !== undefined ? { userId: body.userId } : { all: true }), ...result };
     },
   );
 }

@@ -7,5 +7,6 @@ import { defineErrors } from '@community/observability';
 export const ERRORS = defineErrors('RC_', {
   UNKNOWN_JOB: { statusCode: 404, message: (job: string, known: string) => `no job named '${job}' (known: ${known})` },
   JOB_BUSY: { statusCode: 409, message: (job: string) => `job '${job}' is running on a replica right now; try again when it ends (GET /v1/admin/jobs)` },
+  FEED_TARGET_REQUIRED: { statusCode: 400, message: 'give exactly one of userId or all: true' },
   WHY_TARGET_REQUIRED: { statusCode: 400, message: 'give userId and exactly one of eventId, commentId or idempotencyKey' },
 });

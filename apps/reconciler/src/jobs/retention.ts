@@ -1,15 +1,16 @@
 import type { ScheduledJob } from '@community/db';
 import type { ReconcilerConfig } from '../config';
 import { purgeEmailTables } from '../store/email-retention';
-import { purgeInbox, purgeSentOutbox, recordedHorizonMs } from '../store/retention';
+import { purgeFinalDlqMessages, purgeInbox, purgeSentOutbox, recordedHorizonMs } from '../store/retention';
 
 export const INBOX_RETENTION_JOB = 'retention.inbox';
 export const EMAIL_RETENTION_JOB = 'retention.email';
 export const OUTBOX_RETENTION_JOB = 'retention.outbox';
+export const DLQ_RETENTION_JOB = 'retention.dlq';
 
 const DAY_MS = 86_400_000;
 
-type RetentionConfig = Pick<ReconcilerConfig, 'RETENTION_INTERVAL_MS' | 'RETENTION_BATCH_SIZE' | 'INBOX_RETENTION_DAYS' | 'EMAIL_RETENTION_DAYS' | 'OUTBOX_RETENTION_DAYS'>;
+type RetentionConfig = Pick<ReconcilerConfig, 'RETENTION_INTERVAL_MS' | 'RETENTION_BATCH_SIZE' | 'INBOX_RETENTION_DAYS' | 'EMAIL_RETENTION_DAYS' | 'OUTBOX_RETENTION_DAYS' | 'DLQ_RETENTION_DAYS'>;
 
 /**
  * Retention of what only history needs, moved here from notification-service (inbox rows) and
@@ -39,6 +40,12 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
       name: OUTBOX_RETENTION_JOB,
       intervalMs,
       run: ({ pool, signal, dryRun }) => purgeSentOutbox(pool, { olderThanMs: config.OUTBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+    },
+    {
+      // The DLQ console's rows once an operator is done with them (docs/DLQ-CONSOLE.md "Retention").
+      name: DLQ_RETENTION_JOB,
+      intervalMs,
+      run: ({ pool, signal, dryRun }) => purgeFinalDlqMessages(pool, { olderThanMs: config.DLQ_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
     },
   ];
 }

@@ -41,3 +41,23 @@ export async function recordedHorizonMs(pool: Pool, name: string): Promise<numbe
   const res = await pool.query<{ horizon_ms: string }>('SELECT horizon_ms FROM retention_horizons WHERE name = $1', [name]);
   return res.rows[0] ? Number(res.rows[0].horizon_ms) : 0;
 }
+
+/**
+ * Dead-lettered messages in a final state (replayed, discarded) whose last action is older than the
+ * horizon. Pending (and replaying) ones are never touched: they still wait for an operator. The
+ * audit (dlq_operations, dlq_operation_items) is kept: it names message ids, not rows it needs.
+ */
+export async function purgeFinalDlqMessages(pool: Pool, o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean }): Promise<{ deleted: number }> {
+  const where = `state IN ('replayed', 'discarded') AND acted_at < now() - $1::float8 * interval '1 millisecond'`;
+  if (o.dryRun) {
+    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_messages WHERE ${where}`, [o.olderThanMs]);
+    return { deleted: res.rows[0].n };
+  }
+  let deleted = 0;
+  for (;;) {
+    o.signal?.throwIfAborted();
+    const res = await pool.query(`DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE ${where} ORDER BY id LIMIT $2)`, [o.olderThanMs, o.batchSize]);
+    deleted += res.rowCount ?? 0;
+    if ((res.rowCount ?? 0) < o.batchSize) return { deleted };
+  }
+}
