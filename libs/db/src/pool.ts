@@ -32,6 +32,15 @@ export function createPgPool(databaseUrl: string, opts: PoolOptions = {}): pg.Po
   // discarded the broken client and the next query opens a new one (or fails on its own, where the
   // caller handles it), so reporting it is all there is to do. A checked-out client is not covered
   // by this listener: withTransaction guards those.
-  pool.on('error', (err) => opts.logger?.warn({ err }, 'an idle database connection failed; the pool replaced it'));
+  // pg-pool attaches the broken client to the error (`err.client`): logged as is, that would write
+  // the client's connection state (including its cancel `secretKey`) into the log. Only the error's
+  // own identity is logged.
+  pool.on('error', (err) => opts.logger?.warn({ err: idleErrorForLog(err) }, 'an idle database connection failed; the pool replaced it'));
   return pool;
+}
+
+/** What of an idle connection's error is safe and useful to log: never the `client` pg-pool attaches. */
+export function idleErrorForLog(err: Error): { type: string; message: string; code?: string } {
+  const code = (err as { code?: unknown }).code;
+  return { type: err.name, message: err.message, ...(typeof code === 'string' ? { code } : {}) };
 }
