@@ -1,41 +1,19 @@
 // First: tracing must be set up before the rest is loaded (docs/TRACING.md).
 import { tracing } from './tracing';
 import { redactConfig } from '@community/config';
-import { createLogger, createRegistry, runService } from '@community/observability';
+import { serviceMain } from '@community/observability';
 import { EMAIL_CONFIG_SPEC, loadEmailConfig, SERVICE_NAME } from './config';
 import { createEmailService } from './service';
 
-/** Composition root: configuration, logger, metrics, the service, and the process lifecycle. */
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadEmailConfig();
-  } catch (err) {
-    // Fail fast, naming the variables (ConfigError's message lists every problem).
-    process.stderr.write(`${SERVICE_NAME}: ${(err as Error).message}\n`);
-    process.exit(1);
-  }
-  const logger = createLogger({ service: SERVICE_NAME, level: config.LOG_LEVEL });
-  logger.info({ config: redactConfig(EMAIL_CONFIG_SPEC, config) }, 'configuration');
-  logger.info({ enabled: tracing.enabled, reason: tracing.reason }, 'tracing');
-  const registry = createRegistry({ service: SERVICE_NAME });
-  const service = createEmailService(config, { logger, registry });
-
-  await runService({
-    name: SERVICE_NAME,
-    logger,
-    app: service.app,
-    port: config.PORT,
-    readiness: service.readiness,
-    // Past the consumers' drain deadline, leave time to close the pool and the SMTP connections.
-    shutdownTimeoutMs: config.SHUTDOWN_TIMEOUT_MS + 5_000,
-    start: () => service.start(),
-    stop: async () => {
-      await service.stop();
-      await tracing.shutdown(); // flushes the spans still buffered
-    },
-  });
-}
-
-// Called unconditionally: with esbuild's bundle: false, `require.main === module` is false.
-void main();
+// Composition root: configuration, logger, metrics, the service, and the process lifecycle
+// (serviceMain, docs/SERVICE-TEMPLATE.md). Called unconditionally: with esbuild's bundle: false,
+// `require.main === module` is false.
+void serviceMain({
+  name: SERVICE_NAME,
+  tracing,
+  load: () => loadEmailConfig(),
+  redact: (config) => redactConfig(EMAIL_CONFIG_SPEC, config),
+  create: createEmailService,
+  // Past the consumers' drain deadline, leave time to close the pool and the SMTP connections.
+  shutdownTimeoutMs: (config) => config.SHUTDOWN_TIMEOUT_MS + 5_000,
+});

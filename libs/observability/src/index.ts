@@ -14,3 +14,5 @@ export { authGuards, registerAuth, serviceTokenSigner } from './auth';
 export type { AuthGuardOptions, Principal, ServiceTokenOptions, ServiceTokenSignerOptions } from './auth';
 export { startTracing, tracingSettings } from './tracing';
 export type { StartTracingOptions, Tracing, TracingSettings } from './tracing';
+export { serviceMain } from './service-main';
+export type { ServiceMainOptions } from './service-main';
