@@ -44,3 +44,27 @@ export function idleErrorForLog(err: Error): { type: string; message: string; co
   const code = (err as { code?: unknown }).code;
   return { type: err.name, message: err.message, ...(typeof code === 'string' ? { code } : {}) };
 }
+
+/**
+ * `pool.connect()` with `onError` attached to the client before anything else can run.
+ *
+ * Why not `const client = await pool.connect(); client.on('error', …)`: pg-pool takes its own
+ * error listener off the client as it hands it out, and the awaiting code runs a microtask later.
+ * A new connection is handed out from inside its socket's data handler (on ReadyForQuery), and the
+ * parser goes on, synchronously, with the rest of the same chunk: when Postgres terminated the
+ * backend right after startup (pg_terminate_backend, a restart), its FATAL ErrorResponse arrives in
+ * that chunk and is emitted as 'error' on a client nobody listens to yet, which crashes the process.
+ * The fault suite hit exactly this (demo-community-api exited during pg_terminate_backend ×5 under
+ * load). pg-pool calls a callback synchronously, so attaching the listener there closes the gap.
+ * The caller owns the listener from here: remove it before a normal release, keep it on a client
+ * released with an error (it may still report its end).
+ */
+export function checkOutGuarded(pool: pg.Pool, onError: (err: Error) => void): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    pool.connect((err, client) => {
+      if (err || !client) return reject(err ?? new Error('pg-pool returned no client'));
+      client.on('error', onError);
+      resolve(client);
+    });
+  });
+}

@@ -1,4 +1,5 @@
 import pg, { type Pool, type PoolClient } from 'pg';
+import { checkOutGuarded } from './pool';
 
 export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
@@ -79,10 +80,10 @@ export async function withTransaction<T>(
   const begin = beginStatement(options);
   const { signal } = options;
   signal?.throwIfAborted();
-  const client = await pool.connect();
   let broken: Error | undefined;
   const onError = (err: Error) => (broken ??= err);
-  client.on('error', onError);
+  // The listener is on before pg-pool's is off (checkOutGuarded says why the order matters).
+  const client = await checkOutGuarded(pool, onError);
   // Set on abort; awaited before anything else is sent on this connection, so the cancel can never
   // land on the ROLLBACK or, after release, on the next user's statement.
   let cancelled: Promise<void> | undefined;

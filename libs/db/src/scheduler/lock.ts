@@ -1,4 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
+import { checkOutGuarded } from '../pool';
 
 /** The connection holding a job's lock died: another replica may already run the job. */
 export class LeadershipLostError extends Error {
@@ -36,11 +37,13 @@ export class JobLock {
     this.lostController.abort(new LeadershipLostError(err));
   };
 
-  private constructor(
-    readonly client: PoolClient,
-    private readonly key: string,
-  ) {
-    client.on('error', this.onError);
+  private constructor(private readonly key: string) {}
+
+  private clientOrUndefined: PoolClient | undefined;
+
+  get client(): PoolClient {
+    if (!this.clientOrUndefined) throw new Error('JobLock used before its connection was checked out');
+    return this.clientOrUndefined;
   }
 
   /** Aborted when the lock's connection fails while held. */
@@ -50,7 +53,9 @@ export class JobLock {
 
   /** The lock, or undefined when another session holds it. Throws what the database throws. */
   static async tryAcquire(pool: Pool, key: string): Promise<JobLock | undefined> {
-    const lock = new JobLock(await pool.connect(), key);
+    const lock = new JobLock(key);
+    // Guarded from the moment pg-pool hands the connection out (libs/db/src/pool.ts, checkOutGuarded).
+    lock.clientOrUndefined = await checkOutGuarded(pool, lock.onError);
     try {
       const res = await lock.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS locked', [key]);
       if (res.rows[0].locked) return lock;
