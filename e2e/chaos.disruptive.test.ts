@@ -47,7 +47,7 @@ describeChaos('fault suite, short profile', () => {
     const report = JSON.parse(await readFile(REPORT, 'utf8')) as Report;
     // Every contract event type was produced and checked, and every fault ran.
     for (const [type, n] of Object.entries(report.totals)) expect([type, n > 0]).toEqual([type, true]);
-    expect(report.rows.length).toBeGreaterThanOrEqual(13);
+    expect(report.rows.length).toBeGreaterThanOrEqual(15);
     const breaches = report.rows.filter((r) => r.lost + r.duplicated + r.emailsMissing + r.emailsDuplicated + r.counterMismatches + r.exits + r.dlqUnmatched + r.dlqWithoutReason > 0 || r.notReady !== 'none');
     expect(breaches).toEqual([]);
     expect(report.unexpectedExits).toEqual([]);
