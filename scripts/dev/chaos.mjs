@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run test:chaos`: the fault suite e2e/chaos/run.ts, full profile by default (CHAOS_PROFILE=full:
-// at least 10,000 events of every contract type, the issue's hold times; about 40 minutes here).
+// 10,400 rounds over the whole run, ceil(10,400 / faults) per fault, so every contract type reaches
+// at least 10,000 events; the issue's hold times).
 // It starts its own RabbitMQ node, Postgres cluster and Redis (e2e/chaos/private-deps.ts), so it
 // disturbs nothing else; the setup step only installs dependencies. Its knobs (CHAOS_PROFILE,
 // CHAOS_ROUNDS, CHAOS_RATE, CHAOS_HOLD_MS, CHAOS_FAULTS, CHAOS_REPORT) are environment variables;
