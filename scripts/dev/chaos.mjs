@@ -6,7 +6,8 @@
 // disturbs nothing else; the setup step only installs dependencies. Its knobs (CHAOS_PROFILE,
 // CHAOS_ROUNDS, CHAOS_RATE, CHAOS_HOLD_MS, CHAOS_FAULTS, CHAOS_REPORT) are environment variables;
 // see docs/RELIABILITY.md. The short profile (e2e/chaos.disruptive.test.ts) runs in `npm test` only
-// with CHAOS_IN_NPM_TEST=1 (intermittent late feed events after broker restarts; issue 8).
+// with CHAOS_IN_NPM_TEST=1 (demo-community-api exits on an uncaught pg client error during
+// pg_terminate_backend in 2 of 3 runs; docs/RELIABILITY.md "What the suite found").
 import { spawn } from 'node:child_process';
 import { setup, ROOT } from './setup/index.mjs';
 import { runMain } from './setup/log.mjs';
