@@ -339,8 +339,19 @@ async function main(): Promise<number> {
   const rows: Row[] = [];
   let db: pg.Pool | undefined;
   try {
-    const [rabbit, pgServer, redis, smtp] = await Promise.all([startPrivateRabbit(), startPrivatePostgres(), startPrivateRedis(), startSmtpSink()]);
-    started.push(rabbit, pgServer, redis, { stop: () => smtp.close() });
+    // Each registered for cleanup as soon as it is up (a SIGTERM during the others' start-up stops it;
+    // one that comes up after the cleanup began is stopped at once).
+    const own = <T extends { stop(): Promise<void> }>(s: T): T => {
+      if (cleaning) void s.stop();
+      else started.push(s);
+      return s;
+    };
+    const [rabbit, pgServer, redis, smtp] = await Promise.all([
+      startPrivateRabbit().then(own),
+      startPrivatePostgres().then(own),
+      startPrivateRedis().then(own),
+      startSmtpSink().then((sink) => (own({ stop: () => sink.close() }), sink)),
+    ]);
     const dbUrl = await createMigratedDatabase(pgServer.url, 'community');
     const amqpProxy = await startTcpProxy({ host: '127.0.0.1', port: rabbit.amqpPort });
     const pgProxy = await startTcpProxy({ host: '127.0.0.1', port: pgServer.port });
