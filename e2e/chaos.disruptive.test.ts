@@ -6,7 +6,8 @@ import path from 'node:path';
 /**
  * The fault suite's short profile (e2e/chaos/run.ts, CHAOS_PROFILE=short): every fault of
  * docs/RELIABILITY.md under load, on a RabbitMQ node, a Postgres cluster and a Redis of its own, so it
- * disturbs no other test. It is CPU-heavy (three apps, three servers, a load), hence in the
+ * disturbs no other test. It is CPU-heavy (five apps, three servers, a load; 4–12 minutes depending on
+ * the machine's load), hence in the
  * disruptive run that `npm test` runs alone after the regular suite. Fails on any invariant breach:
  * a lost or duplicated effect, a DLQ message without a reason or matching no ledger event, a missing
  * or duplicated email, a counter off, an app that exited or is not ready again, no recovery.
@@ -16,15 +17,15 @@ const REPORT = path.join(tmpdir(), `chaos-short-${process.pid}.json`);
 
 interface Report {
   totals: Record<string, number>;
-  rows: Array<{ fault: string; lost: number; duplicated: number; emailsMissing: number; emailsDuplicated: number; counterMismatches: number; exits: number; notReady: string; dlqUnmatched: number; dlqWithoutReason: number }>;
+  rows: Array<{ fault: string; lost: number; duplicated: number; emailsMissing: number; emailsDuplicated: number; counterMismatches: number; feedCountersOff: number; exits: number; notReady: string; faultBreaches: string[]; dlqUnmatched: number; dlqWithoutReason: number }>;
   unexpectedExits: string[];
 }
 
-// Opt-in for now (`CHAOS_IN_NPM_TEST=1 npm test`, or `CHAOS_PROFILE=short npm run test:chaos`): in
-// one of three fresh-clone CI runs the checks after RabbitMQ stop_app/start_app and the Postgres
-// restart found feed events not yet arrived (138 and 30) and the reconciler not ready again; the
-// suite may declare the drain too early. Until that is explained (issue 8), an intermittent
-// failure here would block every submission.
+// Opt-in for now (`CHAOS_IN_NPM_TEST=1 npm test`, or `CHAOS_PROFILE=short npm run test:chaos`). The
+// earlier intermittent failure (feed events late after start_app / the Postgres restart) was the
+// drain's, fixed (docs/RELIABILITY.md "What the suite found"); what still fails it, in 2 of 3 runs of
+// 1 December 2026, is a real defect: demo-community-api exits on an uncaught pg client `error`
+// (57P01) during pg_terminate_backend. Until that is fixed, a failure here would block every submission.
 const describeChaos = process.env.CHAOS_IN_NPM_TEST === '1' ? describe : describe.skip;
 
 describeChaos('fault suite, short profile', () => {
@@ -47,9 +48,9 @@ describeChaos('fault suite, short profile', () => {
     const report = JSON.parse(await readFile(REPORT, 'utf8')) as Report;
     // Every contract event type was produced and checked, and every fault ran.
     for (const [type, n] of Object.entries(report.totals)) expect([type, n > 0]).toEqual([type, true]);
-    expect(report.rows.length).toBeGreaterThanOrEqual(13);
-    const breaches = report.rows.filter((r) => r.lost + r.duplicated + r.emailsMissing + r.emailsDuplicated + r.counterMismatches + r.exits + r.dlqUnmatched + r.dlqWithoutReason > 0 || r.notReady !== 'none');
+    expect(report.rows.length).toBeGreaterThanOrEqual(15);
+    const breaches = report.rows.filter((r) => r.lost + r.duplicated + r.emailsMissing + r.emailsDuplicated + r.counterMismatches + r.feedCountersOff + r.exits + r.dlqUnmatched + r.dlqWithoutReason > 0 || r.notReady !== 'none' || r.faultBreaches.length > 0);
     expect(breaches).toEqual([]);
     expect(report.unexpectedExits).toEqual([]);
-  }, 600_000);
+  }, 1_800_000);
 });

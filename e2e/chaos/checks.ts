@@ -33,17 +33,14 @@ export interface BrokerMessage {
   body: string;
 }
 
-/**
- * Up to `count` messages of a queue through the management API. `reject_requeue_true` leaves them
- * where they were (the DLQs are read, not emptied); `ack_requeue_false` takes them off.
- */
-export async function readQueue(m: Management, queue: string, count: number, ackmode: 'reject_requeue_true' | 'ack_requeue_false'): Promise<BrokerMessage[]> {
+/** Up to `count` messages of a queue through the management API, left where they were (the DLQs are read, not emptied). */
+export async function readQueue(m: Management, queue: string, count: number): Promise<BrokerMessage[]> {
   if (count <= 0) return [];
   const rows = await mgmt<Array<{ payload: string; properties: { message_id?: string; type?: string; headers?: Record<string, unknown> } }>>(
     m,
     'POST',
     `/queues/${encodeURIComponent(m.vhost)}/${encodeURIComponent(queue)}/get`,
-    { count, ackmode, encoding: 'auto', truncate: 100_000 },
+    { count, ackmode: 'reject_requeue_true', encoding: 'auto', truncate: 100_000 },
   );
   return rows.map((r) => {
     const h = r.properties.headers ?? {};
@@ -55,29 +52,37 @@ export async function readQueue(m: Management, queue: string, count: number, ack
 
 /**
  * Every queue of the vhost with its depth (ready + unacked) from the management API: cheap, but its
- * statistics are up to `collect_statistics_interval` (1 s on the private node) old.
+ * statistics are up to `collect_statistics_interval` (1 s on the private node) old. A queue whose
+ * statistics are not there (no `messages` field: a queue just declared, or recovering after
+ * start_app) has depth NaN: unknown, which the drain treats as busy, never as empty.
  */
 export async function queueDepthsFast(m: Management): Promise<Map<string, number>> {
   const rows = await mgmt<Array<{ name: string; messages?: number }>>(m, 'GET', `/queues/${encodeURIComponent(m.vhost)}?columns=name,messages`);
-  return new Map(rows.map((r) => [r.name, r.messages ?? 0]));
+  return new Map(rows.map((r) => [r.name, typeof r.messages === 'number' ? r.messages : NaN]));
 }
 
-/** Every queue of the vhost with its depth (ready + unacked), exact (`rabbitmqctl list_queues`; an Erlang VM start each call). */
+/**
+ * Every queue of the vhost with its depth (ready + unacked), exact (`rabbitmqctl list_queues`; an
+ * Erlang VM start each call). A queue whose `messages` column is empty or not a number (a quorum
+ * queue whose leader is still being elected after start_app prints nothing there) has depth NaN.
+ */
 export async function queueDepths(ctl: (...args: string[]) => Promise<string>, vhost: string): Promise<Map<string, number>> {
   const stdout = await ctl('list_queues', '-q', '--no-table-headers', '-p', vhost, 'name', 'messages');
   const depths = new Map<string, number>();
   for (const line of stdout.split('\n')) {
     const [name, n] = line.trim().split(/\s+/);
-    if (name && n !== undefined && /^\d+$/.test(n)) depths.set(name, Number(n));
+    if (name) depths.set(name, n !== undefined && /^\d+$/.test(n) ? Number(n) : NaN);
   }
   return depths;
 }
 
-/** Outbox rows not yet relayed, and email deliveries not yet final. */
-export async function pendingWork(db: pg.Pool): Promise<{ outbox: number; emails: number }> {
-  const { rows } = await db.query<{ outbox: number; emails: number }>(`SELECT
+/** Outbox rows not yet relayed, email deliveries not yet final, feed fan-outs (jobs or chunks) not done. */
+export async function pendingWork(db: pg.Pool): Promise<{ outbox: number; emails: number; fanouts: number }> {
+  const { rows } = await db.query<{ outbox: number; emails: number; fanouts: number }>(`SELECT
       (SELECT count(*)::int FROM outbox_messages WHERE sent_at IS NULL) AS outbox,
-      (SELECT count(*)::int FROM email_deliveries WHERE state IN ('pending', 'sending')) AS emails`);
+      (SELECT count(*)::int FROM email_deliveries WHERE state IN ('pending', 'sending')) AS emails,
+      (SELECT count(*)::int FROM feed_fanout_jobs WHERE done_at IS NULL)
+        + (SELECT count(*)::int FROM feed_fanout_chunks WHERE done_at IS NULL) AS fanouts`);
   return rows[0];
 }
 
@@ -106,45 +111,6 @@ export function eventKey(type: string, data: Record<string, string>): string | u
   }
 }
 
-function parseEvent(body: string): { type: string; data: Record<string, string> } | undefined {
-  try {
-    const e = JSON.parse(body) as { type?: string; data?: Record<string, string> };
-    return e.type && e.data ? { type: e.type, data: e.data } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * What reached feed-service.activity. No feed-service runs yet, so the suite takes the queue's
- * messages itself (acked) and keeps them: the queue drains, and each post.published / user.followed
- * / user.unfollowed of the ledger must be there. Once feed-service runs (APPS in run.ts), it
- * consumes the queue and this is not called.
- */
-export class FeedTap {
-  /** Ledger event id (`type|key`) → distinct message ids seen for it. */
-  readonly byEvent = new Map<string, Set<string>>();
-  copies = 0;
-
-  async take(m: Management, depth: number): Promise<void> {
-    for (let left = depth; left > 0; ) {
-      const batch = await readQueue(m, 'feed-service.activity', Math.min(left, 5000), 'ack_requeue_false');
-      if (batch.length === 0) break;
-      left -= batch.length;
-      for (const msg of batch) {
-        const e = parseEvent(msg.body);
-        const key = e && eventKey(e.type, e.data);
-        if (!e || key === undefined) continue;
-        const id = `${e.type}|${key}`;
-        const ids = this.byEvent.get(id) ?? new Set<string>();
-        if (ids.has(msg.messageId ?? '')) this.copies++;
-        ids.add(msg.messageId ?? '');
-        this.byEvent.set(id, ids);
-      }
-    }
-  }
-}
-
 /** The Message-ID email-service gives an immediate email (docs/EMAIL.md: a function of its idempotency key). */
 function immediateMessageIdPrefix(idempotencyKey: string): string {
   return `<${createHash('sha256').update(`immediate\u0000${idempotencyKey}`).digest('hex').slice(0, 40)}.immediate@`;
@@ -167,8 +133,16 @@ export interface Figures {
   emailsMissing: number;
   emailsDuplicated: number;
   emailsCrashWindow: number;
-  feedRedelivered: number;
+  /** Unread counters that differ from a recount of the notification rows. */
   counterMismatches: number;
+  /**
+   * feed-service's own counters that differ from a recount: an author's follower_count against its
+   * active edges (a follow transition applied twice, or missed), a fan-out job's chunks_done against
+   * its checkpointed chunks (a chunk counted twice).
+   */
+  feedCountersOff: number;
+  /** Fan-out chunk executions beyond the first (a kill or a redelivery re-ran a chunk; harmless, skipped once checkpointed). */
+  feedChunkRetries: number;
   /** A few missing effects, for the log. */
   examples: string[];
 }
@@ -180,7 +154,16 @@ export interface Figures {
  * recount. DLQ messages are matched to ledger events by message id through the outbox (event_id →
  * payload → ledger key).
  */
-export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: ReceivedMail[], feed: FeedTap | undefined, dlqs: BrokerMessage[]): Promise<Figures> {
+/**
+ * What the check needs of feed-service besides its tables: users who follow every poster since
+ * before the load, and each one's whole feed as the API pages it (post ids, newest first).
+ */
+export interface FeedReaders {
+  readers: string[];
+  readFeed(userId: string): Promise<string[]>;
+}
+
+export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: ReceivedMail[], feed: FeedReaders, dlqs: BrokerMessage[]): Promise<Figures> {
   const examples: string[] = [];
   const miss = (what: string) => { if (examples.length < 5) examples.push(what); };
 
@@ -220,11 +203,12 @@ export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: Receiv
 
   // Notifications: one row per expected idempotency key (unique in the table; a second row for the
   // same fact would carry another key and show as unledgered).
-  const items = await db.query<{ idempotency_key: string; user_id: string; type: string; resource_id: string }>('SELECT idempotency_key, user_id, type, resource_id FROM notification_items');
+  const items = await db.query<{ idempotency_key: string; user_id: string; type: string; resource_id: string; created_at: Date }>('SELECT idempotency_key, user_id, type, resource_id, created_at FROM notification_items');
   const rowsByKey = new Map<string, number>();
   for (const r of items.rows) rowsByKey.set(r.idempotency_key, (rowsByKey.get(r.idempotency_key) ?? 0) + 1);
   for (const n of ledger.notifications.values()) account(rowsByKey.get(n.key) ?? 0, n.cause, `notification ${n.key}`);
-  const unledgeredRows = items.rows.filter((r) => !ledger.notifications.has(r.idempotency_key));
+  // (The set-up's follows, before the ledger started, notify the posters: not the load's.)
+  const unledgeredRows = items.rows.filter((r) => !ledger.notifications.has(r.idempotency_key) && r.created_at >= ledger.startedAt);
   let unledgered = unledgeredRows.length;
   // The same fact notified twice under two keys: one user, one type, one resource, two rows (each
   // round's facts have resources of their own, so the load never asks for that legitimately).
@@ -253,11 +237,53 @@ export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: Receiv
     }
   }
 
-  // Feed: each ledger event once (distinct message ids for one event would be a duplicate event;
-  // the same message id twice is a redelivery, which a consumer deduplicates).
-  if (feed) {
-    for (const id of ledger.feed) account(feed.byEvent.get(id)?.size ?? 0, id, `feed ${id}`);
-    unledgered += [...feed.byEvent.keys()].filter((id) => !ledger.events.has(id)).length;
+  // Feed (feed-service's projections, docs/FEED.md): each ledger post.published recorded once in
+  // feed_posts; each ledger follow edge once in feed_follows, in the state the ledger's last
+  // acknowledged request left it (followed, or unfollowed after it); then every post in the feed
+  // of every reader exactly once, through the feed API.
+  const feedPosts = await db.query<{ post_id: string; n: number }>('SELECT post_id, count(*)::int AS n FROM feed_posts GROUP BY post_id');
+  const postRows = new Map(feedPosts.rows.map((r) => [r.post_id, r.n]));
+  const edges = await db.query<{ edge: string; active: boolean; n: number }>(
+    `SELECT follower_id || '/' || followee_id AS edge, bool_or(active) AS active, count(*)::int AS n FROM feed_follows GROUP BY 1`,
+  );
+  const edgeRows = new Map(edges.rows.map((r) => [r.edge, r]));
+  const ledgerPosts: string[] = [];
+  for (const id of ledger.feed) {
+    const [type, key] = id.split('|') as [EventType, string];
+    if (type === 'post.published') {
+      ledgerPosts.push(key);
+      account(postRows.get(key) ?? 0, id, `feed_posts row of ${key}`);
+    } else if (type === 'user.followed') {
+      account(edgeRows.get(key)?.n ?? 0, id, `feed_follows edge ${key}`);
+    } else {
+      // The unfollow's effect: the edge exists and is no longer active.
+      const e = edgeRows.get(key);
+      account(e && !e.active ? e.n : 0, id, `feed_follows edge ${key} inactive`);
+    }
+  }
+  for (const [key, e] of edgeRows) {
+    const expected = ledger.follows.get(key);
+    // An edge the ledger does not know (a follow whose 201 was lost), or left unfollowed by an
+    // unfollow whose 200 was lost: the client was not told; counted, not a breach.
+    if (expected === undefined || (expected === 'followed' && !e.active)) unledgered++;
+  }
+  unledgered += [...postRows.keys()].filter((p) => !ledger.events.has(`post.published|${p}`)).length;
+
+  const feedCounters = await db.query<{ n: number }>(`SELECT
+      (SELECT count(*)::int FROM feed_authors a
+        WHERE a.follower_count <> (SELECT count(*) FROM feed_follows f WHERE f.followee_id = a.author_id AND f.active))
+      + (SELECT count(*)::int FROM feed_fanout_jobs j
+        WHERE j.chunks_done <> (SELECT count(*) FROM feed_fanout_chunks c WHERE c.post_id = j.post_id AND c.done_at IS NOT NULL)
+           OR j.chunks_done > j.chunks_total) AS n`);
+  const chunkRetries = await db.query<{ n: number }>('SELECT coalesce(sum(attempts - 1), 0)::int AS n FROM feed_fanout_chunks WHERE attempts > 1');
+
+  // Fan-out, as a reader sees it: each ledger post once in each reader's feed (all of them follow
+  // every poster). A post twice in one feed is a duplicate whatever wrote it (fan-out, rebuild, merge).
+  for (const reader of feed.readers) {
+    const seen = new Map<string, number>();
+    for (const p of await feed.readFeed(reader)) seen.set(p, (seen.get(p) ?? 0) + 1);
+    for (const p of ledgerPosts) account(seen.get(p) ?? 0, `post.published|${p}`, `post ${p} in ${reader}'s feed`);
+    unledgered += [...seen.keys()].filter((p) => !ledger.events.has(`post.published|${p}`)).length;
   }
 
   // Emails: one per immediate notification, matched by Message-ID at the SMTP server.
@@ -305,8 +331,9 @@ export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: Receiv
     emailsMissing,
     emailsDuplicated,
     emailsCrashWindow,
-    feedRedelivered: feed?.copies ?? 0,
     counterMismatches: counters.rows[0].n,
+    feedCountersOff: feedCounters.rows[0].n,
+    feedChunkRetries: chunkRetries.rows[0].n,
     examples,
   };
 }

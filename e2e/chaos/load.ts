@@ -70,6 +70,10 @@ export class Ledger {
   readonly users = new Set<string>();
   /** Events that reach feed-service.activity (post.published, user.followed, user.unfollowed), by key. */
   readonly feed = new Set<string>();
+  /** Follow edges (`follower/followee`) and the state the last acknowledged request left them in. */
+  readonly follows = new Map<string, 'followed' | 'unfollowed'>();
+  /** Effects older than this are the set-up's, not the load's. */
+  readonly startedAt = new Date();
   readonly refused = new Map<string, number>();
   transportErrors = 0;
   requests = 0;
@@ -102,11 +106,13 @@ export interface Cast {
   mentionable: string[];
   reactors: string[];
   followers: string[];
+  /** Follow every poster from the set-up on and read their feeds: the fan-out's audience. */
+  readers: string[];
 }
 
 export function cast(prefix: string): Cast {
   const group = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${name}${i}`);
-  return { posters: group('poster', 5), commenters: group('commenter', 6), mentionable: group('user', 20), reactors: group('reactor', 3), followers: group('follower', 8) };
+  return { posters: group('poster', 5), commenters: group('commenter', 6), mentionable: group('user', 20), reactors: group('reactor', 3), followers: group('follower', 8), readers: group('reader', 2) };
 }
 
 export interface LoadOptions {
@@ -196,11 +202,13 @@ async function round(o: LoadOptions, i: number): Promise<boolean> {
   if (!followed) return false;
   const followCause = L.add('user.followed', `${follower}/${newUser}`);
   L.feed.add(followCause);
+  L.follows.set(`${follower}/${newUser}`, 'followed');
   L.notify({ key: followKey(follower, newUser), userId: newUser, type: 'follow', cause: followCause });
 
   const unfollowed = await call(o, 'DELETE', `/v1/users/${newUser}/follow`, undefined, follower, 200);
   if (!unfollowed) return false;
   L.feed.add(L.add('user.unfollowed', `${follower}/${newUser}`));
+  L.follows.set(`${follower}/${newUser}`, 'unfollowed');
 
   const alert = await call<{ id: string }>(o, 'POST', '/v1/security-alerts', { userId: m[4], kind: 'new_login', detail: `chaos round ${i}` });
   if (!alert) return false;
