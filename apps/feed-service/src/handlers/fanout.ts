@@ -32,8 +32,8 @@ const LEASE_WAIT_MS = 2_000;
 const LEASE_POLL_MS = 5;
 /** Chunk messages published at once while planning (confirms overlap; bounded memory). */
 const PUBLISH_PARALLELISM = 32;
-/** How often a yielding chunk writer looks whether the small lane is done. */
-const YIELD_POLL_MS = 2;
+/** How often a yielding chunk writer looks whether the small lane is done (each look is a Redis call competing with the small post's own). */
+const YIELD_POLL_MS = 5;
 
 export interface FanoutDeps {
   pool: Pool;
