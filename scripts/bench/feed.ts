@@ -145,6 +145,8 @@ interface Stats {
   serverP99: number;
   requests: number;
   reads: Record<string, number>;
+  /** feed_fanout_yield_seconds_total by outcome, since the replica started. */
+  yielded: Record<string, number>;
   pgMs: number;
   pgCalls: number;
   redisMs: number;
@@ -302,7 +304,8 @@ async function main(): Promise<void> {
     log(`fan-out vs raw baseline: ${(rawSeconds / fanoutSeconds).toFixed(2)}× (target ≥ 0.5×)`);
     for (const r of replicas) {
       const st = await statsOf(r);
-      log(`  during the fan-out: ${eldText(r.name, st)}; waited on Postgres ${st.pgCalls} calls ${ms(st.pgMs)}, on Redis ${st.redisCalls} calls ${ms(st.redisMs)}`);
+      const paused = Object.entries(st.yielded).map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ');
+      log(`  during the fan-out: ${eldText(r.name, st)}; waited on Postgres ${st.pgCalls} calls ${ms(st.pgMs)}, on Redis ${st.redisCalls} calls ${ms(st.redisMs)}${paused ? `; chunks paused for the small lane: ${paused}` : ''}`);
     }
     if (SPLIT && busy.length > 0) {
       const st = await statsOf(front);
