@@ -42,10 +42,11 @@ export const FEED_CONFIG = [
   {
     name: 'FEED_FANOUT_CONCURRENCY',
     kind: 'int',
-    default: 2,
+    default: 1,
     min: 1,
     max: 32,
-    description: 'fan-out chunks in flight per replica (the large-fan-out lane; the activity lane has its own consumer)',
+    description:
+      'fan-out chunks in flight per replica (the large-fan-out lane; the activity lane has its own consumer). 1: when a small post arrives at most one batch or query of a fan-out is in flight ahead of it (docs/FEED.md "Lanes"); add fan-out replicas for throughput',
   },
   {
     name: 'FEED_FANOUT_YIELD_MAX_MS',

@@ -74,7 +74,7 @@ it('a steady small lane cannot starve a large fan-out: each chunk yields at most
   try {
     const cappedBefore = await yielded('capped');
     const started = performance.now();
-    const { postId, users } = await largeFanout(20); // 2 chunks, 2 in flight
+    const { postId, users } = await largeFanout(20); // 2 chunks
     await sleep(CAP_MS / 2);
     expect(await feedsHolding(h.redis, users, postId)).toBe(0);
     await eventually('the large fan-out finished under a mark that never clears', async () => (await chunks(postId)).done === 2, 20_000, 20);
