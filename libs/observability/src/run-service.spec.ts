@@ -83,6 +83,14 @@ describe('runService (real process)', () => {
     });
   });
 
+  it('names an unexpected shutdown trigger at warn level (SIGHUP: not how an orchestrator stops a process)', async () => {
+    const run = runFixture({ STOP_MS: '0', SHUTDOWN_TIMEOUT_MS: '5000' });
+    await run.waitFor(/fixture started/);
+    run.kill('SIGHUP');
+    expect(await run.exit).toBe(0);
+    expect(run.lines).toContainEqual(expect.objectContaining({ level: 'warn', signal: 'SIGHUP', msg: 'shutting down: unexpected trigger' }));
+  });
+
   it('exits 1 with a fatal line when start() fails', async () => {
     const run = runFixture({ FAIL_START: '1' });
     expect(await run.exit).toBe(1);

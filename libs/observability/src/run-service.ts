@@ -50,7 +50,12 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
     },
     async ({ signal, err, manual }) => {
       if (err) logger.fatal({ err }, 'uncaught error; shutting down');
-      else logger.info({ signal, manual }, 'shutting down');
+      else if (manual || signal === 'SIGTERM' || signal === 'SIGINT') logger.info({ signal, manual }, 'shutting down');
+      // Anything else is not how an orchestrator or a person stops us: close-with-grace also shuts
+      // down (exit 0) on SIGHUP, SIGQUIT, SIGUSR2 and the like, and on `beforeExit`, when the event
+      // loop ran empty (nothing left listening). Logged at warn so the cause of such an exit is in
+      // the log even at LOG_LEVEL=warn (a chaos run once saw an unexplained exit 0).
+      else logger.warn({ signal: signal ?? 'none', trigger: signal ? 'signal' : 'event loop empty (beforeExit)' }, 'shutting down: unexpected trigger');
       readiness?.markShuttingDown();
       await options.stop();
       await app.close();
