@@ -113,10 +113,10 @@ export function createFanout(deps: FanoutDeps) {
         return true;
       },
       resumed: () => settle('resumed'),
-      /** Before a Postgres step of the chunk: pause while small-lane work is in flight (within the budget). */
+      /** Before a Postgres step of the chunk: pause while small-lane work is in flight (within the budget). Best effort: a Redis error does not fail the chunk here. */
       async gate(): Promise<void> {
         if (!preempt) return;
-        while (await cache.smallLaneBusy()) if (!(await budget.wait())) return;
+        while (await cache.smallLaneBusy().catch(() => false)) if (!(await budget.wait())) return;
         budget.resumed();
       },
       /** The Redis writes check the marker inside PUSH_MANY, atomically. */
