@@ -79,6 +79,7 @@ async function main(): Promise<void> {
         send({ type: 'reset' });
       } else if (m.type === 'stats') {
         const reads = Object.fromEntries((await service.metrics.cacheReads.get()).values.map((v) => [v.labels.result, v.value]));
+        const yielded = Object.fromEntries((await service.metrics.fanoutYield.get()).values.map((v) => [v.labels.outcome, v.value]));
         send({
           type: 'stats',
           eldP50: eld.percentile(50) / 1e6,
@@ -88,6 +89,7 @@ async function main(): Promise<void> {
           serverP99: pct(serverMs, 99),
           requests: serverMs.length,
           reads,
+          yielded,
           ...waits,
         });
       } else if (m.type === 'stop') {

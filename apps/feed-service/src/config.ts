@@ -42,10 +42,28 @@ export const FEED_CONFIG = [
   {
     name: 'FEED_FANOUT_CONCURRENCY',
     kind: 'int',
-    default: 2,
+    default: 1,
     min: 1,
     max: 32,
-    description: 'fan-out chunks in flight per replica (the large-fan-out lane; the activity lane has its own consumer)',
+    description:
+      'fan-out chunks in flight per replica (the large-fan-out lane; the activity lane has its own consumer). 1: when a small post arrives at most one batch or query of a fan-out is in flight ahead of it (docs/FEED.md "Lanes"); add fan-out replicas for throughput',
+  },
+  {
+    name: 'FEED_FANOUT_YIELD_MAX_MS',
+    kind: 'duration-ms',
+    default: 100,
+    min: 0,
+    max: 10_000,
+    description:
+      'the small lane pre-empts large fan-outs: while a small post or follow is being handled anywhere, a chunk writer pauses before its follower query, each Redis batch and its checkpoint, for at most this long per chunk in total (the starvation bound); 0 turns pre-emption off (docs/FEED.md "Lanes")',
+  },
+  {
+    name: 'FEED_SMALL_LANE_MARK_MS',
+    kind: 'duration-ms',
+    default: 1_000,
+    min: 50,
+    max: 60_000,
+    description: "lifetime of a small-lane holder's mark: a handler that crashes without clearing it stops holding large fan-outs back after this long",
   },
   {
     name: 'FEED_LANES',

@@ -11,6 +11,7 @@ it('names every series feed_… with base units', async () => {
     'feed_fanout_chunks_in_flight',
     'feed_fanout_chunks_total',
     'feed_fanout_lag_seconds',
+    'feed_fanout_yield_seconds_total',
     'feed_redis_errors_total',
     'feed_regenerations_total',
   ]);

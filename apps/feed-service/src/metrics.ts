@@ -4,6 +4,7 @@ export interface FeedMetrics {
   fanoutLag: Histogram;
   chunksInFlight: Gauge;
   chunks: Counter<'outcome'>;
+  fanoutYield: Counter<'outcome'>;
   cacheReads: Counter<'result'>;
   regenerations: Counter;
   backfills: Counter<'action'>;
@@ -26,6 +27,12 @@ export function feedMetrics(registry: Registry): FeedMetrics {
     chunks: new Counter({
       name: 'feed_fanout_chunks_total',
       help: 'Fan-out chunks by outcome: done (written and checkpointed), skipped (already done: a redelivery or a resume), failed (retried)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    fanoutYield: new Counter({
+      name: 'feed_fanout_yield_seconds_total',
+      help: 'Time chunk writers of large fan-outs paused for small-lane work in flight, by how the pause ended: resumed (the small lane was done) or capped (FEED_FANOUT_YIELD_MAX_MS spent for the chunk)',
       labelNames: ['outcome'],
       registers: [registry],
     }),

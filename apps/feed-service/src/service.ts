@@ -75,7 +75,9 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
       messaging.consume({
         queue: FANOUT_QUEUE,
         name: `${FANOUT_QUEUE}:chunks`,
-        prefetch: config.FEED_FANOUT_CONCURRENCY,
+        // More messages buffered than written at once: the next chunk is here when one is acked,
+        // instead of one broker round trip per chunk between them (docs/FEED.md "Lanes").
+        prefetch: config.FEED_FANOUT_CONCURRENCY * 4,
         concurrency: config.FEED_FANOUT_CONCURRENCY,
         validate: validateFanoutChunk,
         handle: (msg, ctx) => fanout.runChunk(msg.data.postId, msg.data.chunkNo, ctx.logger),

@@ -30,13 +30,20 @@ export function createActivityHandler(deps: ActivityDeps) {
         const { followerId, followeeId } = event.data;
         const occurredAt = new Date(event.occurredAt);
         const wanted = event.type === 'user.followed';
-        const result = await projections.applyFollow(pool, followerId, followeeId, { active: wanted, occurredAt });
-        await projections.recordActivity(pool, followerId, occurredAt);
-        // The edge is in this event's state (applied now, or by an earlier delivery of it): the
-        // follower's feed follows on the backfill lane. A stale event changed nothing and sends nothing.
-        if (result.active !== wanted) return 'duplicate';
-        await sendReconcile(publisher, { followerId, followeeId }, event.correlationId);
-        return result.changed ? 'processed' : 'duplicate';
+        // A follow is small-lane work too: large fan-outs yield while it runs (docs/FEED.md "Lanes").
+        const mark = fanout.smallLaneMark();
+        await mark.enter();
+        try {
+          const result = await projections.applyFollow(pool, followerId, followeeId, { active: wanted, occurredAt });
+          await projections.recordActivity(pool, followerId, occurredAt);
+          // The edge is in this event's state (applied now, or by an earlier delivery of it): the
+          // follower's feed follows on the backfill lane. A stale event changed nothing and sends nothing.
+          if (result.active !== wanted) return 'duplicate';
+          await sendReconcile(publisher, { followerId, followeeId }, event.correlationId);
+          return result.changed ? 'processed' : 'duplicate';
+        } finally {
+          await mark.leave();
+        }
       }
       default:
         // Only the three bound routing keys arrive here; anything else is acknowledged and ignored.

@@ -12,6 +12,7 @@
  * re-sends the chunks not done; a chunk message is redelivered and re-runs unless checkpointed.
  * Writing a chunk twice changes nothing (ZADD of the same member and score).
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
@@ -31,6 +32,8 @@ const LEASE_WAIT_MS = 2_000;
 const LEASE_POLL_MS = 5;
 /** Chunk messages published at once while planning (confirms overlap; bounded memory). */
 const PUBLISH_PARALLELISM = 32;
+/** How often a yielding chunk writer looks whether the small lane is done (each look is a Redis call competing with the small post's own). */
+const YIELD_POLL_MS = 5;
 
 export interface FanoutDeps {
   pool: Pool;
@@ -39,6 +42,16 @@ export interface FanoutDeps {
   config: FeedConfig;
   publisher?: Publisher;
   clock?: () => Date;
+}
+
+/**
+ * One handler's presence in the small lane (docs/FEED.md "Lanes"): while entered, large fan-outs'
+ * chunk writers on every replica pause (up to their per-chunk cap). Best effort: a Redis error
+ * leaves the handler to do its work unmarked (a follow does not need Redis otherwise).
+ */
+export interface SmallLaneMark {
+  enter(): Promise<void>;
+  leave(): Promise<void>;
 }
 
 export interface PublishedPost {
@@ -54,18 +67,85 @@ export function createFanout(deps: FanoutDeps) {
   const { pool, cache, metrics, config } = deps;
   const now = deps.clock ?? (() => new Date());
   const windowMs = config.FEED_ACTIVE_WINDOW_DAYS * 86_400_000;
+  const preempt = config.FEED_FANOUT_YIELD_MAX_MS > 0;
 
-  async function runChunk(postId: string, chunkNo: number, logger?: Logger): Promise<'processed' | 'duplicate'> {
+  function smallLaneMark(): SmallLaneMark {
+    const holder = randomUUID();
+    let held = false;
+    return {
+      async enter() {
+        if (!preempt || held) return;
+        held = true;
+        await cache.enterSmallLane(holder, config.FEED_SMALL_LANE_MARK_MS).catch(() => (held = false));
+      },
+      async leave() {
+        if (!held) return;
+        held = false;
+        await cache.leaveSmallLane(holder).catch(() => undefined); // its deadline passes anyway
+      },
+    };
+  }
+
+  /**
+   * A large fan-out chunk's yield budget: `wait()` sleeps YIELD_POLL_MS and answers true while the
+   * chunk may keep yielding, false once it spent FEED_FANOUT_YIELD_MAX_MS (then it writes regardless:
+   * a steady stream of small posts slows a large fan-out by at most that much per chunk, never stops it).
+   */
+  function yieldBudget() {
+    let spentMs = 0;
+    let pausedAt: number | undefined;
+    const settle = (outcome: 'resumed' | 'capped') => {
+      if (pausedAt === undefined) return;
+      metrics.fanoutYield.inc({ outcome }, (performance.now() - pausedAt) / 1000);
+      pausedAt = undefined;
+    };
+    const budget = {
+      async wait(): Promise<boolean> {
+        if (spentMs >= config.FEED_FANOUT_YIELD_MAX_MS) {
+          settle('capped');
+          return false;
+        }
+        pausedAt ??= performance.now();
+        const step = Math.min(YIELD_POLL_MS, config.FEED_FANOUT_YIELD_MAX_MS - spentMs);
+        const t = performance.now();
+        await sleep(step);
+        spentMs += performance.now() - t;
+        return true;
+      },
+      resumed: () => settle('resumed'),
+      /** Before a Postgres step of the chunk: pause while small-lane work is in flight (within the budget). Best effort: a Redis error does not fail the chunk here. */
+      async gate(): Promise<void> {
+        if (!preempt) return;
+        while (await cache.smallLaneBusy().catch(() => false)) if (!(await budget.wait())) return;
+        budget.resumed();
+      },
+      /** The Redis writes check the marker inside PUSH_MANY, atomically. */
+      pushOptions() {
+        if (!preempt) return undefined;
+        return { canYield: () => spentMs < config.FEED_FANOUT_YIELD_MAX_MS, wait: budget.wait, resumed: budget.resumed };
+      },
+    };
+    return budget;
+  }
+
+  /**
+   * One chunk. `lane: 'large'` (a chunk message of a multi-chunk fan-out) yields to small-lane work
+   * in flight; `'small'` (the inline one-chunk fan-out, which is the small lane) never does.
+   */
+  async function runChunk(postId: string, chunkNo: number, logger?: Logger, lane: 'small' | 'large' = 'large'): Promise<'processed' | 'duplicate'> {
     const chunk = await fanout.startChunk(pool, postId, chunkNo);
     if (!chunk) {
       metrics.chunks.inc({ outcome: 'skipped' });
       return 'duplicate';
     }
     metrics.chunksInFlight.inc();
+    const budget = lane === 'large' ? yieldBudget() : undefined;
     try {
+      await budget?.gate();
       const followers = await fanout.chunkFollowers(pool, chunk.authorId, chunk, chunk.activeSince);
-      const written = await cache.pushToFeeds(followers, { postId, at: chunk.publishedAt.getTime() });
+      const written = await cache.pushToFeeds(followers, { postId, at: chunk.publishedAt.getTime() }, budget?.pushOptions());
       await cache.extendAuthor(chunk.authorId, postId, config.FEED_AUTHOR_LEASE_MS);
+      await budget?.gate();
       const finished = await withTransaction(pool, (tx) => fanout.finishChunk(tx, postId, chunkNo, written));
       if (finished?.jobDone) {
         metrics.fanoutLag.observe(Math.max(0, (now().getTime() - chunk.publishedAt.getTime()) / 1000));
@@ -87,18 +167,40 @@ export function createFanout(deps: FanoutDeps) {
    * briefly, rather than through a delayed retry of several seconds; a long fan-out in the way
    * (many chunks) makes the wait run out, and the post is retried later.
    */
-  async function acquireAuthorWithin(authorId: string, holder: string, waitMs: number): Promise<boolean> {
+  async function acquireAuthorWithin(authorId: string, holder: string, waitMs: number, mark: SmallLaneMark): Promise<boolean> {
     const deadline = Date.now() + waitMs;
+    if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) return true;
+    // Waiting is not small-lane work: large fan-outs (maybe this author's) go on meanwhile.
+    await mark.leave();
     for (;;) {
-      if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) return true;
       if (Date.now() >= deadline) return false;
       await sleep(LEASE_POLL_MS);
+      if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) {
+        await mark.enter();
+        return true;
+      }
     }
   }
 
+  /**
+   * post.published on the activity lane. The handler holds a small-lane mark from its first query
+   * until the inline chunk is written (so large fan-outs yield to it), and gives it up as soon as the
+   * author turns out to have more followers than one chunk (planning a large fan-out is not small work).
+   */
   async function onPost(post: PublishedPost, logger?: Logger): Promise<'processed' | 'duplicate' | 'skipped'> {
+    const mark = smallLaneMark();
+    await mark.enter();
+    try {
+      return await handlePost(post, mark, logger);
+    } finally {
+      await mark.leave();
+    }
+  }
+
+  async function handlePost(post: PublishedPost, mark: SmallLaneMark, logger?: Logger): Promise<'processed' | 'duplicate' | 'skipped'> {
     await projections.recordActivity(pool, post.authorId, post.publishedAt);
     const followers = await projections.followerCount(pool, post.authorId);
+    if (followers > config.FEED_FANOUT_CHUNK_SIZE) await mark.leave();
     const stored = await projections.recordPost(pool, { ...post, pushed: followers <= config.FEED_LARGE_AUTHOR_THRESHOLD });
     // A large author's post is not fanned out: reads merge it in (the first recording decided).
     if (!stored.pushed) return stored.inserted ? 'skipped' : 'duplicate';
@@ -122,13 +224,13 @@ export function createFanout(deps: FanoutDeps) {
     }
     // Two fan-outs of one author do not interleave: the next waits (a delayed retry of its
     // post.published) until this one released the lease or the lease expired after a crash.
-    if (!(await acquireAuthorWithin(post.authorId, post.postId, LEASE_WAIT_MS))) {
+    if (!(await acquireAuthorWithin(post.authorId, post.postId, LEASE_WAIT_MS, mark))) {
       throw new TransientError(`a fan-out of author '${post.authorId}' is running; post '${post.postId}' waits for it`, 'AUTHOR_BUSY');
     }
     const pending = await fanout.pendingChunks(pool, post.postId);
     if (job.chunksTotal <= 1 || !deps.publisher) {
       // The small lane: one chunk is written right here, never behind a large fan-out's chunks.
-      for (const chunk of pending) await runChunk(post.postId, chunk.chunkNo, logger);
+      for (const chunk of pending) await runChunk(post.postId, chunk.chunkNo, logger, 'small');
       return 'processed';
     }
     const publisher = deps.publisher;
@@ -139,7 +241,7 @@ export function createFanout(deps: FanoutDeps) {
     return 'processed';
   }
 
-  return { onPost, runChunk };
+  return { onPost, runChunk, smallLaneMark };
 }
 
 export type Fanout = ReturnType<typeof createFanout>;

@@ -8,6 +8,8 @@
  *   rebuild:<user>  collapses rebuilds of one feed within a window (SET NX PX)
  *   p:<post>        the item body (JSON), one per post, shared by every feed (MGET for a page)
  *   author:<id>     the per-author fan-out lease (SET NX PX, extended by each chunk, released at the end)
+ *   lane:small      small-lane work in flight: a sorted set of holders scored by their deadline (Redis
+ *                   TIME, ms); large fan-outs' chunk writers yield while any deadline is in the future
  * live, ready and f: expire together, FEED_ACTIVE_WINDOW_DAYS after the reader's last activity:
  * an inactive user's feed disappears and fan-out stops writing it (the Lua guard on live:).
  */
@@ -33,15 +35,21 @@ if redis.call('PTTL', KEYS[1]) == -1 then redis.call('PEXPIRE', KEYS[1], ttl) en
 return 1`;
 
 /**
- * One post into many feeds (a fan-out chunk) in one call: KEYS are feed, live pairs. The loop runs
- * in Redis (about a millisecond for a thousand feeds), so a chunk costs this process one small
- * command instead of building and parsing a pipeline of a thousand, which is what lets a small
- * post's fan-out run beside a large one without waiting for the event loop (docs/FEED.md "Lanes").
+ * One post into many feeds (a fan-out chunk) in one call: KEYS[1] is the small-lane marker, then
+ * feed, live pairs. The loop runs in Redis (about a millisecond for a thousand feeds), so a chunk
+ * costs this process one small command instead of building and parsing a pipeline of a thousand,
+ * which is what lets a small post's fan-out run beside a large one without waiting for the event
+ * loop (docs/FEED.md "Lanes"). ARGV[4] = 1: yield to the small lane, i.e. write nothing and return
+ * -1 while a small-lane holder's deadline is in the future (checked atomically with the write).
  */
 const PUSH_MANY = `
+if ARGV[4] == '1' then
+  local t = redis.call('TIME')
+  if redis.call('ZCOUNT', KEYS[1], '(' .. (t[1] * 1000 + math.floor(t[2] / 1000)), '+inf') > 0 then return -1 end
+end
 local cap = tonumber(ARGV[3])
 local written = 0
-for i = 1, #KEYS, 2 do
+for i = 2, #KEYS, 2 do
   local ttl = redis.call('PTTL', KEYS[i + 1])
   if ttl > 0 then
     redis.call('ZADD', KEYS[i], ARGV[1], ARGV[2])
@@ -52,6 +60,22 @@ for i = 1, #KEYS, 2 do
   end
 end
 return written`;
+
+/**
+ * The small-lane marker (docs/FEED.md "Lanes"): a holder enters with a deadline of now + ttl (Redis
+ * TIME, one clock for every replica), expired holders are dropped, and the key lives as long as its
+ * latest deadline. A holder that crashes without leaving stops counting at its deadline.
+ */
+const LANE_ENTER = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1`;
+const LANE_BUSY = `
+local t = redis.call('TIME')
+return redis.call('ZCOUNT', KEYS[1], '(' .. (t[1] * 1000 + math.floor(t[2] / 1000)), '+inf')`;
 
 /**
  * A hit in one round trip: nil unless ready:<user> exists, else the page's ids and scores from the
@@ -83,6 +107,8 @@ interface FeedCommands {
   readyPage(ready: string, feed: string, max: string | number, count: number, bodyPrefix: string): Promise<[string[], string[], number] | null>;
   leaseRelease(key: string, holder: string): Promise<number>;
   leaseExtend(key: string, holder: string, ms: number): Promise<number>;
+  laneEnter(key: string, holder: string, ttlMs: number): Promise<number>;
+  laneBusy(key: string): Promise<number>;
 }
 type FeedRedis = Redis & FeedCommands;
 type Pipe = ReturnType<Redis['pipeline']> & { feedPush(feed: string, live: string, cap: number, ...scoreMembers: Array<string | number>): Pipe };
@@ -130,6 +156,8 @@ export function createFeedCache(options: FeedCacheOptions) {
     c.defineCommand('readyPage', { numberOfKeys: 2, lua: READY_PAGE });
     c.defineCommand('leaseRelease', { numberOfKeys: 1, lua: RELEASE });
     c.defineCommand('leaseExtend', { numberOfKeys: 1, lua: EXTEND });
+    c.defineCommand('laneEnter', { numberOfKeys: 1, lua: LANE_ENTER });
+    c.defineCommand('laneBusy', { numberOfKeys: 1, lua: LANE_BUSY });
     return c;
   };
   // Two connections: `redis` for reads and small writes, `bulk` for fan-out chunks only. Replies on
@@ -159,6 +187,7 @@ export function createFeedCache(options: FeedCacheOptions) {
     rebuild: (u: string) => `rebuild:${u}`,
     post: (p: string) => `p:${p}`,
     author: (a: string) => `author:${a}`,
+    smallLane: 'lane:small',
   };
 
   async function exec(pipe: Pipe | ReturnType<Redis['pipeline']>): Promise<unknown[]> {
@@ -194,15 +223,42 @@ export function createFeedCache(options: FeedCacheOptions) {
       await exec(pipe);
     },
 
-    /** One post into many feeds (a fan-out chunk): one script call per PUSH_MANY_BATCH feeds, on the bulk connection. Returns feeds written. */
-    async pushToFeeds(users: string[], post: { postId: string; at: number }): Promise<number> {
+    /**
+     * One post into many feeds (a fan-out chunk): one script call per PUSH_MANY_BATCH feeds, on the
+     * bulk connection. Returns feeds written. With `yieldTo`, a batch finding small-lane work in
+     * flight writes nothing; `yieldTo.wait()` is awaited (it sleeps, or returns false once the
+     * chunk's yield budget is spent) and the batch is retried, writing regardless once it is false
+     * (`canYield()`: budget left, so a capped chunk does not ask again).
+     */
+    async pushToFeeds(users: string[], post: { postId: string; at: number }, yieldTo?: { canYield(): boolean; wait(): Promise<boolean>; resumed(): void }): Promise<number> {
       let written = 0;
       for (let i = 0; i < users.length; i += PUSH_MANY_BATCH) {
-        const keys: string[] = [];
+        const keys: string[] = [k.smallLane];
         for (const u of users.slice(i, i + PUSH_MANY_BATCH)) keys.push(k.feed(u), k.live(u));
-        written += await bulk.feedPushMany(keys.length, ...keys, post.at, post.postId, cap);
+        let yielding = yieldTo?.canYield() ?? false;
+        for (;;) {
+          const n = await bulk.feedPushMany(keys.length, ...keys, post.at, post.postId, cap, yielding ? 1 : 0);
+          if (n >= 0) {
+            written += n;
+            yieldTo?.resumed();
+            break;
+          }
+          yielding = (await yieldTo?.wait()) ?? false;
+        }
       }
       return written;
+    },
+
+    /** Small-lane work in flight (a holder whose deadline has not passed): large fan-outs yield (docs/FEED.md "Lanes"). */
+    async enterSmallLane(holder: string, ttlMs: number): Promise<void> {
+      await redis.laneEnter(k.smallLane, holder, ttlMs);
+    },
+    async leaveSmallLane(holder: string): Promise<void> {
+      await redis.zrem(k.smallLane, holder);
+    },
+    /** On the bulk connection: asked by chunk writers only, so the answer never waits behind reads. */
+    async smallLaneBusy(): Promise<boolean> {
+      return (await bulk.laneBusy(k.smallLane)) > 0;
     },
 
     /** Many posts into one feed (a rebuild, a backfill), if it is live. */
