@@ -299,6 +299,9 @@ async function drainedNow(deps: Deps, db: pg.Pool): Promise<string | undefined> 
  * start_app, a delayed retry about to come back).
  */
 const DRAIN_CONFIRM_MS = 6000;
+/** How long after the drain each app has to answer /readyz 200 again (a breach after that). */
+const READY_WITHIN_MS = 30_000;
+
 async function drain(deps: Deps, db: pg.Pool, timeoutMs: number): Promise<number> {
   let emptySince: number | undefined;
   let last = '';
@@ -456,6 +459,11 @@ async function main(): Promise<number> {
       await sleep(500); // the sink's last messages
       const figures = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps));
       const notReady = (await Promise.all([...apps.values()].map(async (a) => {
+        // "Returns to 200 by itself": an idle app (the reconciler, whose queue this load leaves
+        // empty) may still be in its reconnect backoff (up to 15 s plus jitter, libs/messaging
+        // connection.ts) when the queues have drained, so each app gets READY_WITHIN_MS to get there.
+        const ready = await eventually(`${a.name} ready`, async () => (await fetch(`${a.url}/readyz`).catch(() => undefined))?.status === 200, READY_WITHIN_MS, 250).catch(() => false);
+        if (ready) return [];
         const res = await fetch(`${a.url}/readyz`).catch((err: unknown) => err as Error);
         if (!(res instanceof Error) && res.status === 200) return [];
         // What it says, and its log, for whoever reads the failure.
