@@ -123,6 +123,21 @@ describe('reads', () => {
     expect(first).toEqual({ postId: expected[0], authorId: small, title: 'post 25', excerpt: `by ${small}`, publishedAt: at(125).toISOString() });
   });
 
+  it('a redelivered large-author post whose author mark was lost (crash between the two writes) is merged after all', async () => {
+    const author = `crashed-${randomUUID().slice(0, 8)}`;
+    const [follower] = await seedFollowers(h, author, 1, { prefix: `rc-${author}` });
+    await h.pool.query(`UPDATE feed_authors SET follower_count = 20001 WHERE author_id = $1`, [author]);
+    const post = event('post.published', { postId: `x-${author}`, authorId: author, title: 'lost mark', excerpt: '' }, at(700));
+    await h.publish(post);
+    await eventually('recorded unpushed', async () => (await h.pool.query(`SELECT 1 FROM feed_posts WHERE post_id = $1 AND NOT pushed`, [`x-${author}`])).rowCount === 1);
+    await eventually('author marked', async () => (await h.pool.query(`SELECT 1 FROM feed_authors WHERE author_id = $1 AND has_unpushed`, [author])).rowCount === 1);
+    // The state a crash after the first INSERT leaves: the post row, no mark on its author.
+    await h.pool.query(`UPDATE feed_authors SET has_unpushed = false WHERE author_id = $1`, [author]);
+    expect((await h.feed(follower, { limit: 5 })).body.items.map((i) => i.postId)).not.toContain(`x-${author}`);
+    await h.publish(post); // the broker's redelivery of the unacked message
+    await eventually('merged at read time', async () => (await h.feed(follower, { limit: 5 })).body.items.some((i) => i.postId === `x-${author}`));
+  });
+
   it('never serves a stale first page after new posts land, and a cursor taken before them stays valid', async () => {
     const before = await h.feed(reader, { limit: 3 });
     expect(before.source).toBe('hit');

@@ -104,19 +104,30 @@ export async function followerCount(db: Db, authorId: string): Promise<number> {
   return rows[0]?.follower_count ?? 0;
 }
 
-/** Inserts the post once; returns the stored row (the first recording wins: a duplicate event changes nothing). */
+/**
+ * Inserts the post once; returns the stored row (the first recording wins: a duplicate event changes
+ * nothing). An unpushed post marks its author `has_unpushed`, also on a redelivery: the two
+ * statements are not one transaction, and a crash between them would otherwise leave a post that
+ * is neither fanned out nor merged at read time.
+ */
 export async function recordPost(db: Db, post: PostInput): Promise<PostInput & { inserted: boolean }> {
   const { rows } = await db.query(
     `INSERT INTO feed_posts (post_id, author_id, title, excerpt, published_at, pushed) VALUES ($1, $2, $3, $4, $5, $6)
      ON CONFLICT (post_id) DO NOTHING RETURNING post_id`,
     [post.postId, post.authorId, post.title, post.excerpt, post.publishedAt, post.pushed],
   );
-  if (rows.length === 1) {
-    if (!post.pushed) await db.query(`INSERT INTO feed_authors (author_id, has_unpushed) VALUES ($1, true) ON CONFLICT (author_id) DO UPDATE SET has_unpushed = true`, [post.authorId]);
-    return { ...post, inserted: true };
+  const stored =
+    rows.length === 1
+      ? { ...post, inserted: true }
+      : await db.query(`SELECT ${POST_COLUMNS}, pushed FROM feed_posts p WHERE post_id = $1`, [post.postId]).then((r) => ({ ...toPost(r.rows[0]), pushed: r.rows[0].pushed as boolean, inserted: false }));
+  if (!stored.pushed) {
+    await db.query(
+      `INSERT INTO feed_authors (author_id, has_unpushed) VALUES ($1, true)
+       ON CONFLICT (author_id) DO UPDATE SET has_unpushed = true WHERE NOT feed_authors.has_unpushed`,
+      [post.authorId],
+    );
   }
-  const stored = await db.query(`SELECT ${POST_COLUMNS}, pushed FROM feed_posts p WHERE post_id = $1`, [post.postId]);
-  return { ...toPost(stored.rows[0]), pushed: stored.rows[0].pushed as boolean, inserted: false };
+  return stored;
 }
 
 export const POST_COLUMNS = 'p.post_id, p.author_id, p.title, p.excerpt, p.published_at';
