@@ -49,7 +49,9 @@ export async function startApp(name: string, port: number, env: Record<string, s
 }
 
 export async function stopApp(app: App, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | string | null> {
-  if (app.proc.exitCode !== null) return app.proc.exitCode;
+  // Already gone (by an exit code, or by a signal: exitCode stays null then): its 'exit' has fired
+  // and will not fire again, so waiting for it would hang.
+  if (app.proc.exitCode !== null || app.proc.signalCode !== null) return app.proc.signalCode ?? app.proc.exitCode;
   app.proc.kill(signal);
   const [code, sig] = await once(app.proc, 'exit');
   return sig ?? code;
