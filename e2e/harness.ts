@@ -44,7 +44,7 @@ export async function startApp(name: string, port: number, env: Record<string, s
     if (proc.exitCode !== null) throw new Error(`${name} exited ${proc.exitCode}: ${output.join('').slice(-2000)}`);
     const res = await fetch(`${app.url}/readyz`).catch(() => undefined);
     return res?.status === 200;
-  }, 30_000, 200);
+  }, 60_000, 200); // generous: a loaded 2-core machine has taken over 30 s to compile and start an app
   return app;
 }
 
