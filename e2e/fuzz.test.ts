@@ -7,6 +7,7 @@ import { Canaries, leakedCanaries } from './fuzz/canaries';
 import { badMessage, CONSUMED_QUEUES, goodEvent, goodUser, VICTIM, type BadMessage } from './fuzz/messages';
 import { Rng, countFrom, runSeed } from './fuzz/random';
 import { badRequest, type AppName, type BadRequest } from './fuzz/requests';
+import * as fuzzSend from './fuzz/send';
 import { hasReason, pool, send } from './fuzz/send';
 import { goodToken } from './fuzz/tokens';
 import { freePort, http, startApp, startSmtpSink, stopApp, type App } from './harness';
@@ -199,7 +200,7 @@ it(`${REQUESTS} bad HTTP requests all answer 4xx with a reason, never 5xx`, asyn
   });
   const byCategory: Record<string, number> = {};
   for (const r of requests) byCategory[r.category.split(':').slice(0, 2).join(':')] = (byCategory[r.category.split(':').slice(0, 2).join(':')] ?? 0) + 1;
-  figures.requests = { bad: REQUESTS, byStatus, byApp: countBy(requests.map((r) => r.app)), categories: Object.keys(byCategory).length, ms: Date.now() - started };
+  figures.requests = { bad: REQUESTS, byStatus, byApp: countBy(requests.map((r) => r.app)), categories: Object.keys(byCategory).length, earlyCloseRetries: fuzzSend.earlyCloseRetries, ms: Date.now() - started };
   // One example per status and category, so every distinct failure shows.
   const examples = new Map(wrong.map((w) => [`${w.status} ${w.req.category}`, w]));
   check(wrong.length === 0, `${wrong.length} of ${REQUESTS} bad requests were not a 4xx with a reason (by status: ${JSON.stringify(byStatus)})`, [...examples.values()].slice(0, 12));

@@ -10,8 +10,29 @@ export interface Answer {
 
 const TIMEOUT_MS = 15_000;
 
+/**
+ * An oversized body is refused (413) as soon as its Content-Length is seen, and the server closes
+ * while the client may still be writing: the client's write then fails (EPIPE, ECONNRESET) and,
+ * with the server's unread bytes answered by a reset, the kernel can drop the 413 before it is read.
+ * That is HTTP/1.1 over TCP, not the app's answer (a few in a thousand such requests here). Such a
+ * request is sent again, up to 3 times; it must still end in a 4xx with a reason.
+ */
+const EARLY_CLOSE = /EPIPE|ECONNRESET|other side closed|socket hang up/;
+const LARGE_BODY = 64 * 1024;
+export let earlyCloseRetries = 0;
+
 export async function send(baseUrl: string, req: BadRequest): Promise<Answer> {
   if (req.raw) return sendRaw(baseUrl, req.raw);
+  const large = typeof req.body === 'string' ? Buffer.byteLength(req.body) > LARGE_BODY : (req.body?.length ?? 0) > LARGE_BODY;
+  let answer = await sendOnce(baseUrl, req);
+  for (let retry = 0; large && retry < 3 && answer.transportError && EARLY_CLOSE.test(answer.transportError); retry++) {
+    earlyCloseRetries++;
+    answer = await sendOnce(baseUrl, req);
+  }
+  return answer;
+}
+
+async function sendOnce(baseUrl: string, req: BadRequest): Promise<Answer> {
   try {
     const res = await fetch(`${baseUrl}${req.path}`, {
       method: req.method,
