@@ -55,7 +55,7 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
-const ms = (x: number) => `${x.toFixed(1)} ms`;
+const ms = (x: number | null) => (x == null || Number.isNaN(x) ? '—' : `${x.toFixed(1)} ms`);
 
 async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
@@ -151,8 +151,12 @@ interface Stats {
   pgCalls: number;
   redisMs: number;
   redisCalls: number;
+  gc: { count: number; ms: number; maxMs: number };
+  pgP99: number;
+  pgConnects: number;
+  redisP99: number;
 }
-const eldText = (name: string, s: Stats) => `${name} event-loop delay p99 ${ms(s.eldP99)} (max ${ms(s.eldMax)})`;
+const eldText = (name: string, s: Stats) => `${name} event-loop delay p99 ${ms(s.eldP99)} (max ${ms(s.eldMax)}), GC ${s.gc.count}× ${ms(s.gc.ms)} (longest ${ms(s.gc.maxMs)})`;
 
 async function main(): Promise<void> {
   const redisPort = await freePort();
@@ -338,7 +342,10 @@ async function main(): Promise<void> {
       const lat = res.latencies;
       log(`${what}: ${READ_RATE * READ_SECONDS} at ${READ_RATE}/s (achieved ${res.achieved.toFixed(0)}/s, ${res.errors} errors): p50 ${ms(Math.max(0, pct(lat, 50)))}, p99 ${ms(pct(lat, 99))}, max ${ms(Math.max(...lat))}`);
       const st = await statsOf(front);
-      const server = kind === 'api' ? `, server-side p50 ${ms(st.serverP50)} p99 ${ms(st.serverP99)} (${st.requests} requests); ` : '; ';
+      const server =
+        kind === 'api'
+          ? `, server-side p50 ${ms(st.serverP50)} p99 ${ms(st.serverP99)} (${st.requests} requests; waits p99: Postgres ${ms(st.pgP99)} of ${st.pgCalls} calls (${st.pgConnects} new connections), Redis ${ms(st.redisP99)} of ${st.redisCalls}); `
+          : '; ';
       log(`  load process event-loop delay p99 ${ms(res.eldP99)} (max ${ms(res.eldMax)})${server}${eldText(front.name, st)}`);
       return lat;
     }

@@ -8,6 +8,14 @@ export const FEED_CONFIG = [
   ...commonConfig(SERVICE_NAME),
   { name: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 2, max: 200, description: 'pg pool size (handlers + HTTP reads)' },
   {
+    name: 'DATABASE_POOL_MIN',
+    kind: 'int',
+    optional: true,
+    min: 0,
+    max: 200,
+    description: 'pg connections kept open once opened (unset: all of DATABASE_POOL_MAX, so a burst of reads never waits for a new connection; 0: close any idle for 10 s)',
+  },
+  {
     name: 'FEED_ACTIVE_WINDOW_DAYS',
     kind: 'int',
     default: 7,
@@ -97,6 +105,9 @@ export function loadFeedConfig(env: Record<string, string | undefined> = process
   const config = loadConfig(FEED_CONFIG, env);
   if (config.FEED_BACKFILL_COUNT > config.FEED_CAP) {
     throw new ConfigError([{ name: 'FEED_BACKFILL_COUNT', message: `FEED_BACKFILL_COUNT: ${config.FEED_BACKFILL_COUNT} exceeds FEED_CAP (${config.FEED_CAP}); a backfill cannot keep more than a feed holds` }]);
+  }
+  if (config.DATABASE_POOL_MIN !== undefined && config.DATABASE_POOL_MIN > config.DATABASE_POOL_MAX) {
+    throw new ConfigError([{ name: 'DATABASE_POOL_MIN', message: `DATABASE_POOL_MIN: ${config.DATABASE_POOL_MIN} exceeds DATABASE_POOL_MAX (${config.DATABASE_POOL_MAX})` }]);
   }
   return config;
 }

@@ -47,7 +47,7 @@ export interface FeedService {
 export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): FeedService {
   const { logger, registry } = deps;
   const metrics = feedMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
+  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, min: config.DATABASE_POOL_MIN ?? config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
   const cache = createFeedCache({
     url: config.REDIS_URL,
     prefix: config.FEED_REDIS_PREFIX,

@@ -4,6 +4,13 @@ import type { Logger } from 'pino';
 export interface PoolOptions {
   /** Maximum number of connections in the pool (pg's default is 10). */
   max?: number;
+  /**
+   * Connections kept open once opened (pg's default is 0: every connection idle for 10 s closes).
+   * pg-pool opens connections lazily and hands a new one to the request that asked for it, so a
+   * burst after a quiet spell waits for connection set-up (a backend fork; 20–150 ms on a busy
+   * machine). Serving paths with a latency target keep their pool open (docs/DATABASE.md "Pool").
+   */
+  min?: number;
   /** Shown in pg_stat_activity, so operators can tell which service holds a connection. */
   applicationName?: string;
   /** Where a broken idle connection is reported. Without one (tests) the error is only absorbed. */
@@ -20,6 +27,7 @@ export function poolConfig(connectionString: string, opts: PoolOptions = {}): pg
     // (docs/DATABASE.md, "Prepared statements").
     options: '-c plan_cache_mode=force_custom_plan',
     ...(opts.max !== undefined ? { max: opts.max } : {}),
+    ...(opts.min !== undefined ? { min: opts.min } : {}),
     ...(opts.applicationName ? { application_name: opts.applicationName } : {}),
   };
 }
