@@ -23,7 +23,7 @@
  * request time, the load process's own event-loop delay, and the private Redis's SLOWLOG (> 1 ms).
  *
  * Env: BENCH_FOLLOWERS, BENCH_SPLIT (1), BENCH_AMQP_URL (an existing vhost to use instead of a new one), BENCH_LANE_SAMPLES (5), BENCH_READ_RATE (500),
- * BENCH_READ_SECONDS (10), BENCH_READERS (1000), FEED_FANOUT_CONCURRENCY / FEED_FANOUT_CHUNK_SIZE /
+ * BENCH_READ_SECONDS (20: 10,000 requests a phase, so each p99 rests on 100 samples), BENCH_READERS (1000), FEED_FANOUT_CONCURRENCY / FEED_FANOUT_CHUNK_SIZE /
  * FEED_FANOUT_YIELD_MAX_MS (0: the small lane does not pre-empt) (the service's tunables, passed to the replicas).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
@@ -45,7 +45,7 @@ const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1_000_000);
 const SPLIT = (process.env.BENCH_SPLIT ?? '1') !== '0';
 const LANE_SAMPLES = Number(process.env.BENCH_LANE_SAMPLES ?? 5);
 const READ_RATE = Number(process.env.BENCH_READ_RATE ?? 500);
-const READ_SECONDS = Number(process.env.BENCH_READ_SECONDS ?? 10);
+const READ_SECONDS = Number(process.env.BENCH_READ_SECONDS ?? 20);
 const READERS = Number(process.env.BENCH_READERS ?? 1000);
 const PREFIX = 'bench:';
 const DAY = 86_400_000;
