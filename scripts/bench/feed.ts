@@ -29,6 +29,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -56,6 +57,57 @@ const pct = (xs: number[], p: number) => {
   return s.length === 0 ? NaN : s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 const ms = (x: number | null) => (x == null || Number.isNaN(x) ? '—' : `${x.toFixed(1)} ms`);
+
+/**
+ * CPU time (user + system, seconds) of the processes that do a fan-out, read from /proc (Linux):
+ * the replicas, the private redis-server, every postgres process (the shared server's backends),
+ * RabbitMQ's beam.smp, and this process. A delta of two snapshots is the work's core-seconds,
+ * whatever else the machine runs: the capacity figure (followers per second per core) rests on it.
+ */
+type CpuSnapshot = Map<string, Map<number, number>>;
+function cpuSnapshot(named: Record<string, number | undefined>): CpuSnapshot {
+  const ticks = (pid: number): number | undefined => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, at USER_HZ 100
+    } catch {
+      return undefined;
+    }
+  };
+  const snap: CpuSnapshot = new Map();
+  const add = (group: string, pid: number) => {
+    const t = ticks(pid);
+    if (t !== undefined) snap.set(group, (snap.get(group) ?? new Map()).set(pid, t));
+  };
+  for (const [group, pid] of Object.entries(named)) if (pid) add(group, pid);
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return snap;
+  }
+  for (const d of pids) {
+    let comm = '';
+    try {
+      comm = readFileSync(`/proc/${d}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (comm === 'postgres') add('postgres', Number(d));
+    else if (comm === 'beam.smp') add('rabbitmq', Number(d));
+  }
+  return snap;
+}
+function cpuSeconds(before: CpuSnapshot, after: CpuSnapshot): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [group, pids] of after) {
+    let s = 0;
+    for (const [pid, t] of pids) s += t - (before.get(group)?.get(pid) ?? 0);
+    out[group] = s;
+  }
+  return out;
+}
 
 async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
@@ -275,6 +327,8 @@ async function main(): Promise<void> {
 
     // ---- fan-out of the big post, with small posts during it --------------------------------
     const bigId = 'big-post';
+    const cpuNamed = () => ({ ...Object.fromEntries(replicas.map((r) => [`feed-service ${r.name}`, r.child.proc.pid])), redis: redisProc.pid, bench: process.pid });
+    const cpu0 = cpuSnapshot(cpuNamed());
     const tf = performance.now();
     await publisher.publish(buildEvent('post.published', { postId: bigId, authorId: 'big', title: 'big', excerpt: 'to a million' }, { producer: 'bench' }));
     const busy: number[] = [];
@@ -303,9 +357,16 @@ async function main(): Promise<void> {
       await sleep(250);
     }
     await watcher;
+    const cpu = cpuSeconds(cpu0, cpuSnapshot(cpuNamed()));
+    // The service's work: everything but this process (its watchers and the small posts' polling).
+    const coreSeconds = Object.entries(cpu).reduce((a, [k, v]) => (k === 'bench' ? a : a + v), 0);
     const { rows: fin } = await pool.query(`SELECT sum(written)::int AS written, count(*)::int AS chunks, sum(attempts)::int AS attempts FROM feed_fanout_chunks WHERE post_id = $1`, [bigId]);
     log(`fan-out: ${FOLLOWERS.toLocaleString()} followers in ${fanoutSeconds.toFixed(2)} s = ${Math.round(FOLLOWERS / fanoutSeconds).toLocaleString()} entries/s (written ${fin[0].written}, ${fin[0].chunks} chunks, ${fin[0].attempts} attempts)`);
     log(`fan-out vs raw baseline: ${(rawSeconds / fanoutSeconds).toFixed(2)}× (target ≥ 0.5×)`);
+    log(
+      `  CPU during the fan-out: ${Object.entries(cpu).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ')}; ${coreSeconds.toFixed(1)} core-seconds without the bench's own ` +
+        `(${(coreSeconds / fanoutSeconds).toFixed(2)} cores busy): ${Math.round(FOLLOWERS / coreSeconds).toLocaleString()} followers per second per core (the small posts' work included)`,
+    );
     for (const r of replicas) {
       const st = await statsOf(r);
       const paused = Object.entries(st.yielded).map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ');
