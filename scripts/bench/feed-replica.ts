@@ -97,7 +97,10 @@ async function main(): Promise<void> {
     }
   });
   let pgConnects = 0;
-  service.pool.on('connect', () => (pgConnects++, process.env.BENCH_TRACE && trace.push(['connect', performance.now(), 0])));
+  service.pool.on('connect', () => {
+    pgConnects++;
+    if (process.env.BENCH_TRACE) trace.push(['connect', performance.now(), 0]);
+  });
   await service.start();
   const address = await service.app.listen({ port: 0, host: '127.0.0.1' });
   const eld = monitorEventLoopDelay({ resolution: 5 });

@@ -24,7 +24,8 @@
  *
  * Env: BENCH_FOLLOWERS, BENCH_SPLIT (1), BENCH_AMQP_URL (an existing vhost to use instead of a new one), BENCH_LANE_SAMPLES (5), BENCH_READ_RATE (500),
  * BENCH_READ_SECONDS (20: 10,000 requests a phase, so each p99 rests on 100 samples), BENCH_READERS (1000), FEED_FANOUT_CONCURRENCY / FEED_FANOUT_CHUNK_SIZE /
- * FEED_FANOUT_YIELD_MAX_MS (0: the small lane does not pre-empt) (the service's tunables, passed to the replicas).
+ * FEED_FANOUT_YIELD_MAX_MS (0: the small lane does not pre-empt) (the service's tunables, passed to the replicas);
+ * BENCH_TRACE=<path prefix> (each replica writes its requests, GC pauses and new pg connections per phase, feed-replica.ts).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
