@@ -22,12 +22,20 @@ const PG_BIN = process.env.CHAOS_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const RABBIT_BIN = process.env.CHAOS_RABBITMQ_BIN ?? '/usr/lib/rabbitmq/bin';
 const IS_ROOT = process.getuid?.() === 0;
 
+/**
+ * The working directory of every command run as another user: `/`, which every user can read. The
+ * caller's own folder may not be (a `mktemp -d` folder or root's home is mode 0700): rabbitmqctl then
+ * prints `File operation error: eacces. Target: .` instead of its output, and pg_ctl cannot find its
+ * current directory (docs/TESTING.md, "Runs from any folder").
+ */
+export const OTHER_USER_CWD = '/';
+
 /** Runs a command as `user` when we are root (the servers refuse to run as root), else as ourselves. */
 async function as(user: string, cmd: string, args: string[], env: Record<string, string> = {}, timeout = 120_000): Promise<string> {
   const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
   const [file, argv] = IS_ROOT ? ['runuser', ['-u', user, '--', 'env', ...envArgs, cmd, ...args]] : ['env', [...envArgs, cmd, ...args]];
   try {
-    const { stdout } = await run(file, argv, { timeout, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout } = await run(file, argv, { timeout, maxBuffer: 16 * 1024 * 1024, cwd: OTHER_USER_CWD });
     return stdout;
   } catch (err) {
     const e = err as { stderr?: string; stdout?: string; message: string };

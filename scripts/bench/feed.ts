@@ -139,7 +139,7 @@ async function privateRedis(port: number): Promise<ChildProcess> {
  */
 async function benchVhost(): Promise<{ url: string; delete(): Promise<void> }> {
   const base = new URL(process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672');
-  const name = `test-bench-feed-${randomBytes(4).toString('hex')}`;
+  const name = `test-bench-feed-${process.pid}-${randomBytes(4).toString('hex')}`; // owner pid: npm test's setup keeps it while this runs
   const url = `${base.protocol}//${base.username}:${base.password}@${base.host}/${encodeURIComponent(name)}`;
   const m = managementTargetFor(url, process.env.RABBITMQ_MANAGEMENT_URL);
   const call = (method: string, path: string, body?: unknown) =>

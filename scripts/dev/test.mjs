@@ -26,7 +26,7 @@ runMain(async () => {
   const args = process.argv.slice(2);
   const infoOnly = args.some((a) => INFO_ONLY.has(a));
   process.env.NODE_ENV = 'test';
-  await setup({ services: !infoOnly, tools: !infoOnly }); // listing tests needs no services
+  await setup({ services: !infoOnly, tools: !infoOnly, testHygiene: !infoOnly }); // listing tests needs no services
 
   if (infoOnly) {
     const codes = [];

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -8,7 +7,7 @@ import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { buildEvent, COMMUNITY_TOPOLOGY, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost, testRedisPrefix } from '@community/testing';
 import { loadFeedConfig, type FeedConfig } from '../src/config';
 import { createFeedService, type FeedService } from '../src/service';
 
@@ -62,7 +61,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, prefi
 }
 
 export function redisPrefix(name: string): string {
-  return `test:feed:${name}:${randomBytes(4).toString('hex')}:`;
+  return testRedisPrefix(`feed:${name}`);
 }
 
 /** One service in-process against its own vhost, database and Redis prefix, built by the service's own builder. */

@@ -2,15 +2,14 @@
 // database and a vhost of their own, and a real Redis (this file's own key prefix, removed at the
 // end; never FLUSHALL). The chunk's message is "lost" (never published); the reconciler reports it
 // and re-publishes it, and feed-service's handler finishes the fan-out.
-import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { Registry } from 'prom-client';
 import { createFeedService, loadFeedConfig, type FeedService } from '@community/feed-service';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost, testRedisPrefix } from '@community/testing';
 import { STUCK_WORK_JOB } from '../src/jobs/stuck';
 import { bearer, JWT_SECRET, startReconciler, type Reconciler } from './harness';
 
-const prefix = `test:reconfanout:${randomBytes(4).toString('hex')}:`;
+const prefix = testRedisPrefix('reconfanout');
 
 let db: TestDatabase;
 let vhost: TestVhost;

@@ -2,16 +2,15 @@
 // removed at the end; never FLUSHALL) and a private database with every migration, the projections
 // seeded as feed-service writes them. The broker is not involved (fanout-stuck.test.ts is).
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import Redis from 'ioredis';
-import { createTestDatabase, type TestDatabase } from '@community/testing';
+import { createTestDatabase, type TestDatabase, testRedisPrefix } from '@community/testing';
 import { FEED_CHECK_JOB } from '../src/jobs/feeds';
 import { bearer, JWT_SECRET, startReconciler, type Reconciler } from './harness';
 
 const REPO = path.resolve(__dirname, '../../..');
 const HOUR = 3_600_000;
-const prefix = `test:reconfeed:${randomBytes(4).toString('hex')}:`;
+const prefix = testRedisPrefix('reconfeed');
 const USERS = ['u1', 'u2', 'u3', 'u4'];
 
 let db: TestDatabase;

@@ -2,12 +2,11 @@
 // scratch databases that are dropped afterwards. The migrations folder and schema are copied to temp dirs
 // whenever a test needs to tamper with them.
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { appendFile, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { eventually } from '@community/testing';
+import { eventually, testResourceName } from '@community/testing';
 
 // Every step spawns the CLI (node + swc + wasm engine start, ~1-2 s; more on a busy machine).
 jest.setTimeout(120_000);
@@ -52,7 +51,7 @@ const created: string[] = [];
 const tempDirs: string[] = [];
 
 function scratchName(tag: string): string {
-  const name = `test_migrate_${tag}_${randomBytes(4).toString('hex')}`;
+  const name = testResourceName(`migrate_${tag}`, '_');
   created.push(name);
   return name;
 }

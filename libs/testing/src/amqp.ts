@@ -1,12 +1,19 @@
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
 import { LOCAL_DEFAULTS } from '@community/config';
 import { managementRequest, managementTargetFor, type ManagementTarget } from '@community/messaging';
+import { testResourceName } from './names';
 
-const run = promisify(execFile);
+/**
+ * `rabbitmqctl` runs as the `rabbitmq` user (the package's wrapper switches to it). It is started
+ * from `/`, a folder that user can read: from the caller's folder, when that is mode 0700 (a
+ * `mktemp -d` clone, root's home), Erlang prints `File operation error: eacces. Target: .` instead of
+ * the output (docs/TESTING.md, "Runs from any folder").
+ */
+const CLI_CWD = '/';
+const run = (file: string, args: string[], options: { timeout?: number } = {}) => promisify(execFile)(file, args, { ...options, cwd: CLI_CWD });
 
 /**
  * The test broker's management API, found and called the way the runtime does it (libs/messaging's
@@ -41,7 +48,7 @@ export interface PeekedMessage {
 
 /** A vhost of its own per test file: queues, policies and connections cannot collide. */
 export async function createTestVhost(prefix: string): Promise<TestVhost> {
-  const vhost = `test-${prefix}-${randomBytes(4).toString('hex')}`;
+  const vhost = testResourceName(prefix);
   const base = new URL(BASE_AMQP_URL);
   const url = `${base.protocol}//${base.username}:${base.password}@${base.host}/${encodeURIComponent(vhost)}`;
   const management = managementTarget(url);

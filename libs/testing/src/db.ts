@@ -10,13 +10,14 @@
 // template while the others wait, and the template is built under a temporary name and renamed when complete,
 // so a crashed build never leaves a half-migrated template behind.
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { LOCAL_DEFAULTS } from '@community/config';
+import { ownedSuffix } from './names';
 
 const REPO_ROOT = path.resolve(__dirname, '../../..');
 const MIGRATE_SCRIPT = path.join(REPO_ROOT, 'scripts/db/migrate.ts');
@@ -24,7 +25,7 @@ const MIGRATE_SCRIPT = path.join(REPO_ROOT, 'scripts/db/migrate.ts');
 export type TestDatabase = {
   /** Connection URL of the new database (same server and user as DATABASE_URL). */
   url: string;
-  /** Its name, e.g. `test_notifications_m3x9k2_1a2b3c`. */
+  /** Its name, e.g. `test_notifications_41234_1a2b3c4d` (prefix, owner pid, random). */
   name: string;
   /** Drops it, disconnecting whatever is still connected. Idempotent. */
   drop(): Promise<void>;
@@ -148,8 +149,9 @@ function ensureTemplate(baseUrl: string, template: string): Promise<void> {
 
 function uniqueName(prefix: string): string {
   const clean = prefix.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '') || 'db';
-  const suffix = `${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-  // PostgreSQL truncates identifiers at 63 bytes; keep the unique suffix intact.
+  // `test_<prefix>_<pid>_<8 hex>` as testResourceName makes it (the owner pid lets npm test's setup
+  // delete leaked ones); PostgreSQL truncates identifiers at 63 bytes, so the prefix is cut, never the suffix.
+  const suffix = ownedSuffix('_');
   return `test_${clean.slice(0, 63 - 'test_'.length - suffix.length - 1)}_${suffix}`;
 }
 

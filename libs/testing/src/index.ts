@@ -3,3 +3,4 @@ export * from './logger';
 export * from './db';
 export * from './db-faults';
 export * from './tcp-proxy';
+export * from './names';

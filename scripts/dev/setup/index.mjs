@@ -9,6 +9,7 @@ import { ensureServices } from './services.mjs';
 import { ensureDatabase } from './database.mjs';
 import { log } from './log.mjs';
 import { ensureTools } from './tools.mjs';
+import { checkBrokerFileLimit, removeLeftovers } from './leftovers.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -16,10 +17,11 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  * 1. dependencies (npm ci when node_modules is missing or stale), then the project's rules
  * 2. RabbitMQ, PostgreSQL, Redis reachable (start / docker compose / apt, see services.mjs)
  * 3. RabbitMQ plugins enabled, management API answering
- * 4. Prisma client generated, database created and migrated
+ * 4. (npm test) what killed test runs leaked removed, the broker's open-file limit checked
+ * 5. Prisma client generated, database created and migrated
  * Returns the management API URL.
  */
-export async function setup({ services = true, tools = false } = {}) {
+export async function setup({ services = true, tools = false, testHygiene = false } = {}) {
   process.chdir(ROOT);
   const started = Date.now();
   ensureDependencies(ROOT);
@@ -28,6 +30,10 @@ export async function setup({ services = true, tools = false } = {}) {
   if (!services) return null;
   await ensureServices(ROOT, process.env);
   const mgmt = await ensureRabbitPlugins(process.env);
+  if (testHygiene) {
+    await removeLeftovers(ROOT, mgmt, process.env);
+    await checkBrokerFileLimit(mgmt);
+  }
   ensureDatabase(ROOT);
   log.ok(`setup done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return mgmt;

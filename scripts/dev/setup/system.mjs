@@ -22,9 +22,18 @@ export function findBin(name) {
   return null;
 }
 
+/**
+ * The working directory of the commands below: `/`. Several of them switch to another user
+ * (rabbitmq-plugins and rabbitmqctl to `rabbitmq`, pg_ctlcluster to `postgres`), who may not be able
+ * to read the caller's folder (a `mktemp -d` clone or root's home is mode 0700); Erlang's CLI then
+ * prints `File operation error: eacces. Target: .` instead of its output (docs/TESTING.md).
+ */
+const CLI_CWD = '/';
+
 /** Runs a short command, capturing its output. */
 export function run(cmd, args, { timeoutMs = 120_000, inherit = false, env = process.env } = {}) {
   const res = spawnSync(cmd, args, {
+    cwd: CLI_CWD,
     encoding: 'utf8',
     stdio: inherit ? 'inherit' : ['ignore', 'pipe', 'pipe'],
     timeout: timeoutMs,
@@ -43,7 +52,7 @@ export function startDaemon(label, cmd, args) {
   const logFile = path.join(os.tmpdir(), `community-dev-${label}-start.log`);
   const fd = openSync(logFile, 'w');
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', fd, fd], detached: true, env: process.env });
+    const child = spawn(cmd, args, { cwd: CLI_CWD, stdio: ['ignore', fd, fd], detached: true, env: process.env });
     closeSync(fd);
     const timer = setTimeout(() => resolve({ logFile, status: null }), 60_000);
     child.once('error', (err) => {

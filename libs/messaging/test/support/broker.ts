@@ -11,7 +11,14 @@ import { promisify } from 'node:util';
 import amqplib from 'amqplib';
 import { managementRequest, managementTargetFor, type ManagementTarget } from '../../src';
 
-const run = promisify(execFile);
+/**
+ * `rabbitmqctl` runs as the `rabbitmq` user (the package's wrapper switches to it). It is started
+ * from `/`, a folder that user can read: from the caller's folder, when that is mode 0700 (a
+ * `mktemp -d` clone, root's home), Erlang prints `File operation error: eacces. Target: .` instead of
+ * the output (docs/TESTING.md, "Runs from any folder").
+ */
+const CLI_CWD = '/';
+const run = (file: string, args: string[], options: { timeout?: number } = {}) => promisify(execFile)(file, args, { ...options, cwd: CLI_CWD });
 const BASE_AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 export interface PeekedMessage {
@@ -45,7 +52,9 @@ export interface TestVhost {
 
 /** A vhost of its own per test file: queues, policies and connections cannot collide. */
 export async function createTestVhost(prefix: string): Promise<TestVhost> {
-  const vhost = `test-${prefix}-${randomBytes(4).toString('hex')}`;
+  // `test-<prefix>-<owner pid>-<8 hex>`, the shape libs/testing's testResourceName gives (this lib may not
+  // import it): npm test's setup deletes the names whose process is gone (docs/TESTING.md "Leftovers").
+  const vhost = `test-${prefix}-${process.pid}-${randomBytes(4).toString('hex')}`;
   const base = new URL(BASE_AMQP_URL);
   const url = `${base.protocol}//${base.username}:${base.password}@${base.host}/${encodeURIComponent(vhost)}`;
   const management = managementTargetFor(url, process.env.RABBITMQ_MANAGEMENT_URL);

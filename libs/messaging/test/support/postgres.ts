@@ -6,7 +6,8 @@ export async function createScratchDatabase(prefix: string): Promise<{ url: stri
   // Same server and user as DATABASE_URL; CREATE/DROP DATABASE run from the `postgres` database.
   const server = new URL(process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/community');
   const adminUrl = Object.assign(new URL(server), { pathname: '/postgres' }).toString();
-  const name = `test_${prefix}_${randomBytes(4).toString('hex')}`;
+  // With the owner pid, as libs/testing's testResourceName (see support/broker.ts).
+  const name = `test_${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
   const admin = async <T>(work: (c: Client) => Promise<T>): Promise<T> => {
     const c = new Client({ connectionString: adminUrl });
     await c.connect();
