@@ -1,3 +1,4 @@
+import amqplib from 'amqplib';
 import { eventually } from '@community/testing';
 import { readDeadLetter } from '../src/dlq/dead-letter';
 import { createOperation, insertDeadLetter } from '../src/dlq/store';
@@ -66,12 +67,51 @@ describe('ingest, grouping and inspection', () => {
     const work = body.queues.find((q: { queue: string }) => q.queue === `${WORK}.dlq`);
     expect(work).toMatchObject({ originalQueue: WORK, pending: expect.any(Number) });
     expect(work.pending).toBeGreaterThanOrEqual(4);
-    expect(work.oldestAgeSeconds).toBeGreaterThanOrEqual(0);
+    // The oldest is the earliest stored dead-letter time of the pending rows.
+    const { rows } = await h.pool.query(`SELECT min(dead_lettered_at) AS oldest FROM dlq_messages WHERE queue = $1 AND state = 'pending'`, [`${WORK}.dlq`]);
+    expect(work.oldestDeadLetteredAt).toBe(new Date(rows[0].oldest).toISOString());
     expect(body.queues.find((q: { queue: string }) => q.queue === `${OTHER}.dlq`)).toMatchObject({ pending: 0 });
     expect(body.check).toMatchObject({ name: 'dlq', ok: false, runbook: 'docs/RUNBOOK.md#check-dlq' });
     expect(await h.vhost.ready(`${WORK}.dlq`)).toBe(0);
     const scraped = await h.registry.metrics();
     expect(scraped).toMatch(new RegExp(`reconciler_dlq_messages\\{queue="${WORK}.dlq"\\} ([4-9]|\\d{2,})`));
+  });
+
+  it('reports the age of the oldest pending dead letter: the time since it was dead-lettered', async () => {
+    // A dead letter from two hours ago and one from now, as a consumer of OTHER would have written
+    // them (x-dead-lettered-at is the dead-letter time the console stores): the old one's age is
+    // the one reported.
+    const [id, recent] = [orderId(), orderId()];
+    const ageSeconds = 2 * 3600;
+    const deadLetteredAt = new Date(Date.now() - ageSeconds * 1000);
+    const conn = await amqplib.connect(h.vhost.url);
+    try {
+      const ch = await conn.createConfirmChannel();
+      for (const [messageId, at] of [[recent, new Date()], [id, deadLetteredAt]] as const) {
+        ch.sendToQueue(`${OTHER}.dlq`, Buffer.from(JSON.stringify({ id: messageId, type: 'order.placed' })), {
+          messageId,
+          persistent: true,
+          headers: { 'x-error-class': 'PermanentError', 'x-error-message': 'a failure', 'x-original-queue': OTHER, 'x-dead-lettered-at': at.toISOString() },
+        });
+      }
+      await ch.waitForConfirms();
+    } finally {
+      await conn.close();
+    }
+    await eventually('both dead letters stored', async () => (await h.pool.query(`SELECT 1 FROM dlq_messages WHERE message_id = ANY($1)`, [[id, recent]])).rowCount === 2);
+    const { body } = await api('GET', '/v1/admin/dlq');
+    const other = body.queues.find((q: { queue: string }) => q.queue === `${OTHER}.dlq`);
+    expect(other).toMatchObject({ pending: 2, oldestDeadLetteredAt: deadLetteredAt.toISOString() });
+    // At least its age when it was sent; the upper slack only covers the time this test took since.
+    expect(other.oldestAgeSeconds).toBeGreaterThanOrEqual(ageSeconds);
+    expect(other.oldestAgeSeconds).toBeLessThan(ageSeconds + 600);
+    // The same figure on /metrics (read from the table at scrape time).
+    const scraped = (await h.registry.getSingleMetric('reconciler_dlq_oldest_age_seconds')?.get())?.values.find((v) => v.labels.queue === `${OTHER}.dlq`)?.value;
+    expect(scraped).toBeGreaterThanOrEqual(ageSeconds);
+    expect(scraped).toBeLessThan(ageSeconds + 600);
+    // Decided, as a volunteer would: no pending dead letter of OTHER is left for the tests below.
+    const done = await api('POST', '/v1/admin/dlq/discard', { filter: { queue: `${OTHER}.dlq` }, dryRun: false });
+    expect(done.body).toMatchObject({ matched: 2, discarded: 2 });
   });
 
   it('shows a message: payload beside its error, headers, attempts, original queue', async () => {
@@ -172,16 +212,42 @@ describe('replay', () => {
   });
 
   it('is throttled to ratePerSecond', async () => {
-    const ids = Array.from({ length: 6 }, orderId);
+    // The throttle (replay.ts): the k-th message is published no earlier than k × (1000 / rate) ms
+    // after the runner started, which is after the operation was created; a runner that fell behind
+    // may catch up on at most 1 s of its schedule at once. Each audit item is stamped (Postgres
+    // now()) after its publish was confirmed and before the next publish, so the stamps bound the
+    // publish times: item k's stamp ≥ publish k, item k-1's ≤ publish k. Both bounds below follow
+    // from that arithmetic, measured on the database's clock, whatever the machine's load.
+    const n = 30;
+    const rate = 10;
+    const intervalMs = 1000 / rate;
+    const timerSlackMs = 5; // a timer may fire ~1 ms early; the two clocks round differently
+    const ids = Array.from({ length: n }, orderId);
     await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `throttle ${id}` })));
     h.poisoned.clear();
     const group = (await api('GET', `/v1/admin/dlq/messages?q=${ids[0]}`)).body.items[0].fingerprint;
-    const t0 = Date.now();
-    const started = await api('POST', '/v1/admin/dlq/replay', { filter: { group }, dryRun: false, ratePerSecond: 5 });
-    await waitDone(started.body.operationId);
-    // 6 messages at 5/s: the first at once, the last 1 s later.
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
-  });
+    const started = await api('POST', '/v1/admin/dlq/replay', { filter: { group }, dryRun: false, ratePerSecond: rate });
+    expect(started.body.matched).toBe(n);
+    const op = await waitDone(started.body.operationId);
+    expect(op).toMatchObject({ state: 'done', succeeded: n, failed: 0 });
+    const { rows } = await h.pool.query<{ ms: number }>(
+      `SELECT extract(epoch FROM i.at - o.created_at)::float8 * 1000 AS ms FROM dlq_operation_items i JOIN dlq_operations o ON o.id = i.operation_id
+        WHERE o.id = $1::bigint ORDER BY i.at`,
+      [op.id],
+    );
+    const at = rows.map((r) => r.ms);
+    expect(at).toHaveLength(n);
+    // Lower bound, from the start: at most k messages in the first k × interval ms, so the whole
+    // replay of n takes at least (n - 1) intervals (2.9 s here: ceil(30 / 10) - 1 windows of 1 s and
+    // then some); an unthrottled replay stamps them all within a few ms.
+    const early = at.map((ms, k) => ({ k, ms })).filter(({ k, ms }) => ms < k * intervalMs - timerSlackMs);
+    expect(early).toEqual([]);
+    // Upper bound on any window, catch-up included: j - i + 1 messages stamped within a window
+    // span at least (j - i - 2) intervals minus the 1 s of catch-up, so no 1-s window holds more
+    // than 2 × rate + 3 of them.
+    const maxPerSecond = Math.max(...at.map((ms, i) => at.filter((x, j) => j >= i && x - ms < 1000).length));
+    expect(maxPerSecond).toBeLessThanOrEqual(2 * rate + 3);
+  }, 30_000);
 });
 
 describe('a replay whose runner died', () => {
