@@ -9,6 +9,8 @@ export interface EmailMetrics {
   sends: Counter<'channel' | 'outcome'>;
   sendDuration: Histogram<'channel'>;
   rateLimitWait: Histogram;
+  rateLimitPermits: Counter<'priority'>;
+  rateLimitWaiting: Gauge<'priority'>;
   undeliverable: Counter<'reason'>;
   breakerOpen: Gauge;
   breakerTransitions: Counter<'to'>;
@@ -48,6 +50,18 @@ export function emailMetrics(registry: Registry): EmailMetrics {
       name: 'email_rate_limit_wait_seconds',
       help: 'Time a send waited for the provider rate limit',
       buckets: [0, 0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    rateLimitPermits: new Counter({
+      name: 'email_rate_limit_permits_total',
+      help: 'Sends the provider rate limiter let through, by priority (critical, regular)',
+      labelNames: ['priority'],
+      registers,
+    }),
+    rateLimitWaiting: new Gauge({
+      name: 'email_rate_limit_waiting',
+      help: 'Sends waiting for a rate-limit slot, by priority (critical, regular)',
+      labelNames: ['priority'],
       registers,
     }),
     undeliverable: new Counter({

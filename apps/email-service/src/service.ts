@@ -38,6 +38,11 @@ export interface EmailServiceDeps {
   topology?: Topology;
   /** "Now" for digest windows and the user grace period; injectable for tests. */
   clock?: () => Date;
+  /**
+   * The SMTP rate limiter's clock (ms, monotonic); performance.now() unless a test drives it, so
+   * that it can count the permits each interval grants instead of timing emails.
+   */
+  rateLimitClock?: () => number;
   /** Run the digest/opt-out scheduler loop (tests drive `scheduler.tick()` by hand). Default true. */
   runScheduler?: boolean;
 }
@@ -94,7 +99,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const metrics = emailMetrics(registry);
   const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: SERVICE_NAME, logger });
 
-  const { breaker, sender } = createSmtpStack(config, { logger, metrics });
+  const { breaker, sender } = createSmtpStack(config, { logger, metrics, rateLimitClock: deps.rateLimitClock });
   // Signed with UNSUBSCRIBE_TOKEN_SECRET; JWT_SECRET only verifies links from before they expired.
   const tokens = new UnsubscribeTokens(config.UNSUBSCRIBE_TOKEN_SECRET, {
     ttlMs: config.UNSUBSCRIBE_TOKEN_TTL_DAYS * 86_400_000,

@@ -25,7 +25,17 @@ export interface RateLimiter {
   readonly ratePerSecond: number;
 }
 
-const CATCH_UP_MS = 100;
+/** Documented slack of the schedule: a late timer makes up at most this much of missed slots. */
+export const CATCH_UP_MS = 100;
+
+/**
+ * Told about every permit and every change of a queue's length, so that the metrics (and a test
+ * driving the limiter's clock) see what the limiter did rather than inferring it from send times.
+ */
+export interface RateLimiterObserver {
+  granted(priority: SendPriority): void;
+  waiting(priority: SendPriority, count: number): void;
+}
 
 interface Waiter {
   arrivedAt: number;
@@ -34,9 +44,19 @@ interface Waiter {
   onAbort?: () => void;
 }
 
-export function createRateLimiter(ratePerSecond: number, burst = 1, now: () => number = () => performance.now()): RateLimiter {
+export function createRateLimiter(
+  ratePerSecond: number,
+  burst = 1,
+  now: () => number = () => performance.now(),
+  observer?: RateLimiterObserver,
+): RateLimiter {
   if (ratePerSecond <= 0) {
-    return { ratePerSecond: 0, acquire: async () => undefined };
+    return {
+      ratePerSecond: 0,
+      acquire: async (_signal, priority = 'regular') => {
+        observer?.granted(priority);
+      },
+    };
   }
   const intervalMs = 1000 / ratePerSecond;
   // How far ahead of the theoretical schedule a send may run: (burst - 1) intervals.
@@ -70,6 +90,9 @@ export function createRateLimiter(ratePerSecond: number, burst = 1, now: () => n
       tat = due + intervalMs;
       const w = queue.shift() as Waiter;
       if (w.onAbort) w.signal?.removeEventListener('abort', w.onAbort);
+      const priority: SendPriority = queue === waiting.critical ? 'critical' : 'regular';
+      observer?.granted(priority);
+      observer?.waiting(priority, queue.length);
       w.resolve();
     }
   }
@@ -86,11 +109,13 @@ export function createRateLimiter(ratePerSecond: number, burst = 1, now: () => n
           waiter.onAbort = () => {
             const i = queue.indexOf(waiter);
             if (i >= 0) queue.splice(i, 1);
+            observer?.waiting(priority, queue.length);
             reject(signal.reason);
           };
           signal.addEventListener('abort', waiter.onAbort, { once: true });
         }
         queue.push(waiter);
+        observer?.waiting(priority, queue.length);
         // A running timer needs no reset for a critical arrival: someone waits only while the
         // schedule (tat) is ahead of now, so the next slot is the same for whoever takes it.
         if (timer === undefined) pump();

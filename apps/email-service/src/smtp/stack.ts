@@ -17,7 +17,10 @@ export interface SmtpStack {
  * circuit breaker that probes it, the rate limiter, and the sender over all three. A builder of its
  * own so that the benchmark measures exactly the path the service sends through.
  */
-export function createSmtpStack(config: EmailConfig, deps: { logger: Logger; metrics: EmailMetrics }): SmtpStack {
+export function createSmtpStack(
+  config: EmailConfig,
+  deps: { logger: Logger; metrics: EmailMetrics; /** The rate limiter's clock (ms); a test drives it by hand. */ rateLimitClock?: () => number },
+): SmtpStack {
   const transport = createTransport({
     url: config.SMTP_URL,
     poolSize: config.SMTP_POOL_SIZE,
@@ -32,7 +35,11 @@ export function createSmtpStack(config: EmailConfig, deps: { logger: Logger; met
     logger: deps.logger.child({ component: 'smtp-breaker' }),
     metrics: deps.metrics,
   });
-  const limiter = createRateLimiter(config.SMTP_RATE_PER_SECOND, config.SMTP_RATE_BURST);
+  const { metrics } = deps;
+  const limiter = createRateLimiter(config.SMTP_RATE_PER_SECOND, config.SMTP_RATE_BURST, deps.rateLimitClock, {
+    granted: (priority) => metrics.rateLimitPermits.inc({ priority }),
+    waiting: (priority, count) => metrics.rateLimitWaiting.set({ priority }, count),
+  });
   const sender = createSender({ transport, limiter, breaker, metrics: deps.metrics, from: config.EMAIL_FROM });
   return { breaker, sender };
 }

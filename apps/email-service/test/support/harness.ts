@@ -60,7 +60,7 @@ export interface StartedService {
 
 export async function startService(
   config: EmailConfig,
-  options: { retryDelaysMs?: number[]; clock?: () => Date; runScheduler?: boolean; before?: (svc: EmailService) => void } = {},
+  options: { retryDelaysMs?: number[]; clock?: () => Date; rateLimitClock?: () => number; runScheduler?: boolean; before?: (svc: EmailService) => void } = {},
 ): Promise<StartedService> {
   const registry = new Registry();
   const svc = createEmailService(config, {
@@ -68,6 +68,7 @@ export async function startService(
     registry,
     topology: shortRetryTopology(options.retryDelaysMs ?? [200, 400, 800]),
     clock: options.clock,
+    rateLimitClock: options.rateLimitClock,
     runScheduler: options.runScheduler ?? false,
   });
   options.before?.(svc);
