@@ -1,4 +1,5 @@
 import amqplib from 'amqplib';
+import { managementRequest } from '@community/messaging';
 import { eventually } from '@community/testing';
 import { readDeadLetter } from '../src/dlq/dead-letter';
 import { createOperation, insertDeadLetter } from '../src/dlq/store';
@@ -365,5 +366,106 @@ describe('a message whose original queue is not a work queue of the topology', (
     expect(detail.body.items).toMatchObject([{ messageId: id, state: 'pending' }]);
     const item = await h.pool.query(`SELECT result, detail FROM dlq_operation_items WHERE operation_id = $1`, [op.id]);
     expect(item.rows).toEqual([{ result: 'failed', detail: "original queue 'legacy.orders' is not a work queue of the topology" }]);
+  });
+});
+
+describe('a dead letter with bytes Postgres cannot store in text or jsonb', () => {
+  it('is stored with those bytes replaced by U+FFFD and acked, not retried forever', async () => {
+    // A NUL byte in an error text (a consumer echoing a binary payload): Postgres refuses \u0000 in
+    // text and jsonb (SQLSTATE 22P05 / 22021), so the insert fails the same way at every retry.
+    const id = orderId();
+    const conn = await amqplib.connect(h.vhost.url);
+    try {
+      const ch = await conn.createConfirmChannel();
+      ch.sendToQueue(`${WORK}.dlq`, Buffer.from(`{"id":"${id}","note":"a\u0000b"}\u0000`), {
+        messageId: id,
+        type: 'order\u0000placed',
+        persistent: true,
+        headers: {
+          'x-error-class': 'PermanentError',
+          'x-error-message': 'bad byte \u0000 in input',
+          'x-original-queue': WORK,
+          'x-handler': `${WORK}-handler`,
+          'x-dead-lettered-at': new Date().toISOString(),
+          'x-trace\u0000': Buffer.from('bin\u0000ary'),
+        },
+      });
+      await ch.waitForConfirms();
+    } finally {
+      await conn.close();
+    }
+    const row = await eventually('the dead letter stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 15_000);
+    expect(row).toMatchObject({ error_class: 'PermanentError', error_message: 'bad byte \uFFFD in input', message_type: 'order\uFFFDplaced', original_queue: WORK, state: 'pending' });
+    expect(row.headers).toMatchObject({ 'x-error-message': 'bad byte \uFFFD in input', 'x-trace\uFFFD': 'bin\uFFFDary' });
+    // The body is bytes (bytea): kept exactly as it was sent.
+    expect(Buffer.compare(row.body, Buffer.from(`{"id":"${id}","note":"a\u0000b"}\u0000`))).toBe(0);
+    const { rows: groups } = await h.pool.query(`SELECT sample_message FROM dlq_groups WHERE fingerprint = $1`, [row.fingerprint]);
+    expect(groups).toEqual([{ sample_message: 'bad byte \uFFFD in input' }]);
+    // Acked: the DLQ holds nothing, ready or unacked (as the management API counts it).
+    await eventually('the DLQ empty', async () => {
+      const res = await managementRequest(h.vhost.management, 'GET', `/queues/${encodeURIComponent(h.vhost.vhost)}/${encodeURIComponent(`${WORK}.dlq`)}`);
+      const q = (await res.json()) as { messages?: number };
+      return res.ok && q.messages === 0;
+    }, 30_000);
+  });
+});
+
+describe('an insert the database refuses', () => {
+  /** Publishes one dead letter of WORK straight to its DLQ, with the given extra headers. */
+  async function sendDeadLetter(id: string, headers: Record<string, unknown>) {
+    const conn = await amqplib.connect(h.vhost.url);
+    try {
+      const ch = await conn.createConfirmChannel();
+      ch.sendToQueue(`${WORK}.dlq`, Buffer.from(JSON.stringify({ id, type: 'order.placed' })), {
+        messageId: id,
+        persistent: true,
+        headers: { 'x-error-class': 'PermanentError', 'x-error-message': `refused ${id}`, 'x-original-queue': WORK, 'x-dead-lettered-at': new Date().toISOString(), ...headers },
+      });
+      await ch.waitForConfirms();
+    } finally {
+      await conn.close();
+    }
+  }
+
+  // A trigger stands in for the database's refusals, by SQLSTATE: 40001 (serialization failure,
+  // about the moment) on the first try of a marked copy, 22023 (a data exception, about the copy)
+  // at every try of a copy that still carries its marked header.
+  beforeAll(async () => {
+    await h.pool.query(`
+      CREATE SEQUENCE test_transient_tries;
+      CREATE FUNCTION test_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.headers ? 'x-test-transient' AND nextval('test_transient_tries') = 1 THEN
+          RAISE EXCEPTION 'could not serialize access' USING ERRCODE = '40001';
+        END IF;
+        IF NEW.headers ? 'x-test-refused' THEN
+          RAISE EXCEPTION 'value refused' USING ERRCODE = '22023';
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER test_refuse BEFORE INSERT ON dlq_messages FOR EACH ROW EXECUTE FUNCTION test_refuse();
+    `);
+  });
+  afterAll(async () => {
+    await h.pool.query(`DROP TRIGGER test_refuse ON dlq_messages; DROP FUNCTION test_refuse(); DROP SEQUENCE test_transient_tries`);
+  });
+
+  it('for the moment (by SQLSTATE): the copy stays in its DLQ and is stored, whole, at a later try', async () => {
+    const id = orderId();
+    await sendDeadLetter(id, { 'x-test-transient': 'yes' });
+    const row = await eventually('stored after the retry', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 15_000);
+    expect(row.headers).toMatchObject({ 'x-test-transient': 'yes', 'x-error-message': `refused ${id}` });
+    expect((await h.pool.query(`SELECT last_value::int AS n FROM test_transient_tries`)).rows[0].n).toBe(2);
+  });
+
+  it('for what it holds: stored at once without its headers, the refusal in their place, and acked', async () => {
+    const id = orderId();
+    await sendDeadLetter(id, { 'x-test-refused': 'yes' });
+    const row = await eventually('stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 15_000);
+    expect(row).toMatchObject({ error_message: `refused ${id}`, original_queue: WORK, headers: { 'x-dlq-unstorable': '22023: value refused' }, properties: {} });
+    await eventually('the DLQ empty', async () => {
+      const res = await managementRequest(h.vhost.management, 'GET', `/queues/${encodeURIComponent(h.vhost.vhost)}/${encodeURIComponent(`${WORK}.dlq`)}`);
+      return res.ok && ((await res.json()) as { messages?: number }).messages === 0;
+    }, 30_000);
   });
 });

@@ -56,6 +56,22 @@ describe('readDeadLetter', () => {
     expect(d).toMatchObject({ originalQueue: 'x', errorClass: 'unknown', messageType: null });
     expect(d.messageId).toMatch(/^sha256:/);
   });
+
+  it('makes every text storable in text and jsonb: NUL and lone surrogates become U+FFFD, numbers fit their columns', () => {
+    const now = new Date('2026-12-01T10:00:00.000Z');
+    const d = readDeadLetter('x.dlq', {
+      content: Buffer.from('a\u0000b'),
+      fields,
+      properties: props({
+        type: 't\u0000',
+        headers: { [H.errorClass]: 'E\u0000', [H.errorMessage]: 'bad \u0000 and \ud800', [H.attempts]: 1e20, [H.deadLetteredAt]: '-100000-01-01T00:00:00Z', 'k\u0000': Buffer.from('v\u0000'), n: Infinity },
+      }),
+    }, now);
+    expect(d).toMatchObject({ errorClass: 'E\uFFFD', errorMessage: 'bad \uFFFD and \uFFFD', messageType: 't\uFFFD', attempts: 2 ** 31 - 1, deadLetteredAt: now });
+    expect(d.headers).toMatchObject({ 'k\uFFFD': 'v\uFFFD', n: 'Infinity' });
+    expect(JSON.stringify(d)).not.toMatch(/\\u0000|\\ud800/);
+    expect(d.body.equals(Buffer.from('a\u0000b'))).toBe(true); // bytea: kept exactly
+  });
 });
 
 describe('replayHeaders', () => {

@@ -109,24 +109,55 @@ export function readDeadLetter(dlq: string, msg: Pick<ConsumeMessage, 'content' 
     if (v !== undefined && v !== null) properties[key] = v;
   }
 
+  // Every text goes to a text or jsonb column: made storable here, so the insert cannot fail the
+  // same way at every redelivery (the body is bytea and is kept exactly).
   return {
-    queue: dlq,
-    originalQueue,
-    messageId,
-    deadLetteredAt,
-    properties,
-    headers: jsonSafe(headers) as Record<string, unknown>,
+    queue: storableText(dlq),
+    originalQueue: storableText(originalQueue),
+    messageId: storableText(messageId),
+    deadLetteredAt: storableTime(deadLetteredAt, now),
+    properties: storableJson(jsonSafe(properties)) as Record<string, unknown>,
+    headers: storableJson(jsonSafe(headers)) as Record<string, unknown>,
     body: msg.content,
-    routingKey,
-    messageType,
-    errorClass: errorClass.slice(0, 200),
-    errorMessage: errorMessage.slice(0, 2000),
-    errorKind,
-    handler,
-    attempts,
+    routingKey: routingKey === null ? null : storableText(routingKey),
+    messageType: messageType === null ? null : storableText(messageType),
+    errorClass: storableText(errorClass.slice(0, 200)),
+    errorMessage: storableText(errorMessage.slice(0, 2000)),
+    errorKind: storableText(errorKind),
+    handler: handler === null ? null : storableText(handler),
+    attempts: Math.max(-INT4_MAX, Math.min(INT4_MAX, Math.trunc(attempts))),
     fingerprint,
-    normalized,
+    normalized: storableText(normalized),
   };
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** `attempts` is an int4 column. */
+const INT4_MAX = 2 ** 31 - 1;
+
+/**
+ * What PostgreSQL's text and jsonb accept of a string: no NUL (text refuses the byte, jsonb the
+ * \u0000 escape) and no lone surrogate (not encodable as UTF-8); both become U+FFFD, the
+ * replacement character, so the operator still sees where something was.
+ */
+export function storableText(s: string): string {
+  return s.replaceAll('\u0000', '\uFFFD').replace(LONE_SURROGATE, '\uFFFD');
+}
+
+function storableJson(v: unknown): unknown {
+  if (typeof v === 'string') return storableText(v);
+  if (Array.isArray(v)) return v.map(storableJson);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [storableText(k), storableJson(x)]));
+  // NaN and ±Infinity have no JSON form (JSON.stringify writes null): kept as text.
+  if (typeof v === 'number' && !Number.isFinite(v)) return String(v);
+  return v;
+}
+
+/** timestamptz covers 4713 BC to 294276 AD; a header naming a time outside it means "unknown". */
+function storableTime(d: Date, now: Date): Date {
+  const year = d.getUTCFullYear();
+  return year >= 1 && year <= 9999 ? d : now;
 }
 
 /** AMQP header values as JSON (Buffers as text, bigints as strings). */

@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib, { type ConsumeMessage } from 'amqplib';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
-import { withTransaction } from '@community/db';
-import { readDeadLetter } from './dead-letter';
+import { classifyPgError, pgUnavailable, sqlState, withTransaction } from '@community/db';
+import { readDeadLetter, storableText, type DeadLetter } from './dead-letter';
 import type { DlqMetrics } from './metrics';
 import { insertDeadLetter } from './store';
 
@@ -23,9 +23,11 @@ export interface IngestOptions {
 /**
  * Moves every DLQ into Postgres: consume, store (idempotent), ack after the commit. A crash between
  * commit and ack redelivers a copy that is already stored: the unique key (message id + dead-letter
- * time) makes it a no-op, and it is acked. A failed insert (database down) nacks with requeue after
- * a pause, so the message stays in its DLQ; DLQs have no delivery limit (only work queues get the
- * policy), so requeueing never loses it.
+ * time) makes it a no-op, and it is acked. An insert that failed for the moment (database down,
+ * by error type and SQLSTATE) nacks with requeue after a pause, so the message stays in its DLQ;
+ * DLQs have no delivery limit (only work queues get the policy), so requeueing never loses it. An
+ * insert refused for what the copy holds would fail at every redelivery: readDeadLetter makes every
+ * text storable, and a copy still refused is stored without its headers and properties.
  *
  * Plain amqplib with its own reconnect loop rather than amqp-connection-manager: a DLQ that does
  * not exist yet (its service has not declared its topology) closes the channel on `checkQueue`, and
@@ -44,25 +46,40 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
 
   async function handle(ch: amqplib.Channel, queue: string, msg: ConsumeMessage): Promise<void> {
     const letter = readDeadLetter(queue, msg);
+    let stored: { inserted: boolean; newCause: boolean };
     try {
-      const result = await withTransaction(pool, (tx) => insertDeadLetter(tx, letter));
-      ch.ack(msg);
-      if (result.inserted) metrics.ingested.inc({ queue });
-      if (result.newCause) {
-        metrics.newCauses.inc();
-        logger.warn(
-          { queue, originalQueue: letter.originalQueue, fingerprint: letter.fingerprint, errorClass: letter.errorClass, handler: letter.handler, messageType: letter.messageType },
-          'dlq: a cause never seen before',
-        );
-      }
+      stored = await withTransaction(pool, (tx) => insertDeadLetter(tx, letter));
     } catch (err) {
-      logger.error({ err, queue, messageId: letter.messageId }, 'dlq ingest failed; the message stays in its DLQ');
-      if (!stopping) await sleep(1000);
+      if (isTransient(err)) return requeue(ch, msg, err, queue, letter.messageId);
+      // Refused for what it holds, not for the moment (readDeadLetter already made every text
+      // storable; this is whatever is left): the same insert would fail at every redelivery, so the
+      // copy is stored without its headers and properties, the refusal recorded in their place.
+      logger.error({ err, queue, messageId: letter.messageId }, 'dlq ingest: the database refused this dead letter; storing it without its headers');
       try {
-        ch.nack(msg, false, true);
-      } catch {
-        // The channel is gone: the broker requeues the delivery by itself.
+        stored = await withTransaction(pool, (tx) => insertDeadLetter(tx, withoutHeaders(letter, err)));
+      } catch (again) {
+        return requeue(ch, msg, again, queue, letter.messageId);
       }
+    }
+    ch.ack(msg);
+    if (stored.inserted) metrics.ingested.inc({ queue });
+    if (stored.newCause) {
+      metrics.newCauses.inc();
+      logger.warn(
+        { queue, originalQueue: letter.originalQueue, fingerprint: letter.fingerprint, errorClass: letter.errorClass, handler: letter.handler, messageType: letter.messageType },
+        'dlq: a cause never seen before',
+      );
+    }
+  }
+
+  /** The database is unavailable for the moment: the copy stays in its DLQ, tried again in a second. */
+  async function requeue(ch: amqplib.Channel, msg: ConsumeMessage, err: unknown, queue: string, messageId: string): Promise<void> {
+    logger.error({ err, queue, messageId }, 'dlq ingest failed; the message stays in its DLQ');
+    if (!stopping) await sleep(1000);
+    try {
+      ch.nack(msg, false, true);
+    } catch {
+      // The channel is gone: the broker requeues the delivery by itself.
     }
   }
 
@@ -159,4 +176,19 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
     },
     consuming: () => [...consumingNow],
   };
+}
+
+/**
+ * A failure about the moment, by error type and SQLSTATE (never message text): the database is
+ * unreachable or restarting (libs/db `pgUnavailable`), or refused for the moment (serialization,
+ * resources, operator intervention: `classifyPgError`). Anything else fails the same way again.
+ */
+function isTransient(err: unknown): boolean {
+  return pgUnavailable(err) !== undefined || classifyPgError(err) === 'transient';
+}
+
+/** The copy as a row the database takes: headers and properties replaced by why they are missing. */
+function withoutHeaders(letter: DeadLetter, err: unknown): DeadLetter {
+  const why = storableText(`${sqlState(err) ?? 'no SQLSTATE'}: ${(err as Error)?.message ?? String(err)}`.slice(0, 500));
+  return { ...letter, properties: {}, headers: { 'x-dlq-unstorable': why } };
 }
