@@ -8,3 +8,8 @@ export { recount } from './jobs/counters';
 export { reconcilerMetrics } from './metrics';
 export { createReconcilerService } from './service';
 export type { ReconcilerService, ReconcilerServiceDeps } from './service';
+// The status checklist's definitions, for the spec that keeps docs/RUNBOOK.md complete
+// (scripts/ops/runbook.spec.ts): every check a reconciler can report names its section.
+export { CHECK_NAMES, evaluateStatus, runbookFor } from './domain/status';
+export type { StatusFacts } from './domain/status';
+export { DLQ_RUNBOOK } from './dlq/summary';
