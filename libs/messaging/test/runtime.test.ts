@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as amqpConnect } from 'amqplib';
+import { Pool, type PoolClient } from 'pg';
 import { Registry } from 'prom-client';
 import { createMessaging, HandlerTimeoutError, PermanentError, TopologyDriftError, TransientError, UnroutableError, type MessageContext, type Messaging } from '../src';
+import { DELIVERY, type RuntimeContext } from '../src/consumer/delivery';
 import { createTestVhost, eventually, type PeekedMessage, type TestVhost } from './support/broker';
+import { createScratchDatabase } from './support/postgres';
 import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
 
 const topology = testTopology([
@@ -16,6 +19,8 @@ const topology = testTopology([
 
 let vhost: TestVhost;
 let messaging: Messaging;
+let db: Awaited<ReturnType<typeof createScratchDatabase>>;
+let pool: Pool;
 const started: Messaging[] = [];
 
 function newMessaging(t = topology): Messaging {
@@ -25,14 +30,42 @@ function newMessaging(t = topology): Messaging {
 }
 
 beforeAll(async () => {
-  vhost = await createTestVhost('runtime');
+  [vhost, db] = await Promise.all([createTestVhost('runtime'), createScratchDatabase('runtime')]);
+  pool = new Pool({ connectionString: db.url, max: 4 });
+  pool.on('error', () => undefined); // idle clients see the drop in afterAll end their backends
+  await pool.query('CREATE TABLE effects (event_id text NOT NULL, attempt int NOT NULL)');
   messaging = newMessaging();
 });
 
 afterAll(async () => {
   await Promise.all(started.map((m) => m.stop(2000)));
-  await vhost.delete();
+  // The drop ends every backend first (FORCE): a first run the deadline failed to stop would
+  // otherwise hold its connection, and pool.end(), for the ten minutes of its statement.
+  await Promise.all([vhost.delete(), db.drop()]);
+  await pool.end();
 });
+
+/**
+ * A transaction bound to an AbortSignal, as the apps bind theirs to ctx.signal (libs/db's
+ * withTransaction, which this lib may not import): on abort its backend is ended, so the statement
+ * running stops and Postgres rolls the transaction back. Ending the backend rather than cancelling
+ * the statement also stops it when the abort lands between two statements.
+ */
+async function inTransactionUntilAborted(signal: AbortSignal, work: (tx: PoolClient) => Promise<void>): Promise<void> {
+  const client = await pool.connect();
+  client.on('error', () => undefined); // the ended backend reports itself here too
+  const end = () => void pool.query('SELECT pg_terminate_backend($1)', [(client as PoolClient & { processID: number }).processID]).catch(() => undefined);
+  signal.addEventListener('abort', end, { once: true });
+  if (signal.aborted) end();
+  try {
+    await client.query('BEGIN');
+    await work(client);
+    await client.query('COMMIT');
+  } finally {
+    signal.removeEventListener('abort', end);
+    client.release(true);
+  }
+}
 
 describe('topology setup', () => {
   it('declaring the same topology twice is a no-op: the broker holds exactly the planned queues, with their policies', async () => {
@@ -90,13 +123,17 @@ describe('publisher', () => {
 
 describe('consumer failures', () => {
   it('walks a transient failure through every retry tier, with the delays, into the DLQ with every header', async () => {
-    const attempts: Array<{ attempt: number; at: number }> = [];
+    // What each attempt's delivery says about the delay before it: the broker's x-death entry names
+    // the retry queue the copy waited in and why it left it ('expired': its TTL ran out).
+    const attempts: Array<{ attempt: number; death: unknown }> = [];
     messaging.consume({
       queue: 'test.transient',
       name: 'always-busy',
       validate: validateTestEvent,
       handle: async (_e: TestEvent, ctx: MessageContext) => {
-        attempts.push({ attempt: ctx.attempt, at: Date.now() });
+        // A handler never sees the raw delivery; this test reads it through the runtime's own key.
+        const headers = (ctx as RuntimeContext)[DELIVERY].msg.properties.headers ?? {};
+        attempts.push({ attempt: ctx.attempt, death: headers['x-death'] });
         throw new TransientError('downstream busy');
       },
     });
@@ -107,8 +144,14 @@ describe('consumer failures', () => {
       return got.length ? got : undefined;
     });
     expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
-    expect(attempts[1].at - attempts[0].at).toBeGreaterThanOrEqual(280);
-    expect(attempts[2].at - attempts[1].at).toBeGreaterThanOrEqual(580);
+    // The backoff is the broker's: attempt 2 came back from the 300 ms tier, attempt 3 from the
+    // 600 ms one, each after its TTL expired there, and each tier queue holds exactly that TTL.
+    expect(attempts[0].death).toBeUndefined();
+    expect(attempts[1].death).toEqual([expect.objectContaining({ queue: 'test.transient.retry.300ms', reason: 'expired', count: 1 })]);
+    expect(attempts[2].death).toEqual([expect.objectContaining({ queue: 'test.transient.retry.600ms', reason: 'expired', count: 1 })]);
+    const tiers = Object.fromEntries((await vhost.queues()).map((q) => [q.name, q.arguments]));
+    expect(tiers['test.transient.retry.300ms']).toMatchObject({ 'x-message-ttl': 300, 'x-dead-letter-routing-key': 'test.transient' });
+    expect(tiers['test.transient.retry.600ms']).toMatchObject({ 'x-message-ttl': 600, 'x-dead-letter-routing-key': 'test.transient' });
     expect(JSON.parse(dead.body)).toEqual(event);
     expect(dead.properties.message_id).toBe(event.id);
     expect(dead.properties.headers).toMatchObject({
@@ -174,43 +217,49 @@ describe('consumer failures', () => {
   });
 
   it('stops a handler that keeps working past its deadline, and retries the message', async () => {
-    // A handler that does not wait for the abort: it works in 10 ms steps and would go on for ever,
-    // checking its signal between steps as real work does (a query, an HTTP call).
-    const work = { startedAt: 0, abortedAt: 0, stoppedAt: 0, steps: 0, reason: undefined as unknown };
+    // The first attempt writes a row in a transaction, then runs a statement that would go on for
+    // ten minutes, then commits. Its only way out is the signal: the runtime must abort it at the
+    // deadline, and the Postgres work bound to it must end without committing anything.
+    const firstRun = { reason: undefined as unknown, failure: undefined as unknown, settled: false };
     const attempts: number[] = [];
     messaging.consume({
       queue: 'test.timeout',
       name: 'slow-first',
       timeoutMs: 200,
       validate: validateTestEvent,
-      handle: async (_e: TestEvent, ctx: MessageContext) => {
+      handle: async (e: TestEvent, ctx: MessageContext) => {
         attempts.push(ctx.attempt);
-        if (ctx.attempt > 1) return 'processed';
-        work.startedAt = Date.now();
-        ctx.signal.addEventListener('abort', () => (work.abortedAt = Date.now()));
+        if (ctx.attempt > 1) {
+          await pool.query('INSERT INTO effects (event_id, attempt) VALUES ($1, $2)', [e.id, ctx.attempt]);
+          return 'processed';
+        }
+        ctx.signal.addEventListener('abort', () => (firstRun.reason = ctx.signal.reason), { once: true });
         try {
-          for (;;) {
-            ctx.signal.throwIfAborted();
-            work.steps += 1;
-            await sleep(10);
-          }
+          await inTransactionUntilAborted(ctx.signal, async (tx) => {
+            await tx.query('INSERT INTO effects (event_id, attempt) VALUES ($1, $2)', [e.id, ctx.attempt]);
+            await tx.query('SELECT pg_sleep(600)');
+          });
         } catch (err) {
-          work.reason = err;
+          firstRun.failure = err;
           throw err;
         } finally {
-          work.stoppedAt = Date.now();
+          firstRun.settled = true;
         }
       },
     });
-    await messaging.publisher.publish(mention('slow'), { routingKey: 'test.timeout' });
-    await eventually('second attempt', () => attempts.includes(2));
-    const stepsAtRetry = work.steps;
-    await sleep(300);
-    expect(work.steps).toBe(stepsAtRetry); // nothing ran after it stopped
-    expect(work.abortedAt - work.startedAt).toBeGreaterThanOrEqual(190);
-    expect(work.stoppedAt).toBeGreaterThan(0);
-    expect(work.stoppedAt - work.abortedAt).toBeLessThan(100); // it stopped at its next step
-    expect(work.reason).toBeInstanceOf(HandlerTimeoutError);
+    const event = mention('slow');
+    await messaging.publisher.publish(event, { routingKey: 'test.timeout' });
+    await eventually('second attempt processed', async () => (await pool.query('SELECT 1 FROM effects WHERE event_id = $1 AND attempt = 2', [event.id])).rowCount === 1);
+    // The first run ended: its ten-minute statement was stopped by the abort, not finished.
+    await eventually('first attempt settled', () => firstRun.settled);
+    expect(firstRun.reason).toBeInstanceOf(HandlerTimeoutError);
+    expect((firstRun.reason as Error).message).toBe('handler did not finish within 200 ms');
+    // Postgres ended its backend ('terminating connection…', or 'Connection terminated' when the
+    // abort came before a statement was on the wire).
+    expect((firstRun.failure as Error).message).toMatch(/terminat/i);
+    // Nothing of the first run was committed; the retry's effect is the only one.
+    const rows = await pool.query<{ attempt: number }>('SELECT attempt FROM effects WHERE event_id = $1', [event.id]);
+    expect(rows.rows).toEqual([{ attempt: 2 }]);
     expect(attempts).toEqual([1, 2]);
     expect(await vhost.depth('test.timeout.dlq')).toMatchObject({ total: 0 });
   });
