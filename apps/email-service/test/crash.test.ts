@@ -73,16 +73,18 @@ it('sends one email per key across a kill -9 mid-send; the crash window re-sends
   await first.started;
   await producer.publisher.publish(userUpserted('alice', 'alice@example.test', 'Alice'));
 
-  // Every message takes 100 ms to be acknowledged by the server. When the KILL_AT-th message's DATA
-  // is complete, the service is killed before the server replies 250: exactly the crash window
-  // (the provider has the email, the ledger still says 'sending').
+  // When the KILL_AT-th message's DATA is complete, the service is killed, and that message's 250
+  // (and that of any other whose DATA completes meanwhile) waits until the process is gone: exactly
+  // the crash window (the provider has the email, the ledger still says 'sending').
   let killedAfter = -1;
+  let exited: Promise<void> | undefined;
   smtp.behaviour.onMessage = async () => {
     if (smtp.received.length === KILL_AT && killedAfter < 0) {
       killedAfter = smtp.received.length;
+      exited = new Promise<void>((r) => (first.proc.exitCode !== null || first.proc.signalCode !== null ? r() : first.proc.once('exit', () => r())));
       first.proc.kill('SIGKILL');
     }
-    await new Promise((r) => setTimeout(r, 100));
+    if (exited && smtp.received.length >= KILL_AT) await exited;
     return undefined;
   };
   const events = Array.from({ length: EMAILS }, (_, i) => notificationCreated({ userId: 'alice', excerpt: `message ${i}` }));
@@ -95,7 +97,16 @@ it('sends one email per key across a kill -9 mid-send; the crash window re-sends
   const second = startService();
   await second.started;
   await eventually('every key delivered', () => new Set(smtp.messageIds()).size === EMAILS, 25_000);
-  await new Promise((r) => setTimeout(r, 500));
+  // A send happens only under a lease ('sending'); once every row is 'sent', no copy is left in
+  // flight, so the count below is final.
+  const { Client } = await import('pg');
+  const db = new Client({ connectionString: infra.db.url });
+  await db.connect();
+  await eventually('every ledger row sent', async () => {
+    const { rows } = await db.query(`SELECT state, count(*)::int AS n FROM email_deliveries GROUP BY state`);
+    return rows.length === 1 && rows[0].state === 'sent' && rows[0].n === EMAILS;
+  });
+  await db.end();
 
   const ids = smtp.messageIds();
   const distinct = new Set(ids);
@@ -106,15 +117,6 @@ it('sends one email per key across a kill -9 mid-send; the crash window re-sends
   expect(duplicates.length).toBeGreaterThanOrEqual(1);
   expect(duplicates.length).toBeLessThanOrEqual(4);
   for (const id of duplicates) expect(beforeRestart.has(id)).toBe(true);
-
-  const { Client } = await import('pg');
-  const db = new Client({ connectionString: infra.db.url });
-  await db.connect();
-  await eventually('every ledger row sent', async () => {
-    const { rows } = await db.query(`SELECT state, count(*)::int AS n FROM email_deliveries GROUP BY state`);
-    return rows.length === 1 && rows[0].state === 'sent' && rows[0].n === EMAILS;
-  });
-  await db.end();
 
   second.proc.kill('SIGTERM');
   await new Promise((r) => second.proc.once('exit', r));

@@ -1,5 +1,5 @@
 import { Registry } from 'prom-client';
-import { testLogger } from '@community/testing';
+import { eventually, testLogger } from '@community/testing';
 import { emailMetrics } from '../metrics';
 import { CircuitBreaker } from './breaker';
 import { BreakerOpenError } from './errors';
@@ -39,8 +39,9 @@ describe('circuit breaker', () => {
     aborted.abort();
     await expect(released).rejects.toThrow(/released by abort/);
 
-    await new Promise((r) => setTimeout(r, 150));
-    expect(probes).toBeGreaterThanOrEqual(2);
+    // A failed probe keeps it open and the loop probes again (20–40 ms apart, unref'd timers).
+    await eventually('two failed probes', () => probes >= 2, 10_000, 5);
+    expect(breaker.state).toBe('open');
     healthy = true;
     await held;
     expect(breaker.state).toBe('closed');

@@ -16,18 +16,46 @@ describe('rate limiter', () => {
   });
 
   it('catches up after a late timer (busy event loop), by at most 100 ms of slots', async () => {
+    // The limiter's clock (t) and its timers move separately: t jumps while the (fake) timer is
+    // held back, as when a busy event loop fires it late.
+    jest.useFakeTimers();
     let t = 0;
     const limiter = createRateLimiter(100, 1, () => t);
     const released: number[] = [];
     for (let i = 0; i < 20; i++) void limiter.acquire().then(() => released.push(t));
-    await new Promise((r) => setImmediate(r));
+    await jest.advanceTimersByTimeAsync(0);
     expect(released).toHaveLength(1);
     t = 50; // the event loop was blocked for 50 ms: the 5 slots it missed go out at once
-    await new Promise((r) => setTimeout(r, 30));
+    await jest.advanceTimersByTimeAsync(10); // the pending 10 ms timer fires (late, by t)
     expect(released.length).toBe(6);
     t = 10_000; // blocked for 10 s: only 100 ms of missed slots (10) are made up, not 10 s of them
-    await new Promise((r) => setTimeout(r, 30));
+    await jest.advanceTimersByTimeAsync(10);
     expect(released.length).toBe(6 + 11);
+  });
+
+  it('reports each permit and each queue length to its observer, by priority', async () => {
+    jest.useFakeTimers();
+    let t = 0;
+    const granted: string[] = [];
+    const waiting: Record<string, number> = {};
+    const limiter = createRateLimiter(10, 1, () => t, { granted: (p) => granted.push(p), waiting: (p, n) => (waiting[p] = n) });
+    await limiter.acquire();
+    expect(granted).toEqual(['regular']);
+    const regular = [limiter.acquire(undefined, 'regular'), limiter.acquire(undefined, 'regular')];
+    const controller = new AbortController();
+    const critical = limiter.acquire(controller.signal, 'critical');
+    expect(waiting).toEqual({ regular: 2, critical: 1 });
+    controller.abort(new Error('deadline'));
+    await expect(critical).rejects.toThrow('deadline');
+    expect(waiting).toEqual({ regular: 2, critical: 0 }); // an aborted wait is no longer counted, nor granted
+    t = 100;
+    await jest.advanceTimersByTimeAsync(100);
+    await regular[0];
+    expect(granted).toEqual(['regular', 'regular']);
+    expect(waiting).toEqual({ regular: 1, critical: 0 });
+    const unlimited: string[] = [];
+    await createRateLimiter(0, 1, undefined, { granted: (p) => unlimited.push(p), waiting: () => undefined }).acquire(undefined, 'critical');
+    expect(unlimited).toEqual(['critical']);
   });
 
   it('allows a burst, and an aborted wait rejects', async () => {

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { Registry } from 'prom-client';
-import { testLogger } from '@community/testing';
+import { eventually, testLogger } from '@community/testing';
 import { emailMetrics } from '../metrics';
 import { CircuitBreaker } from './breaker';
 import { SmtpAbortedError, SmtpTransientError } from './errors';
@@ -18,7 +18,7 @@ const mail = (n: number): OutgoingEmail => ({
 });
 
 /** A provider that accepts connections and never says a word: every send is in flight until aborted. */
-async function silentServer(): Promise<{ port: number; close: () => Promise<void> }> {
+async function silentServer(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((s) => {
     sockets.add(s);
@@ -27,6 +27,7 @@ async function silentServer(): Promise<{ port: number; close: () => Promise<void
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
+    connections: () => sockets.size,
     close: () => {
       for (const s of sockets) s.destroy();
       return new Promise((resolve) => server.close(() => resolve()));
@@ -49,7 +50,8 @@ describe('sender and the breaker', () => {
     try {
       const shutdown = new AbortController();
       const inFlight = [1, 2, 3, 4, 5].map((n) => sender.send(mail(n), 'immediate', shutdown.signal).then(() => undefined, (err: unknown) => err));
-      await new Promise((r) => setTimeout(r, 200));
+      // Every send is on a connection of its own (pool of 5), waiting for a greeting that never comes.
+      await eventually('five sends connected', () => server.connections() === 5, 10_000, 5);
       shutdown.abort(new Error('forced shutdown'));
       const errors = await Promise.all(inFlight);
       for (const err of errors) expect(err).toBeInstanceOf(SmtpAbortedError);
