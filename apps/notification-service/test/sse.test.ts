@@ -98,19 +98,19 @@ it('pushes a notification published over AMQP, then the new count, and heartbeat
 
   const m = mention(`c-${randomUUID()}`, 'actor-1', user);
   await h.publish(m);
-  await eventually('notification pushed', () => c.named('notification').length === 1, 5000, 10);
-  await eventually('count pushed', () => c.named('count').length === 2, 5000, 10);
+  await eventually('notification pushed', () => c.named('notification').length === 1, 15_000, 10);
+  await eventually('count pushed', () => c.named('count').length === 2, 15_000, 10);
   expect(c.named('notification')[0].data).toMatchObject({ type: 'mention', actorId: 'actor-1', resourceType: 'comment', resourceId: m.data.commentId, readAt: null });
   expect(c.named('count')[1].data).toMatchObject({ count: 1 });
   // The notification comes before the count whose id covers it.
   expect(c.events.findIndex((e) => e.event === 'notification')).toBeLessThan(c.events.findIndex((e) => e.event === 'count' && e.id !== '0'));
 
-  await eventually('a heartbeat', () => c.events.some((e) => e.comment?.startsWith('heartbeat')), 2000, 20);
+  await eventually('a heartbeat', () => c.events.some((e) => e.comment?.startsWith('heartbeat')), 15_000, 20);
 
   // A read elsewhere (HTTP) reaches the stream as a count change.
   const id = (c.named('notification')[0].data as { id: string }).id;
   await h.app.inject({ method: 'POST', url: `/v1/users/${user}/notifications/${id}/read`, headers: bearer(h.token(user)) });
-  await eventually('count after read', () => c.named('count').some((e) => (e.data as { count: number }).count === 0 && e.id !== '0'), 5000, 10);
+  await eventually('count after read', () => c.named('count').some((e) => (e.data as { count: number }).count === 0 && e.id !== '0'), 15_000, 10);
   c.close();
 });
 
@@ -119,8 +119,8 @@ it('resumes with Last-Event-ID: exactly the notifications missed while disconnec
   const first = client(user);
   await first.open();
   await h.publish(mention(`c-before-${randomUUID()}`, 'actor-1', user));
-  await eventually('first notification', () => first.named('notification').length === 1, 5000, 10);
-  await eventually('its count', () => first.named('count').length === 2, 5000, 10);
+  await eventually('first notification', () => first.named('notification').length === 1, 15_000, 10);
+  await eventually('its count', () => first.named('count').length === 2, 15_000, 10);
   const lastId = first.lastId();
   first.close();
 
@@ -133,7 +133,7 @@ it('resumes with Last-Event-ID: exactly the notifications missed while disconnec
 
   const resumed = client(user, lastId);
   await resumed.open();
-  await eventually('replayed state', () => resumed.named('count').length >= 1, 5000, 10);
+  await eventually('replayed state', () => resumed.named('count').length >= 1, 15_000, 10);
   const replayed = resumed.named('notification').map((e) => (e.data as { resourceId: string }).resourceId).sort();
   expect(replayed).toEqual(missed.map((m) => m.data.commentId).sort());
   expect(resumed.named('count')[0].data).toMatchObject({ count: 3 });
@@ -155,7 +155,7 @@ it('a resume that missed more than it replays says so (reset), then sends the ne
 
   const resumed = client(user, lastId);
   await resumed.open();
-  await eventually('replayed state', () => resumed.named('count').length >= 1, 5000, 10);
+  await eventually('replayed state', () => resumed.named('count').length >= 1, 15_000, 10);
   expect(resumed.events.filter((e) => e.event !== undefined).map((e) => e.event)).toEqual(['reset', 'notification', 'notification', 'notification', 'count']);
   const replayed = resumed.named('notification').map((e) => (e.data as { resourceId: string }).resourceId);
   expect(replayed).not.toContain(missed[0].data.commentId); // the oldest is the one left out
@@ -177,7 +177,7 @@ it('keeps pushing after its LISTEN connection is terminated (it reconnects on it
   expect((await h.metrics.sseListenerConnected.get()).values[0].value).toBe(1);
 
   await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user));
-  await eventually('pushed after the reconnect', () => c.named('notification').length === 1, 5000, 10);
+  await eventually('pushed after the reconnect', () => c.named('notification').length === 1, 15_000, 10);
   c.close();
 });
 
@@ -204,11 +204,18 @@ describe('another replica', () => {
     await c.open();
     await eventually('initial state', () => c.named('count').length === 1);
     await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user)); // consumed by the first replica
-    await eventually('pushed by the second replica', () => c.named('notification').length === 1, 5000, 10);
+    await eventually('pushed by the second replica', () => c.named('notification').length === 1, 15_000, 10);
 
-    const t0 = Date.now();
-    await app2.close();
-    expect(Date.now() - t0).toBeLessThan(2000);
-    await eventually('stream ended by the server', () => c.ended, 2000, 10);
+    // Without the preClose hook that ends the streams, close() waits for the open stream forever
+    // (fastify waits for in-flight requests): the condition is that it returns at all, and that the
+    // server ended the stream. The deadline only turns a hang into a readable failure.
+    let hang: NodeJS.Timeout | undefined;
+    const closed = await Promise.race([
+      app2.close().then(() => 'closed' as const),
+      new Promise<'hung'>((resolve) => (hang = setTimeout(() => resolve('hung'), 30_000))),
+    ]);
+    clearTimeout(hang);
+    expect(closed).toBe('closed');
+    await eventually('stream ended by the server', () => c.ended, 15_000, 10);
   });
 });
