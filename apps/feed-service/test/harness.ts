@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import Redis from 'ioredis';
 import type { Pool } from 'pg';
+import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, COMMUNITY_TOPOLOGY, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { Topology } from '@community/messaging';
@@ -21,6 +22,8 @@ export interface HarnessOptions {
   amqp?: boolean;
   redisUrl?: string;
   env?: Record<string, string>;
+  /** The service's logger (default: silent); `captureLogger` records what it says. */
+  logger?: Logger;
 }
 
 export interface Harness {
@@ -70,7 +73,7 @@ export async function startHarness(name: string, options: HarnessOptions = {}): 
   const [db, vhost] = await Promise.all([createTestDatabase(`fs_${name}`), withAmqp ? createTestVhost(`fs-${name}`) : Promise.resolve(undefined)]);
   const prefix = redisPrefix(name);
   const config = testConfig(db, vhost, prefix, options);
-  const service = createFeedService(config, { logger: testLogger(name), registry: new Registry(), messaging: withAmqp, topology: FAST_RETRY_TOPOLOGY });
+  const service = createFeedService(config, { logger: options.logger ?? testLogger(name), registry: new Registry(), messaging: withAmqp, topology: FAST_RETRY_TOPOLOGY });
   await service.start();
   await service.app.ready();
   const redis = new Redis(config.REDIS_URL, { keyPrefix: prefix, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, retryStrategy: () => 200 });
@@ -109,6 +112,13 @@ export async function startHarness(name: string, options: HarnessOptions = {}): 
     },
   };
   return h;
+}
+
+/** A logger that keeps every line it is given (parsed), for tests that wait for what the service said. */
+export function captureLogger(name: string, level = 'info'): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ name, level }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines };
 }
 
 export async function clearPrefix(url: string, prefix: string): Promise<void> {
