@@ -4,8 +4,9 @@ import { eventually, type PeekedMessage } from '@community/testing';
 import { bearer, event, mention, startHarness, type Harness } from './harness';
 
 /**
- * Bad input ends in the DLQ of the queue it arrived on, with a header saying why, within a second,
- * and the service goes on processing what comes after it.
+ * Bad input ends in the DLQ of the queue it arrived on, with a header saying why, at its first
+ * failure (no retry tier in between: the headers say so), and the service goes on processing what
+ * comes after it.
  */
 let h: Harness;
 
@@ -17,8 +18,8 @@ afterAll(async () => h.close());
 const valid = mention('c-ok', 'actor-1', 'someone');
 const violation = { ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: undefined } };
 
-/** Polls the DLQ until the message with `messageId` is there; returns it and how long it took. */
-async function dead(queue: string, messageId: string, since: number, harness: Harness = h): Promise<{ msg: PeekedMessage; ms: number }> {
+/** Polls the DLQ until the message with `messageId` is there. */
+async function dead(queue: string, messageId: string, harness: Harness = h): Promise<{ msg: PeekedMessage }> {
   const seen: PeekedMessage[] = [];
   const msg = await eventually(
     `${messageId} in ${queue}`,
@@ -27,10 +28,10 @@ async function dead(queue: string, messageId: string, since: number, harness: Ha
       seen.push(...(await harness.vhost.take(queue, 50)));
       return seen.find((m) => m.properties.message_id === messageId);
     },
-    5000,
+    15_000,
     25,
   );
-  return { msg, ms: Date.now() - since };
+  return { msg };
 }
 
 it.each([
@@ -41,13 +42,14 @@ it.each([
   ['a valid event this service does not handle', 'comment.created', JSON.stringify(event('post.published', { postId: 'p', authorId: 'a', title: 't', excerpt: 'e' })), 'notification-service.standard.dlq', 'PermanentError', /does not handle event type 'post.published'/],
   ['text no store keeps (NUL byte)', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: 'victim\u0000' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/mentionedUserId: Expected text without NUL/],
   ['an unpaired surrogate', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, excerpt: 'tail\ud800' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/excerpt: Expected text without NUL/],
-])('%s lands in the right DLQ with a reason within a second', async (_what, routingKey, body, dlq, errorClass, reason) => {
+])('%s lands in the right DLQ with a reason at its first failure', async (_what, routingKey, body, dlq, errorClass, reason) => {
   const messageId = randomUUID();
-  const t0 = Date.now();
   await h.publishRaw(routingKey, body, messageId);
-  const { msg, ms } = await dead(dlq, messageId, t0);
-  expect(ms).toBeLessThan(1000);
-  expect(msg.properties.headers).toMatchObject({ 'x-error-class': errorClass, 'x-error-kind': 'permanent' });
+  const { msg } = await dead(dlq, messageId);
+  // At once, from the runtime's own record: one attempt, and the first failure is the dead-lettering
+  // (a detour through a retry tier would show a later x-dead-lettered-at and more attempts).
+  expect(msg.properties.headers).toMatchObject({ 'x-error-class': errorClass, 'x-error-kind': 'permanent', 'x-attempts': 1, 'x-retry-attempt': 1 });
+  expect(msg.properties.headers?.['x-first-failure-at']).toBe(msg.properties.headers?.['x-dead-lettered-at']);
   expect(String(msg.properties.headers?.['x-error-message'])).toMatch(reason);
 
   // The service keeps serving: a valid message right after is processed.
@@ -56,7 +58,7 @@ it.each([
   await eventually('the next valid mention is visible', async () => {
     const res = await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) });
     return res.json().count === 1;
-  }, 5000, 20);
+  }, 15_000, 20);
 });
 
 describe('a batch', () => {
@@ -83,7 +85,7 @@ describe('a batch', () => {
     const t0 = Date.now();
     await Promise.all([...good.slice(0, 10), poison, ...good.slice(10)].map((e) => b.publish(e)));
 
-    const { msg } = await dead('notification-service.critical.dlq', poison.id, t0, b);
+    const { msg } = await dead('notification-service.critical.dlq', poison.id, b);
     expect(msg.properties.headers).toMatchObject({
       'x-error-class': 'PermanentError',
       'x-error-kind': 'permanent',
@@ -93,7 +95,11 @@ describe('a batch', () => {
       'x-original-routing-key': 'user.mentioned',
     });
     expect(String(msg.properties.headers?.['x-error-message'])).toMatch(/SQLSTATE 22023.*refused for poison-/);
-    expect(Date.parse(String(msg.properties.headers?.['x-dead-lettered-at']))).toBeGreaterThanOrEqual(t0 - 1000);
+    // A sanity bound on the timestamp (it is this dead-lettering's, not a copied one), not a latency:
+    // it was written after the publish and before the test read it; load cannot break either side.
+    const deadLetteredAt = Date.parse(String(msg.properties.headers?.['x-dead-lettered-at']));
+    expect(deadLetteredAt).toBeGreaterThanOrEqual(t0 - 1000);
+    expect(deadLetteredAt).toBeLessThanOrEqual(Date.now());
 
     // The poison was not alone: the batch that failed held it and good events (the only event that
     // can fail here is the poison), and was then isolated one event per transaction.
