@@ -1,8 +1,24 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Registry } from 'prom-client';
 import { PermanentError, TransientError, type ErrorClassifier } from '../../errors';
 import { runtimeMetrics } from '../../metrics';
 import { testDelivery } from '../test-delivery';
 import { failureRouting } from './failure-routing';
+
+// The backoff between unroutable copies is a sleep from node:timers/promises (which jest's fake
+// timers do not replace): spied on, so a test can read the delay asked for instead of timing it.
+jest.mock('node:timers/promises', () => {
+  const actual = jest.requireActual<typeof import('node:timers/promises')>('node:timers/promises');
+  return { ...actual, setTimeout: jest.fn(actual.setTimeout) };
+});
+
+/** Lets pending callbacks (the fake channel confirms on setImmediate) run until `done` holds. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; !done(); i++) {
+    if (i > 10_000) throw new Error('condition never held');
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
 
 describe('failureRouting', () => {
   const options = (classifiers: ErrorClassifier[] = []) => ({ queue: 'q', handler: 'h', retryDelaysMs: [1000, 5000], classifiers, metrics: runtimeMetrics(new Registry()) });
@@ -58,22 +74,32 @@ describe('failureRouting', () => {
   it('publishes copies as mandatory and keeps retrying an unroutable one instead of resolving (the original is not acked)', async () => {
     const metrics = runtimeMetrics(new Registry());
     const { delivery, published, logLines } = testDelivery({ unroutable: 1 });
-    const started = Date.now();
+    const backoff = jest.mocked(sleep).mockImplementationOnce(async () => undefined);
     await expect(failureRouting({ ...options(), metrics })(failing(new TransientError('busy')))(undefined, delivery.ctx)).resolves.toBeUndefined();
     expect(published.map((p) => [p.routingKey, p.options.mandatory])).toEqual([
       ['q.retry.1s', true],
       ['q.retry.1s', true],
     ]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(450); // backoff before the second copy
+    // Before the second copy it waited the delay it computed and logged: equal jitter on a 1 s base.
+    const unroutable = logLines.filter((l) => String(l.msg).includes('unroutable') && l.target === 'q.retry.1s');
+    expect(unroutable).toHaveLength(1);
+    const retryInMs = unroutable[0].retryInMs as number;
+    expect(retryInMs).toBeGreaterThanOrEqual(500);
+    expect(retryInMs).toBeLessThanOrEqual(1000);
+    expect(backoff).toHaveBeenCalledTimes(1);
+    expect(backoff).toHaveBeenCalledWith(retryInMs, undefined, { signal: delivery.ctx.signal });
     expect((await metrics.unroutableCopies.get()).values).toEqual([expect.objectContaining({ labels: { queue: 'q', destination: 'retry' }, value: 1 })]);
-    expect(logLines.some((l) => String(l.msg).includes('unroutable') && l.target === 'q.retry.1s')).toBe(true);
   });
 
   it('gives up on an unroutable copy at a forced shutdown, so the original goes back to the broker', async () => {
-    const { delivery, shutdown } = testDelivery({ unroutable: 100 });
+    const { delivery, shutdown, published, logLines } = testDelivery({ unroutable: 100 });
     const routed = failureRouting(options())(failing(new PermanentError('bad')))(undefined, delivery.ctx);
-    setTimeout(() => shutdown.abort(), 50);
-    await expect(routed).rejects.toThrow(/unroutable/);
+    const outcome = routed.catch((err: unknown) => err);
+    // The shutdown lands while it waits to publish the copy again.
+    await until(() => logLines.some((l) => String(l.msg).includes('unroutable')));
+    shutdown.abort();
+    expect(await outcome).toMatchObject({ message: expect.stringMatching(/unroutable/) });
+    expect(published).toHaveLength(1);
   });
 
   it('routes nothing for a message already returned to the broker', async () => {
