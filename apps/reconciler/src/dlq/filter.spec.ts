@@ -5,11 +5,20 @@ describe('parseFilter', () => {
     expect(parseFilter({ queue: 'a.dlq', q: '', other: 'x', asOf: 12 })).toEqual({ queue: 'a.dlq', asOf: '12' });
   });
 
+  it('passes a time on in the ISO form it was read as', () => {
+    expect(parseFilter({ since: '2026-12-01T10:00:00+01:00' })).toEqual({ since: '2026-12-01T09:00:00.000Z' });
+  });
+
   it.each([
     [{ state: 'gone' }, /filter.state must be one of/],
     [{ since: 'yesterday' }, /filter.since must be an ISO 8601 time/],
     [{ asOf: 'abc' }, /filter.asOf must be a message id/],
     [{ queue: 3 }, /filter.queue must be a string/],
+    // Text PostgreSQL cannot hold or read as a time: 400, not a failed query.
+    [{ q: 'a\u0000b' }, /filter.q holds a NUL character/],
+    [{ queue: '\u0000' }, /filter.queue holds a NUL character/],
+    [{ since: '+275760-09-13T00:00:00Z' }, /filter.since must be an ISO 8601 time/],
+    [{ until: '-100000-01-01T00:00:00Z' }, /filter.until must be an ISO 8601 time/],
   ])('refuses %p with a reason', (raw, reason) => {
     expect(() => parseFilter(raw as never)).toThrow(FilterError);
     expect(() => parseFilter(raw as never)).toThrow(reason);

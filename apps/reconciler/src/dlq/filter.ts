@@ -40,9 +40,19 @@ export function parseFilter(raw: Record<string, unknown> | undefined): DlqFilter
     if (typeof v !== 'string' && !(key === 'asOf' && typeof v === 'number')) throw new FilterError(`filter.${key} must be a string`);
     const s = String(v);
     if (key === 'state' && !(STATES as readonly string[]).includes(s)) throw new FilterError(`filter.state must be one of ${STATES.join(', ')}; got '${s}'`);
-    if ((key === 'since' || key === 'until') && Number.isNaN(new Date(s).getTime())) throw new FilterError(`filter.${key} must be an ISO 8601 time; got '${s}'`);
-    if (key === 'asOf' && !/^\d{1,18}$/.test(s)) throw new FilterError(`filter.asOf must be a message id (digits); got '${s}'`);
     if (s.length > 500) throw new FilterError(`filter.${key} is longer than 500 characters`);
+    // PostgreSQL refuses NUL in text: a query with one would fail (500), not match nothing.
+    if (s.includes('\u0000')) throw new FilterError(`filter.${key} holds a NUL character`);
+    if (key === 'since' || key === 'until') {
+      // Passed to Postgres as the ISO form JavaScript read: Date accepts forms ('1', '+275760-…')
+      // and years that timestamptz does not, which would fail the query instead of answering 400.
+      const at = new Date(s);
+      const year = at.getUTCFullYear();
+      if (Number.isNaN(at.getTime()) || year < 1 || year > 9999) throw new FilterError(`filter.${key} must be an ISO 8601 time; got '${s.slice(0, 40)}'`);
+      (out as Record<string, string>)[key] = at.toISOString();
+      continue;
+    }
+    if (key === 'asOf' && !/^\d{1,18}$/.test(s)) throw new FilterError(`filter.asOf must be a message id (digits); got '${s.slice(0, 40)}'`);
     (out as Record<string, string>)[key] = s;
   }
   return out;

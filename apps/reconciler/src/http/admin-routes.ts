@@ -11,7 +11,7 @@ import { batchBoundaries, lastRecount, type Drift } from '../store/counters';
 import { lastRuns } from '../store/runs';
 import { findStuckWork } from '../store/stuck';
 import { adminOnly } from './auth';
-import { ERRORS } from './errors';
+import { ERRORS, STORABLE_ID } from './errors';
 
 const DRIFTS_SHOWN = 100;
 
@@ -84,7 +84,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         body: {
           type: 'object',
-          properties: { userId: { type: 'string', minLength: 1, maxLength: 200 }, dryRun: { type: 'boolean', default: false } },
+          properties: { userId: { ...STORABLE_ID, maxLength: 200 }, dryRun: { type: 'boolean', default: false } },
           additionalProperties: false,
         },
       },
@@ -123,7 +123,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         body: {
           type: 'object',
-          properties: { userId: { type: 'string', minLength: 1, maxLength: 256 }, all: { type: 'boolean', const: true }, dryRun: { type: 'boolean', default: false } },
+          properties: { userId: { ...STORABLE_ID, maxLength: 256 }, all: { type: 'boolean', const: true }, dryRun: { type: 'boolean', default: false } },
           additionalProperties: false,
         },
       },

@@ -10,3 +10,9 @@ export const ERRORS = defineErrors('RC_', {
   FEED_TARGET_REQUIRED: { statusCode: 400, message: 'give exactly one of userId or all: true' },
   WHY_TARGET_REQUIRED: { statusCode: 400, message: 'give userId and exactly one of eventId, commentId or idempotencyKey' },
 });
+
+/**
+ * The JSON schema of an id the routes pass to Postgres as text: PostgreSQL refuses NUL in text, so
+ * an admin asking about such an id would get a 500 from the query instead of a 400 from the schema.
+ */
+export const STORABLE_ID = { type: 'string', minLength: 1, pattern: '^[^\\u0000]*$' } as const;

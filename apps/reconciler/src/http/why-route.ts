@@ -3,11 +3,11 @@ import type { AppDeps } from '../app';
 import { explain } from '../domain/why';
 import { gatherWhy } from '../store/why';
 import { adminOnly } from './auth';
-import { ERRORS } from './errors';
+import { ERRORS, STORABLE_ID } from './errors';
 
 /** GET /v1/admin/why?userId=&eventId=|commentId=|idempotencyKey= (docs/RECONCILER.md "Why"). */
 export function registerWhyRoute(app: FastifyInstance, deps: AppDeps): void {
-  const id = { type: 'string', minLength: 1, maxLength: 1024 } as const;
+  const id = { ...STORABLE_ID, maxLength: 1024 } as const;
   app.get<{ Querystring: { userId: string; eventId?: string; commentId?: string; idempotencyKey?: string } }>(
     '/v1/admin/why',
     {
