@@ -26,7 +26,7 @@ import { startTcpProxy, type TcpProxy } from './tcp-proxy';
  * CHAOS_PROFILE: short (CI, default) | mid | full (≥ 10,000 of every one-per-round event type over
  * the whole run: ceil(10,400 / faults selected) rounds per fault). Overrides:
  * CHAOS_ROUNDS (rounds per fault), CHAOS_RATE (rounds per second), CHAOS_HOLD_MS (scale of the
- * holds), CHAOS_FAULTS (comma-separated subset of the fault names), CHAOS_REPORT (a JSON file to write).
+ * holds), CHAOS_KILLS (SIGKILLs per kill fault), CHAOS_FAULTS (comma-separated subset of the fault names), CHAOS_REPORT (a JSON file to write).
  */
 interface Profile {
   rounds: number;
@@ -35,6 +35,9 @@ interface Profile {
   rate: number;
   /** How long a fault is held ("30 s" in the issue). */
   holdMs: number;
+  /** SIGKILLs of each app per kill fault, each with work in hand. The short profile kills once: a second
+   * and third kill repeat the same fault (kill, restart, redelivery) and cost a restart each. */
+  kills: number;
   /** Postgres unreachable ("60 s"). */
   pgHoldMs: number;
   /** close_all_connections every 5 s for this long ("a minute"). */
@@ -55,11 +58,11 @@ const SHORT_TIMEOUTS = {
   SMTP_BREAKER_PROBE_MAX_MS: '2000',
 };
 const PROFILES: Record<string, Profile> = {
-  short: { rounds: 9, rate: 3, holdMs: 4_000, pgHoldMs: 6_000, closeForMs: 10_000, recoverMs: 120_000, drainMs: 240_000, appEnv: SHORT_TIMEOUTS },
-  mid: { rounds: 150, rate: 8, holdMs: 15_000, pgHoldMs: 30_000, closeForMs: 30_000, recoverMs: 300_000, drainMs: 600_000, appEnv: SHORT_TIMEOUTS },
+  short: { rounds: 9, rate: 3, holdMs: 4_000, kills: 1, pgHoldMs: 6_000, closeForMs: 10_000, recoverMs: 120_000, drainMs: 240_000, appEnv: SHORT_TIMEOUTS },
+  mid: { rounds: 150, rate: 8, holdMs: 15_000, kills: 3, pgHoldMs: 30_000, closeForMs: 30_000, recoverMs: 300_000, drainMs: 600_000, appEnv: SHORT_TIMEOUTS },
   // 10,400 rounds over the whole run (800 for each of 13 faults, 740 of 14), so that every event
   // type a round produces once reaches ≥ 10,000 whatever CHAOS_FAULTS selects; the holds of the issue; product defaults.
-  full: { rounds: 0, totalRounds: 10_400, rate: 10, holdMs: 30_000, pgHoldMs: 60_000, closeForMs: 60_000, recoverMs: 600_000, drainMs: 900_000, appEnv: {} },
+  full: { rounds: 0, totalRounds: 10_400, rate: 10, holdMs: 30_000, kills: 3, pgHoldMs: 60_000, closeForMs: 60_000, recoverMs: 600_000, drainMs: 900_000, appEnv: {} },
 };
 const PROFILE_NAME = process.env.CHAOS_PROFILE ?? 'short';
 const base = PROFILES[PROFILE_NAME];
@@ -69,6 +72,7 @@ const P: Profile = {
   rounds: Number(process.env.CHAOS_ROUNDS ?? base.rounds),
   rate: Number(process.env.CHAOS_RATE ?? base.rate),
   holdMs: Number(process.env.CHAOS_HOLD_MS ?? base.holdMs),
+  kills: Number(process.env.CHAOS_KILLS ?? base.kills),
 };
 const JWT_SECRET = 'chaos-secret-chaos-secret-chaos-secret';
 
@@ -153,12 +157,12 @@ type Fault = (deps: Deps) => Promise<string>;
 function faults(): Record<string, Fault> {
   const f: Record<string, Fault> = {};
   for (const spec of APPS) {
-    // Three kills at random points of the hold, each once the app has a backlog in its queues (a
+    // P.kills kills at random points of the hold, each once the app has a backlog in its queues (a
     // batch in hand), each waiting for the restarted app to be ready.
-    f[`kill -9 ${spec.name} ×3`] = async (deps) => {
+    f[`kill -9 ${spec.name} ×${P.kills}`] = async (deps) => {
       const notes: string[] = [];
-      for (let k = 0; k < 3; k++) {
-        await sleep(Math.random() * (P.holdMs / 3));
+      for (let k = 0; k < P.kills; k++) {
+        await sleep(Math.random() * (P.holdMs / P.kills));
         if (spec.backlog !== 'none') await eventually(`${spec.name} has a backlog`, async () => (await backlog(deps, spec)) > 0, 10_000, 50).catch(() => undefined);
         const depth = await backlog(deps, spec);
         const running = app(spec.key);
@@ -379,8 +383,9 @@ async function main(): Promise<number> {
       UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${ports.email}`,
       DEMO_TRAFFIC_RATE: '0',
     };
-    // notification-service first: it declares the topology the others publish into.
-    for (const spec of APPS) await launch(spec, deps);
+    // notification-service first: it declares the topology the others publish into; the rest together.
+    await launch(APPS[0], deps);
+    await Promise.all(APPS.slice(1).map((spec) => launch(spec, deps)));
     const api = () => app('api').url;
 
     const runId = `c${randomBytes(3).toString('hex')}`;
