@@ -1,10 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
 import { Registry } from 'prom-client';
 import { createMessaging, managementRequest, type Messaging } from '../src';
 import { declareTopology, plan } from '../src/topology';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
-import { mention, testLogger, testTopology, validateTestEvent } from './support/events';
+import { mention, recordingLogger, testLogger, testTopology, validateTestEvent } from './support/events';
 import { tcpProxy, type TcpProxy } from './support/tcp-proxy';
 
 /**
@@ -57,11 +56,12 @@ async function effectivePolicy(queue: string): Promise<Record<string, unknown> |
 
 it('consumes nothing while the management API is unreachable; once it answers, the policy is in force first, then messages are consumed', async () => {
   const ids = await publishRaw('test.gated', 5);
+  const { logger, lines } = recordingLogger();
   const messaging = createMessaging({
     url: vhost.url,
     service: 'policy-gate-test',
     topology,
-    logger: testLogger(),
+    logger,
     registry: new Registry(),
     classifiers: [],
     managementUrl: `http://127.0.0.1:${proxy.port}`,
@@ -77,7 +77,10 @@ it('consumes nothing while the management API is unreachable; once it answers, t
   const started = messaging.start();
 
   await eventually('runtime connected to the broker', () => messaging.readiness().amqp);
-  await sleep(3000);
+  // It keeps trying the management API, and consumes nothing meanwhile: after three refused tries
+  // (backoff 0.5 s, 1 s, …) the 5 messages are all still there.
+  const refused = () => lines.filter((l) => String(l.msg).startsWith('could not apply queue policies')).length;
+  await eventually('three refused attempts to apply the policies', () => refused() >= 3, 30_000);
   expect(handled).toEqual([]);
   expect(messaging.readiness()).toEqual({ amqp: true, consumers: false });
   expect(await vhost.ready('test.gated')).toBe(5);
@@ -115,9 +118,16 @@ it('stops consuming while an operator policy overrides the dead-letter exchange,
   const override = `/policies/${encodeURIComponent(vhost.vhost)}/operator-override`;
   await managementRequest(vhost.management, 'PUT', override, { pattern: '^test\\.overridden$', 'apply-to': 'queues', priority: 100, definition: { 'max-length': 1000 } });
   await eventually('consumer stopped', () => !messaging.readiness().consumers, 20_000);
+  // The guard checks again while the override holds (every second while a consumer waits) and
+  // records the queue's count from the management API, which lags the queue by a few seconds: once
+  // it has read the queue empty and then 1, the second message has sat unconsumed that long.
+  const waiting = async () => (await messaging.metrics.queueMessages.get()).values.find((v) => v.labels.queue === 'test.overridden')?.value;
+  await eventually('the guard saw the queue empty', async () => (await waiting()) === 0, 30_000);
   const [second] = await publishRaw('test.overridden', 1);
-  await sleep(1500);
+  await eventually('the guard saw the second message waiting', async () => (await waiting()) === 1, 30_000);
   expect(handled).toEqual([first]);
+  expect(messaging.readiness().consumers).toBe(false);
+  expect(await vhost.ready('test.overridden')).toBe(1);
 
   await managementRequest(vhost.management, 'DELETE', override);
   await eventually('second consumed after the override is gone', () => handled.includes(second), 20_000);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { PermanentError, type EnvelopeLike, type Topology } from '../../src';
 
@@ -58,4 +59,19 @@ export function testTopology(queues: Array<{ name: string; routingKeys?: string[
 /** Silent unless TEST_LOG_LEVEL is set (e.g. TEST_LOG_LEVEL=debug npx jest libs/messaging). */
 export function testLogger(): Logger {
   return pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+}
+
+/**
+ * A logger whose lines the test reads back: what the runtime tried (and logged) is the condition a
+ * test waits for, instead of a fixed wait for it to have had the chance.
+ */
+export function recordingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, sink), lines };
 }
