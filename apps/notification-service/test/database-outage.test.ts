@@ -49,7 +49,7 @@ it('survives terminated backends and refused connections under load; readiness f
   // Each probe records the outage phase at its start and at its answer: only a probe that started
   // after block() returned (every backend ended, new connections refused) and was answered before
   // unblock() began ran entirely inside the outage. Ordering, not milliseconds.
-  let phase: 'before' | 'blocked' | 'after' = 'before';
+  let phase = 'before' as 'before' | 'blocked' | 'after'; // (a cast: assigned from the test body, read in the probe loop)
   const readiness: Array<{ inOutage: boolean; status: number; database: unknown }> = [];
   let probing = true;
   const probe = (async () => {
