@@ -23,6 +23,10 @@ describe('redactString', () => {
     ['postgresql://postgres:pw@db.example.com:5432/x', 'postgresql://postgres:***@db.example.com:5432/x'],
     ['nothing to hide: amqp://guest@127.0.0.1:5672 user-1', 'nothing to hide: amqp://guest@127.0.0.1:5672 user-1'],
     ['GET /v1/users/alice.b%40example.com/follow', 'GET /v1/users/a***@example.com/follow'],
+    // An address inside a query value, after percent-encoded separators, where the run of
+    // local-part characters before the '@' is longer than a local part may be: masked from the first
+    // start after a `%XX` that fits (more than the address: never less).
+    ['/why?idempotencyKey=mention%3Ab11d5ab8-b063-4136-a35f-db53d667b3c6%3Aalice.longer.name.x%40example.com', '/why?idempotencyKey=mention%3Ab***@example.com'],
     ['"url":"/v1/unsubscribe?token=eyJ2IjoxfQ.c2ln&x=1"', '"url":"/v1/unsubscribe?token=[REDACTED]&x=1"'],
     ['/cb?code=1&API_KEY=k-123#frag', '/cb?code=1&API_KEY=[REDACTED]#frag'],
     ['no query: token=abc limit=5', 'no query: token=abc limit=5'],

@@ -48,8 +48,10 @@ const URL_PASSWORD = /(\/\/[^/:@\s"\\]*:)[^/@\s"\\]+@/g;
 // local part is capped at 64 (RFC 5321): without both, a long run with an '@' somewhere later in
 // the line is rescanned from every position (quadratic; seconds on a 100 kB line).
 // The '@' may be percent-encoded (`%40`): an address in a URL path or query, as request logs print it.
+// A match may also start right after a percent-encoded separator (`mention%3Ac1%3Aalice%40x.org`:
+// an address inside a query value); each such start scans at most 64 characters, so still linear.
 const EMAIL =
-  /(?<![A-Za-z0-9._%+-])([A-Za-z0-9])[A-Za-z0-9._%+-]{0,63}(?:@|%40)([A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,})/g;
+  /(?:(?<![A-Za-z0-9._%+-])|(?<=%[0-9A-Fa-f]{2}))([A-Za-z0-9])[A-Za-z0-9._%+-]{0,63}(?:@|%40)([A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,})/g;
 // A credential in a query string (`/v1/unsubscribe?token=…`, `?api_key=…`): request logs print
 // the URL, and such a token is not a JWT the pattern above would catch.
 const QUERY_SECRET = /([?&](?:token|access_token|refresh_token|id_token|api_key|apikey|secret|password|signature|sig)=)[^&\s"\\#]+/gi;
