@@ -136,15 +136,26 @@ describe('a signal (the caller deadline)', () => {
     try {
       const deadline = new AbortController();
       const reason = new Error('deadline passed');
-      setTimeout(() => deadline.abort(reason), 200);
-      const t0 = Date.now();
-      const failed = await withTransaction(single, { signal: deadline.signal }, async (tx) => {
+      // Ten minutes: only the cancel can end it within the test (no statement timeout is set).
+      const slow = 'SELECT pg_sleep(600) /* deadline-test */';
+      let statementError: unknown;
+      const running = withTransaction(single, { signal: deadline.signal }, async (tx) => {
         await tx.query("INSERT INTO effects VALUES ('slow-write')");
-        await tx.query('SELECT pg_sleep(10)');
+        await tx.query(slow).catch((err: unknown) => {
+          statementError = err;
+          throw err;
+        });
       }).catch((e: unknown) => e);
+      // The deadline passes while the statement runs on the server.
+      await eventually('the slow statement running', async () => (await admin.query("SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query = $1", [slow])).rowCount === 1, 15_000, 20);
+      deadline.abort(reason);
+      const failed = await running;
       const open = await openTransactions();
       expect(failed).toBe(reason);
-      expect(Date.now() - t0).toBeLessThan(2000);
+      // Postgres itself ended the statement, on the cancel request (57014, "due to user request";
+      // a statement timeout would say so instead).
+      expect(sqlState(statementError)).toBe('57014');
+      expect((statementError as Error).message).toBe('canceling statement due to user request');
       expect(open).toBe(0);
       expect(await count('slow-write')).toBe(0);
       expect(await withTransaction(single, async (tx) => (await tx.query('SELECT 1 AS one')).rows[0].one)).toBe(1); // the pool goes on
