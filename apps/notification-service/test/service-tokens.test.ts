@@ -1,5 +1,6 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { DEV_EMAIL_SERVICE_SIGNING_KEY } from '@community/config';
+import { createSigner } from 'fast-jwt';
 import { serviceTokenSigner } from '@community/observability';
 import { loadNotificationConfig } from '../src/config';
 import { bearer, JWT_SECRET, startHarness, type Harness } from './harness';
@@ -73,12 +74,22 @@ it('the same claims signed with JWT_SECRET, another key, for another audience, o
   const otherKey = serviceTokenSigner({ signingKey: privateKey, issuer: 'email-service', audience: 'notification-service', scope: 'preferences:opt-out' })();
   const wrongAudience = serviceTokenSigner({ signingKey: DEV_EMAIL_SERVICE_SIGNING_KEY, issuer: 'email-service', audience: 'feed-service', scope: 'preferences:opt-out' })();
   const wrongIssuer = serviceTokenSigner({ signingKey: DEV_EMAIL_SERVICE_SIGNING_KEY, issuer: 'demo-community-api', audience: 'notification-service', scope: 'preferences:opt-out' })();
-  const expired = serviceTokenSigner({ signingKey: DEV_EMAIL_SERVICE_SIGNING_KEY, issuer: 'email-service', audience: 'notification-service', scope: 'preferences:opt-out', ttlMs: 1 })();
-  await new Promise((r) => setTimeout(r, 1100));
+  // Expired by construction, not by waiting for it: issued ten minutes ago with a five-minute life
+  // (the signer's own clock is set back), otherwise exactly what serviceTokenSigner signs.
+  const expired = createSigner({
+    key: DEV_EMAIL_SERVICE_SIGNING_KEY,
+    algorithm: 'EdDSA',
+    iss: 'email-service',
+    sub: 'email-service',
+    aud: 'notification-service',
+    expiresIn: 5 * 60_000,
+    clockTimestamp: Date.now() - 10 * 60_000,
+  })({ scope: 'preferences:opt-out' });
   for (const token of [otherKey, wrongAudience, wrongIssuer, expired]) {
     const res = await put('dave', token, { mention: { email: 'off' } });
     expect(res.statusCode).toBe(401);
   }
+  expect((await put('dave', expired, { mention: { email: 'off' } })).json().message).toMatch(/expired/i); // refused for its expiry
   expect((await prefs('dave', h.token('dave'))).json().preferences.mention.email).toBe('immediate');
 });
 
