@@ -90,6 +90,15 @@ export const FEED_CONFIG = [
     description: "per-author fan-out lock lifetime, extended by every chunk: how long a crashed fan-out holds back the author's next one",
   },
   {
+    name: 'FEED_HANDLER_TIMEOUT_MS',
+    kind: 'duration-ms',
+    default: 30_000,
+    min: 100,
+    max: 600_000,
+    description:
+      "deadline of one message handler (a post, a follow, a chunk, a backfill): past it the handler's signal aborts, the handler stops and commits nothing more, and the message goes to a retry tier",
+  },
+  {
     name: 'FEED_REBUILD_DEDUPE_MS',
     kind: 'duration-ms',
     default: 30_000,

@@ -65,11 +65,14 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
   if (messaging) {
     const publisher = messaging.publisher;
     const lanes = config.FEED_LANES;
+    // Every handler's deadline: its ctx.signal aborts at FEED_HANDLER_TIMEOUT_MS and the handlers stop
+    // there, committing nothing more (handlers/fanout.ts "Deadline").
+    const timeoutMs = config.FEED_HANDLER_TIMEOUT_MS;
     if (lanes !== 'fanout') {
       // The activity lane: post.published (small fan-outs inline), follows. Its own consumer, so a
       // large fan-out's chunks on feed-service.fanout never queue in front of a small post.
-      messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher }) });
-      messaging.consume({ queue: BACKFILL_QUEUE, name: `${BACKFILL_QUEUE}:reconcile`, prefetch: 2, concurrency: 1, validate: validateReconcile, handle: createReconcileHandler({ pool, cache, metrics, config }) });
+      messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, timeoutMs, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher }) });
+      messaging.consume({ queue: BACKFILL_QUEUE, name: `${BACKFILL_QUEUE}:reconcile`, prefetch: 2, concurrency: 1, timeoutMs, validate: validateReconcile, handle: createReconcileHandler({ pool, cache, metrics, config }) });
     }
     if (lanes !== 'activity') {
       messaging.consume({
@@ -79,8 +82,9 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
         // instead of one broker round trip per chunk between them (docs/FEED.md "Lanes").
         prefetch: config.FEED_FANOUT_CONCURRENCY * 4,
         concurrency: config.FEED_FANOUT_CONCURRENCY,
+        timeoutMs,
         validate: validateFanoutChunk,
-        handle: (msg, ctx) => fanout.runChunk(msg.data.postId, msg.data.chunkNo, ctx.logger),
+        handle: (msg, ctx) => fanout.runChunk(msg.data.postId, msg.data.chunkNo, ctx.logger, 'large', ctx.signal),
       });
     }
   }

@@ -23,7 +23,7 @@ export function createActivityHandler(deps: ActivityDeps) {
     switch (event.type) {
       case 'post.published': {
         const { postId, authorId, title, excerpt } = event.data;
-        return fanout.onPost({ postId, authorId, title, excerpt, publishedAt: new Date(event.occurredAt), correlationId: event.correlationId }, ctx.logger);
+        return fanout.onPost({ postId, authorId, title, excerpt, publishedAt: new Date(event.occurredAt), correlationId: event.correlationId }, ctx.logger, ctx.signal);
       }
       case 'user.followed':
       case 'user.unfollowed': {
@@ -34,11 +34,15 @@ export function createActivityHandler(deps: ActivityDeps) {
         const mark = fanout.smallLaneMark();
         await mark.enter();
         try {
-          const result = await projections.applyFollow(pool, followerId, followeeId, { active: wanted, occurredAt });
+          // Past the deadline (ctx.signal) nothing more is done: the edge's transaction is cancelled and
+          // rolled back, and the retry applies the event (idempotent by occurredAt).
+          const result = await projections.applyFollow(pool, followerId, followeeId, { active: wanted, occurredAt }, ctx.signal);
+          ctx.signal.throwIfAborted();
           await projections.recordActivity(pool, followerId, occurredAt);
           // The edge is in this event's state (applied now, or by an earlier delivery of it): the
           // follower's feed follows on the backfill lane. A stale event changed nothing and sends nothing.
           if (result.active !== wanted) return 'duplicate';
+          ctx.signal.throwIfAborted();
           await sendReconcile(publisher, { followerId, followeeId }, event.correlationId);
           return result.changed ? 'processed' : 'duplicate';
         } finally {

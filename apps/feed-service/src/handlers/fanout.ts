@@ -11,6 +11,13 @@
  * Crash anywhere: an unacked post.published is redelivered and re-plans nothing (the job exists), it
  * re-sends the chunks not done; a chunk message is redelivered and re-runs unless checkpointed.
  * Writing a chunk twice changes nothing (ZADD of the same member and score).
+ *
+ * Deadline: every handler gets the runtime's `ctx.signal` (FEED_HANDLER_TIMEOUT_MS, or a forced
+ * shutdown). It is checked before every step, passed to every wait and to every transaction
+ * (withTransaction cancels the running statement and never commits after the abort), so a handler
+ * past its deadline stops where it is and commits nothing more: its message is already on its way
+ * to a retry tier, and a late checkpoint would race that retry. What it wrote before the abort is
+ * idempotent (ZADD, the post row, the plan), and the retry redoes the rest.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,6 +41,14 @@ const LEASE_POLL_MS = 5;
 const PUBLISH_PARALLELISM = 32;
 /** How often a yielding chunk writer looks whether the small lane is done (each look is a Redis call competing with the small post's own). */
 const YIELD_POLL_MS = 5;
+
+/** A wait that ends early, with the deadline's reason, when the handler's signal aborts. */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  await sleep(ms, undefined, { signal }).catch((err: unknown) => {
+    signal?.throwIfAborted();
+    throw err;
+  });
+}
 
 export interface FanoutDeps {
   pool: Pool;
@@ -91,7 +106,7 @@ export function createFanout(deps: FanoutDeps) {
    * chunk may keep yielding, false once it spent FEED_FANOUT_YIELD_MAX_MS (then it writes regardless:
    * a steady stream of small posts slows a large fan-out by at most that much per chunk, never stops it).
    */
-  function yieldBudget() {
+  function yieldBudget(signal?: AbortSignal) {
     let spentMs = 0;
     let pausedAt: number | undefined;
     const settle = (outcome: 'resumed' | 'capped') => {
@@ -108,7 +123,7 @@ export function createFanout(deps: FanoutDeps) {
         pausedAt ??= performance.now();
         const step = Math.min(YIELD_POLL_MS, config.FEED_FANOUT_YIELD_MAX_MS - spentMs);
         const t = performance.now();
-        await sleep(step);
+        await pause(step, signal);
         spentMs += performance.now() - t;
         return true;
       },
@@ -132,21 +147,25 @@ export function createFanout(deps: FanoutDeps) {
    * One chunk. `lane: 'large'` (a chunk message of a multi-chunk fan-out) yields to small-lane work
    * in flight; `'small'` (the inline one-chunk fan-out, which is the small lane) never does.
    */
-  async function runChunk(postId: string, chunkNo: number, logger?: Logger, lane: 'small' | 'large' = 'large'): Promise<'processed' | 'duplicate'> {
+  async function runChunk(postId: string, chunkNo: number, logger?: Logger, lane: 'small' | 'large' = 'large', signal?: AbortSignal): Promise<'processed' | 'duplicate'> {
+    signal?.throwIfAborted();
     const chunk = await fanout.startChunk(pool, postId, chunkNo);
     if (!chunk) {
       metrics.chunks.inc({ outcome: 'skipped' });
       return 'duplicate';
     }
     metrics.chunksInFlight.inc();
-    const budget = lane === 'large' ? yieldBudget() : undefined;
+    const budget = lane === 'large' ? yieldBudget(signal) : undefined;
     try {
       await budget?.gate();
+      signal?.throwIfAborted();
       const followers = await fanout.chunkFollowers(pool, chunk.authorId, chunk, chunk.activeSince);
-      const written = await cache.pushToFeeds(followers, { postId, at: chunk.publishedAt.getTime() }, budget?.pushOptions());
+      const written = await cache.pushToFeeds(followers, { postId, at: chunk.publishedAt.getTime() }, budget?.pushOptions(), signal);
+      signal?.throwIfAborted();
       await cache.extendAuthor(chunk.authorId, postId, config.FEED_AUTHOR_LEASE_MS);
       await budget?.gate();
-      const finished = await withTransaction(pool, (tx) => fanout.finishChunk(tx, postId, chunkNo, written));
+      // With the signal, a checkpoint whose deadline passes is cancelled and rolled back, never committed.
+      const finished = await withTransaction(pool, { signal }, (tx) => fanout.finishChunk(tx, postId, chunkNo, written));
       if (finished?.jobDone) {
         metrics.fanoutLag.observe(Math.max(0, (now().getTime() - chunk.publishedAt.getTime()) / 1000));
         await cache.releaseAuthor(chunk.authorId, postId).catch(() => undefined); // expires anyway
@@ -167,14 +186,14 @@ export function createFanout(deps: FanoutDeps) {
    * briefly, rather than through a delayed retry of several seconds; a long fan-out in the way
    * (many chunks) makes the wait run out, and the post is retried later.
    */
-  async function acquireAuthorWithin(authorId: string, holder: string, waitMs: number, mark: SmallLaneMark): Promise<boolean> {
+  async function acquireAuthorWithin(authorId: string, holder: string, waitMs: number, mark: SmallLaneMark, signal?: AbortSignal): Promise<boolean> {
     const deadline = Date.now() + waitMs;
     if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) return true;
     // Waiting is not small-lane work: large fan-outs (maybe this author's) go on meanwhile.
     await mark.leave();
     for (;;) {
       if (Date.now() >= deadline) return false;
-      await sleep(LEASE_POLL_MS);
+      await pause(LEASE_POLL_MS, signal);
       if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) {
         await mark.enter();
         return true;
@@ -187,29 +206,35 @@ export function createFanout(deps: FanoutDeps) {
    * until the inline chunk is written (so large fan-outs yield to it), and gives it up as soon as the
    * author turns out to have more followers than one chunk (planning a large fan-out is not small work).
    */
-  async function onPost(post: PublishedPost, logger?: Logger): Promise<'processed' | 'duplicate' | 'skipped'> {
+  async function onPost(post: PublishedPost, logger?: Logger, signal?: AbortSignal): Promise<'processed' | 'duplicate' | 'skipped'> {
     const mark = smallLaneMark();
     await mark.enter();
     try {
-      return await handlePost(post, mark, logger);
+      return await handlePost(post, mark, logger, signal);
     } finally {
       await mark.leave();
     }
   }
 
-  async function handlePost(post: PublishedPost, mark: SmallLaneMark, logger?: Logger): Promise<'processed' | 'duplicate' | 'skipped'> {
+  async function handlePost(post: PublishedPost, mark: SmallLaneMark, logger?: Logger, signal?: AbortSignal): Promise<'processed' | 'duplicate' | 'skipped'> {
+    const step = () => signal?.throwIfAborted();
+    step();
     await projections.recordActivity(pool, post.authorId, post.publishedAt);
+    step();
     const followers = await projections.followerCount(pool, post.authorId);
     if (followers > config.FEED_FANOUT_CHUNK_SIZE) await mark.leave();
+    step();
     const stored = await projections.recordPost(pool, { ...post, pushed: followers <= config.FEED_LARGE_AUTHOR_THRESHOLD });
     // A large author's post is not fanned out: reads merge it in (the first recording decided).
     if (!stored.pushed) return stored.inserted ? 'skipped' : 'duplicate';
+    step();
     await cache.putPosts([stored]);
 
+    step();
     let job = await fanout.getJob(pool, post.postId);
     if (!job) {
       const activeSince = new Date(now().getTime() - windowMs - ACTIVE_MARGIN_MS);
-      await withTransaction(pool, async (tx) => {
+      await withTransaction(pool, { signal }, async (tx) => {
         // Plans of one author one at a time: the lock is released at commit, or when a crashed
         // replica's connection ends.
         await tx.query(`SELECT pg_advisory_xact_lock(hashtext('feed-author'), hashtext($1))`, [post.authorId]);
@@ -224,17 +249,20 @@ export function createFanout(deps: FanoutDeps) {
     }
     // Two fan-outs of one author do not interleave: the next waits (a delayed retry of its
     // post.published) until this one released the lease or the lease expired after a crash.
-    if (!(await acquireAuthorWithin(post.authorId, post.postId, LEASE_WAIT_MS, mark))) {
+    step();
+    if (!(await acquireAuthorWithin(post.authorId, post.postId, LEASE_WAIT_MS, mark, signal))) {
       throw new TransientError(`a fan-out of author '${post.authorId}' is running; post '${post.postId}' waits for it`, 'AUTHOR_BUSY');
     }
+    step();
     const pending = await fanout.pendingChunks(pool, post.postId);
     if (job.chunksTotal <= 1 || !deps.publisher) {
       // The small lane: one chunk is written right here, never behind a large fan-out's chunks.
-      for (const chunk of pending) await runChunk(post.postId, chunk.chunkNo, logger, 'small');
+      for (const chunk of pending) await runChunk(post.postId, chunk.chunkNo, logger, 'small', signal);
       return 'processed';
     }
     const publisher = deps.publisher;
     for (let i = 0; i < pending.length; i += PUBLISH_PARALLELISM) {
+      step(); // chunks not sent are sent by the retry (it finds the job and sends the pending ones)
       await Promise.all(pending.slice(i, i + PUBLISH_PARALLELISM).map((c) => sendFanoutChunk(publisher, { postId: post.postId, chunkNo: c.chunkNo }, post.correlationId)));
     }
     logger?.debug({ postId: post.postId, chunks: pending.length }, 'fan-out planned');

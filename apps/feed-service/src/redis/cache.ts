@@ -228,11 +228,18 @@ export function createFeedCache(options: FeedCacheOptions) {
      * bulk connection. Returns feeds written. With `yieldTo`, a batch finding small-lane work in
      * flight writes nothing; `yieldTo.wait()` is awaited (it sleeps, or returns false once the
      * chunk's yield budget is spent) and the batch is retried, writing regardless once it is false
-     * (`canYield()`: budget left, so a capped chunk does not ask again).
+     * (`canYield()`: budget left, so a capped chunk does not ask again). With `signal`, no batch is
+     * sent after it aborted (the handler's deadline): the chunk stops between batches.
      */
-    async pushToFeeds(users: string[], post: { postId: string; at: number }, yieldTo?: { canYield(): boolean; wait(): Promise<boolean>; resumed(): void }): Promise<number> {
+    async pushToFeeds(
+      users: string[],
+      post: { postId: string; at: number },
+      yieldTo?: { canYield(): boolean; wait(): Promise<boolean>; resumed(): void },
+      signal?: AbortSignal,
+    ): Promise<number> {
       let written = 0;
       for (let i = 0; i < users.length; i += PUSH_MANY_BATCH) {
+        signal?.throwIfAborted();
         const keys: string[] = [k.smallLane];
         for (const u of users.slice(i, i + PUSH_MANY_BATCH)) keys.push(k.feed(u), k.live(u));
         let yielding = yieldTo?.canYield() ?? false;
@@ -244,6 +251,7 @@ export function createFeedCache(options: FeedCacheOptions) {
             break;
           }
           yielding = (await yieldTo?.wait()) ?? false;
+          signal?.throwIfAborted();
         }
       }
       return written;

@@ -54,9 +54,10 @@ export interface FollowResult {
 /**
  * Applies a follow (active) or unfollow event to the edge under a row lock, by occurredAt
  * (domain/follow-state.ts), and keeps the followee's follower count in the same transaction.
+ * `signal` (the handler's deadline) cancels it: rolled back, never committed after the abort.
  */
-export async function applyFollow(pool: Pool, followerId: string, followeeId: string, event: EdgeState): Promise<FollowResult> {
-  return withTransaction(pool, async (tx) => {
+export async function applyFollow(pool: Pool, followerId: string, followeeId: string, event: EdgeState, signal?: AbortSignal): Promise<FollowResult> {
+  return withTransaction(pool, { signal }, async (tx) => {
     let current = await lockEdge(tx, followerId, followeeId);
     if (current === undefined) {
       const inserted = await tx.query(
