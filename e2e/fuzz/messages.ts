@@ -15,8 +15,10 @@ export const ROUTES: Record<string, string[]> = {
   'user.upserted': ['notification-service.standard', 'email-service.users'],
   'comment.created': ['notification-service.standard'],
   'reaction.added': ['notification-service.standard'],
-  // Also bound to feed-service.activity, whose consumer (feed-service) does not exist yet.
   'user.followed': ['notification-service.standard', 'feed-service.activity'],
+  // feed-service's own: its activity queue only.
+  'user.unfollowed': ['feed-service.activity'],
+  'post.published': ['feed-service.activity'],
   // The critical lane gets notification.created through the headers exchange, on the
   // notification-type header (libs/contracts topology.ts): bad messages carry it (see below) so
   // that both email lanes are fuzzed.
@@ -28,8 +30,8 @@ const ROUTING_HEADERS: Record<string, Record<string, string>> = {
   'notification.created': { 'notification-type': 'security_alert' },
 };
 
-/** Queues that have a consumer now; the others only hold what they receive. */
-export const CONSUMED_QUEUES = ['notification-service.critical', 'notification-service.standard', 'email-service.users', 'email-service.send', 'email-service.send-critical'];
+/** Queues that have a consumer in the run: every queue a bad message reaches. */
+export const CONSUMED_QUEUES = ['notification-service.critical', 'notification-service.standard', 'email-service.users', 'email-service.send', 'email-service.send-critical', 'feed-service.activity'];
 
 /** The user every bad message is about: nothing may ever reach their inbox or mailbox. */
 export const VICTIM = 'fuzz-victim';
@@ -68,6 +70,16 @@ const TYPES: Record<string, TypeSpec> = {
     required: ['followerId', 'followeeId'],
     optional: [],
   },
+  'user.unfollowed': {
+    data: () => ({ followerId: ACTOR, followeeId: VICTIM }),
+    required: ['followerId', 'followeeId'],
+    optional: [],
+  },
+  'post.published': {
+    data: (r, c) => ({ postId: r.uuid(), authorId: VICTIM, title: 'A post', excerpt: `by ${c.email()}` }),
+    required: ['postId', 'authorId', 'title', 'excerpt'],
+    optional: [],
+  },
   'security.alert': {
     data: (r, c) => ({ alertId: r.uuid(), userId: VICTIM, kind: 'new_login', detail: `session ${c.token()} from ${c.email()}` }),
     required: ['alertId', 'userId', 'kind', 'detail'],
@@ -96,7 +108,7 @@ const TYPES: Record<string, TypeSpec> = {
 const ENVELOPE_FIELDS = ['id', 'type', 'version', 'occurredAt', 'producer', 'correlationId', 'data'];
 /** Upper bounds of the contract's string fields (ids 256, excerpt 500, …): one past each is invalid. */
 const MAX_LENGTH: Record<string, number> = {
-  excerpt: 500, detail: 2000, displayName: 200, kind: 100, emoji: 64, locale: 35, resourceType: 64, idempotencyKey: 1024, email: 254,
+  excerpt: 500, detail: 2000, displayName: 200, title: 300, kind: 100, emoji: 64, locale: 35, resourceType: 64, idempotencyKey: 1024, email: 254,
   producer: 128, correlationId: 256,
 };
 

@@ -1,6 +1,6 @@
 import type { Canaries } from './canaries';
 import type { Rng } from './random';
-import type { AppName, BadRequest, RequestContext } from './requests';
+import { APP_NAMES, type AppName, type BadRequest, type RequestContext } from './requests';
 
 /**
  * Requests sent byte for byte: what fetch refuses to send (CR/LF and NUL in headers, raw bytes in
@@ -8,9 +8,9 @@ import type { AppName, BadRequest, RequestContext } from './requests';
  * a 4xx, and one it accepts must still be refused by the app.
  */
 export function rawRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<BadRequest, 'n' | 'app'> & { app: AppName } {
-  const app = rng.pick<AppName>(['api', 'notifications', 'email']);
+  const app = rng.pick<AppName>(APP_NAMES);
   // Unauthenticated targets, so that even a request the parser accepts is a 4xx.
-  const target = app === 'notifications' ? `/v1/users/${ctx.owner}/notifications` : app === 'email' ? '/v1/unsubscribe' : '/v1/posts';
+  const target = { notifications: `/v1/users/${ctx.owner}/notifications`, email: '/v1/unsubscribe', api: '/v1/posts', feed: `/v1/users/${ctx.owner}/feed`, reconciler: '/v1/admin/status' }[app];
   const method = app === 'api' ? 'POST' : 'GET';
   const [kind, head] = rng.pick<[string, () => string]>([
     ['crlf-header-injection', () => `${method} ${target} HTTP/1.1\r\nHost: x\r\nX-Correlation-Id: a\r\nSet-Cookie: pwned=1\r\n`],

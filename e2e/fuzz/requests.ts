@@ -2,15 +2,19 @@ import type { Canaries } from './canaries';
 import type { Rng } from './random';
 import { enc, HEADER_SAFE, INJECTIONS, json } from './strings';
 import { apiRequest } from './api-requests';
+import { feedRequest } from './feed-requests';
 import { rawRequest } from './raw-requests';
+import { reconcilerRequest } from './reconciler-requests';
 import { badAuth, goodToken } from './tokens';
 
 /**
- * Bad HTTP requests against the public HTTP API of the three apps (docs/CONTRACT.md "HTTP
- * contract" and the demo API's routes). Every request is bad by construction: whatever the app,
- * the answer must be a 4xx with a reason, never a 5xx and never a success.
+ * Bad HTTP requests against the public HTTP API of the apps (docs/CONTRACT.md "HTTP contract",
+ * the demo API's routes, feed-service's feed, the reconciler's admin API and DLQ console). Every
+ * request is bad by construction: whatever the app, the answer must be a 4xx with a reason, never
+ * a 5xx and never a success.
  */
-export type AppName = 'api' | 'notifications' | 'email';
+export type AppName = 'api' | 'notifications' | 'email' | 'feed' | 'reconciler';
+export const APP_NAMES: readonly AppName[] = ['api', 'notifications', 'email', 'feed', 'reconciler'];
 
 export interface BadRequest {
   n: number;
@@ -196,7 +200,7 @@ function unsubscribeRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): 
 
 /** Methods and paths no app serves, the ops routes included: 404 with fastify's reason. */
 function unknownRoute(rng: Rng): Omit<BadRequest, 'n'> {
-  const app = rng.pick<AppName>(['api', 'notifications', 'email']);
+  const app = rng.pick<AppName>(APP_NAMES);
   const [method, path] = rng.pick<[string, string]>([
     [rng.pick(['POST', 'PUT', 'DELETE', 'PATCH']), rng.pick(['/healthz', '/readyz', '/metrics'])],
     ['GET', rng.pick(['/', '/v1', '/v1/users', '/v2/users/x/notifications', '/admin', '/.env', '/v1/unsubscribe/x'])],
@@ -209,7 +213,9 @@ export function badRequest(rng: Rng, canaries: Canaries, ctx: RequestContext, n:
   const roll = rng.next();
   if (roll < 0.02) return { n, ...unknownRoute(rng) };
   if (roll < 0.05) return { n, ...rawRequest(rng, canaries, ctx) };
-  if (roll < 0.5) return { n, app: 'notifications', ...inboxRequest(rng, canaries, ctx) };
-  if (roll < 0.6) return { n, app: 'email', ...unsubscribeRequest(rng, canaries, ctx) };
+  if (roll < 0.42) return { n, app: 'notifications', ...inboxRequest(rng, canaries, ctx) };
+  if (roll < 0.5) return { n, app: 'email', ...unsubscribeRequest(rng, canaries, ctx) };
+  if (roll < 0.6) return { n, app: 'feed', ...feedRequest(rng, canaries, ctx) };
+  if (roll < 0.7) return { n, app: 'reconciler', ...reconcilerRequest(rng, canaries, ctx) };
   return { n, app: 'api', ...apiRequest(rng, canaries, ctx) };
 }
