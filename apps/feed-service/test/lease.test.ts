@@ -77,6 +77,9 @@ async function plannedPost(author: string, postId: string, chunks: number): Prom
   await eventually(`${postId} planned`, async () => (await job(postId)).chunks.length === chunks, 30_000, 20);
 }
 
+/** The plan commits before its handler takes the lease: wait for the lease itself. */
+const leaseHeldBy = (author: string, holder: string) => eventually(`the lease held by ${holder}`, async () => (await h.redis.get(leaseKey(author))) === holder, 30_000, 20);
+
 /** The log line of the runtime scheduling a retry of `postId`'s post.published because its author was busy. */
 const authorBusyRetry = (postId: string) => () => log.lines.some((l) => l.msg === 'handler failed; scheduled retry' && String(l.err).includes(`post '${postId}' waits for it`));
 
@@ -111,7 +114,7 @@ it('sends a second fan-out of the same author to a retry (AUTHOR_BUSY) while the
   const followers = await seedFollowers(h, author, 30); // 3 chunks
   const [first, second] = [`p1-${randomUUID()}`, `p2-${randomUUID()}`];
   await plannedPost(author, first, 3);
-  expect(await h.redis.get(leaseKey(author))).toBe(first);
+  await leaseHeldBy(author, first);
 
   await plannedPost(author, second, 3);
   await eventually('the second post retried because its author is busy', authorBusyRetry(second), 30_000, 20);
@@ -136,7 +139,7 @@ it('is extended by every chunk: its expiry moves forward as each chunk commits, 
   await seedFollowers(h, author, 40); // 4 chunks
   const postId = `p-${randomUUID()}`;
   await plannedPost(author, postId, 4);
-  expect(await h.redis.get(leaseKey(author))).toBe(postId);
+  await leaseHeldBy(author, postId);
   // One lock per chunk: the writer can run exactly the chunk the test releases, and stops at the next.
   const locks = await Promise.all([0, 1, 2, 3].map((n) => lockChunks(postId, [n])));
   await startFanoutReplica();
