@@ -6,9 +6,8 @@ import path from 'node:path';
 /**
  * The fault suite's short profile (e2e/chaos/run.ts, CHAOS_PROFILE=short): every fault of
  * docs/RELIABILITY.md under load, on a RabbitMQ node, a Postgres cluster and a Redis of its own, so it
- * disturbs no other test. It is CPU-heavy (five apps, three servers, a load; 4–12 minutes depending on
- * the machine's load), hence in the
- * disruptive run that `npm test` runs alone after the regular suite. Fails on any invariant breach:
+ * disturbs no other test: `npm test` runs it in the isolated run, beside the regular suite from its
+ * start, so its length (five apps, three servers, a load) overlaps the rest. Fails on any invariant breach:
  * a lost or duplicated effect, a DLQ message without a reason or matching no ledger event, a missing
  * or duplicated email, a counter off, an app that exited or is not ready again, no recovery.
  */

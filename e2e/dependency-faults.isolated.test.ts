@@ -1,12 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createTestDatabase, createTestVhost, eventually, rabbitmqctl, type TestDatabase, type TestVhost } from '@community/testing';
-import { managementRequest } from '@community/messaging';
+import { createTestDatabase, eventually, type TestDatabase } from '@community/testing';
+import { startPrivateRabbit, type PrivateRabbit } from './chaos/private-deps';
 import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
- * DISRUPTIVE (machine-wide): a RabbitMQ memory alarm for 30 s. `set_vm_memory_high_watermark` is a
- * node setting, so every publisher on the broker is blocked meanwhile, other test suites included:
- * `npm test` runs *.disruptive.test.ts files alone. Never run it beside other work on a shared broker.
+ * A RabbitMQ memory alarm for 30 s. `set_vm_memory_high_watermark` is a node setting that blocks every
+ * publisher on the node, so it is set on a RabbitMQ node of this test's own (the fault suite's private
+ * node, e2e/chaos/private-deps.ts): nothing else on the machine is blocked, and `npm test` runs it in the
+ * isolated run, beside the regular suite (docs/TESTING.md).
  *
  * Every app runs as a process (as `npm start` runs them). While publishes are blocked:
  * - no app exits;
@@ -19,16 +20,17 @@ import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from 
  */
 const SECRET = 'e2e-secret-e2e-secret-e2e-secret-123';
 const ALARM_MS = 30_000;
-let vhost: TestVhost;
+let rabbit: PrivateRabbit;
 let db: TestDatabase;
 let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
 const apps: Record<string, App> = {};
 
 beforeAll(async () => {
-  [vhost, db, smtp] = await Promise.all([createTestVhost('e2e-alarm'), createTestDatabase('e2e_alarm'), startSmtpSink()]);
+  [rabbit, db, smtp] = await Promise.all([startPrivateRabbit(), createTestDatabase('e2e_alarm'), startSmtpSink()]);
   const [api, notifications, email] = await Promise.all([freePort(), freePort(), freePort()]);
   const env = {
-    AMQP_URL: vhost.url,
+    AMQP_URL: rabbit.amqpUrl,
+    RABBITMQ_MANAGEMENT_URL: rabbit.managementUrl,
     DATABASE_URL: db.url,
     JWT_SECRET: SECRET,
     SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
@@ -39,17 +41,17 @@ beforeAll(async () => {
   };
   apps.notifications = await startApp('notification-service', notifications, env);
   [apps.email, apps.api] = await Promise.all([startApp('email-service', email, env), startApp('demo-community-api', api, env)]);
-}, 90_000);
+}, 180_000);
 
 afterAll(async () => {
   await Promise.all(Object.values(apps).map((a) => stopApp(a)));
   await smtp.close();
-  await Promise.all([vhost.delete(), db.drop()]);
+  await Promise.all([rabbit?.stop(), db?.drop()]);
 });
 
 /** The watermark as `rabbitmqctl environment` reports it: a fraction, or `{absolute,N}`. */
 async function currentWatermark(): Promise<string[]> {
-  const env = await rabbitmqctl('environment');
+  const env = await rabbit.ctl('environment');
   const absolute = env.match(/\{vm_memory_high_watermark,\s*\{absolute,\s*"?([^"}\s]+)"?\}\}/);
   if (absolute) return ['absolute', absolute[1]];
   const relative = env.match(/\{vm_memory_high_watermark,\s*([0-9.]+)\}/);
@@ -58,7 +60,7 @@ async function currentWatermark(): Promise<string[]> {
 
 /** The broker's nodes as its management API lists them (`mem_alarm`: publishers blocked). */
 async function brokerNodes(): Promise<Array<{ name: string; mem_alarm: boolean }>> {
-  const res = await managementRequest(vhost.management, 'GET', '/nodes');
+  const res = await fetch(`${rabbit.managementUrl}/api/nodes`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
   if (!res.ok) throw new Error(`GET /api/nodes: ${res.status}`);
   return (await res.json()) as Array<{ name: string; mem_alarm: boolean }>;
 }
@@ -83,7 +85,7 @@ it('a 30 s memory alarm: no app exits, the API says the broker blocks it, and ev
   let comment: { status: number; body: { id: string } } | undefined;
   const apiPublishes: string[] = [];
   try {
-    await rabbitmqctl('set_vm_memory_high_watermark', '0.0000001');
+    await rabbit.ctl('set_vm_memory_high_watermark', '0.0000001');
     const until = Date.now() + ALARM_MS;
     // The alarm is on once the node reports it (it checks its memory on its own timer), not after a guess.
     await eventually('the broker in a memory alarm', async () => (await brokerNodes()).every((n) => n.mem_alarm === true), 30_000, 200);
@@ -96,7 +98,7 @@ it('a 30 s memory alarm: no app exits, the API says the broker blocks it, and ev
       await sleep(500);
     }
   } finally {
-    await rabbitmqctl('set_vm_memory_high_watermark', ...previous);
+    await rabbit.ctl('set_vm_memory_high_watermark', ...previous);
   }
 
   expect(comment?.status).toBe(201);

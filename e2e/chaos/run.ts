@@ -12,7 +12,7 @@ import { createMigratedDatabase, startPrivatePostgres, startPrivateRabbit, start
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 
 /**
- * The fault suite (`npm run test:chaos`; short profile in `npm test` via e2e/chaos.disruptive.test.ts).
+ * The fault suite (`npm run test:chaos`; short profile in `npm test` via e2e/chaos.isolated.test.ts).
  *
  * It starts its OWN RabbitMQ node, Postgres cluster and Redis (private-deps.ts) and an SMTP sink, so
  * the machine-wide faults (broker stop_app, memory alarm, database restart, Redis down) hit nobody

@@ -5,7 +5,7 @@
 // It starts its own RabbitMQ node, Postgres cluster and Redis (e2e/chaos/private-deps.ts), so it
 // disturbs nothing else; the setup step only installs dependencies. Its knobs (CHAOS_PROFILE,
 // CHAOS_ROUNDS, CHAOS_RATE, CHAOS_HOLD_MS, CHAOS_FAULTS, CHAOS_REPORT) are environment variables;
-// see docs/RELIABILITY.md. `npm test` runs the short profile (e2e/chaos.disruptive.test.ts).
+// see docs/RELIABILITY.md. `npm test` runs the short profile (e2e/chaos.isolated.test.ts).
 import { spawn } from 'node:child_process';
 import { setup, ROOT } from './setup/index.mjs';
 import { runMain } from './setup/log.mjs';

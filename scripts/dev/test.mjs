@@ -1,11 +1,16 @@
 #!/usr/bin/env node
 // `npm test`: the same setup as `npm start` (dependencies, services, plugins, database), then the
-// whole test suite (apps/, libs/, e2e/) in two jest runs, each selecting its files by its config:
-//   1. every test except *.disruptive.test.ts, in parallel (root jest.config.js);
-//   2. *.disruptive.test.ts alone with --runInBand: they restart or disconnect the whole broker,
-//      so they must not overlap with anything else. Skipped quietly when there are none.
-// Extra arguments go to both jest runs: `npm test -- libs/messaging`, `npm test -- -t "retry"`.
-// MailDev is not started: tests run their own SMTP servers (see docs/OPERATIONS-LOCAL.md).
+// whole test suite (apps/, libs/, e2e/, scripts/, infra/) in three jest runs, each selecting its files
+// by its config (scripts/dev/setup/jest-suites.cjs):
+//   1. every test but the two kinds below, in parallel (root jest.config.js), and BESIDE it
+//   2. *.isolated.test.ts one at a time (--runInBand): each starts a RabbitMQ node, a Postgres cluster
+//      and a Redis of its own (the fault suite's short profile), so it disturbs nothing shared; it is
+//      long and CPU-heavy, and started at once beside run 1 it no longer adds its length to the suite's;
+//   3. then *.disruptive.test.ts alone with --runInBand: they restart or disconnect the shared broker,
+//      so they must not overlap with anything else.
+// A run with no files is skipped quietly. Extra arguments go to every run: `npm test -- libs/messaging`,
+// `npm test -- -t "retry"`. MailDev is not started: tests run their own SMTP servers (see
+// docs/OPERATIONS-LOCAL.md). How the suite is organised and why: docs/TESTING.md.
 // Node built-ins only (dependencies may not be installed yet when this starts).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -13,11 +18,12 @@ import { setup, ROOT } from './setup/index.mjs';
 import { c, log, runMain } from './setup/log.mjs';
 
 const INFO_ONLY = new Set(['--listTests', '--showConfig', '--help', '-h', '--version', '-v']);
-// Which files each run takes is decided by jest itself, from these two configs (testMatch and
-// testPathIgnorePatterns derived from the root jest.config.js): apps/, libs/ and e2e/ alike.
+// Which files each run takes is decided by jest itself, from these configs (testMatch and
+// testPathIgnorePatterns derived from the root jest.config.js). Runs of one phase go together.
 const SUITES = [
-  { name: 'regular suite', config: 'scripts/dev/setup/jest.regular.config.cjs', how: 'parallel', flags: [] },
-  { name: 'disruptive suite', config: 'scripts/dev/setup/jest.disruptive.config.cjs', how: '--runInBand', flags: ['--runInBand'] },
+  { name: 'regular suite', config: 'scripts/dev/setup/jest.regular.config.cjs', how: 'parallel', flags: [], phase: 1 },
+  { name: 'isolated suite', config: 'scripts/dev/setup/jest.isolated.config.cjs', how: '--runInBand, beside the regular suite', flags: ['--runInBand'], phase: 1 },
+  { name: 'disruptive suite', config: 'scripts/dev/setup/jest.disruptive.config.cjs', how: '--runInBand, alone', flags: ['--runInBand'], phase: 2 },
 ];
 let interrupted = null; // the signal that stopped a jest run, if any
 const files = (n) => `${n} file${n === 1 ? '' : 's'}`;
@@ -43,12 +49,14 @@ runMain(async () => {
   }
 
   const results = [];
-  for (const [i, suite] of SUITES.entries()) {
-    // The disruptive suite restarts or disconnects the whole broker: skipped quietly when it has no files.
-    if (counts[i] === 0) continue;
-    log.step(`jest: ${suite.name} (${files(counts[i])}, ${suite.how})${filtered ? ` ${c.dim(args.join(' '))}` : ''}`);
-    const code = await jest(['--config', suite.config, ...suite.flags, ...(filtered ? ['--passWithNoTests'] : []), ...args]);
-    results.push([suite.name, code]);
+  for (const phase of [...new Set(SUITES.map((suite) => suite.phase))]) {
+    // The disruptive suite restarts or disconnects the whole broker: it runs in a phase of its own.
+    const runs = SUITES.map((suite, i) => ({ suite, n: counts[i] })).filter(({ suite, n }) => suite.phase === phase && n !== 0);
+    const codes = await Promise.all(runs.map(({ suite, n }) => {
+      log.step(`jest: ${suite.name} (${files(n)}, ${suite.how})${filtered ? ` ${c.dim(args.join(' '))}` : ''}`);
+      return jest(['--config', suite.config, ...suite.flags, ...(filtered ? ['--passWithNoTests'] : []), ...args]);
+    }));
+    runs.forEach(({ suite }, i) => results.push([suite.name, codes[i]]));
     if (interrupted) {
       log.warn(`${interrupted}: stopping`);
       return 130;

@@ -1,2 +1,2 @@
-// `npm test`, first run: everything but *.disruptive.test.ts. See jest-suites.cjs.
+// `npm test`, first run: everything but *.disruptive.test.ts and *.isolated.test.ts. See jest-suites.cjs.
 module.exports = require('./jest-suites.cjs').derive('regular');
