@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { createMessaging, managementRequest, permissionsFor, type Messaging, type Provisioning } from '../src';
 import { declareTopology, plan } from '../src/topology';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
-import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
+import { mention, recordingLogger, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
 
 /**
  * A service running as a broker user that may not set policies (no `policymaker` tag), the
@@ -91,10 +91,24 @@ it('own-queues: the publisher does not become ready while an exchange the admini
   const perms = permissionsFor(topology, topologyPlan, { user: 'x', consumes: [], publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }], sendsTo: [], reads: [], tags: ['management'] });
   const other = testTopology([{ name: 'lp.work' }]);
   other.exchanges.push({ name: 'lp.missing', type: 'topic' });
-  const messaging = createMessaging({ url: await user(perms), service: 'least-priv-missing', topology: other, logger: testLogger(), registry: new Registry(), classifiers: [], provisioning: 'own-queues' });
+  const { logger, lines } = recordingLogger();
+  const messaging = createMessaging({ url: await user(perms), service: 'least-priv-missing', topology: other, logger, registry: new Registry(), classifiers: [], provisioning: 'own-queues' });
   runtimes.push(messaging);
-  const started = messaging.start();
-  // The passive check fails (NOT_FOUND) and is retried: never connected-and-ready while the exchange is missing.
-  const outcome = await Promise.race([started.then(() => 'started'), new Promise((r) => setTimeout(() => r('waiting'), 3000))]);
+  let outcome: 'waiting' | 'started' | Error = 'waiting';
+  const started = messaging.start().then(
+    () => void (outcome = 'started'),
+    (err: Error) => void (outcome = err),
+  );
+  // The passive check fails (NOT_FOUND) and is retried: wait until it has failed twice, the second
+  // time after start() had every chance to settle, and it has not: not ready, and not given up.
+  const missingChecks = () => lines.filter((l) => l.msg === 'publisher channel setup failed' && /NOT_FOUND.*lp\.missing/.test(JSON.stringify(l.err))).length;
+  await eventually('the passive check of lp.missing failed twice', () => missingChecks() >= 2, 30_000, 20);
   expect(outcome).toBe('waiting');
+  // The administrator provisions the exchange: the next check passes and the publisher becomes ready.
+  const conn = await amqplib.connect(vhost.url);
+  await (await conn.createChannel()).assertExchange('lp.missing', 'topic', { durable: true });
+  await conn.close();
+  await started;
+  expect(outcome).toBe('started');
+  expect(messaging.readiness()).toMatchObject({ amqp: true });
 });
