@@ -265,9 +265,13 @@ describe('consumer failures', () => {
   });
 
   it('runs at most `concurrency` handlers at once', async () => {
+    // The handlers hold until the consumer has its whole prefetch (20) in hand: a runtime that ran more
+    // than 3 at once would have started them by then. Counted, not timed: no handler's pace matters.
     let running = 0;
     let peak = 0;
     let done = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
     messaging.consume({
       queue: 'test.concurrency',
       name: 'counts',
@@ -277,13 +281,16 @@ describe('consumer failures', () => {
       handle: async () => {
         running += 1;
         peak = Math.max(peak, running);
-        await sleep(20);
+        await gate;
         running -= 1;
         done += 1;
       },
     });
     await Promise.all(Array.from({ length: 30 }, () => messaging.publisher.publish(mention(), { routingKey: 'test.concurrency' })));
-    await eventually('30 handled', () => done === 30);
+    await eventually('the prefetch delivered', async () => (await vhost.depth('test.concurrency')).unacked === 20, 30_000);
+    expect(running).toBe(3);
+    release();
+    await eventually('30 handled', () => done === 30, 30_000);
     expect(peak).toBe(3);
   });
 });
