@@ -101,20 +101,27 @@ async function redisKeys(req, url) {
 export async function removeLeftovers(root, mgmt, env = process.env) {
   const req = createRequire(path.join(root, 'package.json'));
   const found = [];
+  const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
   const step = async (label, envVar, work) => {
     if (!target(env, envVar).local) return;
     try {
-      const n = await work();
-      if (n) found.push(`${n} ${label}`);
+      const said = await work();
+      if (said) found.push(said);
     } catch (err) {
       log.warn(`could not check for leaked test ${label} (${envVar}): ${err.message}`);
     }
   };
-  await step('vhosts', 'AMQP_URL', () => vhosts(mgmt));
-  await step('databases', 'DATABASE_URL', () => databases(req, target(env, 'DATABASE_URL').raw));
+  await step('vhosts', 'AMQP_URL', async () => {
+    const n = await vhosts(mgmt);
+    return n && plural(n, 'vhost', 'vhosts');
+  });
+  await step('databases', 'DATABASE_URL', async () => {
+    const n = await databases(req, target(env, 'DATABASE_URL').raw);
+    return n && plural(n, 'database', 'databases');
+  });
   await step('Redis keys', 'REDIS_URL', async () => {
     const r = await redisKeys(req, target(env, 'REDIS_URL').raw);
-    return r.keys ? `${r.keys} (under ${r.prefixes} prefixes)` : 0;
+    return r.keys && `${plural(r.keys, 'Redis key', 'Redis keys')} under ${plural(r.prefixes, 'prefix', 'prefixes')}`;
   });
   if (found.length) log.ok(`removed what killed test runs left behind: ${found.join(', ')}`);
   else log.ok('no leftovers of killed test runs');
