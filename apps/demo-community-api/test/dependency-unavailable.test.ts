@@ -1,5 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import { createTestDatabase, databaseFaults, eventually, tcpProxy, type DatabaseFaults, type TcpProxy, type TestDatabase } from '@community/testing';
+import { SERVICE_NAME } from '../src/config';
 import type { DemoService } from '../src/service';
 import { testService } from './helpers';
 
@@ -51,25 +52,46 @@ it('answers 503 + Retry-After + the contract body while Postgres is unreachable,
   }
 
   await proxy.open();
-  await eventually('2xx once the database is back', async () => (await createUser('after')).statusCode < 300, 10_000, 100);
+  await eventually('2xx once the database is back', async () => (await createUser('after')).statusCode < 300, 30_000, 100);
   const { rows } = await service.pool.query<{ id: string }>("SELECT id FROM community_users WHERE id IN ('before', 'during-1', 'during-2', 'after') ORDER BY id");
   expect(rows.map((r) => r.id)).toEqual(['after', 'before']);
 });
 
 it('answers 503, not 500, when its backend is terminated mid-request, and 2xx on the retry', async () => {
-  // A request whose transaction is running when pg_terminate_backend ends it (57P01 or a cut socket).
-  const statuses: number[] = [];
-  const writer = (async () => {
-    for (let i = 0; i < 200 && statuses.filter((s) => s === 503).length === 0; i++) {
-      statuses.push((await createUser(`t-${i}`)).statusCode);
-    }
-  })();
-  for (let i = 0; i < 40 && statuses.filter((s) => s === 503).length === 0; i++) {
-    await faults.terminateAll();
-    await sleep(20);
+  // A request whose transaction is provably running when pg_terminate_backend ends it: the test
+  // holds the user's row, so the request's upsert waits on that lock inside its transaction, and the
+  // backend that waits is the one terminated (57P01). No luck with timing needed.
+  expect((await createUser('t-held')).statusCode).toBeLessThan(300);
+  const connect = async (name: string) => {
+    const c = new pg.Client({ connectionString: db.url, application_name: name });
+    c.on('error', () => undefined);
+    await c.connect();
+    return c;
+  };
+  // The observer asks outside any transaction: inside one, pg_stat_activity is a snapshot that
+  // would not change between polls.
+  const [holder, observer] = await Promise.all([connect('test-lock-holder'), connect('test-observer')]);
+  try {
+    await holder.query('BEGIN');
+    expect((await holder.query("SELECT 1 FROM community_users WHERE id = 't-held' FOR UPDATE")).rowCount).toBe(1);
+    const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const response = createUser('t-held');
+    const waiting = await eventually('the request waiting on the held row, inside its transaction', async () => {
+      const { rows } = await observer.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity
+         WHERE datname = current_database() AND application_name = $1 AND xact_start IS NOT NULL
+           AND wait_event_type = 'Lock' AND $2 = ANY (pg_blocking_pids(pid))`,
+        [SERVICE_NAME, holderPid],
+      );
+      return rows[0]?.pid;
+    }, 30_000, 50);
+    expect((await observer.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [waiting])).rows[0].ok).toBe(true);
+    const res = await response;
+    expect(res.statusCode).toBe(503); // never a 500
+    expect(res.json()).toMatchObject({ code: 'DEPENDENCY_UNAVAILABLE' });
+    await holder.query('ROLLBACK');
+  } finally {
+    await Promise.all([holder.end(), observer.end()]);
   }
-  await writer;
-  expect(statuses).toContain(503);
-  expect(statuses.filter((s) => s !== 503 && s >= 300)).toEqual([]); // never a 500
-  await eventually('2xx after the terminations', async () => (await createUser('t-after')).statusCode < 300, 10_000, 100);
+  await eventually('2xx on the retry', async () => (await createUser('t-held')).statusCode < 300, 30_000, 100);
 });
