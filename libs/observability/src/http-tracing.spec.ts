@@ -81,9 +81,11 @@ describe('HTTP server spans, tracing on', () => {
     });
   }
   // The span ends in onResponse, which fastify runs once the response has been written: possibly
-  // just after inject() resolved.
+  // just after inject() resolved. Waits for the spans themselves, up to a generous 15 s (a loaded
+  // machine), not for a fixed 500 ms; a span that never ends fails on its count below.
   async function finished(n: number) {
-    for (let i = 0; i < 100 && exporter.getFinishedSpans().length < n; i++) await sleep(5);
+    const deadline = Date.now() + 15_000;
+    while (exporter.getFinishedSpans().length < n && Date.now() < deadline) await sleep(5);
     return exporter.getFinishedSpans();
   }
 
