@@ -21,6 +21,10 @@ let proxy: HoldingProxy;
 interface HoldingProxy {
   url: string;
   holding: boolean;
+  /** The server closed a held connection (its last bytes, the FATAL among them, are held). */
+  upstreamEnded(): boolean;
+  /** Every connection the proxy served is closed on the client's side too. */
+  clientsClosed(): boolean;
   release(): void;
   close(): Promise<void>;
 }
@@ -28,6 +32,7 @@ interface HoldingProxy {
 async function holdingProxy(targetUrl: string): Promise<HoldingProxy> {
   const target = new URL(targetUrl);
   const held: Array<{ to: net.Socket; bytes: Buffer[]; ended: boolean }> = [];
+  const clients: Array<{ closed: boolean }> = [];
   const sockets = new Set<net.Socket>();
   const state = { holding: false };
   const server = net.createServer((client) => {
@@ -39,6 +44,9 @@ async function holdingProxy(targetUrl: string): Promise<HoldingProxy> {
     }
     const entry = { to: client, bytes: [] as Buffer[], ended: false };
     held.push(entry);
+    const seen = { closed: false };
+    clients.push(seen);
+    client.on('close', () => (seen.closed = true));
     client.on('data', (b: Buffer) => upstream.write(b));
     client.on('close', () => upstream.destroy());
     upstream.on('data', (b: Buffer) => (state.holding ? entry.bytes.push(b) : client.write(b)));
@@ -57,6 +65,8 @@ async function holdingProxy(targetUrl: string): Promise<HoldingProxy> {
     set holding(v: boolean) {
       state.holding = v;
     },
+    upstreamEnded: () => held.some((e) => e.ended),
+    clientsClosed: () => clients.every((c) => c.closed),
     release() {
       state.holding = false;
       for (const e of held.splice(0)) {
@@ -107,10 +117,13 @@ async function terminatedRightAfterStartup<T>(applicationName: string, checkOut:
     // ...then terminated: its FATAL ErrorResponse and the close queue up behind the ReadyForQuery.
     await admin.query('SELECT pg_terminate_backend($1)', [pid]);
     await eventually('backend gone', async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0, 5000, 10);
-    await new Promise((r) => setTimeout(r, 50));
+    // The FATAL and the close have reached the proxy: released now, they arrive in one chunk.
+    await eventually('the server closed the connection', () => proxy.upstreamEnded(), 5000, 5);
     proxy.release();
     const result = await settled;
-    await new Promise((r) => setTimeout(r, 100)); // the socket's end, after the chunk
+    // The client has seen the socket's end (after the chunk) and handled whatever it emits for it.
+    await eventually('the client closed its socket', () => proxy.clientsClosed(), 5000, 5);
+    await new Promise((r) => setImmediate(r));
     expect(unheard).toEqual([]);
     return result;
   } finally {
