@@ -40,7 +40,7 @@ runMain(async () => {
     return codes.some((code) => code !== 0) ? 1 : 0;
   }
 
-  const filtered = args.length > 0; // a filter may legitimately match only one of the two runs
+  const filtered = args.length > 0; // a filter may legitimately match only some of the three runs
   const counts = [];
   for (const suite of SUITES) counts.push(await countTests(suite.config, args));
   if (counts.every((n) => n === 0) && !filtered) {
