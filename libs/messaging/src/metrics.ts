@@ -21,6 +21,8 @@ export interface RuntimeMetrics {
   queueMaxLength: Gauge<'queue'>;
   /** 1 when the broker reports the queue's dead-letter exchange and delivery limit in force; consumers wait for it. */
   queuePolicyInForce: Gauge<'queue'>;
+  /** The policy guard's checks by outcome (ok, failed): a guard that stopped checking shows as a flat line. */
+  policyChecks: Counter<'outcome'>;
   /** Retry or DLQ copies the broker returned as unroutable (their originals stay unacked and are retried). */
   unroutableCopies: Counter<'queue' | 'destination'>;
 }
@@ -67,6 +69,7 @@ export function runtimeMetrics(registry: Registry): RuntimeMetrics {
     queueMessages: new Gauge({ name: 'messaging_queue_messages', help: 'Messages in a work queue or its DLQ (management API sample, ~5 s old)', labelNames: ['queue'], registers }),
     queueMaxLength: new Gauge({ name: 'messaging_queue_max_length', help: 'Effective max-length of a work queue; past it the oldest message is dead-lettered (maxlen)', labelNames: ['queue'], registers }),
     queuePolicyInForce: new Gauge({ name: 'messaging_queue_policy_in_force', help: '1 when the queue has its dead-letter exchange and delivery limit in force', labelNames: ['queue'], registers }),
+    policyChecks: new Counter({ name: 'messaging_policy_checks_total', help: 'Queue policy checks against the management API, by outcome (ok, failed)', labelNames: ['outcome'], registers }),
     unroutableCopies: new Counter({ name: 'messaging_unroutable_copies_total', help: 'Retry/DLQ copies returned unroutable; the original was not acked', labelNames: ['queue', 'destination'], registers }),
   };
   cache.set(registry, m);

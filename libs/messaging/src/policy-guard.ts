@@ -160,6 +160,16 @@ export class PolicyGuard implements PolicyGate {
   }
 
   private async check(justApplied: boolean): Promise<void> {
+    try {
+      await this.checkOnce(justApplied);
+      this.o.metrics.policyChecks.inc({ outcome: 'ok' });
+    } catch (err) {
+      this.o.metrics.policyChecks.inc({ outcome: 'failed' });
+      throw err;
+    }
+  }
+
+  private async checkOnce(justApplied: boolean): Promise<void> {
     const { target, plan, logger, metrics } = this.o;
     // Recreate a deleted policy, repair an edited one (apply() has just done it before the first check).
     if (!justApplied && !this.verifyOnly) await ensurePolicies(target, plan.policies, logger);

@@ -118,16 +118,26 @@ it('stops consuming while an operator policy overrides the dead-letter exchange,
   const override = `/policies/${encodeURIComponent(vhost.vhost)}/operator-override`;
   await managementRequest(vhost.management, 'PUT', override, { pattern: '^test\\.overridden$', 'apply-to': 'queues', priority: 100, definition: { 'max-length': 1000 } });
   await eventually('consumer stopped', () => !messaging.readiness().consumers, 20_000);
-  // The guard checks again while the override holds (every second while a consumer waits) and
-  // records the queue's count from the management API, which lags the queue by a few seconds: once
-  // it has read the queue empty and then 1, the second message has sat unconsumed that long.
-  const waiting = async () => (await messaging.metrics.queueMessages.get()).values.find((v) => v.labels.queue === 'test.overridden')?.value;
-  await eventually('the guard saw the queue empty', async () => (await waiting()) === 0, 30_000);
+  // The queue has no consumer now (exact, from the queue itself), and the guard keeps checking while
+  // the override holds (every second while a consumer waits): after two more checks with the second
+  // message waiting, it still has not resumed.
+  const queueState = async () => {
+    const conn = await amqplib.connect(vhost.url);
+    try {
+      const { messageCount, consumerCount } = await (await conn.createChannel()).checkQueue('test.overridden');
+      return { messageCount, consumerCount };
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  };
+  await eventually('the consumer is cancelled at the broker', async () => (await queueState()).consumerCount === 0, 20_000);
   const [second] = await publishRaw('test.overridden', 1);
-  await eventually('the guard saw the second message waiting', async () => (await waiting()) === 1, 30_000);
+  const checks = async () => (await messaging.metrics.policyChecks.get()).values.find((v) => v.labels.outcome === 'ok')?.value ?? 0;
+  const before = await checks();
+  await eventually('the guard checked twice more while the override holds', async () => (await checks()) >= before + 2, 30_000);
   expect(handled).toEqual([first]);
   expect(messaging.readiness().consumers).toBe(false);
-  expect(await vhost.ready('test.overridden')).toBe(1);
+  expect(await queueState()).toEqual({ messageCount: 1, consumerCount: 0 });
 
   await managementRequest(vhost.management, 'DELETE', override);
   await eventually('second consumed after the override is gone', () => handled.includes(second), 20_000);
