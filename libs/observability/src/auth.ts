@@ -17,6 +17,8 @@ export interface Principal {
    * and its scopes. Such a principal is never admin and passes only guards that name its scope.
    */
   service?: { issuer: string; scopes: string[] };
+  /** When the token stops being valid (ms since the epoch, from `exp`); long-lived streams end then. */
+  expiresAt?: number;
 }
 
 declare module 'fastify' {
@@ -29,6 +31,11 @@ declare module 'fastify' {
 export function registerAuth(app: FastifyInstance, secret: string): void {
   // Loaded at app.ready() like every plugin: request.jwtVerify is only called once requests flow.
   app.register(fastifyJwt, { secret, sign: { algorithm: 'HS256' }, verify: { algorithms: ['HS256'] } });
+}
+
+/** A JWT's `exp` (seconds) as ms since the epoch. */
+function expiresAtOf(exp: unknown): number | undefined {
+  return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
 }
 
 /** `scope` as OAuth writes it ("read admin") or as a JSON array. */
@@ -137,7 +144,7 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
 
   /** A service token: its signature, issuer, audience and expiry, or 401 like any bad token. */
   function authenticateService(request: FastifyRequest, verify: (token: string) => unknown): Principal {
-    let payload: { sub?: unknown; scope?: unknown; iss?: unknown };
+    let payload: { sub?: unknown; scope?: unknown; iss?: unknown; exp?: unknown };
     try {
       payload = verify((request.headers.authorization as string).slice(7)) as typeof payload;
     } catch (err) {
@@ -146,7 +153,7 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
       throw e.code ? invalid.withCode(e.code) : invalid;
     }
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw errors.TOKEN_WITHOUT_SUBJECT();
-    const principal: Principal = { userId: payload.sub, admin: false, service: { issuer: String(payload.iss), scopes: scopesOf(payload.scope) } };
+    const principal: Principal = { userId: payload.sub, admin: false, service: { issuer: String(payload.iss), scopes: scopesOf(payload.scope) }, expiresAt: expiresAtOf(payload.exp) };
     request.principal = principal;
     return principal;
   }
@@ -154,9 +161,9 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
   async function authenticate(request: FastifyRequest): Promise<Principal> {
     // EdDSA is only ever a service token: the user-token verifier accepts HS256 alone.
     if (verifyServiceToken && headerAlg(request) === 'EdDSA') return authenticateService(request, verifyServiceToken);
-    let payload: { sub?: unknown; scope?: unknown };
+    let payload: { sub?: unknown; scope?: unknown; exp?: unknown };
     try {
-      payload = await request.jwtVerify<{ sub?: unknown; scope?: unknown }>();
+      payload = await request.jwtVerify<{ sub?: unknown; scope?: unknown; exp?: unknown }>();
     } catch (err) {
       const e = err as { statusCode?: number; code?: string; message?: string };
       // Whatever the verifier refused is "no valid token": @fastify/jwt answers 400 for a malformed
@@ -167,7 +174,7 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
       throw e.code ? invalid.withCode(e.code) : invalid;
     }
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw errors.TOKEN_WITHOUT_SUBJECT();
-    const principal = { userId: payload.sub, admin: scopesOf(payload.scope).includes('admin') };
+    const principal: Principal = { userId: payload.sub, admin: scopesOf(payload.scope).includes('admin'), expiresAt: expiresAtOf(payload.exp) };
     request.principal = principal;
     return principal;
   }
