@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
@@ -30,8 +31,20 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/**
+ * How an app process starts: `npm test` bundles every app once (esbuild) and names the folder in
+ * COMMUNITY_TEST_APP_BUNDLES, so each start loads one file instead of compiling each module through
+ * @swc-node/register; a jest run of its own (no such folder) compiles on the fly from the sources.
+ */
+function appArgs(name: string): string[] {
+  const bundles = process.env.COMMUNITY_TEST_APP_BUNDLES;
+  const bundle = bundles ? path.join(bundles, name, 'main.js') : undefined;
+  if (bundle && existsSync(bundle)) return ['--enable-source-maps', bundle];
+  return ['-r', '@swc-node/register', path.join(ROOT, 'apps', name, 'src', 'main.ts')];
+}
+
 export async function startApp(name: string, port: number, env: Record<string, string>): Promise<App> {
-  const proc = spawn(process.execPath, ['-r', '@swc-node/register', path.join(ROOT, 'apps', name, 'src', 'main.ts')], {
+  const proc = spawn(process.execPath, appArgs(name), {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -13,6 +13,7 @@
 // docs/OPERATIONS-LOCAL.md). How the suite is organised and why: docs/TESTING.md.
 // Node built-ins only (dependencies may not be installed yet when this starts).
 import { spawn } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setup, ROOT } from './setup/index.mjs';
 import { c, log, runMain } from './setup/log.mjs';
@@ -48,6 +49,29 @@ runMain(async () => {
     return 0;
   }
 
+  // The e2e tests start the apps as processes: from bundles built once here (esbuild, ~1 s for all),
+  // instead of compiling every start through @swc-node/register (e2e/harness.ts startApp).
+  const bundles = await bundleAppsForTests();
+  process.env.COMMUNITY_TEST_APP_BUNDLES = bundles;
+  try {
+    return await runSuites(filtered, counts, args);
+  } finally {
+    await rm(bundles, { recursive: true, force: true });
+  }
+});
+
+/** dist/test-bundles/<pid>/<app>/main.js for every app, from the sources as they are now. */
+async function bundleAppsForTests() {
+  const { bundleApp } = await import('./setup/bundle.mjs');
+  const { discoverApps } = await import('./setup/apps.mjs');
+  const dir = path.join(ROOT, 'dist', 'test-bundles', String(process.pid));
+  const started = Date.now();
+  await Promise.all(discoverApps(ROOT).map((name) => bundleApp(name, ROOT, path.join(dir, name, 'main.js'))));
+  log.ok(`apps bundled for the e2e tests in ${((Date.now() - started) / 1000).toFixed(1)} s (${path.relative(ROOT, dir)})`);
+  return dir;
+}
+
+async function runSuites(filtered, counts, args) {
   const results = [];
   for (const phase of [...new Set(SUITES.map((suite) => suite.phase))]) {
     // The disruptive suite restarts or disconnects the whole broker: it runs in a phase of its own.
@@ -67,7 +91,7 @@ runMain(async () => {
     else log.error(`${name}: failed (jest exit ${code})`);
   }
   return results.some(([, code]) => code !== 0) ? 1 : 0;
-});
+}
 
 /**
  * How many files jest would run with this config and these arguments (`jest --listTests --json`).

@@ -12,9 +12,13 @@ import { bundlePath } from './apps.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
-/** Builds the bundle (with a source map: run it with --enable-source-maps); returns its absolute path. */
-export async function bundleApp(name, root = ROOT) {
-  const outfile = path.join(root, bundlePath(name));
+/**
+ * Builds the bundle (with a source map: run it with --enable-source-maps); returns its absolute path.
+ * `outfile` (absolute) elsewhere than dist/apps/<name>/main.js: `npm test` builds its own set per run,
+ * so a concurrent `npm start` never runs a half-written file. It must stay inside `root`, where
+ * node_modules resolves.
+ */
+export async function bundleApp(name, root = ROOT, outfile = path.join(root, bundlePath(name))) {
   await build({
     entryPoints: [path.join(root, 'apps', name, 'src', 'main.ts')],
     bundle: true,
