@@ -1,4 +1,4 @@
-import { fingerprintOf, normaliseErrorMessage } from './fingerprint';
+import { FINGERPRINT_INPUT_CHARS, fingerprintOf, normaliseErrorMessage } from './fingerprint';
 
 describe('normaliseErrorMessage', () => {
   it.each([
@@ -27,5 +27,28 @@ describe('fingerprintOf', () => {
     ['message type', { messageType: 'comment.created' }],
   ])('differs when the %s differs', (_what, change) => {
     expect(fingerprintOf({ ...base, ...change }).fingerprint).not.toBe(fingerprintOf(base).fingerprint);
+  });
+});
+
+describe('the normalised input is bounded (the rules are quadratic on long runs)', () => {
+  const base = { errorClass: 'Error', handler: 'ingest', messageType: 'user.mentioned' };
+  const head = 'upstream said: ' + 'x'.repeat(FINGERPRINT_INPUT_CHARS - 15);
+
+  it('text past FINGERPRINT_INPUT_CHARS does not change the fingerprint', () => {
+    const a = fingerprintOf({ ...base, errorMessage: head + ' first tail 42 alice@example.org' });
+    const b = fingerprintOf({ ...base, errorMessage: head + 'a completely different tail' });
+    expect(a.fingerprint).toBe(b.fingerprint);
+    // ...while a difference inside the bound still does.
+    expect(fingerprintOf({ ...base, errorMessage: 'upstream SAID: ' + head.slice(15) }).fingerprint).not.toBe(a.fingerprint);
+  });
+
+  it.each([
+    ['one long word (e-mail rule)', 'a'.repeat(1 << 20)],
+    ['letters and digits (id rule)', 'a1'.repeat(1 << 19)],
+    ['dashes', '-'.repeat(1 << 20)],
+  ])('a pathological 1 MB message (%s) is normalised from its first FINGERPRINT_INPUT_CHARS only', (_what, text) => {
+    // Unbounded, each of these runs for minutes (16 k characters took 0.3 s); the assertion is the
+    // bound itself: the result is what the first FINGERPRINT_INPUT_CHARS characters give.
+    expect(normaliseErrorMessage(text)).toBe(normaliseErrorMessage(text.slice(0, FINGERPRINT_INPUT_CHARS)));
   });
 });
