@@ -20,7 +20,7 @@ describe('reconciler configuration', () => {
 
   it('fails fast naming the variable on cross-field mistakes', () => {
     expect(() => loadReconcilerConfig({ COUNTER_RECENT_WINDOW_MS: '30s', COUNTER_RECOUNT_INTERVAL_MS: '1m' })).toThrow(/COUNTER_RECENT_WINDOW_MS: 30000 must exceed COUNTER_RECOUNT_INTERVAL_MS/);
-    expect(() => loadReconcilerConfig({ RABBITMQ_MANAGEMENT_URL: 'ftp://x' })).toThrow(/RABBITMQ_MANAGEMENT_URL: "ftp:\/\/x" must start with http/);
+    expect(() => loadReconcilerConfig({ RABBITMQ_MANAGEMENT_URL: 'ftp://x' })).toThrow(/RABBITMQ_MANAGEMENT_URL: must start with http:\/\/ or https:\/\/ \(its scheme: "ftp:"\)/);
   });
 
   it("reads feed-service's Redis layout with feed-service's own defaults, and the DLQ follow-ups' defaults", () => {

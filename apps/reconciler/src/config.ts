@@ -157,7 +157,9 @@ export function loadReconcilerConfig(env: Record<string, string | undefined> = p
     });
   }
   if (config.RABBITMQ_MANAGEMENT_URL !== '' && !/^https?:\/\//.test(config.RABBITMQ_MANAGEMENT_URL)) {
-    issues.push({ name: 'RABBITMQ_MANAGEMENT_URL', message: `RABBITMQ_MANAGEMENT_URL: "${config.RABBITMQ_MANAGEMENT_URL}" must start with http:// or https://` });
+    // Only the scheme is quoted: the value carries the management user's password.
+    const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(config.RABBITMQ_MANAGEMENT_URL)?.[0] ?? 'none';
+    issues.push({ name: 'RABBITMQ_MANAGEMENT_URL', message: `RABBITMQ_MANAGEMENT_URL: must start with http:// or https:// (its scheme: ${JSON.stringify(scheme)})` });
   }
   if (issues.length > 0) throw new ConfigError(issues);
   return config;

@@ -98,7 +98,10 @@ export function redactConfig<const S extends ConfigSpec>(spec: S, config: Config
   for (const v of spec) {
     const value = values[v.name];
     if (v.secret && value !== undefined) out[v.name] = '[secret]';
-    else if (typeof value === 'string' && v.kind === 'url') out[v.name] = maskUrlCredentials(value);
+    // Every string, not only `url` kinds: a variable typed `string` may hold a URL too
+    // (RABBITMQ_MANAGEMENT_URL, empty by default), and the log line's own masking misses passwords
+    // with a `"` or `\` in them (escaped in the JSON line).
+    else if (typeof value === 'string') out[v.name] = maskUrlCredentials(value);
     else out[v.name] = value;
   }
   return out;

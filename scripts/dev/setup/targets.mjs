@@ -32,7 +32,7 @@ export function managementUrl(env) {
   try {
     mgmt = projectRules().managementTargetFor(amqp, env.RABBITMQ_MANAGEMENT_URL || undefined);
   } catch {
-    throw new SetupError(`RABBITMQ_MANAGEMENT_URL is not a valid URL: ${JSON.stringify(env.RABBITMQ_MANAGEMENT_URL)}`);
+    throw new SetupError(`RABBITMQ_MANAGEMENT_URL is not a valid URL: ${JSON.stringify(redact(env.RABBITMQ_MANAGEMENT_URL))}`);
   }
   const [scheme, host] = mgmt.baseUrl.split('//');
   return `${scheme}//${encodeURIComponent(mgmt.username)}:${encodeURIComponent(mgmt.password)}@${host}`;
