@@ -23,9 +23,18 @@ export const EMAIL_CONFIG_SPEC = [
     refuseDefaultInProduction: true,
     description: 'Ed25519 private key (PEM) of the opt-out service tokens',
   },
-  // Links in emails point to the community site; unsubscribe links to this service.
-  { name: 'PUBLIC_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3000', protocols: HTTP },
-  { name: 'UNSUBSCRIBE_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3002', protocols: HTTP },
+  // Links in emails point to the community site; unsubscribe links to this service. The defaults
+  // are a laptop's: in production both must be set, to absolute https URLs (checked below), or
+  // every email would link to 127.0.0.1 and one-click unsubscribe (RFC 8058) would break.
+  { name: 'PUBLIC_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3000', protocols: HTTP, refuseDefaultInProduction: true, description: 'the community site as users reach it (links to notifications); https in production' },
+  {
+    name: 'UNSUBSCRIBE_BASE_URL',
+    kind: 'url',
+    default: 'http://127.0.0.1:3002',
+    protocols: HTTP,
+    refuseDefaultInProduction: true,
+    description: 'this service as users reach it (unsubscribe links); https in production',
+  },
   { name: 'NOTIFICATION_SERVICE_URL', kind: 'url', default: 'http://127.0.0.1:3001', protocols: HTTP },
   { name: 'EMAIL_FROM', kind: 'string', default: 'Community <notifications@community.local>', minLength: 3 },
 
@@ -98,6 +107,13 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
   }
   if (config.UNSUBSCRIBE_LEGACY_TOKENS_UNTIL !== undefined && config.JWT_SECRET === undefined) {
     issues.push({ name: 'JWT_SECRET', message: 'JWT_SECRET: required while UNSUBSCRIBE_LEGACY_TOKENS_UNTIL is set (it verifies version 1 unsubscribe links); unset both once that date has passed' });
+  }
+  if (env['NODE_ENV'] === 'production') {
+    for (const name of ['PUBLIC_BASE_URL', 'UNSUBSCRIBE_BASE_URL'] as const) {
+      if (new URL(config[name]).protocol !== 'https:') {
+        issues.push({ name, message: `${name}: must be an https URL when NODE_ENV=production (it is written into every email: users open it, mail clients post one-click unsubscribes to it)` });
+      }
+    }
   }
   const keyIssue = ed25519KeyIssue('EMAIL_SERVICE_SIGNING_KEY', 'private', config.EMAIL_SERVICE_SIGNING_KEY);
   if (keyIssue) issues.push(keyIssue);
