@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { ApiError, clientConfig, createClient, UsageError, type Client } from './client';
 import { age, composeStatus, renderStatus, type DlqPart } from './status';
+import { terminalBlock, terminalText as t } from './terminal';
 
 const USAGE = `usage: npm run ops -- <command> [options]   (add --json for machine-readable output)
 
@@ -86,6 +87,27 @@ const qs = (params: Record<string, string | undefined>): string => {
 
 const when = (iso: string | null | undefined): string => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '—');
 
+/**
+ * `ops dlq show`: one dead letter. Everything in it but the ids the console assigned came from the
+ * message's publisher or the failing handler, so every field is printed through terminalText (one
+ * line, control characters escaped) and the pretty-printed payload and headers through terminalBlock.
+ */
+export function renderDlqMessage(m: Record<string, unknown>): string {
+  const history = (m.history as Array<Record<string, string>> | undefined) ?? [];
+  return [
+    `#${t(m.id)} message ${t(m.messageId)} (${t(m.messageType ?? '?')}) — ${t(m.state)}, replayed ${t(m.replayCount)} time(s)`,
+    `original queue ${t(m.originalQueue)}, DLQ ${t(m.queue)}, handler ${t(m.handler ?? '?')}, ${t(m.attempts)} attempt(s), dead-lettered ${t(when(m.deadLetteredAt as string))}`,
+    `error: ${t(m.errorClass)} (${t(m.errorKind)}): ${t(m.errorMessage)}`,
+    ...(m.discardedAt ? [`discarded by ${t(m.discardedBy)} at ${t(when(m.discardedAt as string))}; restorable until ${t(when(m.restorableUntil as string))}`] : []),
+    'payload:',
+    m.bodyJson ? terminalBlock(JSON.stringify(m.bodyJson, null, 2)) : t(m.body),
+    'headers:',
+    terminalBlock(JSON.stringify(m.headers, null, 2)),
+    'history:',
+    ...(history.length ? history.map((h) => `  #${t(h.operationId)} ${t(h.action)} by ${t(h.requestedBy)}: ${t(h.result)}${h.detail ? ` (${t(h.detail)})` : ''} ${t(when(h.at))}`) : ['  none']),
+  ].join('\n');
+}
+
 /** Generic human rendering for the recon endpoints whose shape this CLI does not own. */
 function renderGeneric(value: unknown, indent = ''): string {
   if (value === null || typeof value !== 'object') return `${indent}${String(value)}`;
@@ -138,21 +160,21 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard', v
   const extra = action === 'replay' && rate !== undefined ? { ratePerSecond: rate } : {};
   const preview = await client.post<Preview>(`/v1/admin/dlq/${action}`, { ...selection, dryRun: true, ...extra });
   if (v.json && !v.yes) {
-    io.out(JSON.stringify(preview, null, 2));
+    io.out(terminalBlock(JSON.stringify(preview, null, 2)));
     return 0;
   }
   if (!v.json) {
     io.out(`Dry run: ${action} would act on ${preview.matched} message(s).`);
     for (const q of preview.byQueue) io.out(`  ${String(q.count).padStart(5)} → ${q.originalQueue}`);
-    for (const g of preview.byGroup) io.out(`  ${String(g.count).padStart(5)}× ${g.errorClass} (${g.fingerprint})`);
-    for (const m of preview.sample.slice(0, 5)) io.out(`  e.g. #${m.id} ${m.messageId}: ${m.errorClass}: ${m.errorMessage.slice(0, 100)}`);
+    for (const g of preview.byGroup) io.out(`  ${String(g.count).padStart(5)}× ${t(g.errorClass)} (${t(g.fingerprint)})`);
+    for (const m of preview.sample.slice(0, 5)) io.out(`  e.g. #${t(m.id)} ${t(m.messageId)}: ${t(m.errorClass)}: ${t(m.errorMessage.slice(0, 100))}`);
   }
   if (!v.yes) {
     io.out(preview.matched > 0 ? 'Nothing changed. Run the same command with --yes to do it.' : 'Nothing to do.');
     return 0;
   }
   if (preview.matched === 0) {
-    if (v.json) io.out(JSON.stringify({ preview, operation: null }, null, 2));
+    if (v.json) io.out(terminalBlock(JSON.stringify({ preview, operation: null }, null, 2)));
     else io.out('Nothing to do.');
     return 0;
   }
@@ -167,7 +189,7 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard', v
     if (op.state !== 'running') break;
     await sleep(1000);
   }
-  if (v.json) io.out(JSON.stringify({ preview, operation: op }, null, 2));
+  if (v.json) io.out(terminalBlock(JSON.stringify({ preview, operation: op }, null, 2)));
   return op.state === 'done' && op.failed === 0 ? 0 : 1;
 }
 
@@ -185,7 +207,8 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
     io.out(USAGE);
     return cmd || v.help ? 0 : 2;
   }
-  const print = (value: unknown, human: () => string) => io.out(v.json ? JSON.stringify(value, null, 2) : human());
+  // --json too: JSON.stringify leaves C1 controls and bidi overrides raw, terminalBlock escapes them.
+  const print = (value: unknown, human: () => string) => io.out(v.json ? terminalBlock(JSON.stringify(value, null, 2)) : human());
   try {
     const config = clientConfig(env);
     const client = createClient(config);
@@ -219,7 +242,7 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
             print({ groups }, () =>
               groups.length === 0
                 ? 'No dead letters match.'
-                : groups.map((g) => `${String(g.count).padStart(5)}× ${g.errorClass}: ${g.normalized}\n       ${g.fingerprint}  ${g.handler ?? '?'} / ${g.messageType ?? '?'}  first ${when(g.firstSeen)}  last ${when(g.lastSeen)}  ${g.queues.join(', ')}`).join('\n'),
+                : groups.map((g) => `${String(g.count).padStart(5)}× ${t(g.errorClass)}: ${t(g.normalized)}\n       ${t(g.fingerprint)}  ${t(g.handler ?? '?')} / ${t(g.messageType ?? '?')}  first ${when(g.firstSeen)}  last ${when(g.lastSeen)}  ${t(g.queues.join(', '))}`).join('\n'),
             );
             return 0;
           }
@@ -230,7 +253,7 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
             print(page, () =>
               [
                 `${page.total} message(s) match.`,
-                ...page.items.map((m) => `#${String(m.id).padEnd(6)} ${when(m.deadLetteredAt)}  ${m.originalQueue}  ${m.messageType ?? '?'}  ${m.state}  ${m.errorClass}: ${String(m.errorMessage).slice(0, 120)}`),
+                ...page.items.map((m) => `#${String(m.id).padEnd(6)} ${when(m.deadLetteredAt)}  ${t(m.originalQueue)}  ${t(m.messageType ?? '?')}  ${t(m.state)}  ${t(m.errorClass)}: ${t(String(m.errorMessage).slice(0, 120))}`),
                 ...(page.nextCursor ? [`more: --cursor ${page.nextCursor}`] : []),
               ].join('\n'),
             );
@@ -239,19 +262,7 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
           case 'show': {
             if (!rest[0]) throw new UsageError('dlq show <id>');
             const m = await client.get<Record<string, unknown>>(`/v1/admin/dlq/messages/${encodeURIComponent(rest[0])}`);
-            print(m, () =>
-              [
-                `#${m.id} message ${m.messageId} (${m.messageType ?? '?'}) — ${m.state}, replayed ${m.replayCount} time(s)`,
-                `original queue ${m.originalQueue}, DLQ ${m.queue}, handler ${m.handler ?? '?'}, ${m.attempts} attempt(s), dead-lettered ${when(m.deadLetteredAt as string)}`,
-                `error: ${m.errorClass} (${m.errorKind}): ${m.errorMessage}`,
-                'payload:',
-                m.bodyJson ? JSON.stringify(m.bodyJson, null, 2) : String(m.body),
-                'headers:',
-                JSON.stringify(m.headers, null, 2),
-                'history:',
-                ...((m.history as Array<Record<string, string>>).length ? (m.history as Array<Record<string, string>>).map((h) => `  #${h.operationId} ${h.action} by ${h.requestedBy}: ${h.result}${h.detail ? ` (${h.detail})` : ''} ${when(h.at)}`) : ['  none']),
-              ].join('\n'),
-            );
+            print(m, () => renderDlqMessage(m));
             return 0;
           }
           case 'replay':
@@ -306,7 +317,7 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
       return 2;
     }
     if (err instanceof ApiError) {
-      io.err(v.json ? JSON.stringify({ error: err.message, status: err.status, body: err.body }) : `error: ${err.message}`);
+      io.err(v.json ? terminalBlock(JSON.stringify({ error: err.message, status: err.status, body: err.body })) : `error: ${t(err.message)}`);
       return 1;
     }
     throw err;
