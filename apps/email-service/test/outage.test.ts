@@ -102,14 +102,14 @@ it('opens the breaker, pauses only the email queue, spends no retries, and deliv
       mentionIds.push(mention.id);
       await s.publish(mention);
     }
-    await eventually('mentions consumed during the outage', () => mentionIds.every((id) => critical.some((c) => c.id === id)), 10_000);
+    await eventually('mentions consumed during the outage', () => mentionIds.every((id) => critical.some((c) => c.id === id)), 30_000);
   };
   await publishMentions();
   await eventually('outage outlasts the retry schedule twice', () => s.svc.breaker.describe().openForMs >= OUTAGE_MS, OUTAGE_MS + 30_000, 250);
   await eventually('probes while open', async () => (await s.metric('email_smtp_breaker_probes_total')) >= 3, 30_000);
   await publishMentions();
   await s.publish(userUpserted('zoe', 'zoe@example.test', 'Zoe'));
-  await eventually('user projection keeps consuming during the outage', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'zoe'`)).rowCount === 1, 10_000);
+  await eventually('user projection keeps consuming during the outage', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'zoe'`)).rowCount === 1, 30_000);
   expect(s.svc.breaker.isOpen()).toBe(true);
   expect(critical).toHaveLength(2 * MENTIONS_PER_BATCH);
   for (const c of critical) expect(c).toMatchObject({ breakerOpen: true, emailsReceived: 1 });

@@ -37,7 +37,7 @@ it('a forced shutdown aborting 5 sends in flight leaves the breaker closed', asy
 
   await s.svc.stop(); // the 500 ms drain deadline passes: the runtime aborts the five handlers
 
-  await eventually('5 sends aborted', async () => (await s.metric('email_sends_total', { outcome: 'aborted' })) === 5, 5_000);
+  await eventually('5 sends aborted', async () => (await s.metric('email_sends_total', { outcome: 'aborted' })) === 5, 20_000);
   expect(s.svc.breaker.describe()).toMatchObject({ state: 'closed', consecutiveFailures: 0 });
   expect(await s.metric('email_smtp_breaker_transitions_total', { to: 'open' })).toBe(0);
   // Nothing was recorded as sent: each aborted handler puts its row back to pending (it may finish
@@ -45,5 +45,5 @@ it('a forced shutdown aborting 5 sends in flight leaves the breaker closed', asy
   await eventually('rows released', async () => {
     const { rows } = await s.svc.pool.query(`SELECT state, count(*)::int AS n FROM email_deliveries GROUP BY state`);
     return rows.length === 1 && rows[0].state === 'pending' && rows[0].n === 5;
-  }, 5_000);
+  }, 20_000);
 });

@@ -52,7 +52,7 @@ it('answers from Postgres while Redis is down, loses no post published meanwhile
 
   // Back, empty (no persistence): the first read rebuilds from the projections, correct at once.
   await redis.start();
-  await eventually('client reconnected', () => h.service.cache.available(), 10_000);
+  await eventually('client reconnected', () => h.service.cache.available(), 30_000);
   const rebuilt = await h.feed(readers[0], { limit: 4 });
   expect(rebuilt.source).toBe('miss');
   expect(ids(rebuilt.body)).toEqual(['r-7', 'r-6', 'r-5', 'r-4']);

@@ -403,7 +403,7 @@ describe('a dead letter with bytes Postgres cannot store in text or jsonb', () =
     } finally {
       await conn.close();
     }
-    const row = await eventually('the dead letter stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 15_000);
+    const row = await eventually('the dead letter stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 30_000);
     expect(row).toMatchObject({ error_class: 'PermanentError', error_message: 'bad byte \uFFFD in input', message_type: 'order\uFFFDplaced', original_queue: WORK, state: 'pending' });
     expect(row.headers).toMatchObject({ 'x-error-message': 'bad byte \uFFFD in input', 'x-trace\uFFFD': 'bin\uFFFDary' });
     // The body is bytes (bytea): kept exactly as it was sent.
@@ -462,7 +462,7 @@ describe('an insert the database refuses', () => {
   it('for the moment (by SQLSTATE): the copy stays in its DLQ and is stored, whole, at a later try', async () => {
     const id = orderId();
     await sendDeadLetter(id, { 'x-test-transient': 'yes' });
-    const row = await eventually('stored after the retry', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 15_000);
+    const row = await eventually('stored after the retry', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 30_000);
     expect(row.headers).toMatchObject({ 'x-test-transient': 'yes', 'x-error-message': `refused ${id}` });
     expect((await h.pool.query(`SELECT last_value::int AS n FROM test_transient_tries`)).rows[0].n).toBe(2);
   });
@@ -470,7 +470,7 @@ describe('an insert the database refuses', () => {
   it('for what it holds: stored at once without its headers, the refusal in their place, and acked', async () => {
     const id = orderId();
     await sendDeadLetter(id, { 'x-test-refused': 'yes' });
-    const row = await eventually('stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 15_000);
+    const row = await eventually('stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 30_000);
     expect(row).toMatchObject({ error_message: `refused ${id}`, original_queue: WORK, headers: { 'x-dlq-unstorable': '22023: value refused' }, properties: {} });
     await eventually('the DLQ empty', async () => {
       const res = await managementRequest(h.vhost.management, 'GET', `/queues/${encodeURIComponent(h.vhost.vhost)}/${encodeURIComponent(`${WORK}.dlq`)}`);

@@ -53,6 +53,6 @@ it('reports a queue at its max-length and its DLQ depth in the metrics', async (
   // The max-length comes from the same listing, whose per-queue fields can be missing for a few
   // seconds (a loaded broker lists a queue before its details): both are awaited together.
   const sampled = async () => [...(await depths()), await gauge('queueMaxLength', 'test.full')];
-  await eventually('depths and max-length sampled', async () => JSON.stringify(await sampled()) === JSON.stringify([5, 3, 20, 5]), 30_000);
+  await eventually('depths and max-length sampled', async () => JSON.stringify(await sampled()) === JSON.stringify([5, 3, 20, 5]), 90_000);
   expect(await gauge('queueMaxLength', 'test.full')).toBe(5);
-}, 60_000);
+}, 120_000);

@@ -92,7 +92,7 @@ it('consumes nothing while the management API is unreachable; once it answers, t
   // Each one was handled once its queue's policy existed, and the broker reports it in force.
   const dlx = { 'dead-letter-exchange': 'dlx', 'dead-letter-routing-key': 'test.gated', 'delivery-limit': 3 };
   for (const h of handled) expect(h.policy).toMatchObject(dlx);
-  await eventually('effective policy reported', async () => (await effectivePolicy('test.gated'))?.['dead-letter-exchange'] === 'dlx', 15_000);
+  await eventually('effective policy reported', async () => (await effectivePolicy('test.gated'))?.['dead-letter-exchange'] === 'dlx', 40_000);
   expect(await effectivePolicy('test.gated')).toMatchObject(dlx);
   expect(messaging.readiness()).toEqual({ amqp: true, consumers: true });
 }, 60_000);
