@@ -114,8 +114,8 @@ export async function rabbitmqctl(...args: string[]): Promise<string> {
   return stdout;
 }
 
-/** Polls until `check` returns a truthy value, or fails with `what` after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+/** Polls until `check` returns a truthy value, or fails with `what` after `timeoutMs` (default 30 s: generous, since a deadline only matters when the condition never comes, and a loaded 2-core CI machine is slow). */
+export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

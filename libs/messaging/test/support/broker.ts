@@ -120,7 +120,7 @@ export async function rabbitmqctl(...args: string[]): Promise<string> {
 }
 
 /** Polls until `check` returns a truthy value, or fails with `what` after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
