@@ -1,4 +1,4 @@
-import { commonConfig, ConfigError, DEV_EMAIL_SERVICE_SIGNING_KEY, DEV_UNSUBSCRIBE_TOKEN_SECRET, ed25519KeyIssue, loadConfig, type ConfigOf } from '@community/config';
+import { AUTH_VARIABLES, commonConfig, ConfigError, DEV_EMAIL_SERVICE_SIGNING_KEY, DEV_UNSUBSCRIBE_TOKEN_SECRET, ed25519KeyIssue, loadConfig, type ConfigOf } from '@community/config';
 import { emailRetentionIssues } from './retention/policy';
 
 const HTTP = ['http:', 'https:'];
@@ -8,8 +8,9 @@ export const SERVICE_NAME = 'email-service';
 
 /** Everything email-service reads from the environment (common entries first). */
 export const EMAIL_CONFIG_SPEC = [
-  // Every common variable but JWT_SECRET, which email-service signs nothing with (below).
-  ...commonConfig(SERVICE_NAME).filter((v) => v.name !== 'JWT_SECRET'),
+  // Every common variable but the bearer-token ones (JWT_SECRET, ADMIN_KEYS, …): email-service has
+  // no authenticated route and signs nothing with JWT_SECRET (below).
+  ...commonConfig(SERVICE_NAME).filter((v): v is Exclude<typeof v, { name: (typeof AUTH_VARIABLES)[number] }> => !(AUTH_VARIABLES as readonly string[]).includes(v.name)),
   // Optional: only verifies version 1 unsubscribe links (docs/EMAIL.md "Secrets"). Retired once
   // UNSUBSCRIBE_LEGACY_TOKENS_UNTIL has passed: then leave it unset.
   { name: 'JWT_SECRET', kind: 'string', optional: true, secret: true, description: 'verifies version 1 unsubscribe links only; signs nothing' },

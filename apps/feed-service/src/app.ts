@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import { buildServer, type ReadinessProbe } from '@community/observability';
+import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/observability';
 import { registerAuth } from './http/auth';
 import { registerFeedRoutes } from './http/feed-routes';
 import type { FeedReader } from './read/feed-reader';
@@ -11,7 +11,8 @@ export interface AppDeps {
   logger: Logger;
   registry: Registry;
   reader: FeedReader;
-  jwtSecret: string;
+  /** Who may call (JWT_SECRET, ADMIN_KEYS, …): `authSettingsFrom(SERVICE_NAME, config)`. */
+  auth: AuthSettings;
   readiness: ReadinessProbe;
   readinessDetails: () => Record<string, unknown>;
 }
@@ -19,7 +20,7 @@ export interface AppDeps {
 /** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails, dependencyErrors: [pgUnavailable] });
-  registerAuth(app, deps.jwtSecret);
+  registerAuth(app, deps.auth);
   registerFeedRoutes(app, deps);
   return app;
 }

@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, validateOrThrow, type AnyEvent } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { SERVICE_NAME, type FeedConfig } from './config';
 import { createActivityHandler } from './handlers/activity';
@@ -95,7 +95,7 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
     logger,
     registry,
     reader,
-    jwtSecret: config.JWT_SECRET,
+    auth: authSettingsFrom(SERVICE_NAME, config),
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),

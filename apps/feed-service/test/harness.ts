@@ -8,11 +8,13 @@ import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, COMMUNITY_TOPOLOGY, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost, testRedisPrefix } from '@community/testing';
+import { createTestDatabase, createTestVhost, eventually, testLogger, testOperators, type TestDatabase, type TestVhost, testRedisPrefix } from '@community/testing';
 import { loadFeedConfig, type FeedConfig } from '../src/config';
 import { createFeedService, type FeedService } from '../src/service';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
+/** The operators ADMIN_KEYS trusts here (each with a key of their own). */
+export const OPERATORS = testOperators();
 export const DAY_MS = 86_400_000;
 
 /** Short retry tiers: a test waits seconds, not minutes, for a delayed retry. */
@@ -35,6 +37,7 @@ export interface Harness {
   /** A client on the same Redis and prefix as the service, for assertions and seeding. */
   redis: Redis;
   prefix: string;
+  /** A user token for `sub`; with the `admin` scope, the admin token of operator `sub` (EdDSA, own key). */
   token(sub: string, scope?: string): string;
   publish(event: { id: string; type: string; version: number; occurredAt: string; correlationId: string }): Promise<void>;
   feed(userId: string, query?: { limit?: number; cursor?: string }, as?: string): Promise<{ status: number; body: FeedBody; source?: string }>;
@@ -54,6 +57,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, prefi
     AMQP_URL: vhost?.url ?? 'amqp://guest:guest@127.0.0.1:5672',
     ...(options.redisUrl ? { REDIS_URL: options.redisUrl } : {}),
     JWT_SECRET,
+    ADMIN_KEYS: OPERATORS.adminKeys,
     PORT: '0',
     LOG_LEVEL: 'silent',
     DATABASE_POOL_MAX: '8',
@@ -88,7 +92,7 @@ export async function startHarness(name: string, options: HarnessOptions = {}): 
     vhost,
     redis,
     prefix,
-    token: (sub, scope) => service.app.jwt.sign(scope === undefined ? { sub } : { sub, scope }),
+    token: (sub, scope) => (scope?.split(' ').includes('admin') ? OPERATORS.token(sub, 'feed-service') : service.app.jwt.sign(scope === undefined ? { sub } : { sub, scope })),
     async publish(event) {
       if (!service.messaging) throw new Error('harness started without AMQP');
       await service.messaging.publisher.publish(event);

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { pgUnavailable } from '@community/db';
-import { buildServer, type ReadinessProbe } from '@community/observability';
+import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/observability';
 import { inboxGuards, registerAuth } from './http/auth';
 import { registerNotificationRoutes } from './http/notification-routes';
 import { registerPreferenceRoutes } from './http/preference-routes';
@@ -17,7 +17,8 @@ export interface AppDeps {
   registry: Registry;
   metrics: NotificationMetrics;
   hub: InboxHub;
-  jwtSecret: string;
+  /** Who may call (JWT_SECRET, ADMIN_KEYS, …): `authSettingsFrom(SERVICE_NAME, config)`. */
+  auth: AuthSettings;
   /** email-service's public key: its opt-out service tokens (EMAIL_SERVICE_VERIFY_KEY). */
   emailServiceVerifyKey: string;
   readiness: ReadinessProbe;
@@ -28,7 +29,7 @@ export interface AppDeps {
 /** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails, dependencyErrors: [pgUnavailable] });
-  registerAuth(app, deps.jwtSecret);
+  registerAuth(app, deps.auth);
   const guards = inboxGuards(deps.emailServiceVerifyKey);
   registerNotificationRoutes(app, { ...deps, guards });
   registerPreferenceRoutes(app, { ...deps, guards });

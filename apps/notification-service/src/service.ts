@@ -5,7 +5,7 @@ import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@commu
 import { classifyPgError, createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
+import { answers, authSettingsFrom, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
@@ -84,7 +84,7 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
     registry,
     metrics,
     hub,
-    jwtSecret: config.JWT_SECRET,
+    auth: authSettingsFrom(SERVICE_NAME, config),
     emailServiceVerifyKey: config.EMAIL_SERVICE_VERIFY_KEY,
     readiness: async () => ({
       ...readiness.checks(),

@@ -8,13 +8,15 @@ import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType
 import type { BatchItem, MessageContext } from '@community/messaging';
 import type { Messaging, Topology } from '@community/messaging';
 import type { OutboxRelay } from '@community/outbox';
-import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadNotificationConfig, type NotificationConfig } from '../src/config';
 import type { NotificationMetrics } from '../src/metrics';
 import { createNotificationService, type NotificationService } from '../src/service';
 import type { InboxHub } from '../src/sse/hub';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
+/** The operators ADMIN_KEYS trusts here (each with a key of their own). */
+export const OPERATORS = testOperators();
 
 export interface Harness {
   service: NotificationService;
@@ -26,7 +28,10 @@ export interface Harness {
   vhost?: TestVhost;
   messaging?: Messaging;
   relay?: OutboxRelay;
-  /** HS256 token for `sub` (optionally with a scope). */
+  /**
+   * A user token (HS256, iss/aud/exp) for `sub`, optionally with a scope; with the `admin` scope, the
+   * admin token of operator `sub` (EdDSA, their own key in ADMIN_KEYS): a user token's admin scope grants nothing.
+   */
   token(sub: string, scope?: string): string;
   /** Publishes through the service's own confirm publisher (routing key = type). */
   publish(event: AnyEvent): Promise<void>;
@@ -60,6 +65,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, optio
     // Without a vhost the service is built without messaging and never connects to this URL.
     AMQP_URL: vhost?.url ?? 'amqp://guest:guest@127.0.0.1:5672',
     JWT_SECRET,
+    ADMIN_KEYS: OPERATORS.adminKeys,
     PORT: '0',
     LOG_LEVEL: 'silent',
     DATABASE_POOL_MAX: '8',
@@ -98,7 +104,7 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
     vhost,
     messaging,
     relay,
-    token: (sub, scope) => app.jwt.sign(scope === undefined ? { sub } : { sub, scope }),
+    token: (sub, scope) => (scope?.split(' ').includes('admin') ? OPERATORS.token(sub, 'notification-service') : app.jwt.sign(scope === undefined ? { sub } : { sub, scope })),
     async publish(event) {
       if (!messaging) throw new Error('harness started without AMQP');
       await messaging.publisher.publish(event);

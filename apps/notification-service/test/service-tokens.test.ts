@@ -3,7 +3,7 @@ import { DEV_EMAIL_SERVICE_SIGNING_KEY } from '@community/config';
 import { createSigner } from 'fast-jwt';
 import { serviceTokenSigner } from '@community/observability';
 import { loadNotificationConfig } from '../src/config';
-import { bearer, JWT_SECRET, startHarness, type Harness } from './harness';
+import { bearer, JWT_SECRET, OPERATORS, startHarness, type Harness } from './harness';
 
 /**
  * email-service's service tokens (docs/EMAIL.md "Secrets"): signed with its own Ed25519 key, they
@@ -63,12 +63,15 @@ it('a token without the opt-out scope is 403 on preferences too', async () => {
 
 it('the same claims signed with JWT_SECRET, another key, for another audience, or expired get nothing', async () => {
   const now = Math.floor(Date.now() / 1000);
+  // A user token's verifier: neither iss nor aud is the user tokens' (USER_TOKEN_ISSUER/AUDIENCE), so 401.
   const forged = hs256({ iss: 'email-service', sub: 'email-service', aud: 'notification-service', scope: 'preferences:opt-out', iat: now, exp: now + 300 });
-  // Verified as a user token of subject 'email-service' without admin scope: not dave's.
   const viaSecret = await put('dave', forged, { mention: { email: 'off' } });
-  expect(viaSecret.statusCode).toBe(403);
-  expect(viaSecret.json().code).toBe('NS_FORBIDDEN_INBOX');
-  expect((await prefs('dave', forged)).statusCode).toBe(403);
+  expect(viaSecret.statusCode).toBe(401);
+  expect(viaSecret.json().message).toMatch(/(aud|iss) claim value is not allowed/);
+  // With the user tokens' iss and aud: a user token of subject 'email-service', not dave's.
+  const asUser = hs256({ iss: 'community-site', sub: 'email-service', aud: 'community-notifications', scope: 'preferences:opt-out', iat: now, exp: now + 300 });
+  expect((await put('dave', asUser, { mention: { email: 'off' } })).json()).toMatchObject({ statusCode: 403, code: 'NS_FORBIDDEN_INBOX' });
+  expect((await prefs('dave', asUser)).statusCode).toBe(403);
 
   const { privateKey } = generateKeyPairSync('ed25519');
   const otherKey = serviceTokenSigner({ signingKey: privateKey, issuer: 'email-service', audience: 'notification-service', scope: 'preferences:opt-out' })();
@@ -98,5 +101,5 @@ it('EMAIL_SERVICE_VERIFY_KEY: an Ed25519 public key, its development default ref
   expect(() => loadNotificationConfig({ EMAIL_SERVICE_VERIFY_KEY: DEV_EMAIL_SERVICE_SIGNING_KEY })).toThrow(/EMAIL_SERVICE_VERIFY_KEY/);
   expect(() => loadNotificationConfig({ NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40) })).toThrow(/EMAIL_SERVICE_VERIFY_KEY: the development default is refused when NODE_ENV=production/);
   const key = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
-  expect(loadNotificationConfig({ NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40), EMAIL_SERVICE_VERIFY_KEY: key }).EMAIL_SERVICE_VERIFY_KEY.trim()).toBe(key.trim());
+  expect(loadNotificationConfig({ NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40), ADMIN_KEYS: OPERATORS.adminKeys, EMAIL_SERVICE_VERIFY_KEY: key }).EMAIL_SERVICE_VERIFY_KEY.trim()).toBe(key.trim());
 });

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { pgUnavailable, type ScheduledJob, type Scheduler } from '@community/db';
 import type { ManagementTarget, Publisher } from '@community/messaging';
-import { buildServer, type ReadinessProbe } from '@community/observability';
+import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/observability';
 import type { ReconcilerConfig } from './config';
 import { registerAdminRoutes } from './http/admin-routes';
 import { registerAuth } from './http/auth';
@@ -19,7 +19,8 @@ export interface AppDeps {
   registry: Registry;
   metrics: ReconcilerMetrics;
   config: ReconcilerConfig;
-  jwtSecret: string;
+  /** Who may call (JWT_SECRET, ADMIN_KEYS, …): `authSettingsFrom(SERVICE_NAME, config)`. */
+  auth: AuthSettings;
   scheduler: Scheduler;
   jobs: readonly ScheduledJob[];
   watchdog: Watchdog;
@@ -38,7 +39,7 @@ export interface AppDeps {
 /** The admin API (docs/RECONCILER.md "HTTP API"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
   const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, dependencyErrors: [pgUnavailable] });
-  registerAuth(app, deps.jwtSecret);
+  registerAuth(app, deps.auth);
   registerAdminRoutes(app, deps);
   registerWhyRoute(app, deps);
   if (deps.dlqRoutes) app.register(deps.dlqRoutes);

@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, RECONCILER_LOW_PRIORITY_QUEUE } from '@community/contracts';
 import { classifyPgError, createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
 import { createMessaging, managementTargetFor, type ManagementTarget, type Messaging, type Topology } from '@community/messaging';
-import { answers, readinessState, type ReadinessState } from '@community/observability';
+import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { SERVICE_NAME, type ReconcilerConfig } from './config';
 import { createDlqConsole, type DlqConsole } from './dlq';
@@ -159,7 +159,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     registry,
     metrics,
     config,
-    jwtSecret: config.JWT_SECRET,
+    auth: authSettingsFrom(SERVICE_NAME, config),
     scheduler,
     jobs,
     watchdog,

@@ -2,13 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
+import { commonConfig, loadConfig } from '@community/config';
 import { createPgPool } from '@community/db';
 import { createMessaging, PermanentError, type Messaging, type Topology } from '@community/messaging';
-import { authGuards, buildServer, readinessState, registerAuth } from '@community/observability';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import { authGuards, authSettingsFrom, buildServer, readinessState, registerAuth } from '@community/observability';
+import { createTestDatabase, createTestVhost, eventually, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
 import { createDlqConsole, type DlqConsole } from '../src/dlq';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
+/** The operators ADMIN_KEYS trusts here (each with a key of their own): the ops CLI test signs as one. */
+export const OPERATORS = testOperators();
 export const EXCHANGE = 'shop.events';
 /** Two queues bound to the same routing key: a replay must reach only the one the message failed on. */
 export const WORK = 'shop.orders';
@@ -50,7 +53,9 @@ export interface DlqHarness {
   registry: Registry;
   /** Reasons the consumer of WORK fails with, by order id (PermanentError); delete one to "fix" it. */
   poisoned: Map<string, string>;
+  /** A user token for `sub`; with the `admin` scope, the admin token of operator `sub` (EdDSA, own key). */
   token(sub: string, scope?: string): string;
+  /** Headers with operator `sub`'s admin token (default alice). */
   adminHeaders(sub?: string): Record<string, string>;
   publish(order: Order): Promise<void>;
   /** Publishes orders that fail and waits until the console has stored them all. */
@@ -95,7 +100,8 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
   }
 
   const app = buildServer({ logger, registry, readiness: readinessState().checks });
-  registerAuth(app, JWT_SECRET);
+  // The reconciler's own auth rules (its name is the admin tokens' audience), config as in production.
+  registerAuth(app, authSettingsFrom('reconciler', loadConfig(commonConfig('reconciler'), { JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys })));
   const dlq = createDlqConsole({
     pool,
     amqpUrl: vhost.url,
@@ -113,7 +119,7 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
   await messaging.start();
   await dlq.start();
 
-  const token = (sub: string, scope?: string) => app.jwt.sign(scope ? { sub, scope } : { sub });
+  const token = (sub: string, scope?: string) => (scope?.split(' ').includes('admin') ? OPERATORS.token(sub, 'reconciler') : app.jwt.sign(scope ? { sub, scope } : { sub }));
   const publish = async (order: Order) => {
     await messaging.publisher.publish({ ...order, version: 1, occurredAt: new Date().toISOString(), correlationId: order.id }, { exchange: EXCHANGE, routingKey: 'order.placed' });
   };

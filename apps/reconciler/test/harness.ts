@@ -1,10 +1,12 @@
 import { Registry } from 'prom-client';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadReconcilerConfig, type ReconcilerConfig } from '../src/config';
 import { createReconcilerService, type ReconcilerService } from '../src/service';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
+/** The operators ADMIN_KEYS trusts here (each with a key of their own). */
+export const OPERATORS = testOperators();
 
 /** The reconciler's configuration against a test database and vhost (no breaker source: no email-service here). */
 export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, env: Record<string, string> = {}): ReconcilerConfig {
@@ -12,6 +14,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, env: 
     DATABASE_URL: db.url,
     AMQP_URL: vhost?.url ?? 'amqp://guest:guest@127.0.0.1:5672',
     JWT_SECRET,
+    ADMIN_KEYS: OPERATORS.adminKeys,
     PORT: '0',
     LOG_LEVEL: 'silent',
     COUNTER_BATCH_SIZE: '50',
@@ -24,6 +27,7 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, env: 
 export interface Reconciler {
   svc: ReconcilerService;
   registry: Registry;
+  /** The admin token of operator `sub` (default); with another scope, a user token of user `sub`. */
   token(sub?: string, scope?: string): string;
   close(): Promise<void>;
 }
@@ -44,7 +48,7 @@ export async function startReconciler(db: TestDatabase, vhost: TestVhost | undef
   return {
     svc,
     registry,
-    token: (sub = 'operator', scope = 'admin') => svc.app.jwt.sign({ sub, scope }),
+    token: (sub = 'operator', scope = 'admin') => (scope.split(' ').includes('admin') ? OPERATORS.token(sub, 'reconciler') : svc.app.jwt.sign({ sub, scope })),
     async close() {
       await svc.stop();
       await svc.app.close();

@@ -45,6 +45,32 @@ export const DEV_JWT_SECRET = 'dev-only-jwt-secret-change-me-0123456789abcdef';
  */
 export const DEV_UNSUBSCRIBE_TOKEN_SECRET = 'dev-only-unsubscribe-secret-change-me-0123456789';
 
+/**
+ * The development operator's admin key (docs/DEPLOY.md "Admin keys"): the public half, in ADMIN_KEYS'
+ * format. Its private half is DEV_ADMIN_SIGNING_KEY (keys.ts), which the ops CLI uses outside
+ * production when no OPS_ADMIN_KEY_FILE is given. Well known on purpose; production refuses it.
+ */
+export const DEV_ADMIN_KEY_ID = 'dev-operator-1';
+export const DEV_ADMIN_OPERATOR = 'dev-operator';
+export const DEV_ADMIN_KEYS = JSON.stringify([
+  { kid: DEV_ADMIN_KEY_ID, operator: DEV_ADMIN_OPERATOR, publicKey: 'MCowBQYDK2VwAyEAE4Fj3W0ClHRM0EDZrgm5R2B5jqJVsQIhSzLB+1lnWnk=' },
+]);
+
+/** What the community site writes in its user tokens' `iss` and `aud` by default (docs/CONTRACT.md "HTTP contract"). */
+export const DEFAULT_USER_TOKEN_ISSUER = 'community-site';
+export const DEFAULT_USER_TOKEN_AUDIENCE = 'community-notifications';
+
+/** The variables of bearer-token authentication (libs/observability `authSettingsFrom`); email-service has no authenticated route. */
+export const AUTH_VARIABLES = [
+  'JWT_SECRET',
+  'JWT_SECRET_PREVIOUS',
+  'USER_TOKEN_ISSUER',
+  'USER_TOKEN_AUDIENCE',
+  'USER_TOKEN_MAX_LIFETIME_MS',
+  'ADMIN_KEYS',
+  'ADMIN_TOKEN_MAX_LIFETIME_MS',
+] as const;
+
 export function commonConfig(service: ServiceName) {
   return [
     { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'] },
@@ -63,7 +89,39 @@ export function commonConfig(service: ServiceName) {
     { name: 'DATABASE_URL', kind: 'url', default: LOCAL_DEFAULTS.DATABASE_URL, protocols: ['postgresql:', 'postgres:'] },
     { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'] },
     { name: 'SMTP_URL', kind: 'url', default: LOCAL_DEFAULTS.SMTP_URL, protocols: ['smtp:', 'smtps:'] },
-    { name: 'JWT_SECRET', kind: 'string', default: DEV_JWT_SECRET, secret: true, refuseDefaultInProduction: true },
+    // User tokens (HS256, issued by the community site): at least 32 bytes of key, and refused at its
+    // development default in production. JWT_SECRET_PREVIOUS is still accepted while a rotation runs
+    // (docs/DEPLOY.md "Rotating the user-token secret"); nothing is signed with it.
+    { name: 'JWT_SECRET', kind: 'string', default: DEV_JWT_SECRET, minLength: 32, secret: true, refuseDefaultInProduction: true },
+    { name: 'JWT_SECRET_PREVIOUS', kind: 'string', optional: true, minLength: 32, secret: true, description: 'the user-token secret being rotated out; verified, never signed with' },
+    { name: 'USER_TOKEN_ISSUER', kind: 'string', default: DEFAULT_USER_TOKEN_ISSUER, description: "a user token's required `iss`" },
+    { name: 'USER_TOKEN_AUDIENCE', kind: 'string', default: DEFAULT_USER_TOKEN_AUDIENCE, description: "a user token's required `aud`" },
+    {
+      name: 'USER_TOKEN_MAX_LIFETIME_MS',
+      kind: 'duration-ms',
+      default: 3_600_000,
+      min: 1000,
+      max: 7 * 86_400_000,
+      description: 'longest a user token may live: exp - iat, and exp - now',
+    },
+    // Admin tokens (EdDSA): the operators' public keys, one entry per `kid`. No service holds a key
+    // that signs them (docs/DEPLOY.md "Admin keys").
+    {
+      name: 'ADMIN_KEYS',
+      kind: 'string',
+      default: DEV_ADMIN_KEYS,
+      format: 'admin-keys',
+      refuseDefaultInProduction: true,
+      description: 'JSON array of {kid, operator, publicKey}: the Ed25519 public keys of the operators',
+    },
+    {
+      name: 'ADMIN_TOKEN_MAX_LIFETIME_MS',
+      kind: 'duration-ms',
+      default: 3_600_000,
+      min: 1000,
+      max: 12 * 3_600_000,
+      description: 'longest an admin token may live: exp - iat, and exp - now',
+    },
     { name: 'LOG_LEVEL', kind: 'enum', values: LOG_LEVELS, default: 'info' },
     // 0 is allowed so tests can ask the OS for a free port.
     { name: 'PORT', kind: 'int', default: DEFAULT_PORTS[service], min: 0, max: 65535 },

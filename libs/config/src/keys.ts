@@ -46,3 +46,75 @@ export function ed25519KeyIssue(name: string, kind: 'private' | 'public', value:
     return { name, message: `${name}: ${(err as Error).message}` };
   }
 }
+
+/**
+ * The development operator's private key (ADMIN_KEYS' default entry `dev-operator-1`, common.ts):
+ * the ops CLI signs with it outside production when no OPS_ADMIN_KEY_FILE is given. Well known on
+ * purpose; production refuses the ADMIN_KEYS default that trusts it.
+ */
+export const DEV_ADMIN_SIGNING_KEY = `-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIKopA/E/spznCq9xYeBtt3lxwlFjpNiyT1PzmpX8IkVq
+-----END PRIVATE KEY-----
+`;
+
+/** One operator's admin key, as a service holds it: who the operator is, and the public half. */
+export interface AdminKey {
+  /** The JWT header `kid` that selects this key. */
+  kid: string;
+  /** The operator's identity, recorded in audits (never the token's own claims). */
+  operator: string;
+  publicKey: KeyObject;
+}
+
+const KID = /^[A-Za-z0-9._:-]{1,64}$/;
+const validOperator = (o: unknown): o is string => typeof o === 'string' && o.length > 0 && o.length <= 128 && o === o.trim() && !/\p{Cc}/u.test(o);
+
+/** An Ed25519 public key given as PEM (SPKI) or as the base64 of its SPKI DER (the PEM's one line). */
+function adminPublicKey(value: string): KeyObject {
+  if (value.includes('-----BEGIN')) return ed25519Key('public', value);
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value)) throw new Error('is neither PEM nor base64 SPKI DER');
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: Buffer.from(value, 'base64'), format: 'der', type: 'spki' });
+  } catch (err) {
+    throw new Error(`is not a base64 SPKI DER public key (${(err as Error).message})`);
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`expected an Ed25519 public key, got ${key.asymmetricKeyType ?? 'another'} key`);
+  return key;
+}
+
+/**
+ * ADMIN_KEYS: a JSON array of `{"kid", "operator", "publicKey"}` (docs/DEPLOY.md "Admin keys"), at
+ * least one entry, each kid once; several entries may name the same operator (a rotation). Throws
+ * what is wrong; the config loader prefixes the variable's name.
+ */
+export function parseAdminKeys(value: string): AdminKey[] {
+  const fail = (what: string): never => {
+    throw new Error(`${what} (expected a JSON array of {"kid", "operator", "publicKey"}, docs/DEPLOY.md "Admin keys")`);
+  };
+  let entries: unknown;
+  try {
+    entries = JSON.parse(value);
+  } catch (err) {
+    return fail(`is not JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(entries) || entries.length === 0) return fail('is not a non-empty array');
+  const keys: AdminKey[] = [];
+  entries.forEach((entry: unknown, i) => {
+    const at = `entry ${i}`;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) return fail(`${at} is not an object`);
+    const { kid, operator, publicKey, ...rest } = entry as Record<string, unknown>;
+    const extra = Object.keys(rest);
+    if (extra.length > 0) fail(`${at} has unknown field(s) ${extra.join(', ')}`);
+    if (typeof kid !== 'string' || !KID.test(kid)) return fail(`${at}: kid must be 1-64 characters of A-Z a-z 0-9 . _ : -`);
+    if (keys.some((k) => k.kid === kid)) return fail(`${at}: kid '${kid}' is listed twice`);
+    if (!validOperator(operator)) return fail(`${at} (kid '${kid}'): operator must be 1-128 printable characters, not starting or ending with a space`);
+    if (typeof publicKey !== 'string') return fail(`${at} (kid '${kid}'): publicKey is missing`);
+    try {
+      keys.push({ kid, operator, publicKey: adminPublicKey(publicKey.includes('\\n') ? publicKey.replace(/\\n/g, '\n') : publicKey.trim()) });
+    } catch (err) {
+      fail(`${at} (kid '${kid}'): publicKey ${(err as Error).message}`);
+    }
+  });
+  return keys;
+}

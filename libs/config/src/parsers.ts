@@ -1,5 +1,6 @@
 // One parser per kind. Each turns the raw string into a typed value or a sentence that says what is
 // wrong and what was expected; the loader prefixes the variable name and collects every problem.
+import { parseAdminKeys } from './keys';
 import type { VarSpec } from './spec';
 
 export type Parsed = { ok: true; value: unknown } | { ok: false; problem: string };
@@ -54,6 +55,13 @@ export function parseValue(spec: VarSpec, raw: string): Parsed {
     case 'string':
       if (spec.minLength !== undefined && raw.length < spec.minLength) {
         return bad(`${shown} is too short (expected at least ${spec.minLength} characters)`);
+      }
+      if (spec.format === 'admin-keys') {
+        try {
+          parseAdminKeys(raw);
+        } catch (err) {
+          return bad((err as Error).message);
+        }
       }
       return ok(raw);
 

@@ -27,6 +27,8 @@ export interface StringVar extends VarCommon {
   readonly kind: 'string';
   readonly default?: string;
   readonly minLength?: number;
+  /** A structured value checked at load (the value stays the string): `admin-keys` is ADMIN_KEYS' JSON (keys.ts). */
+  readonly format?: 'admin-keys';
 }
 
 export interface IntVar extends VarCommon {

@@ -1,17 +1,27 @@
-import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import fastifyJwt from '@fastify/jwt';
-import { createSigner, createVerifier } from 'fast-jwt';
+import { createDecoder, createSigner, createVerifier } from 'fast-jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { parseAdminKeys, type AdminKey } from '@community/config';
 import { defineErrors } from './http-errors';
 
 /**
- * Bearer-token authentication shared by every HTTP API (docs/CONTRACT.md "HTTP contract"): JWT
- * HS256, `sub` is the user id, an `admin` scope opens every user's resources and the admin routes.
+ * Bearer-token authentication shared by every HTTP API (docs/CONTRACT.md "HTTP contract"). Three
+ * principals, three kinds of token, none of which can be made from another's key:
+ * - users: HS256 with JWT_SECRET (the community site issues them), `iss`/`aud` pinned, `exp`
+ *   required and bounded; `sub` is the user id. An `admin` scope in such a token grants nothing.
+ * - operators: EdDSA signed with the operator's own Ed25519 key, selected by the header `kid`;
+ *   services hold only the public keys (ADMIN_KEYS), and the operator's identity is the one the
+ *   services bind to that kid, never a claim of the token.
+ * - services: EdDSA with the calling service's own key (`serviceTokens`), no `kid`.
  * Each service keeps its own error-code prefix (`NS_INVALID_TOKEN`, `FS_INVALID_TOKEN`, …).
  */
 export interface Principal {
+  /** The user id (`sub`); for an admin token the operator bound to its kid; for a service token its `sub`. */
   userId: string;
   admin: boolean;
+  /** Set for an admin token: the verified operator and the key that signed it. */
+  operator?: { name: string; kid: string };
   /**
    * Set for a service token (another service's own Ed25519 key, see `serviceTokens`): who issued it
    * and its scopes. Such a principal is never admin and passes only guards that name its scope.
@@ -25,12 +35,203 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal?: Principal;
   }
+  interface FastifyInstance {
+    /** The token verifiers `registerAuth` set up; `authGuards` use them. */
+    communityAuth: TokenAuthenticator;
+  }
 }
 
-/** HS256 only: a token signed with another algorithm (or `none`) is invalid, whatever its claims. */
-export function registerAuth(app: FastifyInstance, secret: string): void {
+/** The `iss` of every admin token: the ops tooling, whoever the operator is. */
+export const ADMIN_TOKEN_ISSUER = 'community-ops';
+
+/** What a service accepts (docs/CONTRACT.md "HTTP contract"), from its config: `authSettingsFrom`. */
+export interface AuthSettings {
+  /** This service's name: the `aud` its admin tokens must carry. */
+  service: string;
+  userTokens: {
+    /** JWT_SECRET: verifies, and signs in tests (`app.jwt.sign`). */
+    secret: string;
+    /** JWT_SECRET_PREVIOUS: still verifies during a rotation, signs nothing. */
+    previousSecret?: string;
+    issuer: string;
+    audience: string;
+    /** The longest a token may live: `exp - iat`, and `exp - now`. */
+    maxLifetimeMs: number;
+  };
+  adminTokens: {
+    /** ADMIN_KEYS: kid → operator and public key. */
+    keys: readonly AdminKey[];
+    maxLifetimeMs: number;
+  };
+}
+
+/** The config variables `authSettingsFrom` reads (commonConfig in libs/config). */
+export interface AuthConfig {
+  readonly JWT_SECRET: string;
+  readonly JWT_SECRET_PREVIOUS?: string;
+  readonly USER_TOKEN_ISSUER: string;
+  readonly USER_TOKEN_AUDIENCE: string;
+  readonly USER_TOKEN_MAX_LIFETIME_MS: number;
+  readonly ADMIN_KEYS: string;
+  readonly ADMIN_TOKEN_MAX_LIFETIME_MS: number;
+}
+
+export function authSettingsFrom(service: string, config: AuthConfig): AuthSettings {
+  return {
+    service,
+    userTokens: {
+      secret: config.JWT_SECRET,
+      previousSecret: config.JWT_SECRET_PREVIOUS,
+      issuer: config.USER_TOKEN_ISSUER,
+      audience: config.USER_TOKEN_AUDIENCE,
+      maxLifetimeMs: config.USER_TOKEN_MAX_LIFETIME_MS,
+    },
+    adminTokens: { keys: parseAdminKeys(config.ADMIN_KEYS), maxLifetimeMs: config.ADMIN_TOKEN_MAX_LIFETIME_MS },
+  };
+}
+
+/** Why a token was refused; `authGuards` turn it into the service's own coded 401. */
+export class TokenRefused extends Error {
+  constructor(
+    message: string,
+    /** The verifier's code (e.g. FAST_JWT_EXPIRED), or ours without the service prefix. */
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Verifies a bearer token's user or admin form; service tokens are the guards' (`serviceTokens`). */
+export interface TokenAuthenticator {
+  /** The principal of a valid token, or TokenRefused. */
+  authenticate(token: string): Principal;
+}
+
+interface RawHeader {
+  alg?: unknown;
+  kid?: unknown;
+}
+interface Claims {
+  sub?: unknown;
+  scope?: unknown;
+  iss?: unknown;
+  exp?: unknown;
+  iat?: unknown;
+}
+
+const decodeComplete = createDecoder({ complete: true });
+
+/** fast-jwt's refusals as TokenRefused, with its code (clients see e.g. FAST_JWT_EXPIRED as is). */
+function refusal(err: unknown): TokenRefused {
+  const e = err as { code?: string; message?: string };
+  return new TokenRefused(e.message ?? 'rejected', e.code ?? 'INVALID_TOKEN');
+}
+
+/** `exp - iat` (when there is an iat) and `exp - now` both within `maxMs`: a token minted to live longer is refused outright. */
+function checkLifetime(claims: Claims, maxMs: number, now: number, what: string): void {
+  const exp = claims.exp as number;
+  const iat = typeof claims.iat === 'number' ? claims.iat : undefined;
+  const lifetimeMs = (exp - (iat ?? now / 1000)) * 1000;
+  const remainingMs = exp * 1000 - now;
+  if (lifetimeMs > maxMs || remainingMs > maxMs) {
+    throw new TokenRefused(`the ${what} lives longer than allowed (${Math.round(Math.max(lifetimeMs, remainingMs) / 1000)} s > ${maxMs / 1000} s)`, 'TOKEN_LIFETIME_TOO_LONG');
+  }
+}
+
+/** The verifiers of user and admin tokens, built once per app (`registerAuth`). */
+export function tokenAuthenticator(settings: AuthSettings, clock: () => number = Date.now): TokenAuthenticator {
+  const user = settings.userTokens;
+  const userVerifier = (key: string) =>
+    createVerifier({ key, algorithms: ['HS256'], allowedIss: user.issuer, allowedAud: user.audience, requiredClaims: ['iss', 'aud', 'exp'], cache: false });
+  const userVerifiers = [userVerifier(user.secret), ...(user.previousSecret ? [userVerifier(user.previousSecret)] : [])];
+  const admins = new Map(
+    settings.adminTokens.keys.map((k) => [
+      k.kid,
+      {
+        key: k,
+        verify: createVerifier({
+          key: k.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+          algorithms: ['EdDSA'],
+          allowedIss: ADMIN_TOKEN_ISSUER,
+          allowedAud: settings.service,
+          requiredClaims: ['iss', 'aud', 'exp'],
+          cache: false,
+        }),
+      },
+    ]),
+  );
+
+  function authenticateUser(token: string): Principal {
+    let claims: Claims | undefined;
+    let firstError: unknown;
+    for (const verify of userVerifiers) {
+      try {
+        claims = verify(token) as Claims;
+        break;
+      } catch (err) {
+        firstError ??= err;
+        // Only a signature made with another key is worth the previous secret: any other refusal
+        // (expired, wrong audience) is the same whichever secret signed it.
+        if ((err as { code?: string }).code !== 'FAST_JWT_INVALID_SIGNATURE') break;
+      }
+    }
+    if (!claims) throw refusal(firstError);
+    checkLifetime(claims, user.maxLifetimeMs, clock(), 'user token');
+    if (typeof claims.sub !== 'string' || claims.sub.length === 0) throw new TokenRefused("the token has no 'sub' claim (the user id)", 'TOKEN_WITHOUT_SUBJECT');
+    return { userId: claims.sub, admin: false, expiresAt: expiresAtOf(claims.exp) };
+  }
+
+  function authenticateAdmin(token: string, kid: string): Principal {
+    const entry = admins.get(kid);
+    if (!entry) throw new TokenRefused(`admin token signed with an unknown key id '${kid}' (not in ADMIN_KEYS)`, 'ADMIN_KEY_UNKNOWN');
+    let claims: Claims;
+    try {
+      claims = entry.verify(token) as Claims;
+    } catch (err) {
+      throw refusal(err);
+    }
+    checkLifetime(claims, settings.adminTokens.maxLifetimeMs, clock(), 'admin token');
+    // The identity is the kid's, from the services' own config. A token that names someone else is
+    // refused rather than silently re-attributed: it is a forgery or a misconfigured tool either way.
+    if (claims.sub !== undefined && claims.sub !== entry.key.operator) {
+      throw new TokenRefused(`the admin token's sub ${JSON.stringify(claims.sub)} is not the operator of key '${kid}'`, 'ADMIN_SUBJECT_MISMATCH');
+    }
+    return { userId: entry.key.operator, admin: true, operator: { name: entry.key.operator, kid }, expiresAt: expiresAtOf(claims.exp) };
+  }
+
+  return {
+    authenticate(token) {
+      let header: RawHeader;
+      try {
+        header = (decodeComplete(token) as { header: RawHeader }).header;
+      } catch (err) {
+        throw refusal(err);
+      }
+      // An EdDSA token with a kid is an operator's; everything else must be a user token (HS256
+      // only: `none`, RS256 or an EdDSA token without a kid fail the user verifier).
+      if (header.alg === 'EdDSA' && header.kid !== undefined) {
+        if (typeof header.kid !== 'string') throw new TokenRefused('the header kid is not a string', 'ADMIN_KEY_UNKNOWN');
+        return authenticateAdmin(token, header.kid);
+      }
+      return authenticateUser(token);
+    },
+  };
+}
+
+/**
+ * Sets up authentication on an app: the verifiers the guards use (`app.communityAuth`), and
+ * @fastify/jwt with the same user-token rules, for `app.jwt.sign` (tests) and `request.jwtVerify`.
+ */
+export function registerAuth(app: FastifyInstance, settings: AuthSettings): void {
+  app.decorate('communityAuth', tokenAuthenticator(settings));
+  const user = settings.userTokens;
   // Loaded at app.ready() like every plugin: request.jwtVerify is only called once requests flow.
-  app.register(fastifyJwt, { secret, sign: { algorithm: 'HS256' }, verify: { algorithms: ['HS256'] } });
+  app.register(fastifyJwt, {
+    secret: user.secret,
+    // @fastify/jwt reads a number as seconds (jsonwebtoken's convention), fast-jwt as ms: a string is unambiguous.
+    sign: { algorithm: 'HS256', iss: user.issuer, aud: user.audience, expiresIn: `${Math.floor(Math.min(15 * 60_000, user.maxLifetimeMs) / 1000)}s` },
+    verify: { algorithms: ['HS256'], allowedIss: user.issuer, allowedAud: user.audience, requiredClaims: ['iss', 'aud', 'exp'] },
+  });
 }
 
 /** A JWT's `exp` (seconds) as ms since the epoch. */
@@ -70,14 +271,16 @@ export interface AuthGuardOptions {
   serviceTokens?: ServiceTokenOptions;
 }
 
-/** A JWT's header `alg`, undefined when the header is not one (the regular verifier then refuses it). */
-function headerAlg(request: FastifyRequest): string | undefined {
+/** The bearer token of a request, undefined without an `Authorization: Bearer …` header. */
+function bearerOf(request: FastifyRequest): string | undefined {
   const auth = request.headers.authorization;
-  if (typeof auth !== 'string' || !auth.startsWith('Bearer ')) return undefined;
-  const header = auth.slice(7).split('.')[0];
+  return typeof auth === 'string' && auth.startsWith('Bearer ') ? auth.slice(7) : undefined;
+}
+
+/** A JWT's header, undefined when the token is not one (the verifiers then refuse it). */
+function headerOf(token: string): RawHeader | undefined {
   try {
-    const alg = (JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as { alg?: unknown }).alg;
-    return typeof alg === 'string' ? alg : undefined;
+    return (decodeComplete(token) as { header: RawHeader }).header;
   } catch {
     return undefined;
   }
@@ -115,10 +318,62 @@ export function serviceTokenSigner(options: ServiceTokenSignerOptions): () => st
   return () => sign({ scope: options.scope });
 }
 
+export interface AdminTokenSignerOptions {
+  /** The operator's Ed25519 private key (PKCS#8 PEM or a KeyObject); never held by a service. */
+  signingKey: string | KeyObject;
+  /** Its kid in the services' ADMIN_KEYS. */
+  kid: string;
+  /** The service the token is for (its `aud`), e.g. `reconciler`. */
+  audience: string;
+  /** Lifetime (default 15 minutes; the services refuse more than ADMIN_TOKEN_MAX_LIFETIME_MS). */
+  ttlMs?: number;
+}
+
+/**
+ * Signs an operator's admin tokens (EdDSA, header `kid`, `iss` ADMIN_TOKEN_ISSUER): the ops CLI.
+ * No `sub`: who the operator is, the services read from the kid.
+ */
+export function adminTokenSigner(options: AdminTokenSignerOptions): () => string {
+  const sign = createSigner({
+    key: pemOf(options.signingKey, 'private'),
+    algorithm: 'EdDSA',
+    kid: options.kid,
+    iss: ADMIN_TOKEN_ISSUER,
+    aud: options.audience,
+    expiresIn: options.ttlMs ?? 15 * 60_000,
+  });
+  return () => sign({});
+}
+
+export interface UserTokenSignerOptions {
+  /** JWT_SECRET. */
+  secret: string;
+  issuer: string;
+  audience: string;
+  /** Lifetime (default 15 minutes). */
+  ttlMs?: number;
+}
+
+/** Signs user tokens as the community site does (HS256, `iss`, `aud`, `iat`, `exp`): tests and dev tooling. */
+export function userTokenSigner(options: UserTokenSignerOptions): (sub: string, claims?: Record<string, unknown>) => string {
+  const sign = createSigner({ key: options.secret, algorithm: 'HS256', iss: options.issuer, aud: options.audience, expiresIn: options.ttlMs ?? 15 * 60_000 });
+  return (sub, claims = {}) => sign({ ...claims, sub });
+}
+
+/** A new operator key pair: the private key (PKCS#8 PEM, for OPS_ADMIN_KEY_FILE) and its ADMIN_KEYS entry. */
+export function generateOperatorKey(operator: string, kid: string): { privateKeyPem: string; entry: { kid: string; operator: string; publicKey: string } } {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const entry = { kid, operator, publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
+  // The same checks the services run at start, so a bad kid or name fails here, not in production.
+  parseAdminKeys(JSON.stringify([entry]));
+  return { privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), entry };
+}
+
 /**
  * onRequest hooks, so authentication comes before validation: an anonymous caller learns nothing
  * about the API from 400s. 401 without a valid token; 403 when the subject is another user (and
- * the token has no admin scope), or when an admin route is called without the admin scope.
+ * the caller is no operator), or when an admin route is called without an operator's admin token.
+ * The verifiers are the app's (`registerAuth`), so these guards can be built before the config is read.
  */
 export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER', serviceTokens }: AuthGuardOptions) {
   const errors = defineErrors(prefix, {
@@ -126,9 +381,13 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
     TOKEN_WITHOUT_SUBJECT: { statusCode: 401, message: "the token has no 'sub' claim (the user id)" },
     FORBIDDEN_USER: {
       statusCode: 403,
-      message: (subject: string, target: string) => `user '${subject}' may not access the ${resource} of user '${target}' (admin scope required)`,
+      message: (subject: string, target: string) => `user '${subject}' may not access the ${resource} of user '${target}' (an operator's admin token required)`,
     },
-    ADMIN_REQUIRED: { statusCode: 403, message: (subject: string) => `user '${subject}' may not use this route (admin scope required)` },
+    ADMIN_REQUIRED: {
+      statusCode: 403,
+      message: (subject: string) =>
+        `user '${subject}' may not use this route: admin routes need an operator's admin token (EdDSA, signed with a key in ADMIN_KEYS); the 'admin' scope of a user token grants nothing`,
+    },
     SERVICE_FORBIDDEN: { statusCode: 403, message: (issuer: string, what: string) => `a service token of '${issuer}' may not ${what}` },
   });
   const verifyServiceToken = serviceTokens
@@ -142,39 +401,43 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
       })
     : undefined;
 
+  const invalid = (reason: string, code: string) => {
+    const error = errors.INVALID_TOKEN(reason);
+    // The verifier's own code (e.g. FAST_JWT_EXPIRED) says more than ours; clients see it as is.
+    if (code.startsWith('FAST_JWT_')) return error.withCode(code);
+    return code === 'INVALID_TOKEN' ? error : error.withCode(`${prefix}${code}`);
+  };
+
   /** A service token: its signature, issuer, audience and expiry, or 401 like any bad token. */
-  function authenticateService(request: FastifyRequest, verify: (token: string) => unknown): Principal {
-    let payload: { sub?: unknown; scope?: unknown; iss?: unknown; exp?: unknown };
+  function authenticateService(token: string, verify: (token: string) => unknown): Principal {
+    let payload: Claims;
     try {
-      payload = verify((request.headers.authorization as string).slice(7)) as typeof payload;
+      payload = verify(token) as Claims;
     } catch (err) {
-      const e = err as { code?: string; message?: string };
-      const invalid = errors.INVALID_TOKEN(e.message ?? 'rejected');
-      throw e.code ? invalid.withCode(e.code) : invalid;
+      const r = refusal(err);
+      throw invalid(r.message, r.code);
     }
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw errors.TOKEN_WITHOUT_SUBJECT();
-    const principal: Principal = { userId: payload.sub, admin: false, service: { issuer: String(payload.iss), scopes: scopesOf(payload.scope) }, expiresAt: expiresAtOf(payload.exp) };
-    request.principal = principal;
-    return principal;
+    return { userId: payload.sub, admin: false, service: { issuer: String(payload.iss), scopes: scopesOf(payload.scope) }, expiresAt: expiresAtOf(payload.exp) };
   }
 
   async function authenticate(request: FastifyRequest): Promise<Principal> {
-    // EdDSA is only ever a service token: the user-token verifier accepts HS256 alone.
-    if (verifyServiceToken && headerAlg(request) === 'EdDSA') return authenticateService(request, verifyServiceToken);
-    let payload: { sub?: unknown; scope?: unknown; exp?: unknown };
-    try {
-      payload = await request.jwtVerify<{ sub?: unknown; scope?: unknown; exp?: unknown }>();
-    } catch (err) {
-      const e = err as { statusCode?: number; code?: string; message?: string };
-      // Whatever the verifier refused is "no valid token": @fastify/jwt answers 400 for a malformed
-      // header, and lets some of fast-jwt's errors (e.g. a disallowed algorithm) through without a status.
-      if (e.statusCode === 401) throw err;
-      const invalid = errors.INVALID_TOKEN(e.message ?? 'rejected');
-      // The verifier's own code (e.g. FAST_JWT_EXPIRED) says more than ours; clients see it as is.
-      throw e.code ? invalid.withCode(e.code) : invalid;
+    const token = bearerOf(request);
+    if (token === undefined) throw invalid(request.headers.authorization === undefined ? 'no Authorization header (Bearer token expected)' : 'the Authorization header is not a Bearer token', 'INVALID_TOKEN');
+    const header = headerOf(token);
+    let principal: Principal;
+    // EdDSA without a kid is only ever a service token; with a kid, an operator's admin token.
+    if (verifyServiceToken && header?.alg === 'EdDSA' && header.kid === undefined) principal = authenticateService(token, verifyServiceToken);
+    else {
+      try {
+        if (!request.server.communityAuth) throw new Error('authGuards need registerAuth(app, authSettingsFrom(…)) on the app');
+        principal = request.server.communityAuth.authenticate(token);
+      } catch (err) {
+        if (!(err instanceof TokenRefused)) throw err;
+        if (err.code === 'TOKEN_WITHOUT_SUBJECT') throw errors.TOKEN_WITHOUT_SUBJECT();
+        throw invalid(err.message, err.code);
+      }
     }
-    if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw errors.TOKEN_WITHOUT_SUBJECT();
-    const principal: Principal = { userId: payload.sub, admin: scopesOf(payload.scope).includes('admin'), expiresAt: expiresAtOf(payload.exp) };
     request.principal = principal;
     return principal;
   }

@@ -10,8 +10,29 @@ export { buildServer, listen } from './server';
 export type { ServerOptions } from './server';
 export { runService } from './run-service';
 export type { RunningService, RunServiceOptions } from './run-service';
-export { authGuards, registerAuth, serviceTokenSigner } from './auth';
-export type { AuthGuardOptions, Principal, ServiceTokenOptions, ServiceTokenSignerOptions } from './auth';
+export {
+  ADMIN_TOKEN_ISSUER,
+  adminTokenSigner,
+  authGuards,
+  authSettingsFrom,
+  generateOperatorKey,
+  registerAuth,
+  serviceTokenSigner,
+  tokenAuthenticator,
+  TokenRefused,
+  userTokenSigner,
+} from './auth';
+export type {
+  AdminTokenSignerOptions,
+  AuthConfig,
+  AuthGuardOptions,
+  AuthSettings,
+  Principal,
+  ServiceTokenOptions,
+  ServiceTokenSignerOptions,
+  TokenAuthenticator,
+  UserTokenSignerOptions,
+} from './auth';
 export { startTracing, tracingSettings } from './tracing';
 export type { StartTracingOptions, Tracing, TracingSettings } from './tracing';
 export { serviceMain } from './service-main';

@@ -4,3 +4,4 @@ export * from './db';
 export * from './db-faults';
 export * from './tcp-proxy';
 export * from './names';
+export * from './tokens';
