@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import fastifyJwt from '@fastify/jwt';
-import type { FastifyInstance } from 'fastify';
+import fastifyRateLimit from '@fastify/rate-limit';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { CorrelationIdSchema } from '@community/contracts';
 import { pgUnavailable } from '@community/db';
-import { buildServer, type Logger, type ReadinessProbe } from '@community/observability';
+import { buildServer, registerAuth, type AuthSettings, type Logger, type ReadinessProbe } from '@community/observability';
+import { actorHooks } from './http/actor';
 import { registerContentRoutes } from './http/content-routes';
 import { registerSecurityAlertRoutes } from './http/security-alert-routes';
 import { ERRORS } from './http/errors';
@@ -20,8 +21,21 @@ export interface AppDeps {
   readiness: ReadinessProbe;
   /** Shown in /readyz without deciding it (e.g. the broker blocking publishes: a broker-wide alarm). */
   readinessDetails?: () => Record<string, unknown>;
-  /** Verifies `Authorization: Bearer` tokens (HS256, `sub` = acting user). */
-  jwtSecret: string;
+  /** Who may call (JWT_SECRET, USER_TOKEN_*, ADMIN_KEYS, …): `authSettingsFrom(SERVICE_NAME, config)`. */
+  auth: AuthSettings;
+  /** NODE_ENV=production: x-user-id refused, tokens required (http/actor.ts). */
+  production: boolean;
+  /** Who may raise security alerts with a service token, and its public key (required in production). */
+  securityAlerts: { issuer: string; verifyKey?: string };
+  /** Writes per actor (user, service, or client IP when anonymous) in each window; then 429. */
+  writeRateLimit: { max: number; windowMs: number };
+}
+
+/** The write routes' onRequest hooks: who acts (http/actor.ts), then the rate limit on that actor. */
+export interface WriteGuards {
+  userWrite: onRequestHookHandler[];
+  profileWrite: onRequestHookHandler[];
+  securityAlert: onRequestHookHandler[];
 }
 
 const CORRELATION_HEADER = 'x-correlation-id';
@@ -48,7 +62,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       bodyLimit: 64 * 1024,
     },
   });
-  app.register(fastifyJwt, { secret: deps.jwtSecret, verify: { algorithms: ['HS256'] } });
+  registerAuth(app, deps.auth);
   // The id goes into every event's correlationId, which the contract bounds: refused here with a 400,
   // it would otherwise fail the event's validation inside the transaction (a 500).
   app.addHook('onRequest', async (request) => {
@@ -61,8 +75,51 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     reply.header(CORRELATION_HEADER, request.id);
   });
   refuseUnstorableText(app);
-  registerUserRoutes(app, deps.pool);
-  registerContentRoutes(app, deps.pool);
-  registerSecurityAlertRoutes(app, deps.pool);
+  // The API in a scope of its own: its error handler (no raw message in a 500) and its rate limit
+  // apply to its routes, not to the ops routes buildServer added.
+  app.register(async (api) => {
+    answerCrashesGenerically(api);
+    const { max, windowMs } = deps.writeRateLimit;
+    await api.register(fastifyRateLimit, {
+      global: false,
+      max,
+      timeWindow: windowMs,
+      // One budget per actor across every write route; the actor hook runs first (route onRequest).
+      keyGenerator: (request) => request.actor?.rateKey ?? `ip:${request.ip}`,
+      errorResponseBuilder: (_request, context) => ERRORS.RATE_LIMITED(String(context.max), `${windowMs / 1000} s`, String(Math.max(1, Math.ceil(context.ttl / 1000)))),
+    });
+    const limit = api.rateLimit() as unknown as onRequestHookHandler;
+    const hooks = actorHooks({ production: deps.production, securityAlerts: deps.securityAlerts });
+    const guards: WriteGuards = {
+      userWrite: [hooks.userWrite as onRequestHookHandler, limit],
+      profileWrite: [hooks.profileWrite as onRequestHookHandler, limit],
+      securityAlert: [hooks.securityAlert as onRequestHookHandler, limit],
+    };
+    registerUserRoutes(api, deps.pool, guards);
+    registerContentRoutes(api, deps.pool, guards);
+    registerSecurityAlertRoutes(api, deps.pool, guards);
+  });
   return app;
+}
+
+/**
+ * A crash (a 5xx nobody coded: a bug, a constraint, a trigger) is answered `500 INTERNAL_ERROR`
+ * with a generic message: a driver's or a query's text says things about the database a client
+ * has no business reading. The error itself is logged with the request id, which the response
+ * carries (x-correlation-id). Coded errors, unavailable dependencies (503) and fastify's own 4xx
+ * (validation, body too large) are answered by the shared handler as before.
+ */
+function answerCrashesGenerically(api: FastifyInstance): void {
+  const shared = api.errorHandler;
+  api.setErrorHandler(function crashes(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    try {
+      return shared.call(this, error, request, reply);
+    } catch (unhandled) {
+      const status = (unhandled as { statusCode?: unknown }).statusCode;
+      if (typeof status === 'number' && status < 500) throw unhandled;
+      const crash = ERRORS.INTERNAL_ERROR();
+      request.log.error({ err: unhandled, code: crash.code }, 'request failed');
+      return reply.code(500).send({ statusCode: 500, code: crash.code, error: 'Internal Server Error', message: crash.message });
+    }
+  });
 }

@@ -1,7 +1,10 @@
-import { commonConfig, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
+import { commonConfig, ConfigError, ed25519KeyIssue, loadConfig, type ConfigIssue, type ConfigOf, type ConfigSpec } from '@community/config';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
 export const SERVICE_NAME = 'demo-community-api';
+
+/** The scope a service token needs to raise a security alert (POST /v1/security-alerts). */
+export const SECURITY_ALERT_SCOPE = 'security-alerts:raise';
 
 /** This app's variables on top of the shared ones (AMQP_URL, DATABASE_URL, PORT, ...). */
 export const DEMO_CONFIG = [
@@ -9,17 +12,66 @@ export const DEMO_CONFIG = [
   {
     name: 'DEMO_TRAFFIC_RATE',
     kind: 'int',
-    default: 2,
+    // Off unless asked for: the generator creates users and makes the pipeline send real email.
+    // `npm start` asks for 2/s (scripts/dev/start.mjs); production refuses anything but 0.
+    default: 0,
     min: 0,
     max: 10_000,
-    description: 'Actions per second of the built-in traffic generator, started after listening (0 disables)',
+    description: 'Actions per second of the built-in traffic generator, started after listening (0, the default: off)',
   },
+  {
+    name: 'SECURITY_ALERTS_ISSUER',
+    kind: 'string',
+    default: 'community-platform',
+    description: "The service whose Ed25519 service tokens may raise security alerts (their `iss`; `aud` must be demo-community-api)",
+  },
+  {
+    name: 'SECURITY_ALERTS_VERIFY_KEY',
+    kind: 'string',
+    optional: true,
+    description: "SECURITY_ALERTS_ISSUER's Ed25519 public key (SPKI PEM). Required in production; unset elsewhere: alerts need no token",
+  },
+  {
+    name: 'DEMO_WRITE_RATE_LIMIT',
+    kind: 'int',
+    default: 120,
+    min: 1,
+    max: 1_000_000,
+    description: 'Writes per acting user (or per client IP when anonymous) in each DEMO_WRITE_RATE_WINDOW_MS; more are answered 429',
+  },
+  { name: 'DEMO_WRITE_RATE_WINDOW_MS', kind: 'duration-ms', default: 60_000, min: 1000, max: 86_400_000, description: 'The window of DEMO_WRITE_RATE_LIMIT' },
   { name: 'OUTBOX_POLL_INTERVAL_MS', kind: 'duration-ms', default: 1000, min: 10, description: 'Relay polling fallback when no NOTIFY arrives' },
   { name: 'OUTBOX_BATCH_SIZE', kind: 'int', default: 200, min: 1, max: 5000, description: 'Outbox rows per relay cycle' },
 ] as const satisfies ConfigSpec;
 
-export type DemoConfig = ConfigOf<typeof DEMO_CONFIG>;
+export type DemoConfig = ConfigOf<typeof DEMO_CONFIG> & {
+  /**
+   * NODE_ENV=production: x-user-id is refused (writes need a user token), security alerts need a
+   * service token, and the traffic generator may not run.
+   */
+  readonly production: boolean;
+};
 
 export function loadDemoConfig(env: Record<string, string | undefined> = process.env): DemoConfig {
-  return loadConfig(DEMO_CONFIG, env);
+  const config = loadConfig(DEMO_CONFIG, env);
+  const production = env['NODE_ENV'] === 'production';
+  const issues: ConfigIssue[] = [];
+  const key = config.SECURITY_ALERTS_VERIFY_KEY;
+  if (key !== undefined) {
+    const issue = ed25519KeyIssue('SECURITY_ALERTS_VERIFY_KEY', 'public', key);
+    if (issue) issues.push(issue);
+  } else if (production) {
+    issues.push({
+      name: 'SECURITY_ALERTS_VERIFY_KEY',
+      message: `SECURITY_ALERTS_VERIFY_KEY: is required when NODE_ENV=production (expected the Ed25519 public key, SPKI PEM, of ${config.SECURITY_ALERTS_ISSUER}, which signs the service tokens that raise security alerts)`,
+    });
+  }
+  if (production && config.DEMO_TRAFFIC_RATE > 0) {
+    issues.push({
+      name: 'DEMO_TRAFFIC_RATE',
+      message: `DEMO_TRAFFIC_RATE: must be 0 when NODE_ENV=production (expected 0: the generator creates fake users and acts through x-user-id, which production refuses), got ${config.DEMO_TRAFFIC_RATE}`,
+    });
+  }
+  if (issues.length > 0) throw new ConfigError(issues);
+  return Object.freeze({ ...config, production });
 }

@@ -1,7 +1,8 @@
 /**
  * Composition root of the demo community API (port 3000): the reference producer. Writes and their
  * events commit together through the outbox; an in-process relay publishes them with confirms; a
- * built-in traffic generator (DEMO_TRAFFIC_RATE, default 2/s) makes notifications flow on `npm start`.
+ * built-in traffic generator (DEMO_TRAFFIC_RATE, off by default; `npm start` asks for 2/s) makes
+ * notifications flow on the local demo.
  */
 // First: tracing must be set up before the rest is loaded (docs/TRACING.md).
 import { tracing } from './tracing';

@@ -4,7 +4,7 @@ import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, brokerDetails, readinessState, type Logger, type ReadinessState } from '@community/observability';
+import { answers, authSettingsFrom, brokerDetails, readinessState, type Logger, type ReadinessState } from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
 import { buildApp } from './app';
@@ -27,7 +27,7 @@ export interface DemoService {
   messaging: Messaging;
   relay: OutboxRelay;
   /**
-   * Connects to the broker, starts the outbox relay, then (DEMO_TRAFFIC_RATE > 0) the traffic
+   * Connects to the broker, starts the outbox relay, then (DEMO_TRAFFIC_RATE > 0, off by default) the traffic
    * generator, which calls this very server: start() must run after the app listens.
    */
   start(): Promise<void>;
@@ -59,7 +59,10 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
     pool,
     logger,
     registry,
-    jwtSecret: config.JWT_SECRET,
+    auth: authSettingsFrom(SERVICE_NAME, config),
+    production: config.production,
+    securityAlerts: { issuer: config.SECURITY_ALERTS_ISSUER, verifyKey: config.SECURITY_ALERTS_VERIFY_KEY },
+    writeRateLimit: { max: config.DEMO_WRITE_RATE_LIMIT, windowMs: config.DEMO_WRITE_RATE_WINDOW_MS },
     readiness: async () => ({
       ...readiness.checks(),
       database: await answers(() => pool.query('SELECT 1')),
@@ -84,7 +87,7 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
       if (config.DEMO_TRAFFIC_RATE > 0) {
         const { port } = app.server.address() as AddressInfo;
         traffic = startTraffic({ baseUrl: `http://127.0.0.1:${port}`, rate: config.DEMO_TRAFFIC_RATE, logger: logger.child({ component: 'traffic' }) });
-        logger.info({ rate: config.DEMO_TRAFFIC_RATE }, 'demo traffic started (DEMO_TRAFFIC_RATE=0 disables it)');
+        logger.info({ rate: config.DEMO_TRAFFIC_RATE }, 'demo traffic started (DEMO_TRAFFIC_RATE=0, the default, turns it off)');
       }
     },
     async stop() {

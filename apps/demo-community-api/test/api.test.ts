@@ -3,18 +3,19 @@ import type { Pool } from 'pg';
 import { validate } from '@community/contracts';
 import { createTestDatabase, type TestDatabase } from '@community/testing';
 import type { DemoService } from '../src/service';
-import { count, createUsers, eventsOf, testService } from './helpers';
+import { count, createUsers, eventsOf, recordingLogger, testService } from './helpers';
 
 /** Every write and its events in one transaction; bad input answered 4xx with a reason and nothing written. */
 let db: TestDatabase;
 let service: DemoService;
 let pool: Pool;
 let app: FastifyInstance;
+const log = recordingLogger();
 
 beforeAll(async () => {
   db = await createTestDatabase('demo_api');
   // HTTP only: the service is built but not started, so nothing is relayed to a broker.
-  service = testService(db);
+  service = testService(db, { logger: log.logger });
   ({ pool, app } = service);
   await app.ready();
   await createUsers(app, ['ada', 'bob', 'grace', 'carol']);
@@ -63,7 +64,9 @@ describe('POST /v1/users', () => {
     expect(noEmail.json().message).toBe("body must have required property 'email'");
     const taken = await app.inject({ method: 'POST', url: '/v1/users', payload: { id: 'eve', email: 'ada@example.test', displayName: 'Eve' } });
     expect(taken.statusCode).toBe(409);
-    expect(taken.json()).toMatchObject({ code: 'EMAIL_TAKEN', message: 'The email address is already used by user "ada"' });
+    // 409, and not a word about who holds the address.
+    expect(taken.json()).toEqual({ statusCode: 409, code: 'EMAIL_TAKEN', error: 'Conflict', message: 'The email address is already used by another user' });
+    expect(taken.body).not.toContain('ada');
     expect([await count(pool, 'community_users'), await count(pool, 'outbox_messages')]).toEqual([users, outbox]);
   });
 
@@ -86,6 +89,19 @@ describe('POST /v1/users', () => {
   });
 });
 
+describe('acting users outside production', () => {
+  it('takes a user token besides x-user-id, and a token writes only its own profile', async () => {
+    const token = { authorization: `Bearer ${app.jwt.sign({ sub: 'frank' })}` };
+    const own = await app.inject({ method: 'POST', url: '/v1/users', headers: token, payload: { id: 'frank', email: 'frank@example.test', displayName: 'Frank' } });
+    expect(own.statusCode).toBe(201);
+    const other = await app.inject({ method: 'POST', url: '/v1/users', headers: token, payload: { id: 'ada', email: 'frank2@example.test', displayName: 'Ada' } });
+    expect(other.json()).toMatchObject({ statusCode: 403, code: 'PROFILE_FORBIDDEN' });
+    const byHeader = await app.inject({ method: 'POST', url: '/v1/users', headers: as('frank'), payload: { id: 'ada', email: 'frank2@example.test', displayName: 'Ada' } });
+    expect(byHeader.json()).toMatchObject({ statusCode: 403, code: 'PROFILE_FORBIDDEN' });
+    expect((await pool.query('SELECT email FROM community_users WHERE id = $1', ['ada'])).rows).toEqual([{ email: 'ada@example.test' }]);
+  });
+});
+
 describe('POST /v1/posts', () => {
   it('needs a known acting user (x-user-id or a Bearer JWT) and emits post.published under the author', async () => {
     const payload = { title: 'Idempotency keys', body: 'In practice.' };
@@ -96,6 +112,7 @@ describe('POST /v1/posts', () => {
 
     const token = app.jwt.sign({ sub: 'grace' });
     const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: { authorization: `Bearer ${token}` }, payload });
+    expect(res.json()).toMatchObject({ authorId: 'grace' });
     expect(res.statusCode).toBe(201);
     expect(res.json()).toMatchObject({ authorId: 'grace', title: 'Idempotency keys' });
     const events = await eventsOf(pool, res.headers['x-correlation-id']);
@@ -211,6 +228,11 @@ describe('POST /v1/security-alerts', () => {
       const res = await app.inject({ method: 'POST', url: '/v1/security-alerts', payload: { userId: 'bob', kind: 'new-login', detail: 'Chrome' } });
       expect(res.statusCode).toBe(500);
       expect(await count(pool, 'community_security_alerts')).toBe(before);
+      // A generic coded body (the database's words stay out of it); the error itself is in the log under the request id.
+      expect(res.json()).toEqual({ statusCode: 500, code: 'INTERNAL_ERROR', error: 'Internal Server Error', message: expect.stringContaining('logged under this request id') });
+      expect(res.body).not.toContain('outbox unavailable');
+      const logged = log.lines.find((l) => l.reqId === res.headers['x-correlation-id'] && l.code === 'INTERNAL_ERROR');
+      expect(logged).toMatchObject({ level: 50, err: { message: expect.stringContaining('outbox unavailable') } });
     } finally {
       await pool.query('DROP TRIGGER refuse_alerts ON outbox_messages; DROP FUNCTION refuse_alerts()');
     }

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
+import pino from 'pino';
 import { Registry } from 'prom-client';
+import type { Logger } from '@community/observability';
 import type { Topology } from '@community/messaging';
 import { testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadDemoConfig } from '../src/config';
@@ -12,7 +14,10 @@ export const JWT_SECRET = 'test-secret-for-demo-community-api-0123456789';
  * The service as main.ts builds it, on a test database (and vhost, for tests that start it: without
  * start() nothing connects to the broker). No built-in traffic: tests make their own.
  */
-export function testService(db: TestDatabase, options: { vhost?: TestVhost; topology?: Topology } = {}): DemoService {
+export function testService(
+  db: TestDatabase,
+  options: { vhost?: TestVhost; topology?: Topology; env?: Record<string, string>; logger?: Logger } = {},
+): DemoService {
   const config = loadDemoConfig({
     DATABASE_URL: db.url,
     AMQP_URL: options.vhost?.url ?? 'amqp://guest:guest@127.0.0.1:5672',
@@ -20,8 +25,16 @@ export function testService(db: TestDatabase, options: { vhost?: TestVhost; topo
     PORT: '0',
     LOG_LEVEL: 'silent',
     DEMO_TRAFFIC_RATE: '0',
+    ...options.env,
   });
-  return createDemoService(config, { logger: testLogger(), registry: new Registry(), topology: options.topology });
+  return createDemoService(config, { logger: options.logger ?? testLogger(), registry: new Registry(), topology: options.topology });
+}
+
+/** A logger that keeps what it writes, to read a line back (parsed) instead of guessing from outside. */
+export function recordingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  return { logger, lines };
 }
 
 export interface OutboxRow {

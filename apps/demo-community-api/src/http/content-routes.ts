@@ -6,12 +6,13 @@ import { excerpt, MAX_HANDLES, mentionedUsers, parseHandles } from '../domain/me
 import { addReaction, commentAuthor, insertComment, insertPost, postAuthor } from '../store/content';
 import { EventBatch } from '../store/outbox';
 import { resolveHandles } from '../store/users';
+import type { WriteGuards } from '../app';
 import { actingUser } from './actor';
 import { ERRORS } from './errors';
 import { AddReactionBody, CreateCommentBody, CreatePostBody, PostParams } from './schemas';
 
-export function registerContentRoutes(app: FastifyInstance, pool: Pool): void {
-  app.post<{ Body: CreatePostBody }>('/v1/posts', { schema: { body: CreatePostBody } }, async (request, reply) => {
+export function registerContentRoutes(app: FastifyInstance, pool: Pool, guards: WriteGuards): void {
+  app.post<{ Body: CreatePostBody }>('/v1/posts', { schema: { body: CreatePostBody }, onRequest: guards.userWrite }, async (request, reply) => {
     const authorId = await actingUser(request, pool);
     const { title, body } = request.body;
     const id = randomUUID();
@@ -26,7 +27,7 @@ export function registerContentRoutes(app: FastifyInstance, pool: Pool): void {
 
   app.post<{ Params: PostParams; Body: CreateCommentBody }>(
     '/v1/posts/:postId/comments',
-    { schema: { params: PostParams, body: CreateCommentBody } },
+    { schema: { params: PostParams, body: CreateCommentBody }, onRequest: guards.userWrite },
     async (request, reply) => {
       const authorId = await actingUser(request, pool);
       const { postId } = request.params;
@@ -60,7 +61,7 @@ export function registerContentRoutes(app: FastifyInstance, pool: Pool): void {
     },
   );
 
-  app.post<{ Body: AddReactionBody }>('/v1/reactions', { schema: { body: AddReactionBody } }, async (request, reply) => {
+  app.post<{ Body: AddReactionBody }>('/v1/reactions', { schema: { body: AddReactionBody }, onRequest: guards.userWrite }, async (request, reply) => {
     const actorId = await actingUser(request, pool);
     const { targetType, targetId, emoji } = request.body;
     const result = await withTransaction(pool, async (tx) => {

@@ -3,7 +3,8 @@ import type { Pool, PoolClient } from 'pg';
 import { isUniqueViolation, withTransaction } from '@community/db';
 import { EventBatch } from '../store/outbox';
 import { addFollow, emailHolder, removeFollow, upsertUser, userExists, type UserRow } from '../store/users';
-import { actingUser } from './actor';
+import type { WriteGuards } from '../app';
+import { actingUser, assertMayWriteProfile } from './actor';
 import { ERRORS } from './errors';
 import { UpsertUserBody, UserParams } from './schemas';
 
@@ -11,17 +12,20 @@ function toUser(r: UserRow) {
   return { id: r.id, email: r.email, displayName: r.display_name, locale: r.locale, createdAt: r.created_at, updatedAt: r.updated_at };
 }
 
-export function registerUserRoutes(app: FastifyInstance, pool: Pool): void {
+export function registerUserRoutes(app: FastifyInstance, pool: Pool, guards: WriteGuards): void {
   /**
-   * Creates or replaces a user by id. `user.upserted` is emitted only when something changed, so
-   * re-sending the same profile (the traffic generator does at every start) is a quiet no-op.
+   * Creates or replaces a user by id: the acting user's own profile (an admin token: anyone's;
+   * outside production also anonymously, as the demo's traffic does). `user.upserted` is emitted
+   * only when something changed, so re-sending the same profile (the traffic generator does at
+   * every start) is a quiet no-op.
    */
-  app.post<{ Body: UpsertUserBody }>('/v1/users', { schema: { body: UpsertUserBody } }, async (request, reply) => {
+  app.post<{ Body: UpsertUserBody }>('/v1/users', { schema: { body: UpsertUserBody }, onRequest: guards.profileWrite }, async (request, reply) => {
     const { id, email, displayName, locale } = request.body;
+    assertMayWriteProfile(request, id);
     try {
       const { row, inserted } = await withTransaction(pool, async (tx) => {
-        const holder = await emailHolder(tx, email, id);
-        if (holder !== undefined) throw ERRORS.EMAIL_TAKEN(holder);
+        // 409 without naming the holder: which user owns an address is nobody else's business.
+        if ((await emailHolder(tx, email, id)) !== undefined) throw ERRORS.EMAIL_TAKEN();
         const result = await upsertUser(tx, { id, email, displayName, locale });
         if (result.changed) await new EventBatch(request.id).add('user.upserted', { userId: id, email, displayName, locale }, id).enqueue(tx);
         return result;
@@ -29,12 +33,12 @@ export function registerUserRoutes(app: FastifyInstance, pool: Pool): void {
       return reply.code(inserted ? 201 : 200).send(toUser(row));
     } catch (err) {
       // Two requests claiming the same email at once: the unique index decides, the loser gets 409.
-      if (isUniqueViolation(err, 'community_users_email_key')) throw ERRORS.EMAIL_TAKEN('another user');
+      if (isUniqueViolation(err, 'community_users_email_key')) throw ERRORS.EMAIL_TAKEN();
       throw err;
     }
   });
 
-  app.post<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams } }, async (request, reply) => {
+  app.post<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams }, onRequest: guards.userWrite }, async (request, reply) => {
     const followerId = await actingUser(request, pool);
     const followeeId = request.params.userId;
     if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
@@ -48,7 +52,7 @@ export function registerUserRoutes(app: FastifyInstance, pool: Pool): void {
     return reply.code(created ? 201 : 200).send({ followerId, followeeId, following: true });
   });
 
-  app.delete<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams } }, async (request) => {
+  app.delete<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams }, onRequest: guards.userWrite }, async (request) => {
     const followerId = await actingUser(request, pool);
     const followeeId = request.params.userId;
     if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();

@@ -1,0 +1,55 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { ConfigError } from '@community/config';
+import { generateOperatorKey } from '@community/observability';
+import { loadDemoConfig } from './config';
+
+function issuesOf(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).issues.map((i) => i.name);
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+const publicPem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+// What production needs besides this app's own rules (the shared secrets refuse their defaults).
+const production = {
+  NODE_ENV: 'production',
+  JWT_SECRET: 'p'.repeat(48),
+  ADMIN_KEYS: JSON.stringify([generateOperatorKey('ops-alice', 'ops-alice-1').entry]),
+  SECURITY_ALERTS_VERIFY_KEY: publicPem,
+};
+
+describe('loadDemoConfig', () => {
+  it('leaves the traffic generator off and limits writes unless told otherwise', () => {
+    const config = loadDemoConfig({});
+    expect([config.DEMO_TRAFFIC_RATE, config.DEMO_WRITE_RATE_LIMIT, config.DEMO_WRITE_RATE_WINDOW_MS, config.production]).toEqual([0, 120, 60_000, false]);
+    expect(loadDemoConfig({ DEMO_TRAFFIC_RATE: '2' }).DEMO_TRAFFIC_RATE).toBe(2);
+  });
+
+  it('starts in production with the security-alert issuer’s public key', () => {
+    const config = loadDemoConfig(production);
+    expect([config.production, config.SECURITY_ALERTS_ISSUER, config.SECURITY_ALERTS_VERIFY_KEY]).toEqual([true, 'community-platform', publicPem.trim()]);
+  });
+
+  it('fails in production without SECURITY_ALERTS_VERIFY_KEY, naming it', () => {
+    const without = { ...production, SECURITY_ALERTS_VERIFY_KEY: undefined };
+    expect(issuesOf(() => loadDemoConfig(without))).toEqual(['SECURITY_ALERTS_VERIFY_KEY']);
+    expect(() => loadDemoConfig(without)).toThrow(/SECURITY_ALERTS_VERIFY_KEY: is required when NODE_ENV=production/);
+    // Outside production alerts need no token, so no key is fine.
+    expect(loadDemoConfig({}).SECURITY_ALERTS_VERIFY_KEY).toBeUndefined();
+  });
+
+  it('refuses a private key or a non-key as SECURITY_ALERTS_VERIFY_KEY, anywhere', () => {
+    const privatePem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    expect(issuesOf(() => loadDemoConfig({ SECURITY_ALERTS_VERIFY_KEY: privatePem }))).toEqual(['SECURITY_ALERTS_VERIFY_KEY']);
+    expect(issuesOf(() => loadDemoConfig({ SECURITY_ALERTS_VERIFY_KEY: 'not a key' }))).toEqual(['SECURITY_ALERTS_VERIFY_KEY']);
+  });
+
+  it('refuses the traffic generator in production', () => {
+    expect(issuesOf(() => loadDemoConfig({ ...production, DEMO_TRAFFIC_RATE: '2' }))).toEqual(['DEMO_TRAFFIC_RATE']);
+  });
+});

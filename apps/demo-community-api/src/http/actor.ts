@@ -1,0 +1,146 @@
+import type { FastifyRequest } from 'fastify';
+import type { Pool } from 'pg';
+import { ed25519Key } from '@community/config';
+import { authGuards, type Principal } from '@community/observability';
+import { SECURITY_ALERT_SCOPE, SERVICE_NAME } from '../config';
+import { userExists } from '../store/users';
+import { ERRORS } from './errors';
+
+/**
+ * Who is acting, decided in an onRequest hook (before validation, so an anonymous caller learns
+ * nothing from 400s, and before the rate limit, which counts per actor).
+ *
+ * - In production (NODE_ENV=production) only verified tokens name anyone: a user token
+ *   (`Authorization: Bearer`, verified by the shared guards of @community/observability, `sub` = user
+ *   id) for the users' writes; a service token of SECURITY_ALERTS_ISSUER (Ed25519, scope
+ *   `security-alerts:raise`) for security alerts. `x-user-id` is refused with a 401.
+ * - Elsewhere (the demo, the tests) `x-user-id` names the acting user as before, profiles may be
+ *   written anonymously and alerts raised without a token; a token, when sent, is verified the same
+ *   way and wins over the header.
+ */
+export interface Actor {
+  /** The acting user; undefined for an anonymous write (outside production) or a service. */
+  userId?: string;
+  /** An admin token: may write any user's profile, and raise security alerts. */
+  admin: boolean;
+  via: 'token' | 'header' | 'service' | 'anonymous';
+  /** What the write rate limit counts against: the user, the service, or the client address. */
+  rateKey: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    actor?: Actor;
+  }
+}
+
+export interface ActorAuthOptions {
+  production: boolean;
+  /** SECURITY_ALERTS_ISSUER and its public key (SECURITY_ALERTS_VERIFY_KEY; required in production). */
+  securityAlerts: { issuer: string; verifyKey?: string };
+}
+
+export interface ActorHooks {
+  /** Posts, comments, reactions, follows: a user (token, or x-user-id outside production). */
+  userWrite(request: FastifyRequest): Promise<void>;
+  /** POST /v1/users: a user (who may write only their own profile; admin any), anonymous outside production. */
+  profileWrite(request: FastifyRequest): Promise<void>;
+  /** POST /v1/security-alerts: a service token with the scope (or an admin token); anonymous outside production. */
+  securityAlert(request: FastifyRequest): Promise<void>;
+}
+
+const anonymous = (request: FastifyRequest): Actor => ({ admin: false, via: 'anonymous', rateKey: `ip:${request.ip}` });
+
+/** A 401 of the shared guards keeps this API's code (TOKEN_INVALID) and says why; anything else as is. */
+function asTokenInvalid(err: unknown): unknown {
+  const e = err as { statusCode?: number; message?: string };
+  return e.statusCode === 401 ? ERRORS.TOKEN_INVALID(e.message ?? 'rejected') : err;
+}
+
+export function actorHooks({ production, securityAlerts }: ActorAuthOptions): ActorHooks {
+  const guards = authGuards({
+    prefix: '',
+    resource: 'profile',
+    serviceTokens: securityAlerts.verifyKey
+      ? { verifyKey: ed25519Key('public', securityAlerts.verifyKey), issuer: securityAlerts.issuer, audience: SERVICE_NAME }
+      : undefined,
+  });
+  const alertGuard = guards.ownOrAdminOrService(SECURITY_ALERT_SCOPE, ['POST']);
+
+  /**
+   * The user a token names. The shared guards authenticate first (setting `request.principal`),
+   * then check that the subject owns `:userId`; on this API `:userId` names someone else (the user
+   * followed) or nothing, so that one 403 (FORBIDDEN_USER, with a principal set) is not ours to
+   * answer: the route decides what the actor may do. Every other refusal stands, service tokens
+   * included (they do not act as users).
+   */
+  async function userFromToken(request: FastifyRequest): Promise<Principal> {
+    request.principal = undefined;
+    try {
+      await guards.ownOrAdmin(request);
+    } catch (err) {
+      const e = err as { statusCode?: number; code?: string };
+      const principal = request.principal as Principal | undefined;
+      if (!(principal && !principal.service && e.statusCode === 403 && e.code === 'FORBIDDEN_USER')) throw asTokenInvalid(err);
+    }
+    return request.principal as unknown as Principal;
+  }
+
+  async function identify(request: FastifyRequest, allowAnonymous: boolean): Promise<Actor> {
+    if (request.headers.authorization) {
+      const principal = await userFromToken(request);
+      return { userId: principal.userId, admin: principal.admin, via: 'token', rateKey: `user:${principal.userId}` };
+    }
+    const header = request.headers['x-user-id'];
+    const named = typeof header === 'string' && header.trim() ? header.trim() : undefined;
+    if (production) throw named !== undefined || header !== undefined ? ERRORS.USER_ID_HEADER_REFUSED() : ERRORS.TOKEN_REQUIRED();
+    if (named !== undefined) return { userId: named, admin: false, via: 'header', rateKey: `user:${named}` };
+    if (allowAnonymous) return anonymous(request);
+    throw ERRORS.ACTOR_REQUIRED();
+  }
+
+  return {
+    async userWrite(request) {
+      request.actor = await identify(request, false);
+    },
+    async profileWrite(request) {
+      request.actor = await identify(request, !production);
+    },
+    async securityAlert(request) {
+      if (!request.headers.authorization) {
+        if (production) throw ERRORS.SERVICE_TOKEN_REQUIRED(securityAlerts.issuer);
+        request.actor = anonymous(request);
+        return;
+      }
+      request.principal = undefined;
+      try {
+        await alertGuard(request);
+      } catch (err) {
+        const principal = request.principal as Principal | undefined;
+        // A user token without the admin scope: not who raises alerts.
+        if (principal && !principal.service && (err as { code?: string }).code === 'FORBIDDEN_USER') {
+          throw ERRORS.SECURITY_ALERT_FORBIDDEN(principal.userId, securityAlerts.issuer);
+        }
+        throw asTokenInvalid(err);
+      }
+      const principal = request.principal as unknown as Principal;
+      request.actor = principal.service
+        ? { admin: false, via: 'service', rateKey: `service:${principal.service.issuer}` }
+        : { userId: principal.userId, admin: principal.admin, via: 'token', rateKey: `user:${principal.userId}` };
+    },
+  };
+}
+
+/** The acting user of a user write (set by `userWrite`), who must exist. */
+export async function actingUser(request: FastifyRequest, pool: Pool): Promise<string> {
+  const userId = request.actor?.userId;
+  if (!userId) throw ERRORS.ACTOR_REQUIRED();
+  if (!(await userExists(pool, userId))) throw ERRORS.ACTOR_UNKNOWN(userId);
+  return userId;
+}
+
+/** 403 unless the actor may write `target`'s profile: themselves, or an admin; anonymous only outside production. */
+export function assertMayWriteProfile(request: FastifyRequest, target: string): void {
+  const actor = request.actor;
+  if (actor?.userId !== undefined && !actor.admin && actor.userId !== target) throw ERRORS.PROFILE_FORBIDDEN(actor.userId, target);
+}
