@@ -1,12 +1,15 @@
-import { createHmac } from 'node:crypto';
-import { userInfo } from 'node:os';
-import { DEV_JWT_SECRET } from '@community/config';
+import { readFileSync } from 'node:fs';
+import { DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY, ed25519Key } from '@community/config';
+import { adminTokenSigner, generateOperatorKey } from '@community/observability';
 
 /**
  * How the ops CLI talks to the reconciler: its admin HTTP API, with a bearer token.
- * RECONCILER_URL (default http://127.0.0.1:3004); OPS_TOKEN, or a token minted here from
- * JWT_SECRET (the operator holds the services' secret; the development default, like the services,
- * only outside NODE_ENV=production).
+ * RECONCILER_URL (default http://127.0.0.1:3004); OPS_TOKEN (an admin token made elsewhere), or an
+ * admin token signed here with the operator's own Ed25519 key: OPS_ADMIN_KEY_FILE (PKCS#8 PEM,
+ * from `ops keygen`) and OPS_ADMIN_KEY_ID (its kid in the services' ADMIN_KEYS). The services
+ * record the operator they bind to that kid; the CLI cannot choose another name. Outside
+ * NODE_ENV=production, without them: the development operator's well-known key. JWT_SECRET is
+ * never used: it makes user tokens, which open no admin route.
  */
 export class UsageError extends Error {}
 
@@ -20,24 +23,42 @@ export class ApiError extends Error {
   }
 }
 
-const b64url = (data: Buffer | string): string => Buffer.from(data).toString('base64url');
-
-/**
- * HS256 JWT, written out (nine lines) rather than pulling a JWT library into the CLI: the services
- * verify with @fastify/jwt, whose signer is a plugin needing a fastify instance.
- */
-export function signAdminToken(secret: string, sub: string, ttlSeconds = 900, now = Math.floor(Date.now() / 1000)): string {
-  const header = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
-  const payload = b64url(JSON.stringify({ sub, scope: 'admin', iat: now, exp: now + ttlSeconds }));
-  const signature = createHmac('sha256', secret).update(`${header}.${payload}`).digest('base64url');
-  return `${header}.${payload}.${signature}`;
-}
+/** The service the CLI's admin tokens are for (their `aud`). */
+export const RECONCILER_AUDIENCE = 'reconciler';
+/** How long a token the CLI signs lives; the services accept at most ADMIN_TOKEN_MAX_LIFETIME_MS (1 h by default). */
+export const OPS_TOKEN_TTL_MS = 15 * 60_000;
 
 export interface ClientConfig {
   baseUrl: string;
   token: string;
-  /** Who the actions are recorded as (the token's subject). */
+  /** Whose token it is, for messages: the kid it is signed with (the services name the operator). */
   subject: string;
+}
+
+/** An admin token for `audience`, signed with the operator's key from the environment (or the dev key outside production). */
+export function operatorToken(env: NodeJS.ProcessEnv, audience = RECONCILER_AUDIENCE): { token: string; kid: string } {
+  const file = env.OPS_ADMIN_KEY_FILE;
+  const kid = env.OPS_ADMIN_KEY_ID;
+  if (!file !== !kid) throw new UsageError('set both OPS_ADMIN_KEY_FILE (your private key) and OPS_ADMIN_KEY_ID (its kid in ADMIN_KEYS), or neither');
+  if (!file || !kid) {
+    if (env.NODE_ENV === 'production') {
+      throw new UsageError('set OPS_ADMIN_KEY_FILE and OPS_ADMIN_KEY_ID (your own admin key: `npm run ops -- keygen`), or OPS_TOKEN; NODE_ENV=production has no default');
+    }
+    return { token: adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience, ttlMs: OPS_TOKEN_TTL_MS })(), kid: DEV_ADMIN_KEY_ID };
+  }
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`OPS_ADMIN_KEY_FILE: cannot read ${file} (${(err as Error).message})`);
+  }
+  let signingKey;
+  try {
+    signingKey = ed25519Key('private', pem);
+  } catch (err) {
+    throw new UsageError(`OPS_ADMIN_KEY_FILE: ${file} ${(err as Error).message}`);
+  }
+  return { token: adminTokenSigner({ signingKey, kid, audience, ttlMs: OPS_TOKEN_TTL_MS })(), kid };
 }
 
 export function clientConfig(env: NodeJS.ProcessEnv = process.env): ClientConfig {
@@ -48,18 +69,22 @@ export function clientConfig(env: NodeJS.ProcessEnv = process.env): ClientConfig
     throw new UsageError(`RECONCILER_URL is not a URL: '${baseUrl}'`);
   }
   if (env.OPS_TOKEN) return { baseUrl, token: env.OPS_TOKEN, subject: '(OPS_TOKEN)' };
-  const secret = env.JWT_SECRET || (env.NODE_ENV === 'production' ? undefined : DEV_JWT_SECRET);
-  if (!secret) throw new UsageError('set OPS_TOKEN (an admin token) or JWT_SECRET (the services\' secret, to mint one); NODE_ENV=production has no default');
-  const subject = env.OPS_USER || `ops:${safeUser()}`;
-  return { baseUrl, token: signAdminToken(secret, subject), subject };
+  const { token, kid } = operatorToken(env);
+  return { baseUrl, token, subject: `key ${kid}` };
 }
 
-function safeUser(): string {
+/**
+ * A new operator key pair (`ops keygen`): the private key goes to a file only its owner reads,
+ * the ADMIN_KEYS entry to whoever deploys the services (docs/DEPLOY.md "Admin keys").
+ */
+export function operatorKeygen(operator: string, kid: string): { privateKeyPem: string; entry: string } {
+  let generated;
   try {
-    return userInfo().username;
-  } catch {
-    return 'unknown';
+    generated = generateOperatorKey(operator, kid);
+  } catch (err) {
+    throw new UsageError(`keygen: ${(err as Error).message.replace(/^entry 0( \(kid '[^']*'\))?:? ?/, '')}`);
   }
+  return { privateKeyPem: generated.privateKeyPem, entry: JSON.stringify(generated.entry) };
 }
 
 export interface Client {

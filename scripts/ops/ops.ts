@@ -1,9 +1,10 @@
 // The operators' CLI: `npm run ops -- <command>` (docs/RUNBOOK.md). Every command is a call to the
 // reconciler's admin HTTP API; nothing here touches the database or the broker directly, so the CLI
 // does exactly what the console does, with the same checks and the same audit trail.
+import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { ApiError, clientConfig, createClient, UsageError, type Client } from './client';
+import { ApiError, clientConfig, createClient, operatorKeygen, operatorToken, UsageError, type Client } from './client';
 import { age, composeStatus, renderStatus, type DlqPart } from './status';
 import { terminalBlock, terminalText as t } from './terminal';
 
@@ -24,13 +25,18 @@ const USAGE = `usage: npm run ops -- <command> [options]   (add --json for machi
   jobs                                   the last run of each scheduled job
   jobs run <job> [--dry-run]
   why --user U (--event E | --comment C | --key K)
-  token                                  print an admin token (for the console page at /console)
+  token [--audience <service>]           print an admin token (for the console page at /console;
+                                         default audience reconciler)
+  keygen --operator <name> --out <file> [--kid <kid>]
+        a new admin key pair for you: the private key into <file> (mode 600, never overwritten),
+        and the entry to add to the services' ADMIN_KEYS (docs/DEPLOY.md "Admin keys")
 
   filter: --queue <dlq> --original-queue <queue> --group <fingerprint> --q <text> --error-class <c>
           --type <message type> --state pending|replayed|discarded|replaying --since <iso> --until <iso>
 
-environment: RECONCILER_URL (default http://127.0.0.1:3004); OPS_TOKEN, or JWT_SECRET to mint one
-             (OPS_USER names you in the audit trail; default ops:<login>)`;
+environment: RECONCILER_URL (default http://127.0.0.1:3004); OPS_ADMIN_KEY_FILE and OPS_ADMIN_KEY_ID
+             (your own key and its kid: the audit records the operator ADMIN_KEYS binds to that
+             kid), or OPS_TOKEN; outside NODE_ENV=production, by default the development operator`;
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -54,6 +60,10 @@ const OPTIONS = {
   limit: { type: 'string' },
   cursor: { type: 'string' },
   rate: { type: 'string' },
+  operator: { type: 'string' },
+  kid: { type: 'string' },
+  out: { type: 'string' },
+  audience: { type: 'string' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -193,6 +203,29 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard', v
   return op.state === 'done' && op.failed === 0 ? 0 : 1;
 }
 
+/** `keygen`: needs no reconciler and no key of its own, so it runs before any client is configured. */
+function keygen(v: Values, io: Io): number {
+  if (!v.operator || !v.out) throw new UsageError('keygen --operator <name> --out <file> [--kid <kid>]');
+  const kid = v.kid ?? `${v.operator.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 48)}-${new Date().toISOString().slice(0, 10)}`;
+  const { privateKeyPem, entry } = operatorKeygen(v.operator, kid);
+  try {
+    // 'wx': an existing key is never overwritten (it may be the one the services trust today).
+    writeFileSync(v.out, privateKeyPem, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    throw new UsageError(`keygen: cannot write ${v.out} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (v.json) {
+    io.out(JSON.stringify({ kid, operator: v.operator, keyFile: v.out, entry: JSON.parse(entry) as unknown }, null, 2));
+    return 0;
+  }
+  io.out(`private key written to ${v.out} (keep it to yourself; no service ever needs it)`);
+  io.out('add this entry to ADMIN_KEYS (a JSON array) of every service, then deploy:');
+  io.out(`  ${entry}`);
+  io.out('and sign your admin tokens with it:');
+  io.out(`  export OPS_ADMIN_KEY_FILE=${v.out} OPS_ADMIN_KEY_ID=${kid}`);
+  return 0;
+}
+
 export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let parsed;
   try {
@@ -210,6 +243,11 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
   // --json too: JSON.stringify leaves C1 controls and bidi overrides raw, terminalBlock escapes them.
   const print = (value: unknown, human: () => string) => io.out(v.json ? terminalBlock(JSON.stringify(value, null, 2)) : human());
   try {
+    if (cmd === 'keygen') return keygen(v, io);
+    if (cmd === 'token' && v.audience && !env.OPS_TOKEN) {
+      io.out(operatorToken(env, v.audience).token);
+      return 0;
+    }
     const config = clientConfig(env);
     const client = createClient(config);
     switch (cmd) {

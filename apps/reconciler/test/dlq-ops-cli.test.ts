@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { authGuards } from '@community/observability';
 import { eventually } from '@community/testing';
-import { JWT_SECRET, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
+import { JWT_SECRET, OPERATORS, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
 
 /**
  * `npm run ops` as an operator runs it: the CLI spawned as a process against a reconciler app
@@ -11,6 +11,10 @@ import { JWT_SECRET, orderId, startDlqHarness, WORK, type DlqHarness } from './d
  * The reconciler's checklist endpoint (GET /v1/admin/status) belongs to the other half of the
  * reconciler; here a stand-in answers its documented shape, so the CLI's merging and exit codes are
  * tested against real DLQ data. The recount endpoint is absent on purpose: the CLI must say so.
+ *
+ * The CLI signs with frank's own key (OPS_ADMIN_KEY_FILE, OPS_ADMIN_KEY_ID); the audit must name
+ * the operator ADMIN_KEYS binds to that kid, whatever else the environment says (OPS_USER, a
+ * JWT_SECRET that could mint user tokens).
  */
 const REPO = path.resolve(__dirname, '../../..');
 let h: DlqHarness;
@@ -33,7 +37,7 @@ function ops(...args: string[]): Promise<{ code: number; stdout: string; stderr:
     execFile(
       process.execPath,
       ['-r', '@swc-node/register', 'scripts/ops/ops.ts', ...args],
-      { cwd: REPO, env: { ...process.env, RECONCILER_URL: base, JWT_SECRET, OPS_USER: 'frank', OPS_TOKEN: '' }, timeout: 60_000 },
+      { cwd: REPO, env: { ...process.env, RECONCILER_URL: base, JWT_SECRET, OPS_USER: 'mallory', OPS_TOKEN: '', ...OPERATORS.cliEnv('frank') }, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
@@ -57,7 +61,7 @@ it('status exits 0 when every check passes, and 1 naming the DLQ, its runbook se
   expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, checks: [{ name: 'consumers', ok: true }, { name: 'dlq', ok: false, value: 2 }] });
 });
 
-it('dlq replay dry-runs without --yes, and with --yes replays exactly what the dry run matched, audited under the operator', async () => {
+it('dlq replay dry-runs without --yes, and with --yes replays exactly what the dry run matched, audited under the verified operator', async () => {
   h.poisoned.clear();
   const { body } = (await h.app.inject({ url: '/v1/admin/dlq/groups?q=coupon', headers: h.adminHeaders() })) as unknown as { body: string };
   const group = JSON.parse(body).groups[0].fingerprint as string;
@@ -76,6 +80,7 @@ it('dlq replay dry-runs without --yes, and with --yes replays exactly what the d
   expect(real.code).toBe(0);
   expect(real.stdout).toMatch(/operation #\d+ replay: done 2\/2 \(2 ok, 0 failed, 0 skipped\)/);
   const audit = await h.pool.query(`SELECT requested_by, matched, succeeded FROM dlq_operations`);
+  // frank: the operator of the kid that signed, not OPS_USER (the CLI sends no name at all).
   expect(audit.rows).toEqual([{ requested_by: 'frank', matched: 2, succeeded: 2 }]);
   await eventually('replayed', async () => (await h.pool.query(`SELECT count(*)::int AS n FROM test_inbox WHERE queue = $1`, [WORK])).rows[0].n === 2);
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import Redis from 'ioredis';
 import { createTestDatabase, type TestDatabase, testRedisPrefix } from '@community/testing';
 import { FEED_CHECK_JOB } from '../src/jobs/feeds';
-import { bearer, JWT_SECRET, startReconciler, type Reconciler } from './harness';
+import { bearer, OPERATORS, startReconciler, type Reconciler } from './harness';
 
 const REPO = path.resolve(__dirname, '../../..');
 const HOUR = 3_600_000;
@@ -88,7 +88,7 @@ function ops(...args: string[]): Promise<{ code: number; stdout: string; stderr:
     execFile(
       process.execPath,
       ['-r', '@swc-node/register', 'scripts/ops/ops.ts', ...args],
-      { cwd: REPO, env: { ...process.env, RECONCILER_URL: base, JWT_SECRET, OPS_TOKEN: '' }, timeout: 60_000 },
+      { cwd: REPO, env: { ...process.env, RECONCILER_URL: base, OPS_TOKEN: '', ...OPERATORS.cliEnv('operator') }, timeout: 60_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });

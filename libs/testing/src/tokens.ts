@@ -1,4 +1,7 @@
 import { createHmac, sign as cryptoSign } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { adminTokenSigner, generateOperatorKey } from '@community/observability';
 
 /**
@@ -13,6 +16,8 @@ export interface TestOperators {
   token(name: string, audience: string, ttlMs?: number): string;
   /** `name`'s kid and private key (PKCS#8 PEM): what the ops CLI is given (OPS_ADMIN_KEY_ID, OPS_ADMIN_KEY_FILE). */
   key(name: string): { kid: string; privateKeyPem: string };
+  /** The ops CLI's environment for `name`: their private key written to a file only they read, and its kid. */
+  cliEnv(name: string): { OPS_ADMIN_KEY_FILE: string; OPS_ADMIN_KEY_ID: string };
 }
 
 /** The operators the harnesses trust by default; admin tokens name one of these. */
@@ -29,6 +34,11 @@ export function testOperators(names: readonly string[] = TEST_OPERATOR_NAMES): T
     adminKeys: JSON.stringify([...keys.values()].map((k) => k.entry)),
     token: (name, audience, ttlMs) => adminTokenSigner({ signingKey: of(name).privateKeyPem, kid: of(name).entry.kid, audience, ttlMs })(),
     key: (name) => ({ kid: of(name).entry.kid, privateKeyPem: of(name).privateKeyPem }),
+    cliEnv(name) {
+      const file = path.join(mkdtempSync(path.join(tmpdir(), 'ops-key-')), `${name}.pem`);
+      writeFileSync(file, of(name).privateKeyPem, { mode: 0o600 });
+      return { OPS_ADMIN_KEY_FILE: file, OPS_ADMIN_KEY_ID: of(name).entry.kid };
+    },
   };
 }
 
