@@ -84,6 +84,8 @@ beforeAll(async () => {
     NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
     UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
     DEMO_TRAFFIC_RATE: '0',
+    // Thousands of writes from one address and a few users: the demo API's write rate limit would answer 429.
+    DEMO_WRITE_RATE_LIMIT: '1000000',
     // feed-service's Redis keys and the reconciler's view of them, under a prefix of this run's own.
     FEED_REDIS_PREFIX: testRedisPrefix('fuzz'),
     // Every line an app can write at debug is scanned for canaries.

@@ -382,6 +382,8 @@ async function main(): Promise<number> {
       NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${ports.notifications}`,
       UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${ports.email}`,
       DEMO_TRAFFIC_RATE: '0',
+      // Thousands of writes from one address and a few users: the demo API's write rate limit would answer 429.
+      DEMO_WRITE_RATE_LIMIT: '1000000',
     };
     // notification-service first: it declares the topology the others publish into; the rest together.
     await launch(APPS[0], deps);

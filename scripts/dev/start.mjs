@@ -37,6 +37,10 @@ runMain(async () => {
   }, 1000).unref();
 
   process.env.NODE_ENV ||= 'development';
+  // The local demo: demo-community-api's built-in traffic (off by default) makes events flow.
+  process.env.DEMO_TRAFFIC_RATE ||= '2';
+  // `npm run demo:traffic -- --rate 200` is ~10 writes/s per user: above the write rate limit's default.
+  process.env.DEMO_WRITE_RATE_LIMIT ||= '100000';
   let mail;
   let broker;
   try {
