@@ -16,9 +16,14 @@ const USAGE = `usage: npm run ops -- <command> [options]   (add --json for machi
   dlq list [filter] [--limit N] [--cursor C]
   dlq show <id>                          payload, error, headers, attempts, original queue, history
   dlq replay (<ids…> | [filter]) [--rate N] [--yes]
-  dlq discard (<ids…> | [filter]) [--yes]
+  dlq discard (<ids…> | [filter]) [--yes] [--all]
         without --yes: a dry run (what and how many); with --yes: the dry run, then the action on
-        exactly what the dry run matched, then its progress until done
+        exactly what the dry run matched, then its progress until done. One discard takes at most
+        1000 messages (the reconciler's bound); beyond, --all sends the dry run's count back as
+        the expected count, and the reconciler refuses if the selection no longer has exactly that
+  dlq restore (<ids…> | [filter]) [--yes]
+        undoes a discard (back to pending) within the restore window (DLQ_RETENTION_DAYS);
+        a filter selects among discarded messages
   dlq operation <id>                     progress of a replay or discard
   recount [--user U] [--dry-run]         recount unread counters (all recently changed users, or one)
   feed rebuild (--user U | --all) [--dry-run]
@@ -146,6 +151,9 @@ export function renderFeedRebuild(r: FeedRebuildAnswer): string {
 
 interface Preview {
   matched: number;
+  /** discard only: the bound of one call, and whether this selection exceeds it. */
+  maxPerCall?: number;
+  needsAll?: boolean;
   asOf: string | null;
   byQueue: Array<{ originalQueue: string; count: number }>;
   byGroup: Array<{ fingerprint: string; errorClass: string; count: number }>;
@@ -163,7 +171,7 @@ interface Operation {
   error: string | null;
 }
 
-async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard', v: Values, ids: string[]): Promise<number> {
+async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard' | 'restore', v: Values, ids: string[]): Promise<number> {
   const rate = v.rate === undefined ? undefined : Number(v.rate);
   if (rate !== undefined && (!Number.isInteger(rate) || rate < 1)) throw new UsageError('--rate must be a positive integer (messages per second)');
   const selection = ids.length > 0 ? { ids } : { filter: filterOf(v) };
@@ -179,9 +187,15 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard', v
     for (const g of preview.byGroup) io.out(`  ${String(g.count).padStart(5)}× ${t(g.errorClass)} (${t(g.fingerprint)})`);
     for (const m of preview.sample.slice(0, 5)) io.out(`  e.g. #${t(m.id)} ${t(m.messageId)}: ${t(m.errorClass)}: ${t(m.errorMessage.slice(0, 100))}`);
   }
+  const beyondBound = action === 'discard' && preview.needsAll === true;
   if (!v.yes) {
+    if (beyondBound && !v.json) io.out(`That is more than the ${preview.maxPerCall} messages one discard may take: narrow the filter, or add --all (with --yes) to discard exactly these ${preview.matched}.`);
     io.out(preview.matched > 0 ? 'Nothing changed. Run the same command with --yes to do it.' : 'Nothing to do.');
     return 0;
+  }
+  if (beyondBound && !v.all) {
+    io.err(`refused: ${preview.matched} messages is more than the ${preview.maxPerCall} one discard may take; narrow the filter, or add --all to discard exactly these ${preview.matched}`);
+    return 1;
   }
   if (preview.matched === 0) {
     if (v.json) io.out(terminalBlock(JSON.stringify({ preview, operation: null }, null, 2)));
@@ -190,7 +204,9 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard', v
   }
   // Exactly what the dry run matched: the same filter, pinned to the highest id it saw.
   const pinned = 'filter' in selection ? { filter: { ...selection.filter, asOf: preview.asOf ?? '0' } } : selection;
-  const started = await client.post<{ operationId: string; matched: number }>(`/v1/admin/dlq/${action}`, { ...pinned, dryRun: false, ...extra });
+  // --all: the dry run's count goes back as the count expected; the reconciler refuses any other.
+  const bulk = action === 'discard' && v.all ? { all: true, expectedCount: preview.matched } : {};
+  const started = await client.post<{ operationId: string; matched: number }>(`/v1/admin/dlq/${action}`, { ...pinned, dryRun: false, ...extra, ...bulk });
   let op: Operation;
   for (;;) {
     op = await client.get<Operation>(`/v1/admin/dlq/operations/${started.operationId}`);
@@ -305,6 +321,7 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
           }
           case 'replay':
           case 'discard':
+          case 'restore':
             return await dlqAction(client, io, sub, v, rest);
           case 'operation': {
             if (!rest[0]) throw new UsageError('dlq operation <id>');
@@ -313,7 +330,7 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
             return 0;
           }
           default:
-            throw new UsageError(`unknown dlq command '${sub ?? ''}' (summary, groups, list, show, replay, discard, operation)`);
+            throw new UsageError(`unknown dlq command '${sub ?? ''}' (summary, groups, list, show, replay, discard, restore, operation)`);
         }
       }
       case 'recount': {

@@ -148,7 +148,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
 
   const dlq =
     deps.messaging !== false && deps.dlqConsole !== false
-      ? createDlqConsole({ statusThreshold: config.STATUS_DLQ_MAX, pool, amqpUrl: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, topology, logger, registry, adminOnly, service: SERVICE_NAME })
+      ? createDlqConsole({ statusThreshold: config.STATUS_DLQ_MAX, pool, amqpUrl: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, topology, logger, registry, adminOnly, service: SERVICE_NAME, restoreWindowMs: config.DLQ_RETENTION_DAYS * 86_400_000 })
       : undefined;
 
   const readiness = readinessState();

@@ -12,12 +12,17 @@ let h: DlqHarness;
 let browser: Browser;
 let page: Page;
 let base: string;
+const cspViolations: string[] = [];
 
 beforeAll(async () => {
   h = await startDlqHarness('console');
   base = await h.app.listen({ host: '127.0.0.1', port: 0 });
   browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', args: ['--no-sandbox'] });
   page = await browser.newPage();
+  // The page runs under its CSP (no 'unsafe-inline'): anything it blocked is reported here.
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -29,7 +34,8 @@ it('shows the cause, a message beside its error, dry-runs and replays the group 
   const ids = [orderId(), orderId(), orderId()];
   await h.deadLetter(ids.map((id, i) => ({ id, type: 'order.placed', reason: `warehouse ${7 + i} rejected order ${id}` })));
 
-  await page.goto(`${base}/console`);
+  const response = await page.goto(`${base}/console`);
+  expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
   await page.fill('#token', h.token('erin', 'admin'));
   await page.click('#login-form button');
   await page.waitForSelector('#who:has-text("signed in as erin")');
@@ -102,6 +108,21 @@ it('discards one message from its detail view, with the same preview, and keeps 
   await page.selectOption('#filters select[name=state]', 'discarded');
   await page.click('#filters button[type=submit]');
   await page.waitForSelector(`#messages tbody tr:has-text("fraud check failed for order ${id}")`);
+
+  // ...and undoes it: the detail says who discarded it and until when, "Restore" brings it back.
+  await page.locator(`#messages tbody tr:has-text("fraud check failed for order ${id}")`).click();
+  await page.waitForSelector('#detail-restore:not([hidden])');
+  expect(await page.textContent('#detail-meta')).toMatch(/discarded by erin .*, restorable until /);
+  await page.click('#detail-restore');
+  await page.waitForSelector('#preview-text[data-matched="1"]');
+  expect(await page.textContent('#preview-text')).toContain('Dry run: restore would act on 1 message(s)');
+  await page.click('#confirm');
+  await page.waitForSelector('#progress-text[data-state="done"]:has-text("(restore)")');
+  expect((await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id])).rows).toEqual([{ state: 'pending' }]);
+});
+
+it('ran under its Content-Security-Policy with nothing blocked', () => {
+  expect(cspViolations).toEqual([]);
 });
 
 it('asks for the token again when the API refuses it', async () => {

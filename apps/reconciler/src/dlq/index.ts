@@ -31,6 +31,10 @@ export interface DlqConsoleDeps {
   ingestRetryMs?: number;
   replayStaleMs?: number;
   replaySweepMs?: number;
+  /** How long a discard can be undone: DLQ_RETENTION_DAYS (the retention job purges discarded rows then). Default 30 days. */
+  restoreWindowMs?: number;
+  /** Messages one discard call may discard without `all` + `expectedCount` (default 1000). */
+  discardMaxPerCall?: number;
 }
 
 export interface DlqConsole {
@@ -79,6 +83,8 @@ export function createDlqConsole(deps: DlqConsoleDeps): DlqConsole {
       adminOnly: deps.adminOnly,
       summary,
       runReplay: (id, rate) => void replayer.run(id, rate),
+      restoreWindowMs: deps.restoreWindowMs,
+      discardMaxPerCall: deps.discardMaxPerCall,
     }),
     async start() {
       await ingest.start();

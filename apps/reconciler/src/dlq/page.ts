@@ -1,7 +1,11 @@
 /**
- * The console page (GET /console): one HTML document with a small script, no framework and no build
- * step, so it ships inside the reconciler bundle as a string. It holds no data: it asks for an admin
- * token (kept in sessionStorage, gone with the tab) and calls /v1/admin/dlq/* with it as a Bearer.
+ * The console page (GET /console): one HTML document, its stylesheet and its script, no framework
+ * and no build step, so they ship inside the reconciler bundle as strings. The script and the
+ * styles are files of their own (GET /console/console.js, /console/console.css), never inline: the
+ * page's Content-Security-Policy allows only scripts and styles from the reconciler itself, so
+ * markup injected into the page, were any to get in, could not run (CONSOLE_CSP). It holds no
+ * data: it asks for an admin token (kept in sessionStorage, gone with the tab) and calls
+ * /v1/admin/dlq/* with it as a Bearer.
  * Every value from the API is written with textContent, never as HTML.
  */
 export const CONSOLE_HTML = `<!doctype html>
@@ -10,26 +14,8 @@ export const CONSOLE_HTML = `<!doctype html>
 <meta charset="utf-8">
 <title>DLQ console · reconciler</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
-  header { background: #263238; color: #fff; padding: 8px 16px; display: flex; gap: 16px; align-items: center; }
-  header h1 { font-size: 16px; margin: 0; flex: 1; }
-  main { padding: 12px 16px; display: grid; gap: 16px; }
-  section { border: 1px solid #ddd; border-radius: 4px; padding: 8px 12px; }
-  h2 { font-size: 15px; margin: 4px 0 8px; }
-  table { border-collapse: collapse; width: 100%; }
-  th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eee; vertical-align: top; }
-  tr.clickable { cursor: pointer; } tr.clickable:hover { background: #f3f7fb; }
-  .err { color: #b00020; } .muted { color: #777; } .ok { color: #1b5e20; }
-  form.filters { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
-  label { display: flex; flex-direction: column; font-size: 12px; color: #555; }
-  .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
-  pre { background: #f7f7f7; padding: 8px; overflow: auto; max-height: 360px; margin: 0; white-space: pre-wrap; word-break: break-all; }
-  button { cursor: pointer; }
-  #preview, #progress { margin-top: 8px; }
-  progress { width: 300px; }
-  [hidden] { display: none !important; }
-</style>
+<link rel="stylesheet" href="/console/console.css">
+<script src="/console/console.js" defer></script>
 </head>
 <body>
 <header>
@@ -68,7 +54,7 @@ export const CONSOLE_HTML = `<!doctype html>
       </form>
       <p><span id="total"></span></p>
       <div>
-        <label style="display:inline">Rate (messages/s) <input id="rate" type="number" min="1" max="1000" value="50" style="width:6em"></label>
+        <label class="inline">Rate (messages/s) <input id="rate" class="narrow" type="number" min="1" max="1000" value="50"></label>
         <button type="button" id="replay-dry">Replay what the filter shows…</button>
         <button type="button" id="discard-dry">Discard what the filter shows…</button>
       </div>
@@ -86,7 +72,7 @@ export const CONSOLE_HTML = `<!doctype html>
     </section>
 
     <section id="detail" hidden>
-      <h2>Message <span id="detail-id"></span> <button type="button" id="detail-replay">Replay this message</button> <button type="button" id="detail-discard">Discard this message</button></h2>
+      <h2>Message <span id="detail-id"></span> <button type="button" id="detail-replay">Replay this message</button> <button type="button" id="detail-discard">Discard this message</button> <button type="button" id="detail-restore" hidden>Restore this message</button></h2>
       <p id="detail-meta"></p>
       <div class="cols">
         <div><h2>Payload</h2><pre id="detail-body"></pre></div>
@@ -95,8 +81,35 @@ export const CONSOLE_HTML = `<!doctype html>
     </section>
   </div>
 </main>
-<script>
-(() => {
+</body>
+</html>
+`;
+
+/** GET /console/console.css */
+export const CONSOLE_CSS = `  body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; }
+  header { background: #263238; color: #fff; padding: 8px 16px; display: flex; gap: 16px; align-items: center; }
+  header h1 { font-size: 16px; margin: 0; flex: 1; }
+  main { padding: 12px 16px; display: grid; gap: 16px; }
+  section { border: 1px solid #ddd; border-radius: 4px; padding: 8px 12px; }
+  h2 { font-size: 15px; margin: 4px 0 8px; }
+  table { border-collapse: collapse; width: 100%; }
+  th, td { text-align: left; padding: 3px 6px; border-bottom: 1px solid #eee; vertical-align: top; }
+  tr.clickable { cursor: pointer; } tr.clickable:hover { background: #f3f7fb; }
+  .err { color: #b00020; } .muted { color: #777; } .ok { color: #1b5e20; }
+  form.filters { display: flex; flex-wrap: wrap; gap: 8px; align-items: end; }
+  label { display: flex; flex-direction: column; font-size: 12px; color: #555; }
+  .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
+  pre { background: #f7f7f7; padding: 8px; overflow: auto; max-height: 360px; margin: 0; white-space: pre-wrap; word-break: break-all; }
+  button { cursor: pointer; }
+  #preview, #progress { margin-top: 8px; }
+  progress { width: 300px; }
+  [hidden] { display: none !important; }
+  label.inline { display: inline; }
+  input.narrow { width: 6em; }
+`;
+
+/** GET /console/console.js (runs once the document is parsed: `defer`). */
+export const CONSOLE_JS = `(() => {
   const $ = (id) => document.getElementById(id);
   const KEY = 'dlq-console-token';
   let filter = {};
@@ -183,6 +196,9 @@ export const CONSOLE_HTML = `<!doctype html>
     $('detail-history').textContent = m.history.length ? m.history.map((h) => '#' + h.operationId + ' ' + h.action + ' by ' + h.requestedBy + ': ' + h.result + (h.detail ? ' (' + h.detail + ')' : '') + ' ' + when(h.at)).join('\\n') : 'none';
     $('detail-replay').onclick = () => dryRun('replay', { ids: [m.id] });
     $('detail-discard').onclick = () => dryRun('discard', { ids: [m.id] });
+    $('detail-restore').hidden = m.state !== 'discarded';
+    $('detail-restore').onclick = () => dryRun('restore', { ids: [m.id] });
+    if (m.discardedAt) $('detail-meta').textContent += ' · discarded by ' + m.discardedBy + ' ' + when(m.discardedAt) + ', restorable until ' + when(m.restorableUntil);
     $('detail').scrollIntoView();
   }
 
@@ -201,9 +217,12 @@ export const CONSOLE_HTML = `<!doctype html>
     const p = await api('POST', '/v1/admin/dlq/' + action, body);
     // The real action is sent with the same selection, pinned to what this preview saw.
     const pinned = selection.filter ? { filter: Object.assign({}, selection.filter, { asOf: p.asOf || '0' }) } : selection;
-    pending = { action, selection: pinned, rate };
+    // Beyond the bound of one discard, confirming sends the count shown back: the server refuses
+    // if the selection no longer holds exactly that many.
+    const bulk = action === 'discard' && p.needsAll ? { all: true, expectedCount: p.matched } : {};
+    pending = { action, selection: Object.assign({}, pinned, bulk), rate };
     $('preview').hidden = false;
-    $('preview-text').textContent = 'Dry run: ' + action + ' would act on ' + p.matched + ' message(s)' + (action === 'replay' ? ', to their original queues, at ' + rate + '/s' : '') + '. Nothing has changed yet.';
+    $('preview-text').textContent = 'Dry run: ' + action + ' would act on ' + p.matched + ' message(s)' + (action === 'replay' ? ', to their original queues, at ' + rate + '/s' : '') + (p.needsAll ? ' (more than ' + p.maxPerCall + ': confirming discards all of them)' : '') + '. Nothing has changed yet.';
     $('preview-text').dataset.matched = String(p.matched);
     const ul = $('preview-queues'); ul.replaceChildren();
     for (const q of p.byQueue) { const li = document.createElement('li'); li.textContent = q.count + ' → ' + q.originalQueue; ul.appendChild(li); }
@@ -267,7 +286,10 @@ export const CONSOLE_HTML = `<!doctype html>
 
   if (token()) enter().catch(report); else showLogin();
 })();
-</script>
-</body>
-</html>
 `;
+
+/**
+ * No inline script or style ('unsafe-inline' is gone), nothing from elsewhere, calls only to the
+ * reconciler's own API, and no framing (clickjacking the Confirm button): frame-ancestors 'none'.
+ */
+export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";

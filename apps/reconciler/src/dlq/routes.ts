@@ -1,10 +1,10 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import { withTransaction } from '@community/db';
 import { DLQ_ERRORS } from './errors';
 import { FilterError, parseFilter, type DlqFilter } from './filter';
 import type { DlqMetrics } from './metrics';
-import { CONSOLE_HTML } from './page';
+import { CONSOLE_CSP, CONSOLE_CSS, CONSOLE_HTML, CONSOLE_JS } from './page';
 import { DEFAULT_RATE_PER_SECOND, MAX_RATE_PER_SECOND } from './replay';
 import * as store from './store';
 import type { DlqSummary } from './summary';
@@ -15,7 +15,18 @@ export interface RoutesDeps {
   adminOnly: (request: FastifyRequest) => Promise<void>;
   summary: () => Promise<DlqSummary>;
   runReplay: (operationId: string, ratePerSecond: number) => void;
+  /** Messages one discard call may discard without `all: true` + `expectedCount` (default DISCARD_MAX_PER_CALL). */
+  discardMaxPerCall?: number;
+  /** How long a discard can be restored (default DEFAULT_RESTORE_WINDOW_MS: DLQ_RETENTION_DAYS' default). */
+  restoreWindowMs?: number;
 }
+
+/**
+ * One discard call discards at most this many messages, unless it says `all: true` with the count
+ * it expects (the dry run's `matched`): a filter typed too wide, `{}` for instance (every pending
+ * message), is refused instead of emptying every DLQ at once.
+ */
+export const DISCARD_MAX_PER_CALL = 1000;
 
 function filterOf(raw: unknown): DlqFilter {
   try {
@@ -33,6 +44,18 @@ interface ActionBody {
   filter?: unknown;
   dryRun?: unknown;
   ratePerSecond?: unknown;
+  all?: unknown;
+  expectedCount?: unknown;
+}
+
+/** A discard's confirmation of a bulk beyond the bound: `all: true` and the count it expects. */
+function bulkOf(body: ActionBody | undefined): { all: boolean; expectedCount?: number } {
+  if (body?.all !== undefined && typeof body.all !== 'boolean') throw DLQ_ERRORS.DLQ_INVALID_SELECTION('all must be true or false');
+  const all = body?.all === true;
+  if (!all) return { all };
+  const n = body?.expectedCount;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw DLQ_ERRORS.DLQ_INVALID_SELECTION('"all": true needs "expectedCount": the number of messages the dry run matched');
+  return { all, expectedCount: n };
 }
 
 /** `{ ids }` or `{ filter }`, exactly one; a dry run unless `dryRun: false` is said explicitly. */
@@ -66,15 +89,23 @@ const who = (request: FastifyRequest): string => request.principal?.userId ?? 'u
 
 export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
   const { pool, metrics } = deps;
+  const maxPerCall = deps.discardMaxPerCall ?? DISCARD_MAX_PER_CALL;
+  const restoreWindowMs = deps.restoreWindowMs ?? store.DEFAULT_RESTORE_WINDOW_MS;
   return async (app) => {
-    // The page holds no data: it asks for a token and calls the admin API below with it.
-    app.get('/console', async (_request, reply) =>
+    // The page holds no data: it asks for a token and calls the admin API below with it. Its script
+    // and styles are files of their own, so the policy needs no 'unsafe-inline' (page.ts).
+    const asset = (type: string, text: string) => async (_request: FastifyRequest, reply: FastifyReply) =>
       reply
-        .header('content-type', 'text/html; charset=utf-8')
-        .header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+        .header('content-type', type)
+        .header('content-security-policy', CONSOLE_CSP)
+        .header('x-content-type-options', 'nosniff')
+        // frame-ancestors 'none' for current browsers, X-Frame-Options for older ones.
+        .header('x-frame-options', 'DENY')
         .header('cache-control', 'no-store')
-        .send(CONSOLE_HTML),
-    );
+        .send(text);
+    app.get('/console', asset('text/html; charset=utf-8', CONSOLE_HTML));
+    app.get('/console/console.js', asset('text/javascript; charset=utf-8', CONSOLE_JS));
+    app.get('/console/console.css', asset('text/css; charset=utf-8', CONSOLE_CSS));
 
     await app.register(async (admin) => {
       admin.addHook('onRequest', deps.adminOnly);
@@ -98,7 +129,7 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
 
       admin.get('/v1/admin/dlq/messages/:id', async (request) => {
         const { id } = request.params as { id: string };
-        const found = ID.test(id) ? await store.getMessage(pool, id) : null;
+        const found = ID.test(id) ? await store.getMessage(pool, id, restoreWindowMs) : null;
         if (!found) throw DLQ_ERRORS.DLQ_MESSAGE_NOT_FOUND(id);
         return found;
       });
@@ -124,16 +155,40 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
       });
 
       admin.post('/v1/admin/dlq/discard', async (request) => {
-        const { selection, dryRun } = selectionOf(request.body as ActionBody | undefined);
-        if (dryRun) return { dryRun: true, action: 'discard', ...(await store.preview(pool, selection)) };
+        const body = request.body as ActionBody | undefined;
+        const { selection, dryRun } = selectionOf(body);
+        const bulk = bulkOf(body);
+        if (dryRun) {
+          const p = await store.preview(pool, selection, 'discard');
+          return { dryRun: true, action: 'discard', maxPerCall, needsAll: p.matched > maxPerCall, ...p };
+        }
         const result = await withTransaction(pool, async (tx) => {
           const op = await store.createOperation(tx, { action: 'discard', requestedBy: who(request), selection, ratePerSecond: null });
+          // Counted on the operation's fixed items; throwing rolls the operation back with them.
+          if (bulk.all && bulk.expectedCount !== op.matched) throw DLQ_ERRORS.DLQ_DISCARD_COUNT_CHANGED(bulk.expectedCount ?? 0, op.matched);
+          if (!bulk.all && op.matched > maxPerCall) throw DLQ_ERRORS.DLQ_DISCARD_TOO_MANY(op.matched, maxPerCall);
           const done = op.matched > 0 ? await store.discardItems(tx, op.id) : { discarded: 0, skipped: 0 };
           return { operationId: op.id, matched: op.matched, ...done };
         });
         if (result.discarded > 0) metrics.actions.inc({ action: 'discard', outcome: 'ok' }, result.discarded);
         if (result.skipped > 0) metrics.actions.inc({ action: 'discard', outcome: 'skipped' }, result.skipped);
-        request.log.info({ ...result, by: who(request), selection }, 'dlq discard done');
+        request.log.info({ ...result, by: who(request), selection, all: bulk.all }, 'dlq discard done');
+        return { dryRun: false, ...result, restorableUntil: new Date(Date.now() + restoreWindowMs).toISOString() };
+      });
+
+      // The undo of a discard, within the restore window (docs/DLQ-CONSOLE.md "Discard"): the
+      // messages go back to pending, audited like every action.
+      admin.post('/v1/admin/dlq/restore', async (request) => {
+        const { selection, dryRun } = selectionOf(request.body as ActionBody | undefined);
+        if (dryRun) return { dryRun: true, action: 'restore', restoreWindowMs, ...(await store.preview(pool, selection, 'restore', restoreWindowMs)) };
+        const result = await withTransaction(pool, async (tx) => {
+          const op = await store.createOperation(tx, { action: 'restore', requestedBy: who(request), selection, ratePerSecond: null, restoreWindowMs });
+          const done = op.matched > 0 ? await store.restoreItems(tx, op.id, restoreWindowMs) : { restored: 0, skipped: 0 };
+          return { operationId: op.id, matched: op.matched, ...done };
+        });
+        if (result.restored > 0) metrics.actions.inc({ action: 'restore', outcome: 'ok' }, result.restored);
+        if (result.skipped > 0) metrics.actions.inc({ action: 'restore', outcome: 'skipped' }, result.skipped);
+        request.log.info({ ...result, by: who(request), selection }, 'dlq restore done');
         return { dryRun: false, ...result };
       });
     });

@@ -171,6 +171,10 @@ export async function listMessages(db: Db, filter: DlqFilter, page: { limit: num
 }
 
 export interface MessageDetail extends MessageRow {
+  /** Of a discarded message: who discarded it and when (its last discard), and until when a restore can undo it. */
+  discardedBy?: string;
+  discardedAt?: string;
+  restorableUntil?: string;
   properties: Record<string, unknown>;
   headers: Record<string, unknown>;
   /** The body as text (UTF-8), and parsed when it is JSON. */
@@ -179,7 +183,7 @@ export interface MessageDetail extends MessageRow {
   history: Array<{ operationId: string; action: string; requestedBy: string; result: string; detail: string | null; at: string | null }>;
 }
 
-export async function getMessage(db: Db, id: string): Promise<MessageDetail | null> {
+export async function getMessage(db: Db, id: string, restoreWindowMs: number = DEFAULT_RESTORE_WINDOW_MS): Promise<MessageDetail | null> {
   const { rows } = await db.query(`SELECT ${MESSAGE_COLUMNS}, m.properties, m.headers, m.body FROM dlq_messages m WHERE m.id = $1::bigint`, [id]);
   if (rows.length === 0) return null;
   const r = rows[0];
@@ -196,8 +200,19 @@ export async function getMessage(db: Db, id: string): Promise<MessageDetail | nu
       WHERE i.message_id = $1::bigint ORDER BY o.id`,
     [id],
   );
+  const row = messageRow(r);
+  const discard = history.rows.filter((h) => h.action === 'discard' && h.result === 'discarded').at(-1);
+  const discarded =
+    row.state === 'discarded' && discard
+      ? {
+          discardedBy: discard.requested_by as string,
+          discardedAt: new Date(discard.at).toISOString(),
+          restorableUntil: new Date(new Date(row.actedAt ?? discard.at).getTime() + restoreWindowMs).toISOString(),
+        }
+      : {};
   return {
-    ...messageRow(r),
+    ...row,
+    ...discarded,
     properties: r.properties,
     headers: r.headers,
     body,
@@ -216,17 +231,27 @@ export async function getMessage(db: Db, id: string): Promise<MessageDetail | nu
 /** The selection of an action: explicit ids, or a filter (`state` default pending). */
 export type Selection = { ids: string[] } | { filter: DlqFilter };
 
+export type Action = 'replay' | 'discard' | 'restore';
+
 /**
- * The messages an action would touch: only `pending` or `replayed` ones, whatever the filter says.
- * Replay never touches a discarded message (the DB state is the truth), discard never one twice,
- * and neither one a message another replay is publishing right now.
+ * How long a discard can be undone (`restore`): DLQ_RETENTION_DAYS, the age at which the
+ * retention job purges a discarded row (docs/DLQ-CONSOLE.md "Discard"). 30 days, its default,
+ * unless the reconciler passes its configured value.
  */
-function selectionSql(selection: Selection): { sql: string; params: unknown[] } {
-  if ('ids' in selection) {
-    return { sql: `m.id = ANY($1::bigint[]) AND m.state IN ('pending', 'replayed')`, params: [selection.ids] };
-  }
-  const w = whereOf(selection.filter);
-  return { sql: `${w.sql} AND m.state IN ('pending', 'replayed')`, params: w.params };
+export const DEFAULT_RESTORE_WINDOW_MS = 30 * 86_400_000;
+
+/**
+ * The messages an action would touch. Replay and discard: only `pending` or `replayed` ones,
+ * whatever the filter says: replay never touches a discarded message (the DB state is the truth),
+ * discard never one twice, and neither one a message another replay is publishing right now.
+ * Restore: only `discarded` ones discarded less than the restore window ago (a filter's `state`
+ * is ignored: nothing else can be restored).
+ */
+function selectionSql(selection: Selection, action: Action = 'replay', restoreWindowMs = DEFAULT_RESTORE_WINDOW_MS): { sql: string; params: unknown[] } {
+  const base = 'ids' in selection ? { sql: `m.id = ANY($1::bigint[])`, params: [selection.ids] as unknown[] } : whereOf(action === 'restore' ? { ...selection.filter, state: 'discarded' } : selection.filter);
+  if (action !== 'restore') return { sql: `${base.sql} AND m.state IN ('pending', 'replayed')`, params: base.params };
+  const window = `$${base.params.length + 1}`;
+  return { sql: `${base.sql} AND m.state = 'discarded' AND m.acted_at > now() - make_interval(secs => ${window}::float8 / 1000)`, params: [...base.params, restoreWindowMs] };
 }
 
 export interface Preview {
@@ -237,8 +262,8 @@ export interface Preview {
   sample: MessageRow[];
 }
 
-export async function preview(db: Db, selection: Selection): Promise<Preview> {
-  const s = selectionSql(selection);
+export async function preview(db: Db, selection: Selection, action: Action = 'replay', restoreWindowMs?: number): Promise<Preview> {
+  const s = selectionSql(selection, action, restoreWindowMs);
   const [head, byQueue, byGroup, sample] = await Promise.all([
     db.query(`SELECT count(*)::int AS n, max(m.id)::text AS max FROM dlq_messages m WHERE ${s.sql}`, s.params),
     db.query(`SELECT m.original_queue, count(*)::int AS n FROM dlq_messages m WHERE ${s.sql} GROUP BY 1 ORDER BY 2 DESC`, s.params),
@@ -257,14 +282,14 @@ export async function preview(db: Db, selection: Selection): Promise<Preview> {
 /** Creates the operation and fixes its items (the exact messages) in one transaction. */
 export async function createOperation(
   tx: PoolClient,
-  op: { action: 'replay' | 'discard'; requestedBy: string; selection: Selection; ratePerSecond: number | null },
+  op: { action: Action; requestedBy: string; selection: Selection; ratePerSecond: number | null; restoreWindowMs?: number },
 ): Promise<{ id: string; matched: number }> {
   const created = await tx.query<{ id: string }>(
     `INSERT INTO dlq_operations (action, requested_by, selection, rate_per_second, matched) VALUES ($1, $2, $3, $4, 0) RETURNING id::text`,
     [op.action, op.requestedBy, op.selection, op.ratePerSecond],
   );
   const id = created.rows[0].id;
-  const s = selectionSql(op.selection);
+  const s = selectionSql(op.selection, op.action, op.restoreWindowMs);
   const items = await tx.query(
     `INSERT INTO dlq_operation_items (operation_id, message_id) SELECT $${s.params.length + 1}::bigint, m.id FROM dlq_messages m WHERE ${s.sql}`,
     [...s.params, id],
@@ -346,6 +371,33 @@ export async function discardItems(tx: PoolClient, operationId: string): Promise
   const skipped = done.rows.length - discarded;
   await tx.query(`UPDATE dlq_operations SET succeeded = $2, skipped = $3, state = 'done', finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint`, [operationId, discarded, skipped]);
   return { discarded, skipped };
+}
+
+/**
+ * Restore (the undo of a discard) of every item of an operation, in the caller's transaction: each
+ * message still discarded, and discarded less than the window ago, goes back to `pending` (it waits
+ * for a decision again); the others are recorded as skipped with the reason.
+ */
+export async function restoreItems(tx: PoolClient, operationId: string, restoreWindowMs: number): Promise<{ restored: number; skipped: number }> {
+  const done = await tx.query(
+    `WITH r AS (
+       UPDATE dlq_messages m SET state = 'pending', acted_at = now()
+         FROM dlq_operation_items i
+        WHERE i.operation_id = $1::bigint AND i.message_id = m.id AND m.state = 'discarded'
+          AND m.acted_at > now() - make_interval(secs => $2::float8 / 1000)
+       RETURNING m.id)
+     UPDATE dlq_operation_items i
+        SET result = CASE WHEN i.message_id IN (SELECT id FROM r) THEN 'restored' ELSE 'skipped' END,
+            detail = CASE WHEN i.message_id IN (SELECT id FROM r) THEN NULL ELSE 'no longer discarded, or past the restore window' END,
+            at = now()
+      WHERE i.operation_id = $1::bigint
+      RETURNING i.result`,
+    [operationId, restoreWindowMs],
+  );
+  const restored = done.rows.filter((r) => r.result === 'restored').length;
+  const skipped = done.rows.length - restored;
+  await tx.query(`UPDATE dlq_operations SET succeeded = $2, skipped = $3, state = 'done', finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint`, [operationId, restored, skipped]);
+  return { restored, skipped };
 }
 
 export interface ReplayItem {
