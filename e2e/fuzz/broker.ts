@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import amqplib from 'amqplib';
+import { brokerUserOf } from '@community/messaging';
 import type { BadMessage, GoodEvent } from './messages';
 
 const EXCHANGE = 'community.events';
@@ -28,6 +29,8 @@ export async function openPublisher(url: string): Promise<Publisher> {
         messageId: event.id,
         type: event.type,
         correlationId: event.correlationId,
+        // Who published it: consumers dead-letter a good event without it (docs/MESSAGING.md "Broker identity").
+        userId: brokerUserOf(url),
         timestamp: Math.floor(Date.now() / 1000),
         headers: { 'x-schema-version': 1 },
       });

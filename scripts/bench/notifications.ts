@@ -37,9 +37,11 @@ import pg from 'pg';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent } from '@community/contracts';
-import { createMessaging, type Topology } from '@community/messaging';
+import { brokerUserOf, createMessaging, type Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost } from '@community/testing';
 
+/** The user every connection of this benchmark is (test vhosts keep AMQP_URL's): the user-id its raw publishes carry. */
+const PUBLISHER_USER = brokerUserOf(process.env.AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672');
 const N = Number(process.env.BENCH_EVENTS ?? 60_000);
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10);
@@ -71,7 +73,7 @@ async function publishAll(ch: amqplib.ConfirmChannel, exchange: string, routingK
     if (failed) throw failed;
     outstanding++;
     // A messageId is required (consumers dead-letter a message without one); the index, as below.
-    const ok = ch.publish(exchange, routingKey, body, { persistent: true, contentType: 'application/json', type: routingKey, messageId: String(i) }, (err) => {
+    const ok = ch.publish(exchange, routingKey, body, { persistent: true, contentType: 'application/json', type: routingKey, messageId: String(i), userId: PUBLISHER_USER }, (err) => {
       if (err) failed = err;
       outstanding--;
       wake?.();
@@ -250,6 +252,7 @@ async function publishPaced(ch: amqplib.ConfirmChannel, routingKey: string, bodi
           contentType: 'application/json',
           type: routingKey,
           messageId: String(next),
+          userId: PUBLISHER_USER,
         });
       }
       if (next >= total) {

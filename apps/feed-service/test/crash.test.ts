@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import amqplib from 'amqplib';
+import { brokerUserOf } from '@community/messaging';
 import Redis from 'ioredis';
 import { createPgPool } from '@community/db';
 import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@community/testing';
@@ -51,7 +52,7 @@ async function publish(body: object & { type: string; id: string }) {
   const conn = await amqplib.connect(vhost.url);
   try {
     const ch = await conn.createConfirmChannel();
-    ch.publish('community.events', body.type, Buffer.from(JSON.stringify(body)), { persistent: true, contentType: 'application/json', messageId: body.id, type: body.type });
+    ch.publish('community.events', body.type, Buffer.from(JSON.stringify(body)), { persistent: true, contentType: 'application/json', messageId: body.id, type: body.type, userId: brokerUserOf(vhost.url) });
     await ch.waitForConfirms();
   } finally {
     await conn.close().catch(() => undefined);

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { BatchItem, MessageContext } from '@community/messaging';
-import type { Messaging, Topology } from '@community/messaging';
+import { brokerUserOf, type Messaging, type Topology } from '@community/messaging';
 import type { OutboxRelay } from '@community/outbox';
 import { createTestDatabase, createTestVhost, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadNotificationConfig, type NotificationConfig } from '../src/config';
@@ -119,6 +119,8 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
           contentType: 'application/json',
           messageId,
           type: routingKey,
+          // Who published it (the broker checks it; consumers dead-letter a message without it).
+          userId: brokerUserOf(vhost.url),
         });
         await ch.waitForConfirms();
       } finally {

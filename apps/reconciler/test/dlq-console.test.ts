@@ -131,6 +131,6 @@ it('asks for the token again when the API refuses it', async () => {
   await fresh.fill('#token', h.token('mallory'));
   await fresh.click('#login-form button');
   await fresh.waitForSelector('#login:not([hidden])');
-  await eventually('the refusal is shown', async () => /admin scope required/.test((await fresh.textContent('#login-error')) ?? ''));
+  await eventually('the refusal is shown', async () => /admin routes need an operator's admin token/.test((await fresh.textContent('#login-error')) ?? ''));
   await fresh.close();
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '@community/messaging';
 import { EMAIL_CONFIG_SPEC, loadEmailConfig, sendHandlerTimeoutMs } from '../../../apps/email-service/src';
 
 const ROOT = path.resolve(__dirname, '../../..');
@@ -18,4 +19,9 @@ it('loads the generated definitions from where docker-compose.yml and the cluste
   expect(setting('definitions.import_backend')).toBe('local_filesystem');
   expect(setting('definitions.local.path')).toBe('/etc/rabbitmq/definitions.d');
   expect(setting('cluster_name')).toBe('community');
+});
+
+it('sets max_message_size to the consumers’ limit (the messaging runtime’s DEFAULT_MAX_MESSAGE_BYTES), far below the broker’s 128 MiB default', () => {
+  expect(Number(setting('max_message_size'))).toBe(DEFAULT_MAX_MESSAGE_BYTES);
+  expect(DEFAULT_MAX_MESSAGE_BYTES).toBe(1_048_576);
 });

@@ -46,12 +46,17 @@ it('is accepted by the broker’s configuration schema', async () => {
 it('the check refuses an unknown key and a malformed value', async () => {
   expect((await validate(`${conf}\nquorum_queue.initial_cluster_size = 3\n`)).output).toMatch(/quorum_queue\.initial_cluster_size/);
   expect((await validate(conf.replace('consumer_timeout = 1800000', 'consumer_timeout = 30min'))).ok).toBe(false);
+  // max_message_size is bounded by the broker (512 MiB at most): a value past it does not start a node.
+  expect((await validate(conf.replace('max_message_size = 1048576', 'max_message_size = 1073741824'))).ok).toBe(false);
 });
 
-it('accepts the RabbitmqCluster’s additionalConfig (infra/k8s/platform) too, with the same consumer_timeout', async () => {
+it('accepts the RabbitmqCluster’s additionalConfig (infra/k8s/platform) too, with the same consumer_timeout and max_message_size', async () => {
   const cluster = parse(readFileSync(path.join(ROOT, 'infra/k8s/platform/rabbitmq.yaml'), 'utf8')) as { spec: { rabbitmq: { additionalConfig: string } } };
   const additional = cluster.spec.rabbitmq.additionalConfig;
   expect(await validate(additional)).toMatchObject({ ok: true });
   const timeout = (text: string) => text.match(/^consumer_timeout = (\d+)$/m)?.[1];
   expect(timeout(additional)).toBe(timeout(conf));
+  const maxSize = (text: string) => text.match(/^\s*max_message_size = (\d+)$/m)?.[1];
+  expect(maxSize(conf)).toBe('1048576');
+  expect(maxSize(additional)).toBe(maxSize(conf));
 });

@@ -46,6 +46,9 @@ export function notificationHeaders(event: { type: string }): Record<string, str
 
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
+/** The community API's events (docs/CONTRACT.md): every type but notification-service's own. */
+const COMMUNITY_EVENT_TYPES = ['user.upserted', 'user.mentioned', 'comment.created', 'reaction.added', 'user.followed', 'user.unfollowed', 'post.published', 'security.alert'];
+
 export const COMMUNITY_TOPOLOGY: Topology = {
   exchanges: [
     { name: EVENTS_EXCHANGE, type: 'topic' },
@@ -57,6 +60,17 @@ export const COMMUNITY_TOPOLOGY: Topology = {
   // which count toward the limit on RabbitMQ 3.10–3.13.
   deadLetterExchange: 'community.dlx',
   policyPrefix: 'community',
+  // Who may publish what (docs/MESSAGING.md "Broker identity"): each consumer dead-letters a type
+  // whose AMQP user-id is not the broker user of one of its producers (by default the user of the
+  // service's name, as SERVICE_ACCESS and infra/rabbitmq/definitions.json name them), of a
+  // replayer (the reconciler: DLQ replays, stuck fan-out chunks) or its own (its retry copies).
+  // Kept in step with SERVICE_ACCESS's routing keys by accessProblems (libs/messaging).
+  producers: {
+    ...Object.fromEntries(COMMUNITY_EVENT_TYPES.map((type) => [type, ['demo-community-api']])),
+    'notification.created': ['notification-service'],
+    [RECONCILER_RECOUNT_TYPE]: ['reconciler'],
+  },
+  replayers: ['reconciler'],
   queues: [
     {
       name: 'notification-service.critical',

@@ -15,6 +15,14 @@ export type {
   SingleConsumerOptions,
 } from './consumer/types';
 export { DEAD_LETTER_HEADERS } from './consumer/headers';
+export {
+  brokerUserOf,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  ForbiddenPublisherError,
+  MessageTooLargeError,
+  ProducerPolicy,
+  type ProducerCheckOptions,
+} from './identity';
 export { messageTraceContext } from './consumer/middleware/tracing';
 export type { EnvelopeLike, PublishOptions, Publisher } from './publisher';
 export type { RuntimeMetrics } from './metrics';
@@ -39,6 +47,7 @@ export {
   ownQueueNames,
   permissionsFor,
   plan as planTopology,
+  queueExchangeName,
   retryQueueName,
   managementRequest,
   managementTargetFor,

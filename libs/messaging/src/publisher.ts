@@ -2,8 +2,9 @@ import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-mana
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import type { Logger } from 'pino';
 import { PublishRejectedError, PublishTimeoutError, UnroutableError } from './errors';
+import { MessageTooLargeError } from './identity';
 import type { RuntimeMetrics } from './metrics';
-import { assertExchangeDeclared, declareOwnQueues, declareTopology, TopologyDriftError, TopologyError, type Topology, type TopologyPlan } from './topology';
+import { assertExchangeDeclared, declareOwnQueues, declareTopology, queueExchangeName, TopologyDriftError, TopologyError, type Topology, type TopologyPlan } from './topology';
 
 /** The envelope fields the publisher maps to AMQP properties (see docs/CONTRACT.md "Broker contract"). */
 export interface EnvelopeLike {
@@ -15,7 +16,12 @@ export interface EnvelopeLike {
 }
 
 export interface PublishOptions {
-  /** Defaults to the runtime's default exchange (see MessagingOptions.defaultExchange). */
+  /**
+   * Defaults to the runtime's default exchange (see MessagingOptions.defaultExchange). `''` sends
+   * to the queue named by `routingKey`: through that work queue's own exchange (`<queue>.direct`),
+   * never the broker's default exchange, which no service may write to (docs/MESSAGING.md
+   * "Broker identity").
+   */
   exchange?: string;
   /** Defaults to the event type (the contract: routing key = type). */
   routingKey?: string;
@@ -47,6 +53,10 @@ export interface PublisherDeps {
   defaultTimeoutMs?: number;
   /** `own-queues`: a publisher declares nothing, it only checks the exchanges exist (runtime.ts). */
   provisioning?: 'declare-all' | 'own-queues';
+  /** The connection's broker user, set as `user-id` on every message (RabbitMQ refuses a mismatch). */
+  userId?: string;
+  /** A larger body is refused before it is sent (the broker would close the channel over it). */
+  maxMessageBytes?: number;
 }
 
 export function createPublisher(deps: PublisherDeps): Publisher {
@@ -78,6 +88,14 @@ export function createPublisher(deps: PublisherDeps): Publisher {
     if (err instanceof TopologyDriftError) refuse(err);
   });
 
+  /** The work queue whose group a planned queue belongs to (a tier or DLQ: the queue it serves). */
+  function groupOf(queue: string): string {
+    const q = plan.queues.find((p) => p.name === queue)!;
+    if (q.role === 'retry') return String(q.arguments['x-dead-letter-routing-key']);
+    if (q.role === 'dlq') return queue.slice(0, -'.dlq'.length);
+    return queue;
+  }
+
   async function publish(event: EnvelopeLike, options: PublishOptions = {}): Promise<void> {
     const exchange = options.exchange ?? deps.defaultExchange;
     if (exchange === undefined) {
@@ -86,6 +104,10 @@ export function createPublisher(deps: PublisherDeps): Publisher {
     const routingKey = options.routingKey ?? event.type;
     // Publishing to an undeclared exchange is a channel error that would take the channel down.
     assertExchangeDeclared(topology, exchange);
+    // To a queue by name: through its group's own exchange, bound to it by its name.
+    const target = exchange === '' && plan.queues.some((q) => q.name === routingKey) ? queueExchangeName(groupOf(routingKey)) : exchange;
+    const body = Buffer.from(JSON.stringify(event));
+    if (deps.maxMessageBytes !== undefined && body.length > deps.maxMessageBytes) throw new MessageTooLargeError(body.length, deps.maxMessageBytes);
     const props: Options.Publish = {
       mandatory: true,
       persistent: true,
@@ -94,12 +116,13 @@ export function createPublisher(deps: PublisherDeps): Publisher {
       type: event.type,
       timestamp: Math.floor(Date.parse(event.occurredAt) / 1000) || Math.floor(Date.now() / 1000),
       correlationId: event.correlationId,
+      ...(deps.userId !== undefined ? { userId: deps.userId } : {}),
       headers: { ...options.headers, 'x-schema-version': event.version },
     };
     const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
     const stop = metrics.publishDuration.startTimer({ exchange, message_type: event.type });
     try {
-      await channel.publish(exchange, routingKey, Buffer.from(JSON.stringify(event)), { ...props, timeout: timeoutMs });
+      await channel.publish(target, routingKey, body, { ...props, timeout: timeoutMs });
     } catch (err) {
       returned.delete(event.id);
       const mapped = mapPublishError(err, exchange, routingKey, timeoutMs);

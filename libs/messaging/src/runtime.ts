@@ -5,6 +5,7 @@ import { connect } from './connection';
 import { createConsumer, type Consumer } from './consumer/consumer';
 import type { ConsumerOptions } from './consumer/types';
 import type { ErrorClassifier } from './errors';
+import { brokerUserOf, DEFAULT_MAX_MESSAGE_BYTES, ProducerPolicy, type ProducerCheckOptions } from './identity';
 import { runtimeMetrics, type RuntimeMetrics } from './metrics';
 import { PolicyGuard } from './policy-guard';
 import { createPublisher, type Publisher } from './publisher';
@@ -46,6 +47,20 @@ export interface MessagingOptions {
    *   policy: consumers wait until the admin's policies are in force.
    */
   provisioning?: Provisioning;
+  /**
+   * The broker user this process connects as: the `user-id` it sets on every publish (RabbitMQ
+   * refuses a mismatch) and the user its consumers trust for their own retry copies. Default: the
+   * AMQP URL's user (`guest` without one); set it when the connection authenticates otherwise
+   * (EXTERNAL, a client certificate).
+   */
+  brokerUser?: string;
+  /**
+   * Who may publish what, when the topology declares `producers` (docs/MESSAGING.md "Broker
+   * identity"): the deployment's service → broker user map, and what to do without `user-id`.
+   */
+  producerCheck?: ProducerCheckOptions;
+  /** Consumers dead-letter bodies larger than this unparsed, and the publisher refuses them. Default 1 MiB (the broker's max_message_size). */
+  maxMessageBytes?: number;
 }
 
 export type Provisioning = 'declare-all' | 'own-queues';
@@ -91,7 +106,10 @@ export function createMessaging(options: MessagingOptions): Messaging {
   // A new connection starts unblocked; the broker sends connection.blocked again if the alarm holds.
   connection.on('disconnect', () => (blockedReason = undefined));
   const provisioning = options.provisioning ?? 'declare-all';
-  const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs, provisioning });
+  const userId = options.brokerUser ?? brokerUserOf(options.url);
+  const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  const producers = topology.producers ? new ProducerPolicy(topology.producers, topology.replayers ?? [], userId, options.service, options.producerCheck) : undefined;
+  const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs, provisioning, userId, maxMessageBytes });
   const consumers: Consumer[] = [];
   const stopping = new AbortController();
   let started = false;
@@ -114,7 +132,7 @@ export function createMessaging(options: MessagingOptions): Messaging {
     consume<E>(opts: ConsumerOptions<E>): Consumer {
       assertQueueDeclared(topology, opts.queue);
       const spec = topology.queues.find((q) => q.name === opts.queue)!;
-      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers, policies, provisioning }, opts);
+      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers, policies, provisioning, maxMessageBytes, producers, userId }, opts);
       consumers.push(consumer);
       if (started) void consumer.start();
       return consumer;

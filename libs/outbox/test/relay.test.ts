@@ -2,7 +2,7 @@ import amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { classifyPgError, createPgPool, withTransaction } from '@community/db';
-import { createMessaging, type Messaging } from '@community/messaging';
+import { brokerUserOf, createMessaging, type Messaging } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { createRelay, enqueueEvents, purgeSent, type OutboxRelay } from '../src';
 import { alert, enqueue, mention, PRODUCER, QUEUE, topology, unsentCount } from './helpers';
@@ -65,7 +65,7 @@ it('reports the backlog and the age of its oldest row on /metrics, from the tabl
   expect(await metric('outbox_backlog_messages', 'producer="idle-producer"')).toBeUndefined();
 });
 
-it('publishes committed rows with the contract properties and marks them sent after the confirm', async () => {
+it('publishes committed rows with the contract properties (user-id: the relay connection’s broker user) and marks them sent after the confirm', async () => {
   const events = [mention('ada', 1), mention('bob', 2), mention('ada', 3)];
   await enqueue(pool, events);
   await eventually('all rows marked sent', async () => (await unsentCount(pool)) === 0);
@@ -81,8 +81,11 @@ it('publishes committed rows with the contract properties and marks them sent af
     correlation_id: events[0].correlationId,
     content_type: 'application/json',
     delivery_mode: 2,
+    // Set by the publisher, validated by the broker: consumers know who published it (docs/MESSAGING.md "Broker identity").
+    user_id: brokerUserOf(vhost.url),
     headers: { 'x-schema-version': 1 },
   });
+  expect(brokerUserOf(vhost.url)).not.toBe('');
   expect(JSON.parse(first.body)).toEqual(events[0]);
 
   const { rows } = await pool.query('SELECT event_id, sent_at, attempts, last_error FROM outbox_messages WHERE producer = $1 ORDER BY id', [PRODUCER]);

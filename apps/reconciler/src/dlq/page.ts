@@ -143,6 +143,7 @@ export const CONSOLE_JS = `(() => {
 
   async function loadSummary() {
     const s = await api('GET', '/v1/admin/dlq');
+    $('who').textContent = s.signedInAs ? 'signed in as ' + s.signedInAs : '';
     const tbody = $('summary').tBodies[0]; tbody.replaceChildren();
     const select = document.querySelector('#filters select[name=queue]');
     const current = select.value;
@@ -262,10 +263,7 @@ export const CONSOLE_JS = `(() => {
 
   async function enter() {
     $('login').hidden = true; $('app').hidden = false; $('logout').hidden = false;
-    try {
-      const payload = JSON.parse(atob(token().split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
-      $('who').textContent = 'signed in as ' + payload.sub;
-    } catch { $('who').textContent = ''; }
+    $('who').textContent = '';
     await refreshAll();
   }
 

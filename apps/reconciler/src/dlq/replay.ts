@@ -3,6 +3,7 @@ import amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { withTransaction } from '@community/db';
+import { brokerUserOf, queueExchangeName } from '@community/messaging';
 import { replayHeaders } from './dead-letter';
 import type { DlqMetrics } from './metrics';
 import { claimReplayBatch, claimStaleOperation, finishOperation, heartbeat, recordReplay, type ReplayItem } from './store';
@@ -28,7 +29,7 @@ export const MAX_RATE_PER_SECOND = 1000;
 /**
  * Runs replay operations in the background, one message after the other at `ratePerSecond`:
  * claim a batch (pending|replayed → replaying), publish each message to its original queue through
- * the default exchange (never the topic exchange: that would deliver it to every other bound
+ * the queue's own exchange `<queue>.direct` (never the topic exchange: that would deliver it to every other bound
  * queue again) with its original messageId, wait for the broker's confirm, record the result. The
  * operation row's counters are the progress the console and the CLI poll.
  *
@@ -97,8 +98,11 @@ export function createReplayer(options: ReplayerOptions) {
   function publish(ch: amqplib.ConfirmChannel, item: ReplayItem, operationId: string): Promise<void> {
     const p = item.properties as amqplib.Options.Publish & { type?: string };
     return new Promise((resolve, reject) => {
+      // Through the original queue's own exchange (bound to it by its name), never the default
+      // exchange, which no broker user may write to; user-id is this connection's user (the broker
+      // refuses another), which consumers accept from a replayer (docs/MESSAGING.md "Broker identity").
       ch.publish(
-        '',
+        queueExchangeName(item.originalQueue),
         item.originalQueue,
         item.body,
         {
@@ -110,6 +114,7 @@ export function createReplayer(options: ReplayerOptions) {
           type: p.type,
           timestamp: p.timestamp,
           appId: p.appId,
+          userId: brokerUserOf(options.url),
           messageId: item.messageId.startsWith('sha256:') ? undefined : item.messageId,
           headers: replayHeaders(item.headers, operationId, item.replayCount + 1),
         },

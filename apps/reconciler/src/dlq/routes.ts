@@ -110,7 +110,9 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
     await app.register(async (admin) => {
       admin.addHook('onRequest', deps.adminOnly);
 
-      admin.get('/v1/admin/dlq', async () => deps.summary());
+      // signedInAs: the operator the reconciler verified the token as (the page shows it; an
+      // operator's admin token carries no sub, its kid names the operator).
+      admin.get('/v1/admin/dlq', async (request) => ({ ...(await deps.summary()), signedInAs: who(request) }));
 
       admin.get('/v1/admin/dlq/groups', async (request) => {
         const query = request.query as Record<string, unknown>;

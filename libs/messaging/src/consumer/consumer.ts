@@ -4,6 +4,7 @@ import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-mana
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
 import { errorMessage, type ErrorClassifier } from '../errors';
+import type { ProducerPolicy } from '../identity';
 import type { RuntimeMetrics } from '../metrics';
 import type { PolicyGate } from '../policy-guard';
 import { declareOwnQueues, declareTopology, type QueueSpec, type TopologyPlan } from '../topology';
@@ -41,6 +42,12 @@ export interface ConsumerDeps {
   classifiers: readonly ErrorClassifier[];
   /** Says whether the queue's dead-letter exchange and delivery limit are in force: no subscription before. */
   policies: PolicyGate;
+  /** Bodies larger than this are dead-lettered unparsed (default DEFAULT_MAX_MESSAGE_BYTES). */
+  maxMessageBytes?: number;
+  /** Who may publish what (the topology's `producers`); undefined: no check. */
+  producers?: ProducerPolicy;
+  /** This connection's broker user: the `user-id` of the retry/DLQ copies. */
+  userId?: string;
 }
 
 /**
@@ -97,6 +104,9 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     middleware: options.middleware ?? [],
     timeoutMs: batcher ? undefined : timeoutMs,
     terminal: batcher ? joinBatch(batcher) : (options as SingleConsumerOptions<E>).handle,
+    maxMessageBytes: deps.maxMessageBytes,
+    producers: deps.producers,
+    userId: deps.userId,
   });
   const limiter = new Limiter<Delivery>(batch ? Number.MAX_SAFE_INTEGER : ('concurrency' in options && options.concurrency) || prefetch);
 

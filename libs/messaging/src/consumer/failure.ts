@@ -1,11 +1,13 @@
 import type { ConfirmChannel, ConsumeMessage, Message } from 'amqplib';
 import { classify, errorClass, errorMessage, UnroutableError, type ErrorClassifier, type FailureKind } from '../errors';
-import { dlqName, retryQueueName } from '../topology';
+import { dlqName, queueExchangeName, retryQueueName } from '../topology';
 import { DEAD_LETTER_HEADERS as H, DELIVERY_COUNT_HEADER, numberHeader } from './headers';
 
 export interface FailureRoute {
   destination: 'retry' | 'dlq';
   queue: string;
+  /** The work queue's own exchange, which the copy goes through (bound to `queue` by its name). */
+  exchange: string;
   kind: FailureKind;
   tierMs?: number;
 }
@@ -18,9 +20,9 @@ export function routeFailure(queue: string, retryDelaysMs: readonly number[], at
   const kind = classify(err, classifiers);
   if (kind === 'transient' && attempt <= retryDelaysMs.length) {
     const tierMs = retryDelaysMs[attempt - 1];
-    return { destination: 'retry', queue: retryQueueName(queue, tierMs), kind, tierMs };
+    return { destination: 'retry', queue: retryQueueName(queue, tierMs), exchange: queueExchangeName(queue), kind, tierMs };
   }
-  return { destination: 'dlq', queue: dlqName(queue), kind };
+  return { destination: 'dlq', queue: dlqName(queue), exchange: queueExchangeName(queue), kind };
 }
 
 export interface FailureFacts {
@@ -95,17 +97,21 @@ function takeReturn(pending: Map<string, number>, key: string): boolean {
 /**
  * Publishes the copy on the consumer's own confirm channel and resolves on the broker's confirm.
  * Only then may the original be acked: ack first and a crash in between would lose the message.
- * Through the default exchange, straight to the retry/DLQ queue: never back via the topic exchange.
+ * Through the work queue's own direct exchange (`exchange`, bound to each queue of the group by its
+ * name), straight to the retry/DLQ queue: never back via the topic exchange, and never through the
+ * default exchange, which a broker user may write to only for every queue of the vhost at once.
+ * The copy's `user-id` is this connection's user (`userId`): RabbitMQ refuses any other, and the
+ * consumer that gets it back accepts its own user (docs/MESSAGING.md "Broker identity").
  * `mandatory`: a copy to a queue that does not exist is confirmed *and dropped* by the broker; it
  * rejects with UnroutableError instead, so the original is not acked.
  */
-export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, queue: string, headers: Record<string, unknown>): Promise<void> {
+export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, exchange: string, queue: string, headers: Record<string, unknown>, userId?: string): Promise<void> {
   const p = msg.properties;
   const pending = returnsOf(channel);
   const key = returnKey(p.messageId, queue);
   return new Promise((resolve, reject) => {
     channel.publish(
-      '',
+      exchange,
       queue,
       msg.content,
       {
@@ -118,11 +124,12 @@ export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, queue:
         type: p.type,
         timestamp: p.timestamp,
         appId: p.appId,
+        ...(userId !== undefined ? { userId } : {}),
         headers,
       },
       (err) => {
         if (err) reject(err);
-        else if (takeReturn(pending, key)) reject(new UnroutableError('', queue, 'NO_ROUTE'));
+        else if (takeReturn(pending, key)) reject(new UnroutableError(exchange, queue, 'NO_ROUTE'));
         else resolve();
       },
     );

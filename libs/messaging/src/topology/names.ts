@@ -8,6 +8,14 @@ export const dlqName = (queue: string): string => `${queue}.dlq`;
 
 export const retryQueueName = (queue: string, delayMs: number): string => `${queue}.retry.${delayLabel(delayMs)}`;
 
+/**
+ * The direct exchange of a work queue's group (work queue, retry tiers, DLQ), keyed by queue name.
+ * Retry and DLQ copies, and sends to a queue by name, go through it instead of the default exchange:
+ * RabbitMQ authorises the default exchange (`amq.default`) as a whole, so a user that may write to
+ * it may write into every queue of the vhost, while write on this exchange reaches only this group.
+ */
+export const queueExchangeName = (queue: string): string => `${queue}.direct`;
+
 export const policyName = (prefix: string, queue: string): string => `${prefix}:${queue}`;
 
 /** 1000 → "1s", 120000 → "2m", 250 → "250ms": readable in the management UI. */

@@ -20,10 +20,17 @@ describe('permissionsFor', () => {
     for (const name of ['b.work', 'a.work.dlqx', 'ev', 'dlx', 'a-work']) expect(new RegExp(perms.configure).test(name)).toBe(false);
   });
 
-  it('writes its queues, the exchanges it publishes to and the default exchange (retry copies); reads its queues and its bindings’ exchanges', () => {
+  it('writes its queues, the exchanges it publishes to and its group’s own exchange (retry copies), never the default exchange; reads its queues and its bindings’ exchanges', () => {
     const perms = permissionsFor(topology, p, a);
-    expect(perms.write).toBe(exactly(['a.work', 'a.work.retry.1s', 'a.work.dlq', 'ev', 'amq.default']));
-    expect(perms.read).toBe(exactly(['a.work', 'a.work.retry.1s', 'a.work.dlq', 'ev', 'dlx']));
+    expect(perms.write).toBe(exactly(['a.work', 'a.work.retry.1s', 'a.work.dlq', 'ev', 'a.work.direct']));
+    expect(new RegExp(perms.write).test('amq.default')).toBe(false);
+    expect(new RegExp(perms.write).test('b.work.direct')).toBe(false);
+    expect(perms.read).toBe(exactly(['a.work', 'a.work.retry.1s', 'a.work.dlq', 'ev', 'dlx', 'a.work.direct']));
+  });
+
+  it('writes the own exchange of each queue it sends to by name', () => {
+    const perms = permissionsFor(topology, p, { ...a, consumes: [], sendsTo: ['b.work'] });
+    expect(perms.write).toBe(exactly(['ev', 'b.work.direct']));
   });
 
   it('limits routing keys on topic exchanges: publishes only its keys, binds only its own binding keys (literally)', () => {
@@ -45,6 +52,15 @@ describe('accessProblems', () => {
       'c: consumes "nope", which is not a work queue of the topology',
       'c: names queue "c.dlq", which the topology does not derive',
       'c: publishes to "ev2", which is not an exchange of the topology',
+    ]);
+  });
+
+  it('keeps the topology’s producers and the services’ routing keys in step', () => {
+    const withProducers: Topology = { ...topology, producers: { 'z.done': ['b'], 'x.created': ['a'] } };
+    expect(accessProblems(withProducers, p, [a])).toEqual([
+      'a: publishes "z.done", but topology.producers does not name it as a producer of that type',
+      'topology.producers["z.done"]: "b" has no broker access',
+      'topology.producers["x.created"]: "a" may not publish that routing key',
     ]);
   });
 });

@@ -1,4 +1,4 @@
-import { DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_POLICY_PREFIX, dlqName, escapeRegex, policyName, retryQueueName } from './names';
+import { DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_POLICY_PREFIX, dlqName, escapeRegex, policyName, queueExchangeName, retryQueueName } from './names';
 import type { BindingSpec, Topology, TopologyPlan } from './types';
 
 /**
@@ -24,6 +24,12 @@ export const DEFAULT_MAX_LENGTH = 1_000_000;
  *   never through the topic exchange (which would redeliver it to every other consumer).
  *   One fixed TTL per tier, because a quorum queue only expires messages at its head.
  * - No `x-expires` anywhere: a retry queue or DLQ must never vanish with messages in it.
+ * - Each work queue's group has a direct exchange of its own (`<queue>.direct`), bound to the work
+ *   queue, each tier and the DLQ by their names: the runtime publishes retry and DLQ copies (and
+ *   sends to a queue by name) through it, never through the default exchange, so a broker user
+ *   needs write only on its own groups' exchanges (docs/MESSAGING.md "Broker identity"). The tiers'
+ *   way home stays the default exchange: broker dead-lettering is not a publish and needs no
+ *   permission, and changing a tier's arguments would be a drift on every existing broker.
  */
 export function plan(topology: Topology): TopologyPlan {
   const dlx = topology.deadLetterExchange ?? DEFAULT_DEAD_LETTER_EXCHANGE;
@@ -68,6 +74,11 @@ export function plan(topology: Topology): TopologyPlan {
       });
     }
     result.queues.push({ name: dlqName(q.name), role: 'dlq', arguments: { 'x-queue-type': 'quorum' } });
+    const own = queueExchangeName(q.name);
+    result.exchanges.push({ name: own, type: 'direct' });
+    for (const name of [q.name, ...q.retryDelaysMs.map((d) => retryQueueName(q.name, d)), dlqName(q.name)]) {
+      result.bindings.push({ exchange: own, queue: name, routingKey: name });
+    }
 
     for (const b of q.bindings) {
       for (const { routingKey, arguments: args } of bindingKeys(b)) {

@@ -96,12 +96,29 @@ describe('exchange-to-exchange and headers bindings', () => {
     ],
   });
 
+  it('gives each work queue group a direct exchange of its own, bound to the queue, its tiers and its DLQ by their names', () => {
+    const p = plan(validateTopology(valid()));
+    expect(p.exchanges).toContainEqual({ name: 'svc.work.direct', type: 'direct' });
+    const own = p.bindings.filter((b) => b.exchange === 'svc.work.direct');
+    const group = p.queues.map((q) => q.name);
+    expect(own.map((b) => b.queue).sort()).toEqual(group.sort());
+    for (const b of own) expect(b.routingKey).toBe(b.queue);
+  });
+
+  it('refuses a declared exchange with the name of a queue group’s own exchange', () => {
+    const t = valid();
+    t.exchanges.push({ name: 'svc.work.direct', type: 'direct' });
+    expect(problemsOf(t)).toEqual([expect.stringContaining('duplicate name "svc.work.direct"')]);
+  });
+
   it('plans exchange.bind per routing key and one header binding with x-match', () => {
     const p = plan(validateTopology(routed()));
     expect(p.exchanges).toEqual([
       { name: 'events', type: 'topic' },
       { name: 'by-kind', type: 'headers' },
       { name: 'dlx', type: 'direct' },
+      { name: 'svc.all.direct', type: 'direct' },
+      { name: 'svc.urgent.direct', type: 'direct' },
     ]);
     expect(p.exchangeBindings).toEqual([{ source: 'events', destination: 'by-kind', routingKey: 'thing.created' }]);
     expect(p.bindings).toContainEqual({ exchange: 'by-kind', queue: 'svc.urgent', routingKey: '', arguments: { 'x-match': 'all', kind: 'urgent', level: 2 } });

@@ -64,6 +64,18 @@ export interface Topology {
   deadLetterExchange?: string;
   /** Policies are named `<prefix>:<queue>`, so an operator sees whose they are. Default `messaging`. */
   policyPrefix?: string;
+  /**
+   * Who may publish what: event type → the services that produce it (docs/MESSAGING.md "Broker
+   * identity"). When set, a consumer dead-letters (permanent, no retry) a message whose AMQP
+   * `user-id` is not the broker user of one of them, of a replayer, or of the consumer itself (its
+   * own retry copies), and one without `user-id` unless the runtime is told to accept those for a
+   * transition. A deployment maps services to broker users (`createMessaging({ producerCheck })`;
+   * by default a service's broker user is its name, as in infra/rabbitmq/definitions.json).
+   * Unset: no producer check (a topology of a test or a benchmark).
+   */
+  producers?: Record<string, string[]>;
+  /** Services that may re-send any type to any queue: the DLQ replayer, stuck-work repair. */
+  replayers?: string[];
 }
 
 /** What the broker gets: every queue, exchange, binding and policy, fully spelled out. */

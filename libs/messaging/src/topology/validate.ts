@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler, ValueErrorType } from '@sinclair/typebox/compiler';
+import { queueExchangeName } from './names';
 import type { BindingSpec, Topology } from './types';
 
 /**
@@ -53,6 +54,8 @@ const TopologySchema = Type.Object(
     ),
     deadLetterExchange: Type.Optional(Name),
     policyPrefix: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' })),
+    producers: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.Array(Type.String({ minLength: 1 })))),
+    replayers: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   },
   { additionalProperties: false },
 );
@@ -124,7 +127,10 @@ export function validateTopology(raw: unknown): Topology {
   });
   if (topology.deadLetterExchange !== undefined) claim(topology.deadLetterExchange, 'deadLetterExchange');
   topology.queues.forEach((q, i) => {
+    const duplicate = seen.has(q.name);
     claim(q.name, `queues[${i}]`);
+    // Its group's exchange (plan()): a declared exchange of that name would be a second one.
+    if (!duplicate) claim(queueExchangeName(q.name), `the exchange of queues[${i}] ("${q.name}")`);
     if (q.name.endsWith('.dlq') || /\.retry\./.test(q.name)) {
       problems.push(`queues[${i}] ("${q.name}"): names ending in .dlq or containing .retry. are derived, not declared`);
     }

@@ -30,11 +30,11 @@ describe('failureRouting', () => {
     expect(published).toEqual([]);
   });
 
-  it('copies a transient failure to the retry tier of its attempt, through the default exchange, with its history', async () => {
+  it('copies a transient failure to the retry tier of its attempt, through its queue’s own exchange (never the default one), with its history', async () => {
     const { delivery, published } = testDelivery({ headers: { 'x-retry-attempt': 1 } });
     await expect(failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx)).resolves.toBeUndefined();
     expect(published).toHaveLength(1);
-    expect(published[0]).toMatchObject({ exchange: '', routingKey: 'q.retry.5s', options: { persistent: true, messageId: 'e-1', type: 'user.mentioned' } });
+    expect(published[0]).toMatchObject({ exchange: 'q.direct', routingKey: 'q.retry.5s', options: { persistent: true, messageId: 'e-1', type: 'user.mentioned' } });
     expect(published[0].options.headers).toMatchObject({ 'x-retry-attempt': 2, 'x-last-error-class': 'TransientError', 'x-last-error-message': 'busy' });
     expect(published[0].options.headers).not.toHaveProperty('x-error-kind');
   });

@@ -12,6 +12,8 @@ export interface FailureRoutingOptions {
   retryDelaysMs: readonly number[];
   classifiers: readonly ErrorClassifier[];
   metrics: RuntimeMetrics;
+  /** The copies' `user-id`: this connection's broker user (undefined: none set). */
+  userId?: string;
 }
 
 /**
@@ -28,7 +30,7 @@ export interface FailureRoutingOptions {
  * A shutdown past its deadline ends the wait and the broker redelivers the original.
  */
 export function failureRouting<E>(options: FailureRoutingOptions): Middleware<E, RuntimeContext> {
-  const { queue, handler, retryDelaysMs, classifiers, metrics } = options;
+  const { queue, handler, retryDelaysMs, classifiers, metrics, userId } = options;
   return (next) => async (event, ctx) => {
     try {
       return await next(event, ctx);
@@ -43,7 +45,7 @@ export function failureRouting<E>(options: FailureRoutingOptions): Middleware<E,
       const headers = failureHeaders(d.msg, route, { queue, handler, attempt: ctx.attempt, err });
       for (let attempt = 0; ; attempt++) {
         try {
-          await publishCopy(d.channel, d.msg, route.queue, headers);
+          await publishCopy(d.channel, d.msg, route.exchange, route.queue, headers, userId);
           break;
         } catch (publishErr) {
           if (!(publishErr instanceof UnroutableError) || ctx.signal.aborted) {
