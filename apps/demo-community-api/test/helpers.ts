@@ -12,7 +12,7 @@ export const JWT_SECRET = 'test-secret-for-demo-community-api-0123456789';
 
 /**
  * The service as main.ts builds it, on a test database (and vhost, for tests that start it: without
- * start() nothing connects to the broker). No built-in traffic: tests make their own.
+ * start() nothing connects to the broker). No built-in traffic: tests make their own; no write rate limit in practice.
  */
 export function testService(
   db: TestDatabase,
@@ -25,6 +25,8 @@ export function testService(
     PORT: '0',
     LOG_LEVEL: 'silent',
     DEMO_TRAFFIC_RATE: '0',
+    // The load tests write thousands of rows from one address; rate-limit.test.ts sets a small limit.
+    DEMO_WRITE_RATE_LIMIT: '1000000',
     ...options.env,
   });
   return createDemoService(config, { logger: options.logger ?? testLogger(), registry: new Registry(), topology: options.topology });

@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { adminTokenSigner, generateOperatorKey, serviceTokenSigner } from '@community/observability';
+import { adminTokenSigner, generateOperatorKey, serviceTokenSigner, userTokenSigner } from '@community/observability';
 import { createTestDatabase, type TestDatabase } from '@community/testing';
 import { SECURITY_ALERT_SCOPE } from '../src/config';
 import type { DemoService } from '../src/service';
@@ -93,6 +93,9 @@ it('writes with a verified user token: your own profile (201), not someone elseâ
   // A token signed with another secret, or none at all, names nobody.
   const forged = await app.inject({ method: 'POST', url: '/v1/users', headers: { authorization: 'Bearer not.a.jwt' }, payload: profile('ada') });
   expect(forged.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
+  const otherSecret = userTokenSigner({ secret: 'another-secret-of-at-least-32-characters', issuer: 'community-site', audience: 'community-notifications' })('ada');
+  const signedElsewhere = await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(otherSecret), payload: profile('ada') });
+  expect(signedElsewhere.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
   expect(await written()).toEqual(before);
   expect((await pool.query('SELECT email FROM community_users WHERE id = $1', ['ada'])).rows).toEqual([{ email: 'ada@example.test' }]);
 
@@ -129,9 +132,9 @@ it('raises a security alert only with a service token of SECURITY_ALERTS_ISSUER 
   expect(otherIssuer.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
   const noScope = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: alertToken({ scope: 'preferences:opt-out' }), payload });
   expect(noScope.json()).toMatchObject({ statusCode: 403, code: 'SERVICE_FORBIDDEN' });
-  // The service token raises alerts, and nothing else: it does not act as a user.
+  // The service token raises alerts, and nothing else: it is no user token.
   const asUser = await app.inject({ method: 'POST', url: '/v1/posts', headers: alertToken(), payload: { title: 't', body: 'b' } });
-  expect(asUser.json()).toMatchObject({ statusCode: 403, code: 'SERVICE_FORBIDDEN' });
+  expect(asUser.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
   expect(await written()).toEqual(before);
 
   const raised = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: alertToken(), payload: { ...payload, detail: 'Firefox on Linux' } });

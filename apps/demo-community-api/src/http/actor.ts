@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import { ed25519Key } from '@community/config';
-import { authGuards, type Principal } from '@community/observability';
+import { authGuards, TokenRefused, type Principal } from '@community/observability';
 import { SECURITY_ALERT_SCOPE, SERVICE_NAME } from '../config';
 import { userExists } from '../store/users';
 import { ERRORS } from './errors';
@@ -11,9 +11,10 @@ import { ERRORS } from './errors';
  * nothing from 400s, and before the rate limit, which counts per actor).
  *
  * - In production (NODE_ENV=production) only verified tokens name anyone: a user token
- *   (`Authorization: Bearer`, verified by the shared guards of @community/observability, `sub` = user
- *   id) for the users' writes; a service token of SECURITY_ALERTS_ISSUER (Ed25519, scope
- *   `security-alerts:raise`) for security alerts. `x-user-id` is refused with a 401.
+ *   (`Authorization: Bearer`, verified by the shared verifiers of @community/observability, `sub` =
+ *   user id) or an operator's admin token for the users' writes; a service token of
+ *   SECURITY_ALERTS_ISSUER (Ed25519, scope `security-alerts:raise`, through the shared guards) for
+ *   security alerts. `x-user-id` is refused with a 401.
  * - Elsewhere (the demo, the tests) `x-user-id` names the acting user as before, profiles may be
  *   written anonymously and alerts raised without a token; a token, when sent, is verified the same
  *   way and wins over the header.
@@ -68,27 +69,27 @@ export function actorHooks({ production, securityAlerts }: ActorAuthOptions): Ac
   const alertGuard = guards.ownOrAdminOrService(SECURITY_ALERT_SCOPE, ['POST']);
 
   /**
-   * The user a token names. The shared guards authenticate first (setting `request.principal`),
-   * then check that the subject owns `:userId`; on this API `:userId` names someone else (the user
-   * followed) or nothing, so that one 403 (FORBIDDEN_USER, with a principal set) is not ours to
-   * answer: the route decides what the actor may do. Every other refusal stands, service tokens
-   * included (they do not act as users).
+   * The user (or operator) a bearer token names, verified by the app's shared verifiers
+   * (`registerAuth`: user tokens with `iss`/`aud`/`exp` and a bounded lifetime, operators' admin
+   * tokens). Not the guards' `ownOrAdmin`: its ownership check is of `:userId`, which on this API
+   * names someone else (the user followed) or nothing; what the actor may do is the route's to
+   * decide. A service token is no user token: refused here like any token that does not verify.
    */
-  async function userFromToken(request: FastifyRequest): Promise<Principal> {
-    request.principal = undefined;
+  function userFromToken(request: FastifyRequest): Principal {
+    const header = request.headers.authorization ?? '';
+    const token = header.startsWith('Bearer ') ? header.slice(7).trim() : '';
+    if (!token) throw ERRORS.TOKEN_INVALID('the Authorization header is not a Bearer token');
     try {
-      await guards.ownOrAdmin(request);
+      return request.server.communityAuth.authenticate(token);
     } catch (err) {
-      const e = err as { statusCode?: number; code?: string };
-      const principal = request.principal as Principal | undefined;
-      if (!(principal && !principal.service && e.statusCode === 403 && e.code === 'FORBIDDEN_USER')) throw asTokenInvalid(err);
+      if (err instanceof TokenRefused) throw ERRORS.TOKEN_INVALID(err.message);
+      throw err;
     }
-    return request.principal as unknown as Principal;
   }
 
   async function identify(request: FastifyRequest, allowAnonymous: boolean): Promise<Actor> {
     if (request.headers.authorization) {
-      const principal = await userFromToken(request);
+      const principal = userFromToken(request);
       return { userId: principal.userId, admin: principal.admin, via: 'token', rateKey: `user:${principal.userId}` };
     }
     const header = request.headers['x-user-id'];
