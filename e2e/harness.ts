@@ -5,6 +5,8 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
+import { DEFAULT_USER_TOKEN_AUDIENCE, DEFAULT_USER_TOKEN_ISSUER, DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY } from '@community/config';
+import { adminTokenSigner } from '@community/observability';
 import { eventually } from '@community/testing';
 
 /**
@@ -156,11 +158,23 @@ export async function startSmtpSink(): Promise<SmtpSink> {
   };
 }
 
-/** An HS256 JWT, as the community site would issue for its users. */
+/**
+ * An HS256 JWT, as the community site issues for its users: the development iss/aud the apps check
+ * by default (USER_TOKEN_ISSUER, USER_TOKEN_AUDIENCE), iat, and a 10-minute exp; `claims` override.
+ */
 export function jwt(secret: string, claims: Record<string, unknown>): string {
   const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
-  const body = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ iat: Math.floor(Date.now() / 1000), ...claims })}`;
+  const iat = Math.floor(Date.now() / 1000);
+  const body = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ iss: DEFAULT_USER_TOKEN_ISSUER, aud: DEFAULT_USER_TOKEN_AUDIENCE, iat, exp: iat + 600, ...claims })}`;
   return `${body}.${createHmac('sha256', secret).update(body).digest('base64url')}`;
+}
+
+/**
+ * An operator's admin token for `audience` (a service name), signed with the development operator's
+ * key that the apps' default ADMIN_KEYS trusts; or with a key of the test's own (libs/testing `testOperators`).
+ */
+export function adminJwt(audience: string, key: { kid: string; privateKeyPem: string } = { kid: DEV_ADMIN_KEY_ID, privateKeyPem: DEV_ADMIN_SIGNING_KEY }): string {
+  return adminTokenSigner({ signingKey: key.privateKeyPem, kid: key.kid, audience })();
 }
 
 export async function http<T = unknown>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {

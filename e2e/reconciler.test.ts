@@ -7,14 +7,15 @@ import { buildEvent, COMMUNITY_TOPOLOGY, type AnyEvent, type EventData, type Eve
 import { withTransaction } from '@community/db';
 import { managementRequest } from '@community/messaging';
 import { createRelay, enqueueEvents, type OutboxRelay } from '@community/outbox';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, eventually, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
 import { createEmailService, loadEmailConfig } from '../apps/email-service/src';
 import { createNotificationService, loadNotificationConfig, type NotificationService } from '../apps/notification-service/src';
 import { createReconcilerService, loadReconcilerConfig, type ReconcilerService } from '../apps/reconciler/src';
 import { main as ops } from '../scripts/ops/ops';
-import { jwt, startSmtpSink } from './harness';
+import { adminJwt, jwt, startSmtpSink } from './harness';
 
 const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
+const OPERATORS = testOperators(['volunteer']);
 const PRODUCER = 'community-api';
 // The reconciler watches the queues that have a consumer in this test (feed-service does not run here).
 const WATCHED = { ...COMMUNITY_TOPOLOGY, queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !q.name.startsWith('feed-service.')) };
@@ -33,15 +34,16 @@ let rcUrl: string;
 async function runOps(...args: string[]): Promise<{ code: number; out: string }> {
   const lines: string[] = [];
   const io = { out: (t: string) => lines.push(t), err: (t: string) => lines.push(t) };
-  const code = await ops(args, io, { RECONCILER_URL: rcUrl, JWT_SECRET, OPS_USER: 'volunteer' });
+  // The volunteer's own key: the reconciler records the operator its ADMIN_KEYS binds to the kid.
+  const code = await ops(args, io, { RECONCILER_URL: rcUrl, ...OPERATORS.cliEnv('volunteer') });
   return { code, out: lines.join('\n') };
 }
 
-const admin = () => ({ authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'volunteer', scope: 'admin' })}` });
+const admin = () => ({ authorization: `Bearer ${adminJwt('reconciler', OPERATORS.key('volunteer'))}` });
 
 beforeAll(async () => {
   [db, vhost, smtp] = await Promise.all([createTestDatabase('e2e_reconciler'), createTestVhost('e2e-reconciler'), startSmtpSink()]);
-  const common = { DATABASE_URL: db.url, AMQP_URL: vhost.url, JWT_SECRET, PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_TIMEOUT_MS: '3000' };
+  const common = { DATABASE_URL: db.url, AMQP_URL: vhost.url, JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys, PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_TIMEOUT_MS: '3000' };
   // A long batch deadline: the poisoned-queue case holds a batch on a lock for longer than the default 10 s.
   ns = createNotificationService(loadNotificationConfig({ ...common, CONSUMER_BATCH_SIZE: '20' }), { logger: testLogger('ns'), registry: new Registry(), batchTimeoutMs: 60_000 });
   es = createEmailService(

@@ -2,7 +2,7 @@ import type { Canaries } from './canaries';
 import type { Rng } from './random';
 import type { BadRequest, RequestContext } from './requests';
 import { enc, INJECTIONS, json } from './strings';
-import { badAuth, goodToken } from './tokens';
+import { adminToken, badAuth, goodToken } from './tokens';
 
 /**
  * Bad requests to feed-service's one public route, `GET /v1/users/:userId/feed` (docs/FEED.md,
@@ -47,7 +47,7 @@ export function feedRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): 
   if (kind === 'unstorable-user') {
     // Authorised for the path (an admin token, or the user's own), but no id the store can hold.
     const user = rng.pick(['a\u0000b', '\u0000', 'u'.repeat(rng.int(257, 1000))]);
-    const token = rng.chance(0.5) ? goodToken(ctx.secret, ctx.other, { scope: 'admin' }) : goodToken(ctx.secret, user);
+    const token = rng.chance(0.5) ? adminToken('feed-service') : goodToken(ctx.secret, user);
     return { category: 'feed-unstorable-user', method: 'GET', path: `/v1/users/${enc(user)}/feed`, headers: { authorization: `Bearer ${token}` } };
   }
   if (kind === 'limit') return { category: 'feed-input:limit', method: 'GET', path: `${own}?limit=${enc(rng.pick(BAD_LIMITS))}`, headers: bearer };

@@ -2,7 +2,7 @@ import type { Canaries } from './canaries';
 import type { Rng } from './random';
 import type { BadRequest, RequestContext } from './requests';
 import { enc, INJECTIONS, json } from './strings';
-import { badAuth, goodToken } from './tokens';
+import { adminToken, badAuth } from './tokens';
 
 /**
  * Bad requests to the reconciler's admin API and DLQ console (docs/RECONCILER.md "HTTP API",
@@ -74,7 +74,7 @@ function badSelection(rng: Rng, canaries: Canaries, action: 'replay' | 'discard'
 }
 
 export function reconcilerRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<BadRequest, 'n' | 'app'> {
-  const admin = { authorization: `Bearer ${goodToken(ctx.secret, ctx.owner, { scope: 'admin' })}` };
+  const admin = { authorization: `Bearer ${adminToken('reconciler')}` };
   const jsonHeaders = { ...admin, 'content-type': 'application/json' };
   const kind = rng.pick(['auth', 'auth', 'jobs', 'recount', 'feeds', 'why', 'dlq-list', 'dlq-ids', 'dlq-action', 'body']);
   if (kind === 'auth') {

@@ -5,7 +5,7 @@ import { apiRequest } from './api-requests';
 import { feedRequest } from './feed-requests';
 import { rawRequest } from './raw-requests';
 import { reconcilerRequest } from './reconciler-requests';
-import { badAuth, goodToken } from './tokens';
+import { adminToken, badAuth, goodToken } from './tokens';
 
 /**
  * Bad HTTP requests against the public HTTP API of the apps (docs/CONTRACT.md "HTTP contract",
@@ -112,7 +112,7 @@ function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<B
     // Authorised for the path (an admin token, or the user's own token), but the user id is no
     // text the store can hold or a longer one than the API accepts: 400, never a database error.
     const user = rng.pick(['a\u0000b', '\u0000', 'tail\ud800', '\udc00', 'u'.repeat(rng.int(257, 1000))]);
-    const token = rng.chance(0.5) ? goodToken(ctx.secret, ctx.other, { scope: 'admin' }) : goodToken(ctx.secret, user);
+    const token = rng.chance(0.5) ? adminToken('notification-service') : goodToken(ctx.secret, user);
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (ep.body !== undefined) headers['content-type'] = 'application/json';
     return { category: `unstorable-user:${ep.name}`, method: ep.method, path: ep.path(enc(user), rng), headers, body: ep.body };

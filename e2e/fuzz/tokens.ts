@@ -1,4 +1,6 @@
 import { createHmac } from 'node:crypto';
+import { DEFAULT_USER_TOKEN_AUDIENCE, DEFAULT_USER_TOKEN_ISSUER, DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY } from '@community/config';
+import { adminTokenSigner } from '@community/observability';
 import type { Canaries } from './canaries';
 import type { Rng } from './random';
 
@@ -10,9 +12,14 @@ function sign(header: Record<string, unknown>, claims: Record<string, unknown>, 
   return `${body}.${hash === 'none' ? '' : createHmac(hash, key).update(body).digest('base64url')}`;
 }
 
-/** A token the apps must accept: HS256 with the shared secret. */
+/** A user token the apps must accept: HS256 with the shared secret, the default iss/aud, a 10-minute exp. */
 export function goodToken(secret: string, sub: string, extra: Record<string, unknown> = {}): string {
-  return sign({ alg: 'HS256', typ: 'JWT' }, { sub, iat: now(), ...extra }, secret, 'sha256');
+  return sign({ alg: 'HS256', typ: 'JWT' }, { sub, iss: DEFAULT_USER_TOKEN_ISSUER, aud: DEFAULT_USER_TOKEN_AUDIENCE, iat: now(), exp: now() + 600, ...extra }, secret, 'sha256');
+}
+
+/** An operator's admin token for `audience` (the service called): the development operator, whom the apps' default ADMIN_KEYS trusts. */
+export function adminToken(audience: string): string {
+  return adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience })();
 }
 
 export interface BadAuth {
