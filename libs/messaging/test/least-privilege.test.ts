@@ -80,6 +80,33 @@ it('own-queues: with only its own queues configurable, it declares them, consume
   expect(await policyNames()).toEqual(before);
 });
 
+it('own-queues, without any write on the default exchange: its retry copies and its DLQ copy go through its queue’s own exchange, and a send by name too', async () => {
+  const perms = permissionsFor(topology, topologyPlan, { user: 'x', consumes: ['lp.work'], publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }], sendsTo: [], reads: [], tags: ['management'] });
+  expect(new RegExp(perms.write).test('amq.default')).toBe(false);
+  const messaging = createMessaging({ url: await user(perms), service: 'least-priv-retries', topology, logger: testLogger(), registry: new Registry(), classifiers: [], provisioning: 'own-queues' });
+  runtimes.push(messaging);
+  const attempts = new Map<string, number>();
+  messaging.consume<TestEvent>({
+    queue: 'lp.work',
+    name: 'always-fails',
+    validate: validateTestEvent,
+    handle: async (e) => {
+      attempts.set(e.id, (attempts.get(e.id) ?? 0) + 1);
+      throw new Error('transient, every time');
+    },
+  });
+  await messaging.start();
+  const [byTopic, byName] = [mention('through the tiers'), mention('sent by name')];
+  await messaging.publisher.publish(byTopic);
+  await messaging.publisher.publish(byName, { exchange: '', routingKey: 'lp.work' });
+  const dead = await eventually('both in the DLQ after the last tier', async () => {
+    const got = (await vhost.take('lp.work.dlq')).filter((m) => [byTopic.id, byName.id].includes(String(m.properties.message_id)));
+    return got.length === 2 ? got : undefined;
+  }, 30_000);
+  for (const m of dead) expect(m.properties.headers).toMatchObject({ 'x-error-kind': 'retries-exhausted', 'x-attempts': 3, 'x-original-queue': 'lp.work' });
+  expect([attempts.get(byTopic.id), attempts.get(byName.id)]).toEqual([3, 3]);
+});
+
 it('declare-all, the policy apply refused (no policymaker tag): it checks instead of retrying forever, and consumes', async () => {
   const { messaging, handled } = await run(await user({ configure: '.*', write: '.*', read: '.*' }), undefined);
   const event = mention('policy apply refused');
