@@ -87,6 +87,13 @@ let columns: Map<string, string[]>;
 
 const quote = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 
+/** The connection of `who`'s login user. */
+function as(who: Service | 'nobody'): pg.Client {
+  const user = users.get(who);
+  if (!user) throw new Error(`no login user for ${who}`);
+  return user.client;
+}
+
 function urlAs(user: string): string {
   const url = new URL(db.url);
   url.username = encodeURIComponent(user);
@@ -151,13 +158,13 @@ it('every table has exactly the owner the grant table names', async () => {
 
 describe.each([...SERVICES, 'nobody' as const])('as %s', (who) => {
   it('each statement kind is allowed on a table exactly where it owns it or holds the grant, refused (42501) elsewhere', async () => {
-    const { client } = users.get(who)!;
+    const client = as(who);
     const mismatches: string[] = [];
     for (const [table, owner] of Object.entries(OWNERS)) {
       const own = owner === who;
       const grant = who === 'nobody' ? undefined : GRANTS[who][table];
       const has = (op: Grant) => own || (grant?.ops.includes(op) ?? false);
-      const cols = columns.get(table)!;
+      const cols = columns.get(table) ?? [];
       const updatable = own ? cols : grant?.ops.includes('update') ? (grant.updateColumns ?? cols) : [];
       const notUpdatable = cols.find((c) => !updatable.includes(c));
       const t = quote(table);
@@ -183,14 +190,14 @@ describe.each([...SERVICES, 'nobody' as const])('as %s', (who) => {
   });
 
   it('cannot create a table', async () => {
-    expect(await attempt(users.get(who)!.client, 'CREATE TABLE roles_test_new (id int)')).toBe('42501');
+    expect(await attempt(as(who), 'CREATE TABLE roles_test_new (id int)')).toBe('42501');
   });
 });
 
 it('nobody but the reconciler writes the DLQ audit (dlq_operations, dlq_operation_items) or the dead letters', async () => {
   const audit = `INSERT INTO dlq_operations (action, requested_by, selection, matched) VALUES ('discard', 'roles-test', '{}'::jsonb, 0) RETURNING id`;
   for (const who of [...SERVICES, 'nobody' as const]) {
-    const { client } = users.get(who)!;
+    const client = as(who);
     const expected = who === 'reconciler' ? '' : '42501';
     expect({ who, insert: await attempt(client, audit) }).toEqual({ who, insert: expected });
     expect({ who, update: await attempt(client, `UPDATE dlq_operations SET requested_by = 'forged'`) }).toEqual({ who, update: expected });
@@ -201,7 +208,7 @@ it('nobody but the reconciler writes the DLQ audit (dlq_operations, dlq_operatio
 
 describe('the statements whose privileges are subtle, as the code runs them, on real rows', () => {
   it("notification-service claims inbox rows (INSERT … ON CONFLICT DO NOTHING RETURNING needs SELECT), but cannot purge them", async () => {
-    const { client } = users.get('notification-service')!;
+    const client = as('notification-service');
     const claim = `INSERT INTO processed_events (consumer, event_id) SELECT 'roles-test', id FROM unnest($1::text[]) AS t(id) ORDER BY id
                    ON CONFLICT DO NOTHING RETURNING event_id`;
     const first = await client.query(claim, [['e1', 'e2']]);
@@ -209,16 +216,16 @@ describe('the statements whose privileges are subtle, as the code runs them, on 
     expect((await client.query(claim, [['e1']])).rowCount).toBe(0);
     expect(await attempt(client, `DELETE FROM processed_events WHERE consumer = 'roles-test'`)).toBe('42501');
     // The reconciler's retention does that.
-    expect((await users.get('reconciler')!.client.query(`DELETE FROM processed_events WHERE consumer = 'roles-test'`)).rowCount).toBe(2);
+    expect((await as('reconciler').query(`DELETE FROM processed_events WHERE consumer = 'roles-test'`)).rowCount).toBe(2);
   });
 
   it('email-service records its retention horizon (upsert into the reconciler\'s table), and the reconciler reads it', async () => {
     const upsert = `INSERT INTO retention_horizons (name, horizon_ms, set_by) VALUES ('email', $1, 'email-service')
                     ON CONFLICT (name) DO UPDATE SET horizon_ms = EXCLUDED.horizon_ms, set_by = EXCLUDED.set_by, updated_at = now()`;
-    const email = users.get('email-service')!.client;
+    const email = as('email-service');
     await email.query(upsert, [86_400_000]);
     await email.query(upsert, [172_800_000]);
-    const { rows } = await users.get('reconciler')!.client.query(`SELECT horizon_ms::int AS ms FROM retention_horizons WHERE name = 'email'`);
+    const { rows } = await as('reconciler').query(`SELECT horizon_ms::int AS ms FROM retention_horizons WHERE name = 'email'`);
     expect(rows).toEqual([{ ms: 172_800_000 }]);
     expect(await attempt(email, `DELETE FROM retention_horizons`)).toBe('42501');
   });
@@ -226,7 +233,7 @@ describe('the statements whose privileges are subtle, as the code runs them, on 
   it('the reconciler purges closed digest windows under a row lock, and repairs a counter, but cannot write the rest of either', async () => {
     await admin.query(`INSERT INTO email_digest_windows (user_id, window_start, window_end, status) VALUES ('u1', now() - interval '10 days', now() - interval '9 days', 'flushed')`);
     await admin.query(`INSERT INTO notification_counters (user_id, unread_count) VALUES ('u1', 7)`);
-    const reconciler = users.get('reconciler')!.client;
+    const reconciler = as('reconciler');
     const purged = await reconciler.query(
       `WITH doomed AS (SELECT w.id FROM email_digest_windows w WHERE w.status IN ('flushed', 'empty') AND w.window_end < now() - interval '2 days'
                         ORDER BY w.window_end LIMIT 10 FOR UPDATE SKIP LOCKED),
