@@ -21,7 +21,7 @@ export interface TestOperators {
 }
 
 /** The operators the harnesses trust by default; admin tokens name one of these. */
-export const TEST_OPERATOR_NAMES = ['alice', 'bob', 'carol', 'erin', 'frank', 'operator', 'volunteer', 'u-ops'] as const;
+export const TEST_OPERATOR_NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'operator', 'volunteer', 'u-ops'] as const;
 
 export function testOperators(names: readonly string[] = TEST_OPERATOR_NAMES): TestOperators {
   const keys = new Map(names.map((name) => [name, generateOperatorKey(name, `${name}-test-1`)]));
