@@ -3,7 +3,10 @@
 // a fresh migrated database, over real connections as those users: every table × every role × every
 // statement kind is allowed exactly where the grant table below says, and refused with SQLSTATE 42501
 // everywhere else; nobody but a table's owner alters, drops or truncates it.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
+import { parse } from 'yaml';
 import { createTestDatabase, testResourceName, type TestDatabase } from '@community/testing';
 
 type Service = 'notification-service' | 'email-service' | 'feed-service' | 'reconciler' | 'demo-community-api';
@@ -250,4 +253,20 @@ describe('the statements whose privileges are subtle, as the code runs them, on 
     expect(await attempt(reconciler, `UPDATE notification_items SET read_at = now()`)).toBe('42501');
     expect(await attempt(reconciler, `INSERT INTO email_deliveries (idempotency_key) SELECT 'x' WHERE false`)).toBe('42501');
   });
+});
+
+it('the CloudNativePG cluster declares the same group roles, the owner as a member of each, and login users each in one group', async () => {
+  const cluster = parse(readFileSync(path.resolve(__dirname, '../../../infra/k8s/platform/postgres.yaml'), 'utf8')) as {
+    spec: { bootstrap: { initdb: { owner: string } }; managed: { roles: Array<{ name: string; login: boolean; inRoles?: string[]; passwordSecret?: { name: string } }> } };
+  };
+  const roles = cluster.spec.managed.roles;
+  const groups = SERVICES.map(groupRole);
+  expect(roles.filter((r) => !r.login).map((r) => r.name)).toEqual(groups);
+  const { rows } = await admin.query<{ rolname: string; rolcanlogin: boolean }>('SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname = ANY($1::text[]) ORDER BY rolname', [groups]);
+  expect(rows).toEqual([...groups].sort().map((rolname) => ({ rolname, rolcanlogin: false })));
+  const owner = roles.find((r) => r.name === cluster.spec.bootstrap.initdb.owner);
+  expect(owner?.inRoles).toEqual(groups);
+  for (const user of roles.filter((r) => r.login && r !== owner)) {
+    expect({ user: user.name, inRoles: user.inRoles?.length, group: groups.includes(user.inRoles?.[0] ?? ''), secret: Boolean(user.passwordSecret) }).toEqual({ user: user.name, inRoles: 1, group: true, secret: true });
+  }
 });
