@@ -117,6 +117,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     registry,
     classifiers: [classifyPgError, classifySmtpError],
     provisioning: config.AMQP_TOPOLOGY,
+    producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
   });
   const handlerDeps = {
     pool,

@@ -87,7 +87,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
   });
   let messaging: Messaging | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY });
+    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY, producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID } });
   }
 
   const watchdog = createWatchdog({

@@ -42,3 +42,11 @@ it.each(apps)('%s passes provisioning (AMQP_TOPOLOGY) to every createMessaging',
   const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) => messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })));
   expect(calls.filter((c) => !/provisioning:\s*config\.AMQP_TOPOLOGY/.test(c.call)).map((c) => c.file)).toEqual([]);
 });
+
+// The transition setting for messages without user-id (docs/MESSAGING.md "Broker identity") is
+// configuration: an app that does not pass it on ignores AMQP_MISSING_USER_ID=accept.
+it.each(apps)('%s passes AMQP_MISSING_USER_ID to every createMessaging', (app) => {
+  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) => messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })));
+  expect(calls.length).toBeGreaterThan(0);
+  expect(calls.filter((c) => !/producerCheck:\s*\{\s*missingUserId:\s*config\.AMQP_MISSING_USER_ID\s*\}/.test(c.call)).map((c) => c.file)).toEqual([]);
+});

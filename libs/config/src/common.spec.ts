@@ -14,6 +14,7 @@ describe('commonConfig', () => {
     expect(cfg).toEqual({
       AMQP_URL: 'amqp://guest:guest@127.0.0.1:5672',
       AMQP_TOPOLOGY: 'declare-all',
+      AMQP_MISSING_USER_ID: 'refuse',
       RABBITMQ_MANAGEMENT_URL: '',
       DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/community',
       REDIS_URL: 'redis://127.0.0.1:6379',

@@ -78,6 +78,10 @@ export function commonConfig(service: ServiceName) {
     // tests: the service declares everything and applies the policies) or `own-queues` (a
     // least-privilege broker user: the topology admin provisions, docs/DEPLOY.md).
     { name: 'AMQP_TOPOLOGY', kind: 'enum', values: ['declare-all', 'own-queues'], default: 'declare-all' },
+    // A message without the AMQP user-id property (libs/messaging `producerCheck.missingUserId`,
+    // docs/MESSAGING.md "Broker identity"): `refuse` (dead-lettered: nobody vouches for its
+    // publisher) or `accept`, for a transition while a producer outside this repository does not set it.
+    { name: 'AMQP_MISSING_USER_ID', kind: 'enum', values: ['refuse', 'accept'], default: 'refuse' },
     // The management API (queue policies; the reconciler's watchdog and DLQ console). Empty: port 15672
     // on AMQP_URL's host with its credentials (libs/messaging managementTargetFor).
     {
