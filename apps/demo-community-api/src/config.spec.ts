@@ -49,6 +49,11 @@ describe('loadDemoConfig', () => {
     expect(issuesOf(() => loadDemoConfig({ SECURITY_ALERTS_VERIFY_KEY: 'not a key' }))).toEqual(['SECURITY_ALERTS_VERIFY_KEY']);
   });
 
+  it('reports its own rules with the shared variables’ problems, in one error', () => {
+    const weak = { ...production, JWT_SECRET: undefined, SECURITY_ALERTS_VERIFY_KEY: '', DEMO_TRAFFIC_RATE: '2' };
+    expect(issuesOf(() => loadDemoConfig(weak)).sort()).toEqual(['DEMO_TRAFFIC_RATE', 'JWT_SECRET', 'SECURITY_ALERTS_VERIFY_KEY']);
+  });
+
   it('refuses the traffic generator in production', () => {
     expect(issuesOf(() => loadDemoConfig({ ...production, DEMO_TRAFFIC_RATE: '2' }))).toEqual(['DEMO_TRAFFIC_RATE']);
   });

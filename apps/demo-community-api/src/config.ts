@@ -53,25 +53,35 @@ export type DemoConfig = ConfigOf<typeof DEMO_CONFIG> & {
 };
 
 export function loadDemoConfig(env: Record<string, string | undefined> = process.env): DemoConfig {
-  const config = loadConfig(DEMO_CONFIG, env);
-  const production = env['NODE_ENV'] === 'production';
+  // Every problem at once, the shared variables' and this app's rules alike (one fix-up round).
   const issues: ConfigIssue[] = [];
-  const key = config.SECURITY_ALERTS_VERIFY_KEY;
-  if (key !== undefined) {
+  let config: ConfigOf<typeof DEMO_CONFIG> | undefined;
+  try {
+    config = loadConfig(DEMO_CONFIG, env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    issues.push(...err.issues);
+  }
+  const production = env['NODE_ENV'] === 'production';
+  const flagged = new Set(issues.map((i) => i.name));
+  const issuer = config?.SECURITY_ALERTS_ISSUER ?? (env['SECURITY_ALERTS_ISSUER']?.trim() || 'community-platform');
+  const key = env['SECURITY_ALERTS_VERIFY_KEY']?.trim();
+  if (key) {
     const issue = ed25519KeyIssue('SECURITY_ALERTS_VERIFY_KEY', 'public', key);
     if (issue) issues.push(issue);
   } else if (production) {
     issues.push({
       name: 'SECURITY_ALERTS_VERIFY_KEY',
-      message: `SECURITY_ALERTS_VERIFY_KEY: is required when NODE_ENV=production (expected the Ed25519 public key, SPKI PEM, of ${config.SECURITY_ALERTS_ISSUER}, which signs the service tokens that raise security alerts)`,
+      message: `SECURITY_ALERTS_VERIFY_KEY: is required when NODE_ENV=production (expected the Ed25519 public key, SPKI PEM, of ${issuer}, which signs the service tokens that raise security alerts)`,
     });
   }
-  if (production && config.DEMO_TRAFFIC_RATE > 0) {
+  const rate = config?.DEMO_TRAFFIC_RATE ?? Number(env['DEMO_TRAFFIC_RATE'] || 0);
+  if (production && !flagged.has('DEMO_TRAFFIC_RATE') && rate !== 0) {
     issues.push({
       name: 'DEMO_TRAFFIC_RATE',
-      message: `DEMO_TRAFFIC_RATE: must be 0 when NODE_ENV=production (expected 0: the generator creates fake users and acts through x-user-id, which production refuses), got ${config.DEMO_TRAFFIC_RATE}`,
+      message: `DEMO_TRAFFIC_RATE: must be 0 when NODE_ENV=production (expected 0: the generator creates fake users and acts through x-user-id, which production refuses), got ${env['DEMO_TRAFFIC_RATE']}`,
     });
   }
-  if (issues.length > 0) throw new ConfigError(issues);
+  if (issues.length > 0 || config === undefined) throw new ConfigError(issues);
   return Object.freeze({ ...config, production });
 }

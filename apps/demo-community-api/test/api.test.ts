@@ -112,7 +112,6 @@ describe('POST /v1/posts', () => {
 
     const token = app.jwt.sign({ sub: 'grace' });
     const res = await app.inject({ method: 'POST', url: '/v1/posts', headers: { authorization: `Bearer ${token}` }, payload });
-    expect(res.json()).toMatchObject({ authorId: 'grace' });
     expect(res.statusCode).toBe(201);
     expect(res.json()).toMatchObject({ authorId: 'grace', title: 'Idempotency keys' });
     const events = await eventsOf(pool, res.headers['x-correlation-id']);
