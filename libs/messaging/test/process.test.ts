@@ -4,13 +4,16 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import { createMessaging, type Messaging } from '../src';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
+import { bundleChildScript, type ChildScript } from './support/child-script';
 import { mention, testLogger, testTopology } from './support/events';
 
 /** Faults injected for real: the consumer is a separate process that dies or gets SIGTERM. */
 let vhost: TestVhost;
 let publisherSide: Messaging;
+let childConsumer: ChildScript;
 
 beforeAll(async () => {
+  childConsumer = await bundleChildScript(path.join(__dirname, 'child-consumer.ts'));
   vhost = await createTestVhost('process');
   publisherSide = createMessaging({
     url: vhost.url,
@@ -25,7 +28,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await publisherSide.stop(1000);
-  await vhost.delete();
+  await Promise.all([vhost.delete(), childConsumer.remove()]);
 });
 
 interface Child {
@@ -35,7 +38,7 @@ interface Child {
 }
 
 function startChild(env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, ['-r', '@swc-node/register', path.join(__dirname, 'child-consumer.ts')], {
+  const proc = spawn(process.execPath, childConsumer.args, {
     env: { ...process.env, AMQP_URL: vhost.url, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

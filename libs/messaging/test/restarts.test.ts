@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import { createMessaging, DEFAULT_DELIVERY_LIMIT, managementRequest, type Messaging } from '../src';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
+import { bundleChildScript, type ChildScript } from './support/child-script';
 import { mention, testLogger, testTopology, validateTestEvent } from './support/events';
 
 /**
@@ -17,14 +18,16 @@ const topology = testTopology([{ name: 'test.backlog' }, { name: 'test.poison' }
 for (const q of topology.queues) delete q.deliveryLimit; // the runtime's default applies
 let vhost: TestVhost;
 const runtimes: Messaging[] = [];
+let childConsumer: ChildScript;
 
 beforeAll(async () => {
+  childConsumer = await bundleChildScript(path.join(__dirname, 'child-consumer.ts'));
   vhost = await createTestVhost('restarts');
 });
 
 afterAll(async () => {
   await Promise.all(runtimes.map((m) => m.stop(1000)));
-  await vhost.delete();
+  await Promise.all([vhost.delete(), childConsumer.remove()]);
 });
 
 /** The broker's name for a runtime's current connection ("client ip:port -> server ip:port"). */
@@ -167,7 +170,7 @@ it('a message that kills its consumer process on every delivery still ends in th
   let spawns = 0;
   while ((await vhost.ready('test.poison.dlq')) === 0) {
     expect(spawns).toBeLessThanOrEqual(DEFAULT_DELIVERY_LIMIT + 2);
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(__dirname, 'child-consumer.ts')], {
+    const child = spawn(process.execPath, childConsumer.args, {
       env: { ...process.env, AMQP_URL: vhost.url, CHILD_MODE: 'crash', CHILD_QUEUE: 'test.poison', CHILD_DELIVERY_LIMIT: String(DEFAULT_DELIVERY_LIMIT) },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
