@@ -3,8 +3,10 @@
 // a fresh migrated database, over real connections as those users: every table × every role × every
 // statement kind is allowed exactly where the grant table below says, and refused with SQLSTATE 42501
 // everywhere else; nobody but a table's owner alters, drops or truncates it.
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { parse } from 'yaml';
 import { createTestDatabase, testResourceName, type TestDatabase } from '@community/testing';
@@ -270,3 +272,38 @@ it('the CloudNativePG cluster declares the same group roles, the owner as a memb
     expect({ user: user.name, inRoles: user.inRoles?.length, group: groups.includes(user.inRoles?.[0] ?? ''), secret: Boolean(user.passwordSecret) }).toEqual({ user: user.name, inRoles: 1, group: true, secret: true });
   }
 });
+
+it('a database owner that is no superuser, only a member of every group (as CloudNativePG sets it up), applies every migration', async () => {
+  const owner = testResourceName('dbrole_owner', '_');
+  const database = testResourceName('dbrole_owner_db', '_');
+  const groups = SERVICES.map((s) => quote(groupRole(s))).join(', ');
+  await admin.query(`CREATE ROLE ${quote(owner)} LOGIN NOSUPERUSER NOCREATEROLE IN ROLE ${groups}`);
+  try {
+    await admin.query(`CREATE DATABASE ${quote(database)} OWNER ${quote(owner)}`);
+    const url = new URL(db.url);
+    url.username = owner;
+    url.pathname = `/${database}`;
+    const root = path.resolve(__dirname, '../../..');
+    const { stdout } = await promisify(execFile)(process.execPath, ['-r', '@swc-node/register', 'scripts/db/migrate.ts', 'deploy'], {
+      cwd: root,
+      env: { ...process.env, DATABASE_URL: url.toString() },
+    });
+    expect(stdout).toContain('All migrations have been successfully applied.');
+    const check = new pg.Client({ connectionString: url.toString() });
+    await check.connect();
+    try {
+      const { rows } = await check.query<{ tablename: string; tableowner: string }>(`SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'`);
+      expect(Object.fromEntries(rows.map((r) => [r.tablename, r.tableowner]))).toEqual(
+        Object.fromEntries(Object.entries(OWNERS).map(([t, o]) => [t, o === 'migrator' ? owner : groupRole(o)])),
+      );
+      // The groups held CREATE on the schema only during the migration.
+      const { rows: acl } = await check.query(`SELECT has_schema_privilege($1, 'public', 'CREATE') AS create`, [groupRole('reconciler')]);
+      expect(acl).toEqual([{ create: false }]);
+    } finally {
+      await check.end();
+    }
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${quote(database)} WITH (FORCE)`);
+    await admin.query(`DROP ROLE IF EXISTS ${quote(owner)}`);
+  }
+}, 120_000);

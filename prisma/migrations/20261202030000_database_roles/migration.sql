@@ -34,6 +34,11 @@ END $$;
 -- Nobody but the owner creates objects (PostgreSQL 15's default; explicit for older servers).
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 
+-- ALTER … OWNER TO also needs the new owner to hold CREATE on the schema (unless a superuser runs
+-- it): the groups hold it only inside this transaction, revoked below, so no service creates objects.
+GRANT CREATE ON SCHEMA public TO community_notification_service, community_email_service, community_feed_service,
+  community_reconciler, community_demo_community_api;
+
 -- Owners. A table's serial sequence follows it. The tables of the shared libraries
 -- (processed_events: @community/idempotency; outbox_messages: @community/outbox;
 -- scheduled_job_runs: @community/db's scheduler) and _prisma_migrations stay with the owner.
@@ -73,6 +78,9 @@ ALTER TABLE community_comments OWNER TO community_demo_community_api;
 ALTER TABLE community_follows OWNER TO community_demo_community_api;
 ALTER TABLE community_reactions OWNER TO community_demo_community_api;
 ALTER TABLE community_security_alerts OWNER TO community_demo_community_api;
+
+REVOKE CREATE ON SCHEMA public FROM community_notification_service, community_email_service, community_feed_service,
+  community_reconciler, community_demo_community_api;
 
 -- The shared libraries' tables, as each service's code uses them.
 -- Inbox claim (INSERT … ON CONFLICT DO NOTHING RETURNING event_id).
