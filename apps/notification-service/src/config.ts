@@ -25,6 +25,10 @@ export const NOTIFICATION_CONFIG = [
   },
   { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 2, min: 1, max: 16, description: 'batches in flight per queue' },
   { name: 'SSE_HEARTBEAT_MS', kind: 'duration-ms', default: 15_000, min: 100, description: 'heartbeat comment interval on SSE streams' },
+  // A stream holds a connection, a write buffer (up to 1 MiB) and a share of the LISTEN fan-out:
+  // bounded per inbox and per replica (sse/hub.ts). Over them: 429 / 503 with Retry-After.
+  { name: 'SSE_MAX_STREAMS_PER_USER', kind: 'int', default: 5, min: 1, max: 1000, description: 'SSE streams of one inbox a replica holds at most (a tab each); the next is refused 429' },
+  { name: 'SSE_MAX_STREAMS', kind: 'int', default: 5000, min: 1, max: 1_000_000, description: 'SSE streams a replica holds at most; the next is refused 503 (another replica may have room)' },
   // email-service's public key (Ed25519, PEM): its service tokens may read preferences and turn
   // email channels off, nothing else (docs/EMAIL.md "Secrets").
   {

@@ -75,7 +75,16 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
       headers: notificationHeaders,
     });
   }
-  const hub = createInboxHub({ databaseUrl: config.DATABASE_URL, pool, logger, metrics, heartbeatMs: config.SSE_HEARTBEAT_MS, backlogLimit: deps.sseBacklogLimit });
+  const hub = createInboxHub({
+    databaseUrl: config.DATABASE_URL,
+    pool,
+    logger,
+    metrics,
+    heartbeatMs: config.SSE_HEARTBEAT_MS,
+    backlogLimit: deps.sseBacklogLimit,
+    maxStreams: config.SSE_MAX_STREAMS,
+    maxStreamsPerUser: config.SSE_MAX_STREAMS_PER_USER,
+  });
 
   const readiness = readinessState();
   const app = buildApp({

@@ -15,6 +15,14 @@ export const ERRORS = defineErrors('NS_', {
   INVALID_CURSOR: { statusCode: 400, message: "querystring/cursor is not a cursor issued by this API (use 'nextCursor' from a previous page)" },
   INVALID_BODY: { statusCode: 400, message: (message: string) => message },
   INVALID_PREFERENCES: { statusCode: 400, message: (message: string) => message },
+  TOO_MANY_STREAMS: {
+    statusCode: 429,
+    message: (max: number) => `this inbox already has ${max} open streams on this server (the limit, SSE_MAX_STREAMS_PER_USER); close one (a tab) or retry later`,
+  },
+  STREAMS_FULL: {
+    statusCode: 503,
+    message: (max: number) => `this server holds its maximum of ${max} streams (SSE_MAX_STREAMS); retry later, possibly on another replica`,
+  },
   INVALID_LAST_EVENT_ID: {
     statusCode: 400,
     message: (value: string) => `Last-Event-ID '${value.slice(0, 40)}' is not an event id of this stream (expected a non-negative integer)`,

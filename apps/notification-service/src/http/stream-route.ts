@@ -5,10 +5,16 @@ import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
 import { UserParams } from './params';
 
+/** Retry-After of a refused stream: the user's limit frees when a tab closes; a full replica sooner, elsewhere. */
+const USER_RETRY_AFTER_S = 30;
+const REPLICA_RETRY_AFTER_S = 5;
+
 /**
  * GET /v1/users/:userId/notifications/stream: Server-Sent Events (design in sse/hub.ts).
  * Authorised like every inbox route (Authorization: Bearer), so browsers use a fetch-based
  * EventSource that can send the header. `Last-Event-ID` resumes after the last `count` event seen.
+ * Refused with 429 NS_TOO_MANY_STREAMS / 503 NS_STREAMS_FULL (and Retry-After) over the limits;
+ * ends with a `token-expired` event when the token expires (sse/hub.ts).
  */
 export function registerStreamRoute(app: FastifyInstance, deps: { hub: InboxHub; guards: InboxGuards }): void {
   const { authorizeInbox } = deps.guards;
@@ -23,10 +29,17 @@ export function registerStreamRoute(app: FastifyInstance, deps: { hub: InboxHub;
         if (!/^\d{1,15}$/.test(raw.trim())) throw ERRORS.INVALID_LAST_EVENT_ID(raw);
         lastEventId = Number(raw.trim());
       }
+      // Admission and open in the same tick: no other stream can take the last place in between.
+      const refusal = deps.hub.admission(request.params.userId);
+      if (refusal) {
+        reply.header('retry-after', String(refusal.limit === 'user' ? USER_RETRY_AFTER_S : REPLICA_RETRY_AFTER_S));
+        throw refusal.limit === 'user' ? ERRORS.TOO_MANY_STREAMS(refusal.max) : ERRORS.STREAMS_FULL(refusal.max);
+      }
       // From here on the hub owns the response: fastify must not send or time it out.
       reply.hijack();
       request.raw.setTimeout(0);
-      deps.hub.open(request.params.userId, reply.raw, lastEventId);
+      // It ends when the token does (request.principal.expiresAt, from the token's exp).
+      deps.hub.open(request.params.userId, reply.raw, lastEventId, request.principal?.expiresAt);
     },
   );
 }

@@ -20,6 +20,18 @@ import { INBOX_CHANNEL } from '../store/ingest';
  * covers: a client resuming with Last-Event-ID gets every notification created after that version.
  * A resume after a cut in the middle of a burst may repeat a notification (clients de-duplicate
  * by its id); it never skips one.
+ *
+ * Limits (docs/NOTIFICATIONS.md "Server-Sent Events"): a replica holds at most `maxStreams` streams, and at most
+ * `maxStreamsPerUser` of one inbox (a browser opens one per tab; a script looping on connect would
+ * otherwise hold a connection, a buffer and a LISTEN fan-out each, until the replica runs out).
+ * Over either, the route answers before taking the response over (`admission`): 429 for the user's
+ * limit, 503 for a full replica (another replica behind the load balancer may have room), both with
+ * Retry-After. The per-user count is per replica: with R replicas a user holds at most R × the limit.
+ *
+ * A stream ends when the token that opened it expires (`expiresAt`): the last event is
+ * `token-expired` (`{ reason, expiredAt }`), then the server closes the response, and the client
+ * reconnects with a new token (and its Last-Event-ID, so it misses nothing). Without this, a stream
+ * opened once would keep reading an inbox for as long as the connection lives.
  */
 export interface InboxHubOptions {
   databaseUrl: string;
@@ -32,7 +44,17 @@ export interface InboxHubOptions {
   backlogLimit?: number;
   /** A client whose unsent output grows past this is disconnected (it reconnects and resumes). */
   maxBufferedBytes?: number;
+  /** Streams this replica holds at most (SSE_MAX_STREAMS). */
+  maxStreams?: number;
+  /** Streams of one inbox this replica holds at most (SSE_MAX_STREAMS_PER_USER). */
+  maxStreamsPerUser?: number;
 }
+
+/** Why a stream is refused before it opens: the user's limit, or the replica's. */
+export type StreamRefusal = { limit: 'user'; max: number } | { limit: 'replica'; max: number };
+
+/** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 export interface InboxHub {
   /** Resolves after the first LISTEN attempt, listening or not; (re)connects on its own afterwards. */
@@ -41,8 +63,14 @@ export interface InboxHub {
   stop(): Promise<void>;
   /** Ends every stream (clients reconnect elsewhere); the listener stays. */
   closeStreams(): void;
-  /** Takes over `res` (already authorised) and streams the user's inbox on it. */
-  open(userId: string, res: ServerResponse, lastEventId?: number): void;
+  /** Whether one more stream of `userId` may open now (undefined) or why not. */
+  admission(userId: string): StreamRefusal | undefined;
+  /**
+   * Takes over `res` (already authorised, and admitted just before) and streams the user's inbox on
+   * it until the client leaves, the replica stops, or `expiresAt` (ms since the epoch: the token's
+   * expiry) passes: then a last `token-expired` event, and the stream ends.
+   */
+  open(userId: string, res: ServerResponse, lastEventId?: number, expiresAt?: number): void;
   isListening(): boolean;
 }
 
@@ -56,6 +84,8 @@ interface Stream {
   syncing: boolean;
   again: boolean;
   closed: boolean;
+  /** Ends the stream when its token expires. */
+  expiry?: NodeJS.Timeout;
 }
 
 export function createInboxHub(options: InboxHubOptions): InboxHub {
@@ -63,7 +93,10 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
   const logger = options.logger.child({ component: 'sse' });
   const backlogLimit = options.backlogLimit ?? 100;
   const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024;
+  const maxStreams = options.maxStreams ?? 5000;
+  const maxStreamsPerUser = options.maxStreamsPerUser ?? 5;
   const streams = new Map<string, Set<Stream>>();
+  let openCount = 0;
   let heartbeat: NodeJS.Timeout | undefined;
 
   function write(s: Stream, event: string, data: unknown, id?: number): void {
@@ -135,10 +168,29 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
   function close(s: Stream): void {
     if (s.closed) return;
     s.closed = true;
+    clearTimeout(s.expiry);
     const set = streams.get(s.userId);
     set?.delete(s);
     if (set?.size === 0) streams.delete(s.userId);
+    openCount--;
     metrics.sseConnections.dec();
+  }
+
+  /** At the token's expiry: say so (the last event), then end the stream; the client reconnects with a new token. */
+  function armExpiry(s: Stream, expiresAt: number): void {
+    const delay = expiresAt - Date.now();
+    if (delay > MAX_TIMER_MS) {
+      s.expiry = setTimeout(() => armExpiry(s, expiresAt), MAX_TIMER_MS);
+      s.expiry.unref();
+      return;
+    }
+    s.expiry = setTimeout(() => {
+      if (s.closed) return;
+      write(s, 'token-expired', { reason: 'the token this stream was opened with has expired; reconnect with a new token (and Last-Event-ID)', expiredAt: new Date(expiresAt).toISOString() });
+      close(s);
+      s.res.end();
+    }, Math.max(0, delay));
+    s.expiry.unref();
   }
 
   function closeStreams(): void {
@@ -166,7 +218,12 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
       metrics.sseListenerConnected.set(0);
     },
     closeStreams,
-    open(userId, res, lastEventId) {
+    admission(userId) {
+      if ((streams.get(userId)?.size ?? 0) >= maxStreamsPerUser) return { limit: 'user', max: maxStreamsPerUser };
+      if (openCount >= maxStreams) return { limit: 'replica', max: maxStreams };
+      return undefined;
+    },
+    open(userId, res, lastEventId, expiresAt) {
       const s: Stream = { userId, res, sentVersion: lastEventId, synced: false, syncing: false, again: false, closed: false };
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -181,7 +238,9 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
       let set = streams.get(userId);
       if (!set) streams.set(userId, (set = new Set()));
       set.add(s);
+      openCount++;
       metrics.sseConnections.inc();
+      if (expiresAt !== undefined) armExpiry(s, expiresAt);
       // Registered before the first read: a change committed meanwhile triggers another pass.
       void sync(s);
     },
