@@ -1,11 +1,11 @@
 import pg from 'pg';
-import { createTestDatabase, createTestVhost, eventually, testRedisPrefix, testResourceName, type TestDatabase, type TestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, eventually, testOperators, testRedisPrefix, testResourceName, type TestDatabase, type TestVhost } from '@community/testing';
 import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * The apps as a deployment connects them to Postgres (docs/DEPLOY.md "Database roles"): each app as
  * a login user of its own, a member of its service's group role, never as the database owner. A
- * mention reaches the inbox and the mailbox, a post reaches a follower's feed, and every scheduled job
+ * mention reaches the inbox and the mailbox (and /v1/admin/why explains it), a post reaches a follower's feed, and every scheduled job
  * of the reconciler (retention, counter repair, stuck work, feed checks: the cross-service grants)
  * completes a run after that traffic; none fails on a privilege. libs/db/test/roles.test.ts holds the
  * grant table statement by statement.
@@ -13,6 +13,7 @@ import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from 
 const SECRET = 'e2e-secret-e2e-secret-e2e-secret-123';
 const SERVICES = ['notification-service', 'email-service', 'feed-service', 'reconciler', 'demo-community-api'] as const;
 type Service = (typeof SERVICES)[number];
+const OPERATORS = testOperators(['operator']);
 const JOBS = ['counters.recount-recent', 'counters.sweep', 'retention.inbox', 'retention.email', 'retention.outbox', 'retention.dlq', 'stuck-work', 'feeds.check'];
 
 let vhost: TestVhost;
@@ -70,6 +71,7 @@ beforeAll(async () => {
     startApp('reconciler', reconciler, {
       ...as('reconciler'),
       RABBITMQ_MANAGEMENT_URL: '',
+      ADMIN_KEYS: OPERATORS.adminKeys,
       BREAKER_METRICS_URLS: 'none',
       COUNTER_RECOUNT_INTERVAL_MS: '3000',
       COUNTER_SWEEP_INTERVAL_MS: '3000',
@@ -118,6 +120,14 @@ it('each app works as its own login user: inbox, mailbox, feed, and every reconc
   await eventually('bob\'s post in ada\'s feed', async () => {
     const feed = await http<{ items: Array<{ postId: string }> }>('GET', `${app('feed-service').url}/v1/users/ada/feed?limit=10`, undefined, token('ada'));
     return feed.status === 200 && feed.body.items.some((p) => p.postId === post.body.id);
+  }, 30_000);
+  // /v1/admin/why reads the inbox, the outbox and the email ledger of the other services (SELECT grants).
+  await eventually('why: delivered', async () => {
+    const why = await http<{ verdict: string }>('GET', `${app('reconciler').url}/v1/admin/why?userId=ada&commentId=${comment.body.id}`, undefined, {
+      authorization: `Bearer ${OPERATORS.token('operator', 'reconciler')}`,
+    });
+    if (why.status !== 200) throw new Error(`why answered ${why.status} ${JSON.stringify(why.body)}`);
+    return why.body.verdict === 'delivered';
   }, 30_000);
   // email-service recorded its retention horizon at start (a grant on the reconciler's table).
   expect((await admin.query(`SELECT set_by FROM retention_horizons WHERE name = 'email'`)).rows).toEqual([{ set_by: 'email-service' }]);
