@@ -220,7 +220,9 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
 
 /**
  * Sets up authentication on an app: the verifiers the guards use (`app.communityAuth`), and
- * @fastify/jwt with the same user-token rules, for `app.jwt.sign` (tests) and `request.jwtVerify`.
+ * @fastify/jwt for `app.jwt.sign` (tests, benchmarks: user tokens with iss/aud/exp). Its
+ * `request.jwtVerify` checks iss/aud/exp too but neither the lifetime bound nor JWT_SECRET_PREVIOUS:
+ * verify with `app.communityAuth` (or the guards), never with it.
  */
 export function registerAuth(app: FastifyInstance, settings: AuthSettings): void {
   app.decorate('communityAuth', tokenAuthenticator(settings));
