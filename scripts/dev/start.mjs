@@ -100,6 +100,9 @@ function printSummary(apps, mail, supervisor, broker) {
   line('RabbitMQ metrics', 'http://127.0.0.1:15692/metrics');
   if (mail) line('MailDev (emails)', `${mail.webUrl}  (REST: ${mail.webUrl}/api/email)`);
   else line('SMTP', process.env.SMTP_URL);
+  // Development defaults production refuses: the well-known JWT_SECRET and the dev operator's key.
+  line('admin token', 'npm run ops -- token  (the development operator, dev-operator-1)');
+  line('user tokens', 'HS256 with the dev JWT_SECRET, iss community-site, aud community-notifications, exp ≤ 1 h');
   console.log(`  ${c.dim('Stop everything with Ctrl-C.')}\n`);
 }
 
