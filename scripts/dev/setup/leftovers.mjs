@@ -69,7 +69,17 @@ async function databases(req, url) {
     const { rows } = await client.query(`SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%' AND NOT datistemplate`);
     const leaked = rows.map((r) => r.datname).filter(isLeftover);
     for (const name of leaked) await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
-    return leaked.length;
+    // Login roles the database-role tests create (`test_dbrole_…`): roles are cluster-wide, so they
+    // outlive their database. After the databases: a role that still owns objects cannot be dropped,
+    // and the one that owned a leaked database is free now. A role some live database still uses is
+    // skipped (the next run retries).
+    const roles = (await client.query(`SELECT rolname FROM pg_roles WHERE rolname LIKE 'test\\_%'`)).rows.map((r) => r.rolname).filter(isLeftover);
+    let dropped = 0;
+    for (const name of roles) {
+      const ok = await client.query(`DROP ROLE IF EXISTS "${name.replace(/"/g, '""')}"`).then(() => true, () => false);
+      if (ok) dropped += 1;
+    }
+    return { databases: leaked.length, roles: dropped };
   } finally {
     await client.end();
   }
@@ -97,7 +107,7 @@ async function redisKeys(req, url) {
   }
 }
 
-/** Deletes leaked test vhosts, databases and Redis keys on this machine's servers; reports what it did. */
+/** Deletes leaked test vhosts, databases, login roles and Redis keys on this machine's servers; reports what it did. */
 export async function removeLeftovers(root, mgmt, env = process.env) {
   const req = createRequire(path.join(root, 'package.json'));
   const found = [];
@@ -116,8 +126,9 @@ export async function removeLeftovers(root, mgmt, env = process.env) {
     return n && plural(n, 'vhost', 'vhosts');
   });
   await step('databases', 'DATABASE_URL', async () => {
-    const n = await databases(req, target(env, 'DATABASE_URL').raw);
-    return n && plural(n, 'database', 'databases');
+    const r = await databases(req, target(env, 'DATABASE_URL').raw);
+    const said = [r.databases && plural(r.databases, 'database', 'databases'), r.roles && plural(r.roles, 'login role', 'login roles')].filter(Boolean);
+    return said.join(', ');
   });
   await step('Redis keys', 'REDIS_URL', async () => {
     const r = await redisKeys(req, target(env, 'REDIS_URL').raw);

@@ -1,5 +1,5 @@
 // npm test's setup removes what killed runs leaked (scripts/dev/setup/leftovers.mjs): a vhost, a
-// database and Redis keys named for a process that is gone are deleted; those of a live process (this
+// database, a login role and Redis keys named for a process that is gone are deleted; those of a live process (this
 // jest worker: another run still going) are kept. Runs the setup's own module in a child node, as
 // `npm test` does, against the shared servers: it must not touch any other test's resources either,
 // which every test file running beside it checks for us.
@@ -27,6 +27,8 @@ const names = {
   liveVhost: testResourceName('leftovers'),
   deadDb: `test_leftovers_${deadPid}_${hex()}`,
   liveDb: testResourceName('leftovers', '_'),
+  deadRole: `test_leftovers_${deadPid}_${hex()}`,
+  liveRole: testResourceName('leftovers_role', '_'),
   deadRedis: `test:leftovers:${deadPid}:${hex()}:`,
   liveRedis: `${testResourceName('leftovers', ':')}:`,
 };
@@ -47,6 +49,7 @@ async function sql<T extends pg.QueryResultRow>(text: string, params: unknown[] 
 }
 const vhostExists = async (v: string) => (await managementRequest(management, 'GET', `/vhosts/${encodeURIComponent(v)}`)).status === 200;
 const dbExists = async (d: string) => (await sql('SELECT 1 FROM pg_database WHERE datname = $1', [d])).length === 1;
+const roleExists = async (r: string) => (await sql('SELECT 1 FROM pg_roles WHERE rolname = $1', [r])).length === 1;
 
 let redis: Redis;
 beforeAll(async () => {
@@ -56,17 +59,19 @@ beforeAll(async () => {
     expect((await managementRequest(management, 'PUT', `/vhosts/${encodeURIComponent(v)}`, {})).ok).toBe(true);
   }
   for (const d of [names.deadDb, names.liveDb]) await sql(`CREATE DATABASE "${d}"`);
+  for (const r of [names.deadRole, names.liveRole]) await sql(`CREATE ROLE "${r}" LOGIN`);
   for (const p of [names.deadRedis, names.liveRedis]) await redis.mset(`${p}feed:a`, '1', `${p}feed:b`, '2');
 });
 
 afterAll(async () => {
   for (const v of [names.deadVhost, names.liveVhost]) await managementRequest(management, 'DELETE', `/vhosts/${encodeURIComponent(v)}`).catch(() => undefined);
   for (const d of [names.deadDb, names.liveDb]) await sql(`DROP DATABASE IF EXISTS "${d}" WITH (FORCE)`);
+  for (const r of [names.deadRole, names.liveRole]) await sql(`DROP ROLE IF EXISTS "${r}"`);
   await redis.del(`${names.deadRedis}feed:a`, `${names.deadRedis}feed:b`, `${names.liveRedis}feed:a`, `${names.liveRedis}feed:b`);
   redis.disconnect();
 });
 
-it("deletes the vhosts, databases and Redis keys of a process that is gone, and keeps a live process's", async () => {
+it("deletes the vhosts, databases, login roles and Redis keys of a process that is gone, and keeps a live process's", async () => {
   const script = `
     const root = ${JSON.stringify(ROOT)};
     const { loadProjectRules } = await import(root + '/scripts/dev/setup/project-rules.mjs');
@@ -75,12 +80,14 @@ it("deletes the vhosts, databases and Redis keys of a process that is gone, and 
     const { removeLeftovers } = await import(root + '/scripts/dev/setup/leftovers.mjs');
     await removeLeftovers(root, managementUrl(process.env), process.env);`;
   const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env: process.env });
-  expect(stdout).toMatch(/removed what killed test runs left behind: .*vhost.*database.*Redis keys? under/);
+  expect(stdout).toMatch(/removed what killed test runs left behind: .*vhost.*database.*login role.*Redis keys? under/);
 
   expect(await vhostExists(names.deadVhost)).toBe(false);
   expect(await vhostExists(names.liveVhost)).toBe(true);
   expect(await dbExists(names.deadDb)).toBe(false);
   expect(await dbExists(names.liveDb)).toBe(true);
+  expect(await roleExists(names.deadRole)).toBe(false);
+  expect(await roleExists(names.liveRole)).toBe(true);
   expect(await redis.exists(`${names.deadRedis}feed:a`, `${names.deadRedis}feed:b`)).toBe(0);
   expect(await redis.exists(`${names.liveRedis}feed:a`, `${names.liveRedis}feed:b`)).toBe(2);
 }, 120_000);
