@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fastifyRateLimit from '@fastify/rate-limit';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, onRequestHookHandler } from 'fastify';
 import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { CorrelationIdSchema } from '@community/contracts';
@@ -75,10 +75,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     reply.header(CORRELATION_HEADER, request.id);
   });
   refuseUnstorableText(app);
-  // The API in a scope of its own: its error handler (no raw message in a 500) and its rate limit
-  // apply to its routes, not to the ops routes buildServer added.
+  // The API in a scope of its own: its rate limit applies to its routes, not to the ops routes
+  // buildServer added.
   app.register(async (api) => {
-    answerCrashesGenerically(api);
     const { max, windowMs } = deps.writeRateLimit;
     await api.register(fastifyRateLimit, {
       global: false,
@@ -102,24 +101,3 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   return app;
 }
 
-/**
- * A crash (a 5xx nobody coded: a bug, a constraint, a trigger) is answered `500 INTERNAL_ERROR`
- * with a generic message: a driver's or a query's text says things about the database a client
- * has no business reading. The error itself is logged with the request id, which the response
- * carries (x-correlation-id). Coded errors, unavailable dependencies (503) and fastify's own 4xx
- * (validation, body too large) are answered by the shared handler as before.
- */
-function answerCrashesGenerically(api: FastifyInstance): void {
-  const shared = api.errorHandler;
-  api.setErrorHandler(function crashes(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-    try {
-      return shared.call(this, error, request, reply);
-    } catch (unhandled) {
-      const status = (unhandled as { statusCode?: unknown }).statusCode;
-      if (typeof status === 'number' && status < 500) throw unhandled;
-      const crash = ERRORS.INTERNAL_ERROR();
-      request.log.error({ err: unhandled, code: crash.code }, 'request failed');
-      return reply.code(500).send({ statusCode: 500, code: crash.code, error: 'Internal Server Error', message: crash.message });
-    }
-  });
-}

@@ -64,7 +64,7 @@ describe('the error handler buildServer installs', () => {
     expect(ours.headers['content-type']).toBe(theirs.headers['content-type']);
   });
 
-  it('leaves every other error to fastify: validation 400, unknown route 404, crash 500', async () => {
+  it("leaves fastify's own client errors to fastify (validation 400, unknown route 404) and answers a crash 500 without its text", async () => {
     app = server();
     const invalid = await app.inject({ method: 'GET', url: '/validated' });
     expect(invalid.statusCode).toBe(400);
@@ -73,7 +73,8 @@ describe('the error handler buildServer installs', () => {
     expect(missing.json()).toEqual({ statusCode: 404, error: 'Not Found', message: 'Route GET:/nowhere not found' });
     const crash = await app.inject({ method: 'GET', url: '/crash' });
     expect(crash.statusCode).toBe(500);
-    expect(crash.json()).toEqual({ statusCode: 500, error: 'Internal Server Error', message: 'boom' });
+    expect(crash.json()).toEqual({ statusCode: 500, code: 'INTERNAL_ERROR', error: 'Internal Server Error', message: expect.stringContaining('logged under this request id') });
+    expect(crash.body).not.toContain('boom');
   });
 
   it('answers an unavailable dependency 503 with Retry-After and the contract body; other errors keep their status', async () => {
@@ -105,6 +106,10 @@ describe('the error handler buildServer installs', () => {
     const crash = await app.inject({ url: '/crash' });
     expect(crash.statusCode).toBe(500);
     expect(crash.headers['retry-after']).toBeUndefined();
+    expect(crash.body).not.toContain('boom');
+    // The crash itself is in the log, under the request id the response carries.
+    const logged = lines.map((l) => JSON.parse(l)).find((l) => l.code === 'INTERNAL_ERROR');
+    expect(logged).toMatchObject({ level: 'error', err: expect.objectContaining({ message: 'boom' }) });
     expect(lines.some((l) => JSON.parse(l).level === 'warn' && JSON.parse(l).dependency === 'queue')).toBe(true);
   });
 

@@ -76,6 +76,10 @@ export type DependencyErrorClassifier = (err: unknown) => string | undefined;
 /** The wire code of a 503 for an unavailable dependency: one code in every service, clients retry on it. */
 export const DEPENDENCY_UNAVAILABLE = 'DEPENDENCY_UNAVAILABLE';
 
+/** The code of a crash: a 5xx nobody coded (a bug, a constraint, a privilege refused). */
+export const INTERNAL_ERROR = 'INTERNAL_ERROR';
+const INTERNAL_ERROR_MESSAGE = 'Something went wrong on our side; the error is logged under this request id (x-request-id)';
+
 /**
  * Node's socket errors: the peer refused, reset or never answered. Whatever the client library,
  * one of these means the dependency behind the socket is down or unreachable right now.
@@ -103,10 +107,13 @@ export interface ErrorHandlerOptions {
 }
 
 /**
- * Answers catalogue errors and unavailable dependencies; anything else (schema validation, an
- * unknown route, a crash) is rethrown, which hands it to fastify's default handler: same bodies,
- * same logging as before. A client error is logged at info (it is the caller's mistake, not ours),
- * a server one at error, an unavailable dependency at warn (an outage, already visible in /readyz).
+ * Answers catalogue errors and unavailable dependencies; fastify's own client errors (schema
+ * validation, a body too large) are rethrown to its default handler: same bodies as before. A crash
+ * (any other error) is answered `500 INTERNAL_ERROR` with a generic message: a driver's or a
+ * query's text ("permission denied for table …", a constraint name) tells a client about our
+ * database, and the caller can do nothing with it; the error itself is logged under the request id,
+ * which the response carries. A client error is logged at info (it is the caller's mistake, not
+ * ours), a server one at error, an unavailable dependency at warn (an outage, already in /readyz).
  */
 function errorHandler(options: ErrorHandlerOptions) {
   const classifiers = [...(options.dependencyErrors ?? []), networkUnavailable];
@@ -114,7 +121,12 @@ function errorHandler(options: ErrorHandlerOptions) {
   return function codedErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
     if (!(error instanceof CodedHttpError)) {
       const dependency = classify(classifiers, error);
-      if (dependency === undefined) throw error;
+      if (dependency === undefined) {
+        const status = (error as { statusCode?: unknown }).statusCode;
+        if (typeof status === 'number' && status < 500) throw error;
+        request.log.error({ err: error, code: INTERNAL_ERROR }, 'request failed');
+        return reply.code(500).header('x-request-id', request.id).send(errorBody(new CodedHttpError(500, INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE)));
+      }
       const unavailable = new CodedHttpError(503, DEPENDENCY_UNAVAILABLE, `${dependency} is unavailable for the moment; retry after ${retryAfter} s`);
       request.log.warn({ err: error, code: DEPENDENCY_UNAVAILABLE, dependency }, unavailable.message);
       return reply.code(503).header('retry-after', retryAfter).send(errorBody(unavailable));

@@ -98,7 +98,7 @@ describe('buildServer ops routes', () => {
     expect(logged[0]).toMatchObject({ service: 'test-service', req: { url: '/v1/thing' } });
   });
 
-  it("keeps fastify's error shape", async () => {
+  it("keeps fastify's error shape, and answers a crash without its text, under a request id", async () => {
     ({ app } = setup(() => ({})));
     app.get('/boom', async () => {
       throw new Error('kaput');
@@ -107,6 +107,8 @@ describe('buildServer ops routes', () => {
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ statusCode: 404, error: 'Not Found' });
     const boom = await app.inject({ method: 'GET', url: '/boom' });
-    expect(boom.json()).toEqual({ statusCode: 500, error: 'Internal Server Error', message: 'kaput' });
+    expect(boom.json()).toEqual({ statusCode: 500, code: 'INTERNAL_ERROR', error: 'Internal Server Error', message: expect.stringContaining('logged under this request id') });
+    expect(boom.body).not.toContain('kaput');
+    expect(boom.headers['x-request-id']).toEqual(expect.any(String));
   });
 });

@@ -42,6 +42,4 @@ export const ERRORS = defineErrors('', {
     statusCode: 429,
     message: (max: string, window: string, retryAfter: string) => `Too many writes: at most ${max} per ${window} for one user (or one address when anonymous); retry after ${retryAfter} s`,
   },
-  // The one 5xx of the catalogue: what a crash answers. The error itself goes to the log, with the request id.
-  INTERNAL_ERROR: { statusCode: 500, message: 'Something went wrong on our side; the error is logged under this request id (x-correlation-id)' },
 });
