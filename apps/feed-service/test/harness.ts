@@ -206,16 +206,22 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** A redis-server of this test's own (never stop the shared one): no persistence, so a restart is a flush. */
-export async function startPrivateRedis(port?: number): Promise<{ url: string; port: number; stop(): Promise<void>; start(): Promise<void> }> {
+/**
+ * A redis-server of this test's own (never stop the shared one): no persistence, so a restart is a
+ * flush. `acl`: ACL users (redis.conf `user` lines, one array of words each) instead of the
+ * password-less default user, which is then switched off; `url` then logs in as the first of them.
+ */
+export async function startPrivateRedis(port?: number, acl?: { users: string[][]; login: { user: string; password: string } }): Promise<{ url: string; port: number; stop(): Promise<void>; start(): Promise<void> }> {
   const p = port ?? (await freePort());
   let proc: ChildProcess | undefined;
-  const url = `redis://127.0.0.1:${p}`;
+  const login = acl ? `${encodeURIComponent(acl.login.user)}:${encodeURIComponent(acl.login.password)}@` : '';
+  const url = `redis://${login}127.0.0.1:${p}`;
+  const aclArgs = acl ? ['--user', 'default', 'off', ...acl.users.flatMap((words) => ['--user', ...words])] : [];
   const ctl = {
     url,
     port: p,
     async start() {
-      proc = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      proc = spawn('redis-server', ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...aclArgs], { stdio: 'ignore' });
       await eventually('private redis up', async () => {
         const c = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
         c.on('error', () => undefined);

@@ -51,8 +51,24 @@ describe('commonConfig', () => {
     expect(() => loadConfig(commonConfig('reconciler'), { NODE_ENV: 'production' })).toThrow(
       /JWT_SECRET: the development default is refused when NODE_ENV=production/,
     );
-    const cfg = loadConfig(commonConfig('reconciler'), { NODE_ENV: 'production', JWT_SECRET: 's'.repeat(40), ADMIN_KEYS: DEV_ADMIN_KEYS.replace('dev-operator-1', 'prod-1') });
+    const cfg = loadConfig(commonConfig('reconciler'), { NODE_ENV: 'production', JWT_SECRET: 's'.repeat(40), ADMIN_KEYS: DEV_ADMIN_KEYS.replace('dev-operator-1', 'prod-1'), REDIS_URL: 'redis://reconciler:pw@redis:6379' });
     expect(cfg.JWT_SECRET).toBe('s'.repeat(40));
+  });
+
+  it('refuses a REDIS_URL without a password in production for the services that use Redis, and names it', () => {
+    const production = { NODE_ENV: 'production', JWT_SECRET: 's'.repeat(40), ADMIN_KEYS: DEV_ADMIN_KEYS.replace('dev-operator-1', 'prod-1') };
+    for (const service of ['feed-service', 'reconciler'] as const) {
+      for (const REDIS_URL of [undefined, 'redis://redis:6379', 'redis://feed-service@redis:6379']) {
+        expect(() => loadConfig(commonConfig(service), { ...production, ...(REDIS_URL ? { REDIS_URL } : {}) })).toThrow(
+          /REDIS_URL: a URL without a password is refused when NODE_ENV=production \(expected REDIS_URL as scheme:\/\/user:password@host\)/,
+        );
+      }
+      expect(loadConfig(commonConfig(service), { ...production, REDIS_URL: 'rediss://feed-service:s3cret@redis:6380' }).REDIS_URL).toBe('rediss://feed-service:s3cret@redis:6380');
+      // Outside production the local password-less Redis is fine.
+      expect(loadConfig(commonConfig(service), {}).REDIS_URL).toBe('redis://127.0.0.1:6379');
+    }
+    // notification-service never connects to Redis: its REDIS_URL is not checked.
+    expect(loadConfig(commonConfig('notification-service'), production).REDIS_URL).toBe('redis://127.0.0.1:6379');
   });
 
   it('rejects an unknown log level and a URL with the wrong scheme', () => {
@@ -99,7 +115,7 @@ describe('the token variables', () => {
     const cfg = loadConfig(commonConfig('feed-service'), {});
     expect([cfg.USER_TOKEN_ISSUER, cfg.USER_TOKEN_AUDIENCE, cfg.USER_TOKEN_MAX_LIFETIME_MS, cfg.ADMIN_TOKEN_MAX_LIFETIME_MS]).toEqual(['community-site', 'community-notifications', 3_600_000, 3_600_000]);
     expect(cfg.ADMIN_KEYS).toBe(DEV_ADMIN_KEYS);
-    expect(issues({ NODE_ENV: 'production', JWT_SECRET: 's'.repeat(40) })).toEqual([
+    expect(issues({ NODE_ENV: 'production', JWT_SECRET: 's'.repeat(40), REDIS_URL: 'redis://reconciler:pw@redis:6379' })).toEqual([
       'ADMIN_KEYS: the development default is refused when NODE_ENV=production (expected ADMIN_KEYS to be set explicitly)',
     ]);
     expect(issues({ USER_TOKEN_MAX_LIFETIME_MS: '30d' })).toEqual([expect.stringMatching(/^USER_TOKEN_MAX_LIFETIME_MS: "30d" is not a duration/)]);

@@ -71,6 +71,9 @@ export const AUTH_VARIABLES = [
   'ADMIN_TOKEN_MAX_LIFETIME_MS',
 ] as const;
 
+/** The services that connect to Redis: feed-service (its feeds) and the reconciler (feed checks and rebuilds). */
+const REDIS_CLIENTS: readonly ServiceName[] = ['feed-service', 'reconciler'];
+
 export function commonConfig(service: ServiceName) {
   return [
     { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'] },
@@ -91,7 +94,9 @@ export function commonConfig(service: ServiceName) {
       description: "management API base (http://user:pass@host:15672); empty: port 15672 on AMQP_URL's host with its credentials",
     },
     { name: 'DATABASE_URL', kind: 'url', default: LOCAL_DEFAULTS.DATABASE_URL, protocols: ['postgresql:', 'postgres:'] },
-    { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'] },
+    // The services that use Redis log in as an ACL user of their own in production (docs/DEPLOY.md
+    // "Redis"); the others never connect to it, so their REDIS_URL is not checked.
+    { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'], passwordInProduction: REDIS_CLIENTS.includes(service) },
     { name: 'SMTP_URL', kind: 'url', default: LOCAL_DEFAULTS.SMTP_URL, protocols: ['smtp:', 'smtps:'] },
     // User tokens (HS256, issued by the community site): at least 32 bytes of key, and refused at its
     // development default in production. JWT_SECRET_PREVIOUS is still accepted while a rotation runs

@@ -21,6 +21,8 @@ export interface UrlVar extends VarCommon {
   readonly default?: string;
   /** Allowed `URL.protocol` values, with the colon: `['amqp:', 'amqps:']`. */
   readonly protocols?: readonly string[];
+  /** When NODE_ENV=production the URL must carry a password (`scheme://user:password@host`). */
+  readonly passwordInProduction?: boolean;
 }
 
 export interface StringVar extends VarCommon {
