@@ -1,5 +1,5 @@
 import type { ServiceAccess } from '@community/messaging';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE } from './topology';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE } from './topology';
 
 /**
  * What each service does on the broker, next to the topology it refers to. The broker users and
@@ -55,10 +55,11 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
   {
     // Reads and acks every DLQ, replays to the original queue through the default exchange, feeds
     // its own low-priority queue (recount requests on the events exchange, a key only it binds),
-    // and watches every queue through the management API (monitoring).
+    // and watches every queue through the management API (monitoring). Publishes user.erased (an
+    // operator's erasure, through its outbox).
     user: 'reconciler',
     consumes: ['reconciler.low-priority'],
-    publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE] }],
+    publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE] }],
     sendsTo: WORK_QUEUES,
     reads: DLQS,
     tags: ['monitoring'],

@@ -11,6 +11,7 @@ const CONTRACT_TYPES = [
   'user.unfollowed',
   'post.published',
   'security.alert',
+  'user.erased',
   'notification.created',
 ];
 

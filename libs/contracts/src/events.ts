@@ -72,6 +72,17 @@ export const NotificationCreatedV1 = Type.Object({
   excerpt: Type.Optional(Excerpt),
 });
 
+/**
+ * An operator erased a user's personal data (`ops user erase`, the reconciler's
+ * POST /v1/admin/users/:userId/erasure; docs/RUNBOOK.md "Erasure"). Each consumer erases or
+ * anonymises what it holds about `userId` in its own tables. `erasureId` is the reconciler's audit
+ * row (user_erasures.id), so a consumer's log line leads back to who asked and when.
+ */
+export const UserErasedV1 = Type.Object({
+  userId: IdSchema,
+  erasureId: IdSchema,
+});
+
 function entry<const V extends number, D extends TObject<TProperties>>(version: V, dataSchema: D) {
   return { version, dataSchema } as const;
 }
@@ -87,6 +98,7 @@ export const EVENT_TYPES = {
   'post.published': entry(1, PostPublishedV1),
   'security.alert': entry(1, SecurityAlertV1),
   'notification.created': entry(1, NotificationCreatedV1),
+  'user.erased': entry(1, UserErasedV1),
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;
@@ -103,6 +115,7 @@ export const RoutingKey = {
   PostPublished: 'post.published',
   SecurityAlert: 'security.alert',
   NotificationCreated: 'notification.created',
+  UserErased: 'user.erased',
 } as const satisfies Record<string, EventType>;
 export type RoutingKey = (typeof RoutingKey)[keyof typeof RoutingKey];
 

@@ -50,6 +50,10 @@ export const SAMPLES: { [T in EventType]: { data: EventData<T>; required: readon
     },
     required: ['notificationId', 'userId', 'type', 'idempotencyKey', 'resourceType', 'resourceId', 'emailChannel'],
   },
+  'user.erased': {
+    data: { userId: 'u1', erasureId: '42' },
+    required: ['userId', 'erasureId'],
+  },
 };
 
 export function envelope(type: string, data: unknown, overrides: Record<string, unknown> = {}): Record<string, unknown> {

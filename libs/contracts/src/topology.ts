@@ -20,6 +20,12 @@ export const EVENTS_EXCHANGE = 'community.events';
  */
 export const RECONCILER_LOW_PRIORITY_QUEUE = 'reconciler.low-priority';
 export const RECONCILER_RECOUNT_TYPE = 'reconciler.recount';
+/**
+ * An operator's erasure of a user (docs/CONTRACT.md). Produced by the reconciler only (its outbox,
+ * behind the audit row); every service that holds personal data consumes it on a queue it already
+ * has, so an erasure waits behind the same user's earlier events of that queue rather than racing them.
+ */
+export const USER_ERASED_TYPE = 'user.erased';
 
 /**
  * notification.created, and only it, re-routed by the notification's type: a headers exchange bound
@@ -69,6 +75,7 @@ export const COMMUNITY_TOPOLOGY: Topology = {
     ...Object.fromEntries(COMMUNITY_EVENT_TYPES.map((type) => [type, ['demo-community-api']])),
     'notification.created': ['notification-service'],
     [RECONCILER_RECOUNT_TYPE]: ['reconciler'],
+    [USER_ERASED_TYPE]: ['reconciler'],
   },
   replayers: ['reconciler'],
   queues: [
@@ -79,7 +86,7 @@ export const COMMUNITY_TOPOLOGY: Topology = {
     },
     {
       name: 'notification-service.standard',
-      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed'] }],
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed', USER_ERASED_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
@@ -100,14 +107,14 @@ export const COMMUNITY_TOPOLOGY: Topology = {
     },
     {
       name: 'email-service.users',
-      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted'] }],
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', USER_ERASED_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
       // Bound now so every event type a producer emits has a queue (an unroutable event holds back
       // its user's outbox). feed-service consumes it; until it runs, the backlog waits here for it.
       name: 'feed-service.activity',
-      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed'] }],
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed', USER_ERASED_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {

@@ -43,6 +43,7 @@ const OWNERS: Record<string, Service | 'migrator'> = {
   counter_repairs: 'reconciler',
   reconciler_cursors: 'reconciler',
   retention_horizons: 'reconciler',
+  user_erasures: 'reconciler',
   community_users: 'demo-community-api',
   community_posts: 'demo-community-api',
   community_comments: 'demo-community-api',
@@ -60,12 +61,15 @@ const GRANTS: Record<Service, Record<string, { ops: Grant[]; updateColumns?: str
   },
   'email-service': {
     retention_horizons: { ops: ['select', 'insert', 'update'] },
+    processed_events: { ops: ['select', 'insert'] },
   },
-  'feed-service': {},
+  'feed-service': {
+    processed_events: { ops: ['select', 'insert'] },
+  },
   reconciler: {
     scheduled_job_runs: { ops: ['select', 'insert', 'update', 'delete'] },
     processed_events: { ops: ['select', 'delete'] },
-    outbox_messages: { ops: ['select', 'delete'] },
+    outbox_messages: { ops: ['select', 'insert', 'update', 'delete'] },
     notification_items: { ops: ['select'] },
     notification_preferences: { ops: ['select'] },
     notification_counters: { ops: ['select', 'update'], updateColumns: ['unread_count', 'version', 'updated_at'] },
