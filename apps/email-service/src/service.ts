@@ -14,6 +14,7 @@ import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/di
 import { Scheduler } from './digest/scheduler';
 import { criticalLaneHandler } from './handlers/critical-lane';
 import { notificationCreatedHandler } from './handlers/notification-created';
+import { userErasedHandler } from './handlers/user-erased';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
 import { emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from './retention';
@@ -78,13 +79,14 @@ function databaseAnswers(pool: Pool): Promise<boolean> {
 }
 
 /** A validator that also refuses a valid event of another type (a binding mistake): permanent. */
-function only<T extends EventType>(type: T) {
-  return (body: Buffer): EventOf<T> => {
+/** Events of exactly these types (a union of EventOf, one per type); anything else is refused. */
+function only<T extends EventType>(...types: T[]) {
+  return (body: Buffer): { [K in T]: EventOf<K> }[T] => {
     const event = validateOrThrow(body);
-    if (event.type !== type) {
-      throw new ContractError('UNKNOWN_TYPE', '/type', `unexpected event type '${event.type}' on this queue (expected '${type}')`, { eventId: event.id, eventType: event.type });
+    if (!(types as EventType[]).includes(event.type)) {
+      throw new ContractError('UNKNOWN_TYPE', '/type', `unexpected event type '${event.type}' on this queue (expected '${types.join("' or '")}')`, { eventId: event.id, eventType: event.type });
     }
-    return event as EventOf<T>;
+    return event as { [K in T]: EventOf<K> }[T];
   };
 }
 
@@ -153,13 +155,17 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     validate: only('notification.created'),
     handle: criticalLaneHandler(handleNotification),
   });
-  messaging.consume<EventOf<'user.upserted'>>({
+  // The user projection and, on the same queue, erasures (handlers/user-erased.ts): an erasure
+  // waits behind the same user's earlier user.upserted instead of racing it.
+  const upserted = userUpsertedHandler(pool);
+  const erased = userErasedHandler(pool, USERS_QUEUE);
+  messaging.consume<EventOf<'user.upserted'> | EventOf<'user.erased'>>({
     queue: USERS_QUEUE,
     name: 'user-projection',
     prefetch: 32,
     timeoutMs: 10_000,
-    validate: only('user.upserted'),
-    handle: userUpsertedHandler(pool),
+    validate: only('user.upserted', 'user.erased'),
+    handle: (event, ctx) => (event.type === 'user.erased' ? erased(event, ctx) : upserted(event, ctx)),
   });
 
   // The breaker pauses this service's SMTP-bound queues (both lanes) only; the user projection and

@@ -8,6 +8,7 @@ import { createMessaging, type Messaging, type Topology } from '@community/messa
 import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { SERVICE_NAME, type FeedConfig } from './config';
+import { createUserErasedHandler } from './handlers/user-erased';
 import { createActivityHandler } from './handlers/activity';
 import { createFanout, type Fanout } from './handlers/fanout';
 import { ACTIVITY_QUEUE, BACKFILL_QUEUE, FANOUT_QUEUE, validateFanoutChunk, validateReconcile } from './handlers/internal-messages';
@@ -71,7 +72,7 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
     if (lanes !== 'fanout') {
       // The activity lane: post.published (small fan-outs inline), follows. Its own consumer, so a
       // large fan-out's chunks on feed-service.fanout never queue in front of a small post.
-      messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, timeoutMs, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher }) });
+      messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, timeoutMs, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher, erase: createUserErasedHandler({ pool, cache, consumer: ACTIVITY_QUEUE }) }) });
       messaging.consume({ queue: BACKFILL_QUEUE, name: `${BACKFILL_QUEUE}:reconcile`, prefetch: 2, concurrency: 1, timeoutMs, validate: validateReconcile, handle: createReconcileHandler({ pool, cache, metrics, config }) });
     }
     if (lanes !== 'activity') {

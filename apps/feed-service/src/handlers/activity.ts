@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import type { AnyEvent } from '@community/contracts';
+import type { AnyEvent, EventOf } from '@community/contracts';
 import type { MessageContext, Outcome, Publisher } from '@community/messaging';
 import * as projections from '../store/projections';
 import type { Fanout } from './fanout';
@@ -9,12 +9,15 @@ export interface ActivityDeps {
   pool: Pool;
   fanout: Fanout;
   publisher: Publisher;
+  /** user.erased, which arrives on this queue too (handlers/user-erased.ts). */
+  erase: (event: EventOf<'user.erased'>, ctx: MessageContext) => Promise<Outcome>;
 }
 
 /**
  * feed-service.activity: post.published plans (or, for one chunk, performs) the fan-out;
  * user.followed / user.unfollowed update the follow projection by occurredAt and hand the
- * follower's feed to the backfill lane. Everything here is idempotent: a redelivery re-applies
+ * follower's feed to the backfill lane; user.erased erases the user (handlers/user-erased.ts, which
+ * alone claims its event in the inbox). Everything else here is idempotent: a redelivery re-applies
  * the same state, so no inbox table is needed.
  */
 export function createActivityHandler(deps: ActivityDeps) {
@@ -49,8 +52,10 @@ export function createActivityHandler(deps: ActivityDeps) {
           await mark.leave();
         }
       }
+      case 'user.erased':
+        return deps.erase(event, ctx);
       default:
-        // Only the three bound routing keys arrive here; anything else is acknowledged and ignored.
+        // Only the four bound routing keys arrive here; anything else is acknowledged and ignored.
         return 'skipped';
     }
   };

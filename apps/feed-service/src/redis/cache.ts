@@ -288,6 +288,22 @@ export function createFeedCache(options: FeedCacheOptions) {
       for (let i = 0; i < raw.length; i += 2) out.push({ postId: raw[i], at: Number(raw[i + 1]) });
       return out;
     },
+    /**
+     * Erasure (handlers/user-erased.ts): every key of the user (feed, live, ready, rebuild, author
+     * lease), the bodies of the user's posts, and those posts in the feeds they were pushed to.
+     * Idempotent: deleting what is gone again changes nothing.
+     */
+    async forgetUser(user: string, postIds: string[], followerIds: string[]): Promise<void> {
+      const pipe = redis.pipeline();
+      pipe.del(k.feed(user), k.live(user), k.ready(user), k.rebuild(user), k.author(user));
+      for (let i = 0; i < postIds.length; i += 500) {
+        const chunk = postIds.slice(i, i + 500);
+        pipe.del(...chunk.map(k.post));
+        for (const follower of followerIds) pipe.zrem(k.feed(follower), ...chunk);
+      }
+      await exec(pipe);
+    },
+
     /** Unready, then drop the sorted set (an exact rebuild follows: rebuild.ts). */
     async clear(user: string): Promise<void> {
       await redis.del(k.ready(user));

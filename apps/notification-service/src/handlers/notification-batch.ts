@@ -19,6 +19,7 @@ import type { NotificationMetrics } from '../metrics';
 import { SERVICE_NAME } from '../config';
 import { transactionBudgetMs } from '../queues';
 import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
+import { handleUserErased } from './user-erased';
 
 export interface NotificationBatchDeps {
   pool: Pool;
@@ -110,7 +111,32 @@ function describeFailure(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
+/**
+ * user.erased (handlers/user-erased.ts) runs in a transaction of its own, in queue order: the
+ * events before it in the batch are committed first (so their notifications are erased too), those
+ * after it once it has committed.
+ */
 async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEvent>[], deadline: BatchDeadline): Promise<Array<Outcome | Error>> {
+  if (!items.some(({ event }) => event.type === 'user.erased')) return processEvents(deps, items, deadline);
+  const results: Array<Outcome | Error> = [];
+  let run: BatchItem<AnyEvent>[] = [];
+  const flush = async () => {
+    if (run.length) results.push(...(await processEvents(deps, run, deadline)));
+    run = [];
+  };
+  for (const item of items) {
+    if (item.event.type !== 'user.erased') {
+      run.push(item);
+      continue;
+    }
+    await flush();
+    results.push(await handleUserErased(deps.pool, deps.consumer, item.event, { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) }, item.ctx.logger));
+  }
+  await flush();
+  return results;
+}
+
+async function processEvents(deps: NotificationBatchDeps, items: BatchItem<AnyEvent>[], deadline: BatchDeadline): Promise<Array<Outcome | Error>> {
   const results: Array<Outcome | Error> = items.map(() => 'duplicate');
   const events = new Map<string, AnyEvent>();
   items.forEach(({ event }, i) => {
