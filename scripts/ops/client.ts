@@ -90,16 +90,17 @@ export function operatorKeygen(operator: string, kid: string): { privateKeyPem: 
 export interface Client {
   baseUrl: string;
   get<T = unknown>(path: string): Promise<T>;
-  post<T = unknown>(path: string, body: unknown): Promise<T>;
+  /** `headers`: extra request headers (the erasure's Idempotency-Key). */
+  post<T = unknown>(path: string, body: unknown, headers?: Record<string, string>): Promise<T>;
 }
 
 export function createClient(config: ClientConfig): Client {
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<T> {
     let res: Response;
     try {
       res = await fetch(`${config.baseUrl}${path}`, {
         method,
-        headers: { authorization: `Bearer ${config.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { ...extraHeaders, authorization: `Bearer ${config.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(30_000),
       });
@@ -122,5 +123,5 @@ export function createClient(config: ClientConfig): Client {
     }
     return parsed as T;
   }
-  return { baseUrl: config.baseUrl, get: (p) => call('GET', p), post: (p, b) => call('POST', p, b) };
+  return { baseUrl: config.baseUrl, get: (p) => call('GET', p), post: (p, b, h) => call('POST', p, b, h) };
 }

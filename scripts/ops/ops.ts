@@ -1,6 +1,7 @@
 // The operators' CLI: `npm run ops -- <command>` (docs/RUNBOOK.md). Every command is a call to the
 // reconciler's admin HTTP API; nothing here touches the database or the broker directly, so the CLI
 // does exactly what the console does, with the same checks and the same audit trail.
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -30,6 +31,10 @@ const USAGE = `usage: npm run ops -- <command> [options]   (add --json for machi
   jobs                                   the last run of each scheduled job
   jobs run <job> [--dry-run]
   why --user U (--event E | --comment C | --key K)
+  user erase <userId> [--key K]          erase a user's personal data in every service, audited with
+        your operator name; prints the audit id. --key: the request's idempotency key (default: a
+        new one, printed); the same key again returns the same erasure and erases nothing twice
+  user erase --status <erasureId>        published yet, and which services have erased
   token [--audience <service>]           print an admin token (for the console page at /console;
                                          default audience reconciler)
   keygen --operator <name> --out <file> [--kid <kid>]
@@ -69,6 +74,7 @@ const OPTIONS = {
   kid: { type: 'string' },
   out: { type: 'string' },
   audience: { type: 'string' },
+  status: { type: 'string' },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -219,6 +225,59 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard' | 
   return op.state === 'done' && op.failed === 0 ? 0 : 1;
 }
 
+interface ErasureAnswer {
+  erasureId: string;
+  userId: string;
+  requestedBy: string;
+  eventId: string;
+  requestedAt: string;
+  replayed?: boolean;
+  consumers?: string[];
+  publishedAt?: string | null;
+  done?: boolean;
+}
+
+/**
+ * `user erase <userId>`: one POST with an idempotency key (--key, or a new one), sent again once
+ * with the same key when the first answer is lost (no connection, 5xx): the reconciler then returns
+ * the same audit row instead of a second erasure. `--status <erasureId>`: its progress.
+ */
+async function userErase(client: Client, io: Io, v: Values, rest: string[]): Promise<number> {
+  if (v.status !== undefined) {
+    if (rest.length > 0) throw new UsageError('user erase --status <erasureId> takes no user id');
+    const s = await client.get<ErasureAnswer & { consumers: Array<{ consumer: string; processedAt: string | null }> }>(`/v1/admin/erasures/${encodeURIComponent(v.status)}`);
+    const p = io.out;
+    if (v.json) p(terminalBlock(JSON.stringify(s, null, 2)));
+    else {
+      p(`erasure #${t(s.erasureId)} of user ${t(s.userId)}, requested by ${t(s.requestedBy)} at ${when(s.requestedAt)}`);
+      p(`user.erased ${t(s.eventId)}: ${s.publishedAt ? `published ${when(s.publishedAt)}` : 'not published yet (in the reconciler\'s outbox)'}`);
+      for (const c of s.consumers) p(`  ${t(c.consumer).padEnd(32)} ${c.processedAt ? `erased ${when(c.processedAt)}` : 'pending'}`);
+      p(s.done ? 'done: every service has erased the user.' : 'not done yet.');
+    }
+    return s.done ? 0 : 1;
+  }
+  if (rest.length !== 1 || !rest[0]) throw new UsageError('user erase <userId> [--key K]   or   user erase --status <erasureId>');
+  const userId = rest[0];
+  const key = v.key ?? randomUUID();
+  const path = `/v1/admin/users/${encodeURIComponent(userId)}/erasure`;
+  const send = () => client.post<ErasureAnswer>(path, {}, { 'idempotency-key': key });
+  let answer: ErasureAnswer;
+  try {
+    answer = await send();
+  } catch (err) {
+    if (!(err instanceof ApiError) || (err.status !== 0 && err.status < 500)) throw err;
+    answer = await send();
+  }
+  if (v.json) {
+    io.out(terminalBlock(JSON.stringify({ ...answer, idempotencyKey: key }, null, 2)));
+    return 0;
+  }
+  io.out(`${answer.replayed ? 'Already requested' : 'Requested'}: erasure of user ${t(answer.userId)} (${(answer.consumers ?? []).map(t).join(', ')})`);
+  io.out(`audit id ${t(answer.erasureId)}, requested by ${t(answer.requestedBy)} at ${when(answer.requestedAt)}, event ${t(answer.eventId)}, key ${t(key)}`);
+  io.out(`progress: npm run ops -- user erase --status ${t(answer.erasureId)}`);
+  return 0;
+}
+
 /** `keygen`: needs no reconciler and no key of its own, so it runs before any client is configured. */
 function keygen(v: Values, io: Io): number {
   if (!v.operator || !v.out) throw new UsageError('keygen --operator <name> --out <file> [--kid <kid>]');
@@ -362,6 +421,10 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
         const r = await client.get(`/v1/admin/why${qs({ userId: v.user, eventId: v.event, commentId: v.comment, idempotencyKey: v.key })}`);
         print(r, () => renderGeneric(r));
         return 0;
+      }
+      case 'user': {
+        if (sub !== 'erase') throw new UsageError("unknown user command (erase)");
+        return await userErase(client, io, v, rest);
       }
       default:
         throw new UsageError(`unknown command '${cmd}'`);

@@ -8,6 +8,7 @@ import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/
 import type { ReconcilerConfig } from './config';
 import { registerAdminRoutes } from './http/admin-routes';
 import { registerAuth } from './http/auth';
+import { registerErasureRoutes } from './http/erasure-routes';
 import { registerWhyRoute } from './http/why-route';
 import type { FeedChecker } from './jobs/feeds';
 import type { Watchdog } from './jobs/watchdog';
@@ -42,6 +43,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAuth(app, deps.auth);
   registerAdminRoutes(app, deps);
   registerWhyRoute(app, deps);
+  registerErasureRoutes(app, deps);
   if (deps.dlqRoutes) app.register(deps.dlqRoutes);
   return app;
 }

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, RECONCILER_LOW_PRIORITY_QUEUE } from '@community/contracts';
 import { classifyPgError, createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
 import { createMessaging, managementTargetFor, type ManagementTarget, type Messaging, type Topology } from '@community/messaging';
+import { createRelay, type OutboxRelay } from '@community/outbox';
 import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
 import { SERVICE_NAME, type ReconcilerConfig } from './config';
@@ -86,8 +87,11 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     clock,
   });
   let messaging: Messaging | undefined;
+  let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
     messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY, producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID } });
+    // The reconciler's own outbox (user.erased, behind its audit row: store/erasures.ts).
+    relay = createRelay({ pool, publisher: messaging.publisher, producer: SERVICE_NAME, logger, registry, databaseUrl: config.DATABASE_URL });
   }
 
   const watchdog = createWatchdog({
@@ -174,6 +178,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
       ...readiness.checks(),
       ...messaging?.readiness(),
       database: await answers(() => pool.query('SELECT 1')),
+      ...(relay ? { relay: relay.isHealthy() } : {}),
     }),
   });
   // Last, after the HTTP server stopped: requests still running during the drain need the pool.
@@ -196,6 +201,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     async start() {
       await feedCache.connect();
       await messaging?.start();
+      await relay?.start();
       await dlq?.start();
       if (runScheduler) scheduler.start();
     },
@@ -203,6 +209,8 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
       readiness.markShuttingDown();
       await scheduler.stop();
       await dlq?.stop();
+      // Before messaging closes its publisher: the relay's last cycle still gets its confirms.
+      await relay?.stop();
       await messaging?.stop(Math.max(1000, config.SHUTDOWN_TIMEOUT_MS - 2000));
       await feedCache.close();
     },

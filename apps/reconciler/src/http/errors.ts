@@ -9,6 +9,8 @@ export const ERRORS = defineErrors('RC_', {
   JOB_BUSY: { statusCode: 409, message: (job: string) => `job '${job}' is running on a replica right now; try again when it ends (GET /v1/admin/jobs)` },
   FEED_TARGET_REQUIRED: { statusCode: 400, message: 'give exactly one of userId or all: true' },
   WHY_TARGET_REQUIRED: { statusCode: 400, message: 'give userId and exactly one of eventId, commentId or idempotencyKey' },
+  ERASURE_KEY_REUSED: { statusCode: 409, message: (userId: string) => `this Idempotency-Key already requested the erasure of user '${userId}'; use a new key for another user` },
+  UNKNOWN_ERASURE: { statusCode: 404, message: (id: string) => `no erasure with id ${id} (the id POST /v1/admin/users/:userId/erasure answered)` },
 });
 
 /**
