@@ -36,7 +36,8 @@ export function registerErasureRoutes(app: FastifyInstance, deps: Pick<AppDeps, 
     {
       onRequest: adminOnly,
       schema: {
-        // 256: the contract's id bound (IdSchema), so every id a producer may send can be erased.
+        // 256: the contract's id bound (IdSchema). The router answers 414 before this for a path
+        // parameter over 100 characters (fastify's maxParamLength), as on every :userId route.
         params: { type: 'object', properties: { userId: { ...STORABLE_ID, maxLength: 256 } }, required: ['userId'] },
         headers: { type: 'object', properties: { 'idempotency-key': { ...STORABLE_ID, maxLength: 200 } } },
       },
