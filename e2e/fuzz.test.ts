@@ -9,7 +9,7 @@ import { Rng, countFrom, runSeed } from './fuzz/random';
 import { badRequest, type AppName, type BadRequest } from './fuzz/requests';
 import * as fuzzSend from './fuzz/send';
 import { hasReason, pool, send } from './fuzz/send';
-import { goodToken } from './fuzz/tokens';
+import { badAuthKinds, goodToken } from './fuzz/tokens';
 import { freePort, http, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
@@ -228,6 +228,12 @@ it(`${REQUESTS} bad HTTP requests all answer 4xx with a reason, never 5xx`, asyn
   const byCategory: Record<string, number> = {};
   for (const r of requests) byCategory[r.category.split(':').slice(0, 2).join(':')] = (byCategory[r.category.split(':').slice(0, 2).join(':')] ?? 0) + 1;
   figures.requests = { bad: REQUESTS, byStatus, byApp: countBy(requests.map((r) => r.app)), categories: Object.keys(byCategory).length, earlyCloseRetries: fuzzSend.earlyCloseRetries, ms: Date.now() - started };
+  // Which ways of failing to prove an identity were sent (docs/SECURITY.md's principals, each token
+  // form with one defect). A full-size run sends every one; a reduced one may miss a few.
+  const authKinds = countBy(requests.map((r) => /^(?:auth|feed-auth|rc-auth|api-auth):([^:]+)/.exec(r.category)?.[1]).filter((k): k is string => k !== undefined));
+  (figures.requests as Record<string, unknown>).authKinds = Object.keys(authKinds).length;
+  const unsent = badAuthKinds({ service: 'reconciler' }).filter((k) => !(k in authKinds));
+  if (REQUESTS >= 5_000) check(unsent.length === 0, `${unsent.length} kinds of bad authorization were never sent`, unsent);
   // One example per status and category, so every distinct failure shows.
   const examples = new Map(wrong.map((w) => [`${w.status} ${w.req.category}`, w]));
   check(wrong.length === 0, `${wrong.length} of ${REQUESTS} bad requests were not a 4xx with a reason (by status: ${JSON.stringify(byStatus)})`, [...examples.values()].slice(0, 12));

@@ -137,7 +137,8 @@ export function apiRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): O
 /** The demo API takes any existing user's token: another user's valid token is not a failure there. */
 function badAuthForApi(rng: Rng, canaries: Canaries, ctx: RequestContext) {
   for (;;) {
-    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other);
-    if (auth.kind !== 'other-user' && auth.header !== undefined && auth.header !== '') return auth;
+    // A token that verifies as some user's is a valid actor here (any user may post): not a bad request.
+    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other, { service: 'demo-community-api' });
+    if (!auth.validUser && auth.header !== undefined && auth.header !== '') return auth;
   }
 }

@@ -36,7 +36,7 @@ export function feedRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): 
   const bearer = { authorization: `Bearer ${goodToken(ctx.secret, ctx.owner)}` };
   const kind = rng.pick(['auth', 'auth', 'path', 'unstorable-user', 'limit', 'cursor', 'method']);
   if (kind === 'auth') {
-    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other);
+    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other, { service: 'feed-service' });
     return { category: `feed-auth:${auth.kind}`, method: 'GET', path: own, headers: auth.header === undefined ? {} : { authorization: auth.header } };
   }
   if (kind === 'path') {

@@ -31,6 +31,9 @@ const ROUTES: Array<[string, string, unknown]> = [
   ['GET', '/v1/admin/dlq/operations/1', undefined],
   ['POST', '/v1/admin/dlq/replay', { filter: {} }],
   ['POST', '/v1/admin/dlq/discard', { filter: {} }],
+  ['POST', '/v1/admin/dlq/restore', { filter: {} }],
+  ['POST', '/v1/admin/users/u/erasure', {}],
+  ['GET', '/v1/admin/erasures/1', undefined],
 ];
 
 /** Filters the console refuses (400 RC_DLQ_INVALID_FILTER), as query string values. */
@@ -79,7 +82,7 @@ export function reconcilerRequest(rng: Rng, canaries: Canaries, ctx: RequestCont
   const kind = rng.pick(['auth', 'auth', 'jobs', 'recount', 'feeds', 'why', 'dlq-list', 'dlq-ids', 'dlq-action', 'body']);
   if (kind === 'auth') {
     // Without a valid admin proof (another user's valid token has no admin scope): 401 or 403.
-    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other);
+    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other, { service: 'reconciler' });
     const [method, path, body] = rng.pick(ROUTES);
     const headers: Record<string, string> = auth.header === undefined ? {} : { authorization: auth.header };
     if (body !== undefined) headers['content-type'] = 'application/json';

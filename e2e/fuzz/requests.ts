@@ -98,7 +98,7 @@ function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<B
   if (category === 'auth') {
     // Mostly the owner's own inbox, sometimes someone else's path: either way, no valid proof.
     const user = rng.chance(0.8) ? ctx.owner : enc(rng.pick([canaries.email(), rng.pick(INJECTIONS)]));
-    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other);
+    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other, { service: 'notification-service', takesEmailServiceToken: ep.name.startsWith('preferences-') });
     const b = withBody(ep.body);
     return {
       category: `auth:${auth.kind}:${ep.name}`,
