@@ -16,7 +16,10 @@ import { freePort, http, startApp, startSmtpSink, stopApp, type App } from './ha
  * Fuzz over the public interfaces only: bad messages on the topic exchange and bad HTTP requests
  * to every app (the demo API, notification-service, email-service, feed-service, and the
  * reconciler's admin API and DLQ console), run as real processes. Every bad input must end as a 4xx with a reason or in a
- * DLQ with a reason; no 5xx, no exit, and no PII canary in any log line.
+ * DLQ with a reason; no 5xx, no exit, and no PII canary in any log line. The bad authorization is
+ * every principal's token form of docs/SECURITY.md with one defect each (fuzz/tokens.ts `badAuth`):
+ * user, operator and service tokens, wrong audience or issuer, expired, unsigned, an unknown kid, a
+ * service token where it is not taken, an HS256 token with the admin scope.
  *
  * FUZZ_MESSAGES / FUZZ_REQUESTS size the run; FUZZ_SEED replays one (the seed is in every failure).
  */
