@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from 'pino';
+import { backoffDelay } from '../backoff';
 import { errorMessage, type ErrorClassifier } from '../errors';
 import type { ProducerPolicy } from '../identity';
 import type { RuntimeMetrics } from '../metrics';
@@ -138,9 +139,12 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   // ---- receiving ----------------------------------------------------------------------------------
   function onMessage(ch: ConfirmChannel, acker: Acker, msg: ConsumeMessage | null): void {
     if (msg === null) {
-      // The broker cancelled us (queue deleted or node shutting down); the next reconnect resubscribes.
-      log.warn('consumer cancelled by the broker');
+      // The broker cancelled us: the queue was deleted, or moved, or its node is shutting down. The
+      // channel stays open, so no reconnect would resubscribe: do it here. Not ready meanwhile
+      // (isHealthy reads consumerTag, cleared first).
       consumerTag = undefined;
+      log.warn('consumer cancelled by the broker; not ready until resubscribed');
+      void resubscribeAfterCancel(ch);
       return;
     }
     inFlightGauge.inc();
@@ -172,6 +176,33 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     return subscribing;
   }
 
+  /** What this consumer declares on a new channel, and again after a cancel (a deleted queue comes back). */
+  async function declare(ch: ConfirmChannel): Promise<void> {
+    if (deps.provisioning === 'own-queues') await declareOwnQueues(ch, plan, [spec.name]);
+    else await declareTopology(ch, plan);
+  }
+
+  /**
+   * After a broker-initiated cancel, on the same channel: declare the queue again (idempotent when it
+   * still exists) and subscribe, with backoff until it works. Ends when the channel is gone (its
+   * replacement's setup declares and subscribes), on stop, or once subscribed.
+   */
+  async function resubscribeAfterCancel(ch: ConfirmChannel): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      await sleep(backoffDelay(attempt, { baseMs: 250, maxMs: 10_000 }), undefined, { ref: false });
+      if (stopping || channel !== ch || consumerTag !== undefined) return;
+      try {
+        await declare(ch);
+        await subscribe();
+        if (consumerTag !== undefined) log.info({ attempt: attempt + 1 }, 'resubscribed after the broker cancelled the consumer');
+        return;
+      } catch (err) {
+        // A failed declaration closes the channel: its replacement's setup takes over (loop ends above).
+        log.warn({ err: errorMessage(err), attempt: attempt + 1 }, 'could not resubscribe after the broker cancelled the consumer; retrying');
+      }
+    }
+  }
+
   async function unsubscribe(): Promise<void> {
     const ch = channel;
     const tag = consumerTag;
@@ -183,8 +214,7 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     name: `consumer:${queue}`,
     confirm: true,
     setup: async (ch: ConfirmChannel) => {
-      if (deps.provisioning === 'own-queues') await declareOwnQueues(ch, plan, [spec.name]);
-      else await declareTopology(ch, plan);
+      await declare(ch);
       channel = ch;
       consumerTag = undefined;
       ch.once('close', () => onChannelClosed(ch));
