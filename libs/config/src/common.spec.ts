@@ -71,6 +71,20 @@ describe('commonConfig', () => {
     expect(loadConfig(commonConfig('notification-service'), production).REDIS_URL).toBe('redis://127.0.0.1:6379');
   });
 
+  it('takes AMQP_URL as one broker or a comma-separated list of nodes, each checked, credentials never echoed', () => {
+    const list = 'amqp://u:secret@rabbit-0:5672/community, amqp://u:secret@rabbit-1:5672/community';
+    expect(loadConfig(commonConfig('notification-service'), { AMQP_URL: list }).AMQP_URL).toBe(list);
+    try {
+      loadConfig(commonConfig('notification-service'), { AMQP_URL: 'amqp://u:secret@rabbit-0:5672/community,http://u:secret@rabbit-1' });
+      throw new Error('expected a ConfigError');
+    } catch (err) {
+      const messages = (err as ConfigError).issues.map((i) => i.message);
+      expect(messages).toEqual(['AMQP_URL: "http://u:***@rabbit-1" (in the list) has protocol http: (expected amqp:// or amqps://)']);
+    }
+    // A single-URL variable stays one URL: a comma makes it invalid.
+    expect(() => loadConfig(commonConfig('notification-service'), { SMTP_URL: 'smtp://a:25,smtp://b:25' })).toThrow(/SMTP_URL/);
+  });
+
   it('rejects an unknown log level and a URL with the wrong scheme', () => {
     try {
       loadConfig(commonConfig('email-service'), { LOG_LEVEL: 'verbose', SMTP_URL: 'http://mail' });

@@ -76,7 +76,9 @@ const REDIS_CLIENTS: readonly ServiceName[] = ['feed-service', 'reconciler'];
 
 export function commonConfig(service: ServiceName) {
   return [
-    { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'] },
+    // One broker address (a load balancer or a Kubernetes Service), or every node of the cluster
+    // comma-separated: the connection tries them in turn (libs/messaging urls.ts).
+    { name: 'AMQP_URL', kind: 'url', default: LOCAL_DEFAULTS.AMQP_URL, protocols: ['amqp:', 'amqps:'], list: true },
     // Who provisions the broker topology (libs/messaging `provisioning`): `declare-all` (development,
     // tests: the service declares everything and applies the policies) or `own-queues` (a
     // least-privilege broker user: the topology admin provisions, docs/DEPLOY.md).

@@ -69,14 +69,20 @@ export function parseValue(spec: VarSpec, raw: string): Parsed {
       const expected = spec.protocols?.length
         ? ` (expected ${spec.protocols.map((p) => `${p}//`).join(' or ')})`
         : ' (expected scheme://host...)';
-      let url: URL;
-      try {
-        url = new URL(raw);
-      } catch {
-        return bad(`${shown} is not a valid URL${expected}`);
-      }
-      if (spec.protocols?.length && !spec.protocols.includes(url.protocol)) {
-        return bad(`${shown} has protocol ${url.protocol}${expected}`);
+      // A list (`list: true`): every comma-separated part must be such a URL, and there must be one.
+      const parts = spec.list ? raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0) : [raw];
+      if (parts.length === 0) return bad(`${shown} names no URL${expected}`);
+      for (const part of parts) {
+        const which = parts.length > 1 ? `${show(spec, part)} (in the list)` : shown;
+        let url: URL;
+        try {
+          url = new URL(part);
+        } catch {
+          return bad(`${which} is not a valid URL${expected}`);
+        }
+        if (spec.protocols?.length && !spec.protocols.includes(url.protocol)) {
+          return bad(`${which} has protocol ${url.protocol}${expected}`);
+        }
       }
       return ok(raw);
     }

@@ -21,6 +21,8 @@ export interface UrlVar extends VarCommon {
   readonly default?: string;
   /** Allowed `URL.protocol` values, with the colon: `['amqp:', 'amqps:']`. */
   readonly protocols?: readonly string[];
+  /** A comma-separated list of such URLs (the nodes of a cluster), at least one. */
+  readonly list?: boolean;
   /** When NODE_ENV=production the URL must carry a password (`scheme://user:password@host`). */
   readonly passwordInProduction?: boolean;
 }

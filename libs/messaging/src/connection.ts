@@ -2,8 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import type { Logger } from 'pino';
 import { backoffDelay } from './backoff';
+import { connectionOrder } from './urls';
 
 export interface ConnectionOptions {
+  /** AMQP_URL: one URL, or every node of a cluster comma-separated (urls.ts). */
   url: string;
   /** Shown in the management UI's connection list. */
   name: string;
@@ -22,6 +24,9 @@ export interface ConnectionOptions {
  */
 export function connect(options: ConnectionOptions): AmqpConnectionManager {
   const { url, name, logger } = options;
+  // Tried in turn (amqp-connection-manager moves to the next URL after a failure, and asks
+  // findServers again once all have failed: the backoff then applies to the whole round).
+  const urls = connectionOrder(url);
   const maxBackoffMs = options.maxBackoffMs ?? 15_000;
   let failures = 0;
   let closed = false;
@@ -34,17 +39,17 @@ export function connect(options: ConnectionOptions): AmqpConnectionManager {
       if (failures > 0) await sleep(backoffDelay(failures, { baseMs: 250, maxMs: maxBackoffMs }), undefined, { ref: false });
       failures += 1;
       // An empty list makes the manager wait and call us again; after close() it stops instead.
-      return closed ? [] : [url];
+      return closed ? [] : urls;
     },
   });
-  const safeUrl = url.replace(/\/\/[^@/]*@/, '//***@');
-  manager.on('connect', () => {
+  const safe = (u: unknown) => String(u).replace(/\/\/[^@/]*@/, '//***@');
+  manager.on('connect', ({ url: connected }) => {
     failures = 0;
-    logger.info({ broker: safeUrl }, 'amqp connected');
+    logger.info({ broker: safe(connected) }, 'amqp connected');
   });
   manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'amqp disconnected; reconnecting'));
   manager.on('connectFailed', ({ err }) => {
-    if (!closed) logger.warn({ err: err?.message, attempt: failures }, 'amqp connect failed; retrying with backoff');
+    if (!closed) logger.warn({ err: err?.message, attempt: failures, nodes: urls.length }, urls.length > 1 ? 'amqp connect failed; trying the next node' : 'amqp connect failed; retrying with backoff');
   });
   manager.on('blocked', ({ reason }) => logger.warn({ reason }, 'amqp connection blocked by broker (resource alarm)'));
   manager.on('unblocked', () => logger.info('amqp connection unblocked'));

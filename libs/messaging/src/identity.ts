@@ -1,4 +1,5 @@
 import { PermanentError } from './errors';
+import { primaryAmqpUrl } from './urls';
 import type { Topology } from './topology';
 
 /**
@@ -18,10 +19,10 @@ import type { Topology } from './topology';
  */
 export const DEFAULT_MAX_MESSAGE_BYTES = 1_048_576;
 
-/** The user an AMQP URL connects as: its user info, or `guest` (amqplib's default) when it has none. */
+/** The user an AMQP URL (or the first of a list) connects as: its user info, or `guest` (amqplib's default) when it has none. */
 export function brokerUserOf(url: string): string {
   try {
-    const user = decodeURIComponent(new URL(url).username);
+    const user = decodeURIComponent(new URL(primaryAmqpUrl(url)).username);
     return user === '' ? 'guest' : user;
   } catch {
     return 'guest';

@@ -41,6 +41,7 @@ export {
 export {
   accessProblems,
   DEFAULT_DELIVERY_LIMIT,
+  DLQ_DELIVERY_LIMIT,
   DEFAULT_EXCHANGE_RESOURCE,
   dlqName,
   ManagementRefusedError,
@@ -66,3 +67,4 @@ export {
   type TopologyPlan,
 } from './topology';
 export { backoffDelay, type BackoffOptions, type Jitter } from './backoff';
+export { amqpUrls, connectToAny, primaryAmqpUrl } from './urls';

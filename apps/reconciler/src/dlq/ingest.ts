@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import amqplib, { type ConsumeMessage } from 'amqplib';
+import type amqplib from 'amqplib';
+import type { ConsumeMessage } from 'amqplib';
+import { connectToAny } from '@community/messaging';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { classifyPgError, pgUnavailable, sqlState, withTransaction } from '@community/db';
@@ -97,7 +99,7 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
 
   /** One connection's life: consume what exists, probe the rest, return when the connection ends. */
   async function session(first: () => void): Promise<void> {
-    const c = await amqplib.connect(url, { clientProperties: { connection_name: options.connectionName } });
+    const c = await connectToAny(url, { clientProperties: { connection_name: options.connectionName } });
     conn = c;
     const closed = new Promise<void>((resolve) => c.on('close', () => resolve()));
     c.on('error', (err: Error) => logger.warn({ err: err.message }, 'dlq ingest connection error'));

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import amqplib from 'amqplib';
+import type amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { withTransaction } from '@community/db';
-import { brokerUserOf, queueExchangeName } from '@community/messaging';
+import { brokerUserOf, connectToAny, queueExchangeName } from '@community/messaging';
 import { replayHeaders } from './dead-letter';
 import type { DlqMetrics } from './metrics';
 import { claimReplayBatch, claimStaleOperation, finishOperation, heartbeat, recordReplay, type ReplayItem } from './store';
@@ -44,7 +44,7 @@ export function createReplayer(options: ReplayerOptions) {
   let sweeper: NodeJS.Timeout | null = null;
 
   async function publishAll(operationId: string, ratePerSecond: number): Promise<void> {
-    const conn = await amqplib.connect(options.url, { clientProperties: { connection_name: options.connectionName } });
+    const conn = await connectToAny(options.url, { clientProperties: { connection_name: options.connectionName } });
     conn.on('error', (err: Error) => logger.warn({ err: err.message, operationId }, 'dlq replay connection error'));
     const lost = new Promise<never>((_resolve, reject) => conn.on('close', () => reject(new Error('broker connection closed during the replay'))));
     lost.catch(() => undefined);

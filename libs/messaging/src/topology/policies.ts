@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { primaryAmqpUrl } from '../urls';
 import type { PolicyPlan } from './types';
 
 /**
@@ -19,9 +20,12 @@ export interface ManagementTarget {
   vhost: string;
 }
 
-/** The management API of the broker an AMQP URL points at (same host, port 15672, same credentials). */
+/**
+ * The management API of the broker an AMQP URL points at (same host, port 15672, same credentials);
+ * of a list of nodes, the first one's (set RABBITMQ_MANAGEMENT_URL to the cluster's own address).
+ */
 export function managementTargetFor(amqpUrl: string, override?: string): ManagementTarget {
-  const amqp = new URL(amqpUrl);
+  const amqp = new URL(primaryAmqpUrl(amqpUrl));
   const mgmt = new URL(override ?? `http://${amqp.hostname}:15672`);
   const vhostPath = amqp.pathname.replace(/^\//, '');
   return {
