@@ -5,3 +5,4 @@ export * from './plan';
 export * from './declare';
 export * from './policies';
 export * from './permissions';
+export * from './effective';

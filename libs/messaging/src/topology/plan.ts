@@ -7,6 +7,18 @@ import type { BindingSpec, Topology, TopologyPlan } from './types';
  * survive at least 20 consumer restarts (docs/MESSAGING.md, "Delivery limit versus restarts").
  */
 export const DEFAULT_DELIVERY_LIMIT = 50;
+/**
+ * A DLQ's delivery limit. A DLQ has no dead-letter exchange (a dead letter has nowhere further to
+ * go), so past its limit a message is dropped, and since RabbitMQ 4.0 a quorum queue with no limit
+ * set has one of 20 (rabbitmq-server #11937). So every DLQ gets this explicit limit, valid on 3.x and
+ * 4.x, far above what its delivery count can reach: its only consumer, the reconciler's ingest,
+ * never requeues (a copy it cannot store yet stays unacked on its channel), so the count rises only
+ * when that channel is lost with the copy unacked (a broker or connection loss, the broker's
+ * `consumer_timeout` during a long database outage) or when someone nacks it with requeue by hand
+ * (the management UI's "Get messages"). 10,000 such returns: months of a database outage at one
+ * return per 30-minute consumer timeout (docs/MESSAGING.md, "RabbitMQ 4.x").
+ */
+export const DLQ_DELIVERY_LIMIT = 10_000;
 export const DEFAULT_MAX_LENGTH = 1_000_000;
 
 /**
@@ -23,6 +35,10 @@ export const DEFAULT_MAX_LENGTH = 1_000_000;
  *   (the name says "5s"), and a retry returns to its own work queue through the default exchange,
  *   never through the topic exchange (which would redeliver it to every other consumer).
  *   One fixed TTL per tier, because a quorum queue only expires messages at its head.
+ * - Every queue has an explicit delivery limit, work queues, retry tiers and DLQs alike (a policy
+ *   each): RabbitMQ 4.0 gives a quorum queue without one a limit of 20, so nothing may rely on the
+ *   broker's default. A retry tier has no consumer (its messages only expire), so its limit is the
+ *   work queue's and never reached; a DLQ's is DLQ_DELIVERY_LIMIT.
  * - No `x-expires` anywhere: a retry queue or DLQ must never vanish with messages in it.
  * - Each work queue's group has a direct exchange of its own (`<queue>.direct`), bound to the work
  *   queue, each tier and the DLQ by their names: the runtime publishes retry and DLQ copies (and
@@ -100,6 +116,24 @@ export function plan(topology: Topology): TopologyPlan {
         'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
         'max-length': q.maxLength ?? DEFAULT_MAX_LENGTH,
       },
+    });
+    // The tiers keep their dead-letter way home as arguments (see above); the policy adds only the
+    // explicit limit, which a queue argument cannot add to an existing queue without a drift.
+    if (q.retryDelaysMs.length > 0) {
+      result.policies.push({
+        name: policyName(policyPrefix, `${q.name}.retry`),
+        pattern: `^${escapeRegex(q.name)}\\.retry\\.[^.]+$`,
+        applyTo: 'queues',
+        priority: 10,
+        definition: { 'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT },
+      });
+    }
+    result.policies.push({
+      name: policyName(policyPrefix, dlqName(q.name)),
+      pattern: `^${escapeRegex(dlqName(q.name))}$`,
+      applyTo: 'queues',
+      priority: 10,
+      definition: { 'delivery-limit': DLQ_DELIVERY_LIMIT },
     });
   }
   return result;

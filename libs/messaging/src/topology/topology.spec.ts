@@ -1,4 +1,4 @@
-import { plan } from './plan';
+import { DLQ_DELIVERY_LIMIT, plan } from './plan';
 import { TopologyError, validateTopology } from './validate';
 
 const valid = () => ({
@@ -67,6 +67,9 @@ describe('plan', () => {
         pattern: '^svc\\.work$',
         definition: expect.objectContaining({ overflow: 'drop-head', 'delivery-limit': 50 }),
       }),
+      // Explicit limits for the tiers and the DLQ too: RabbitMQ 4.x would give them 20.
+      { name: 'messaging:svc.work.retry', pattern: '^svc\\.work\\.retry\\.[^.]+$', applyTo: 'queues', priority: 10, definition: { 'delivery-limit': 50 } },
+      { name: 'messaging:svc.work.dlq', pattern: '^svc\\.work\\.dlq$', applyTo: 'queues', priority: 10, definition: { 'delivery-limit': DLQ_DELIVERY_LIMIT } },
     ]);
     expect(p.policies[0].name).toBe('messaging:svc.work');
     expect(p.bindings).toContainEqual({ exchange: 'dlx', queue: 'svc.work.dlq', routingKey: 'svc.work' });
