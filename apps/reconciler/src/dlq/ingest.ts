@@ -20,16 +20,28 @@ export interface IngestOptions {
   metrics: DlqMetrics;
   /** Unacked deliveries per DLQ channel. */
   prefetch?: number;
+  /**
+   * The pause before storing a dead letter again after the database failed for the moment; it
+   * doubles at each failure of that copy up to `storeRetryMaxMs`. Default 1 s, up to 30 s.
+   */
+  storeRetryMs?: number;
+  storeRetryMaxMs?: number;
 }
 
 /**
  * Moves every DLQ into Postgres: consume, store (idempotent), ack after the commit. A crash between
  * commit and ack redelivers a copy that is already stored: the unique key (message id + dead-letter
  * time) makes it a no-op, and it is acked. An insert that failed for the moment (database down,
- * by error type and SQLSTATE) nacks with requeue after a pause, so the message stays in its DLQ;
- * DLQs have no delivery limit (only work queues get the policy), so requeueing never loses it. An
- * insert refused for what the copy holds would fail at every redelivery: readDeadLetter makes every
- * text storable, and a copy still refused is stored without its headers and properties.
+ * by error type and SQLSTATE) is tried again by the ingest itself, with backoff, while the copy stays
+ * unacked on its channel: it is never nacked with requeue. A requeue counts toward the DLQ's
+ * delivery limit, and a DLQ has no dead-letter exchange, so a copy past the limit is dropped: since
+ * RabbitMQ 4.0 a quorum queue without a limit set has one of 20 (rabbitmq-server #11937), which a
+ * requeue a second reaches in 20 s of a database outage. So the delivery count of a held copy rises
+ * only when its channel is lost (broker or connection loss, the broker's `consumer_timeout`), and
+ * every DLQ has an explicit limit far above that (`DLQ_DELIVERY_LIMIT`, libs/messaging plan.ts).
+ * The prefetch bounds how many copies are held at once; the rest wait in the DLQ, uncounted.
+ * An insert refused for what the copy holds would fail at every redelivery: readDeadLetter makes
+ * every text storable, and a copy still refused is stored without its headers and properties.
  *
  * Plain amqplib with its own reconnect loop rather than amqp-connection-manager: a DLQ that does
  * not exist yet (its service has not declared its topology) closes the channel on `checkQueue`, and
@@ -46,24 +58,48 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
   let loop: Promise<void> | null = null;
   const wake = new AbortController();
 
-  async function handle(ch: amqplib.Channel, queue: string, msg: ConsumeMessage): Promise<void> {
-    const letter = readDeadLetter(queue, msg);
-    let stored: { inserted: boolean; newCause: boolean };
+  const storeRetryMs = options.storeRetryMs ?? 1000;
+  const storeRetryMaxMs = options.storeRetryMaxMs ?? 30_000;
+
+  /** One try at storing the copy: whole, or, when refused for what it holds, without its headers. */
+  async function store(queue: string, letter: DeadLetter): Promise<{ inserted: boolean; newCause: boolean }> {
     try {
-      stored = await withTransaction(pool, (tx) => insertDeadLetter(tx, letter));
+      return await withTransaction(pool, (tx) => insertDeadLetter(tx, letter));
     } catch (err) {
-      if (isTransient(err)) return requeue(ch, msg, err, queue, letter.messageId);
+      if (isTransient(err)) throw err;
       // Refused for what it holds, not for the moment (readDeadLetter already made every text
       // storable; this is whatever is left): the same insert would fail at every redelivery, so the
       // copy is stored without its headers and properties, the refusal recorded in their place.
       logger.error({ err, queue, messageId: letter.messageId }, 'dlq ingest: the database refused this dead letter; storing it without its headers');
+      return withTransaction(pool, (tx) => insertDeadLetter(tx, withoutHeaders(letter, err)));
+    }
+  }
+
+  /**
+   * Stores the copy, then acks it. Until it is stored the copy stays unacked and is tried again
+   * here, never requeued (see above); when its channel is gone (the broker has already returned it,
+   * and the next session gets it again) or the ingest stops, it is left to the broker.
+   */
+  async function handle(ch: amqplib.Channel, open: () => boolean, queue: string, msg: ConsumeMessage): Promise<void> {
+    const letter = readDeadLetter(queue, msg);
+    let stored: { inserted: boolean; newCause: boolean } | undefined;
+    for (let failures = 0; stored === undefined; failures += 1) {
       try {
-        stored = await withTransaction(pool, (tx) => insertDeadLetter(tx, withoutHeaders(letter, err)));
-      } catch (again) {
-        return requeue(ch, msg, again, queue, letter.messageId);
+        stored = await store(queue, letter);
+      } catch (err) {
+        if (stopping || !open()) return;
+        const pauseMs = Math.min(storeRetryMaxMs, storeRetryMs * 2 ** Math.min(failures, 20));
+        logger.error({ err, queue, messageId: letter.messageId, failures: failures + 1, retryInMs: pauseMs }, 'dlq ingest failed; the message stays in its DLQ, unacked, and is stored again later');
+        await sleep(pauseMs, undefined, { signal: wake.signal }).catch(() => undefined);
+        if (stopping || !open()) return;
       }
     }
-    ch.ack(msg);
+    try {
+      ch.ack(msg);
+    } catch {
+      // The channel closed after the commit: the copy comes back and is a no-op (its unique key).
+      return;
+    }
     if (stored.inserted) metrics.ingested.inc({ queue });
     if (stored.newCause) {
       metrics.newCauses.inc();
@@ -71,17 +107,6 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
         { queue, originalQueue: letter.originalQueue, fingerprint: letter.fingerprint, errorClass: letter.errorClass, handler: letter.handler, messageType: letter.messageType },
         'dlq: a cause never seen before',
       );
-    }
-  }
-
-  /** The database is unavailable for the moment: the copy stays in its DLQ, tried again in a second. */
-  async function requeue(ch: amqplib.Channel, msg: ConsumeMessage, err: unknown, queue: string, messageId: string): Promise<void> {
-    logger.error({ err, queue, messageId }, 'dlq ingest failed; the message stays in its DLQ');
-    if (!stopping) await sleep(1000);
-    try {
-      ch.nack(msg, false, true);
-    } catch {
-      // The channel is gone: the broker requeues the delivery by itself.
     }
   }
 
@@ -112,7 +137,12 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
       logger.warn({ why }, 'dlq ingest: reconnecting');
       c.close().catch(() => undefined);
     };
-    ch.on('close', () => restart('channel closed'));
+    let channelOpen = true;
+    const open = () => channelOpen;
+    ch.on('close', () => {
+      channelOpen = false;
+      restart('channel closed');
+    });
     await ch.prefetch(options.prefetch ?? 20);
     const waiting = new Set(dlqs);
     const attach = async () => {
@@ -120,7 +150,7 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
         if (!(await exists(c, queue))) continue;
         await ch.consume(queue, (msg) => {
           if (!msg) return restart(`consumer of ${queue} cancelled by the broker`);
-          const p = handle(ch, queue, msg);
+          const p = handle(ch, open, queue, msg);
           inFlight.add(p);
           void p.finally(() => inFlight.delete(p));
         });
