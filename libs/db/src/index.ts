@@ -1,7 +1,7 @@
 // Database plumbing for every service: the pool, transactions, SQLSTATE helpers and the LISTEN
 // client. Plain node-postgres only; the generated Prisma client has its own entry point
 // (`@community/db/prisma`, ./prisma.ts) so that a process which never uses it never loads it.
-export { createPgPool } from './pool';
+export { createPgPool, isTransactionPooled, TRANSACTION_POOLER_PARAM } from './pool';
 export type { PoolOptions } from './pool';
 export { withTransaction } from './transaction';
 export type { IsolationLevel, TransactionOptions } from './transaction';

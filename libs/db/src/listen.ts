@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { backoffDelay } from '@community/messaging';
+import { TRANSACTION_POOLER_PARAM, transactionPooler } from './pool';
 
 export interface ListenNotification {
   channel: string;
@@ -46,6 +47,12 @@ export interface ListenClient {
  */
 export function createListenClient(options: ListenClientOptions): ListenClient {
   const { logger, channels } = options;
+  // Through PgBouncer in transaction mode, LISTEN registers on whichever server session ran it, and
+  // the notifications reach whichever client uses that session next, or nobody (docs/DEPLOY.md
+  // "Connection budget"): refused rather than silently deaf.
+  if (transactionPooler(options.connectionString).pooled) {
+    throw new Error(`LISTEN ${channels.join(', ')} needs a direct connection to PostgreSQL; a ${TRANSACTION_POOLER_PARAM}=true URL goes through a transaction pooler`);
+  }
   const backoff = options.backoff ?? { baseMs: 250, maxMs: 10_000 };
   const stopping = new AbortController();
   let listening = false;

@@ -1,5 +1,6 @@
 import pg, { type Pool, type PoolClient } from 'pg';
-import { checkOutGuarded } from './pool';
+import { connect } from 'node:net';
+import { checkOutGuarded, isTransactionPooled } from './pool';
 
 export type IsolationLevel = 'read committed' | 'repeatable read' | 'serializable';
 
@@ -122,6 +123,10 @@ export async function withTransaction<T>(
 async function cancelBackend(pool: Pool, client: PoolClient): Promise<void> {
   const pid = (client as PoolClient & { processID?: number | null }).processID;
   if (typeof pid !== 'number') return;
+  // Through PgBouncer, processID is PgBouncer's own key for this client, not a server pid:
+  // pg_cancel_backend would hit nothing, or whichever backend has that number. PgBouncer forwards
+  // the protocol's CancelRequest to the server session running this client's statement.
+  if (isTransactionPooled(pool)) return sendCancelRequest(client, pid);
   const canceller = new pg.Client(pool.options);
   canceller.on('error', () => undefined); // its only job is one statement; a failure changes nothing
   try {
@@ -132,4 +137,26 @@ async function cancelBackend(pool: Pool, client: PoolClient): Promise<void> {
   } finally {
     await canceller.end().catch(() => undefined);
   }
+}
+
+/**
+ * The protocol's CancelRequest (length 16, code 80877102, the backend key) on a connection of its
+ * own, as libpq's PQcancel and pg's own Client#cancel send it: unencrypted, and the server closes
+ * the connection without an answer. Best effort, like cancelBackend.
+ */
+function sendCancelRequest(client: PoolClient, pid: number): Promise<void> {
+  const { host, port, secretKey } = client as PoolClient & { host: string; port: number; secretKey?: number };
+  if (typeof secretKey !== 'number') return Promise.resolve();
+  const request = Buffer.alloc(16);
+  request.writeInt32BE(16, 0);
+  request.writeInt32BE(80877102, 4);
+  request.writeInt32BE(pid, 8);
+  request.writeInt32BE(secretKey, 12);
+  return new Promise<void>((resolve) => {
+    const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host);
+    socket.setTimeout(5_000, () => socket.destroy());
+    socket.once('connect', () => socket.end(request));
+    socket.once('error', () => undefined);
+    socket.once('close', () => resolve());
+  });
 }

@@ -1,6 +1,7 @@
 // The operations tools the test suite drives for real (`npm test` only; `npm start` needs none):
 // promtool and amtool check the alert rules and Alertmanager config, kubectl renders the kustomize
-// overlays, Chromium runs the DLQ console's browser test, prometheus scrapes the running stack.
+// overlays, Chromium runs the DLQ console's browser test, prometheus scrapes the running stack,
+// pgbouncer fronts Postgres in transaction mode for one test.
 // Missing ones are installed from Debian's packages when we can (root on Debian); otherwise the
 // setup stops and names the package. Node built-ins only.
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,6 +15,8 @@ export const TOOLS = [
   { bin: 'amtool', apt: 'prometheus-alertmanager', why: 'Alertmanager config check' },
   { bin: 'kubectl', apt: 'kubectl', why: 'renders the kustomize overlays' },
   { bin: 'chromium', apt: 'chromium', why: 'the DLQ console browser test' },
+  // Debian installs it in /usr/sbin, which findBin also searches.
+  { bin: 'pgbouncer', apt: 'pgbouncer', why: 'the PgBouncer transaction-mode test (apps/feed-service/test/pgbouncer.test.ts)' },
 ];
 
 const canApt = () =>

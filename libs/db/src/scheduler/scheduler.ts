@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { isTransactionPooled } from '../pool';
 import { JobLock } from './lock';
 import { schedulerMetrics, type SchedulerMetrics } from './metrics';
 import { advisoryLockKey, nextWaitMs, validateJobs } from './plan';
@@ -51,6 +52,10 @@ interface InFlight {
  */
 export function createScheduler(options: SchedulerOptions): Scheduler {
   const { pool, logger, jobs } = options;
+  // A job's lock is a session advisory lock held on an idle connection (./lock.ts). Through PgBouncer
+  // in transaction mode that session goes back to PgBouncer's pool after the statement, and the next
+  // client to get it "takes" the same lock again (advisory locks are re-entrant per session).
+  if (isTransactionPooled(pool)) throw new Error('the scheduler needs a pool with direct connections to PostgreSQL: its session advisory locks cannot go through a transaction pooler (pgbouncer=true)');
   const jitter = options.jitter ?? 0.1;
   if (!(jitter >= 0 && jitter <= 1)) throw new RangeError(`scheduler jitter must be within [0, 1], got ${jitter}`);
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
