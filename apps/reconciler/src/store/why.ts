@@ -151,7 +151,8 @@ export async function gatherWhy(pool: Pool, management: ManagementTarget, dlqQue
 /**
  * Dead letters of these message ids: from the DLQ console's table (dlq_messages) when this database
  * has it (the console moves every DLQ into it), otherwise by peeking the broker's DLQs through the
- * management API (requeued at once: a DLQ has no consumer and no delivery limit, so nothing moves).
+ * management API (requeued at once, so nothing moves; each peek counts toward the DLQ's delivery
+ * limit, which DLQ_DELIVERY_LIMIT of libs/messaging sets far above what peeks reach).
  */
 async function deadLetters(
   pool: Pool,

@@ -14,9 +14,10 @@ export const DEFAULT_DELIVERY_LIMIT = 50;
  * 4.x, far above what its delivery count can reach: its only consumer, the reconciler's ingest,
  * never requeues (a copy it cannot store yet stays unacked on its channel), so the count rises only
  * when that channel is lost with the copy unacked (a broker or connection loss, the broker's
- * `consumer_timeout` during a long database outage) or when someone nacks it with requeue by hand
- * (the management UI's "Get messages"). 10,000 such returns: months of a database outage at one
- * return per 30-minute consumer timeout (docs/MESSAGING.md, "RabbitMQ 4.x").
+ * `consumer_timeout` during a long database outage) or when it is peeked with requeue (the
+ * management UI's "Get messages", `ops why` looking into the DLQs: each peek counts, checked on
+ * 3.10). 10,000 such returns: months of a database outage at one return per 30-minute consumer
+ * timeout. `-1` (no limit) exists on 4.x only; 3.x refuses it (docs/MESSAGING.md, "RabbitMQ 4.x").
  */
 export const DLQ_DELIVERY_LIMIT = 10_000;
 export const DEFAULT_MAX_LENGTH = 1_000_000;
