@@ -120,7 +120,8 @@ export function connectionBudget(apps: Doc[], platform: Doc[]): Budget {
   const config = apps.find((d) => d.kind === 'ConfigMap' && d.metadata.name.startsWith('community-config'));
   // The ConfigMap as the apps read it, without NODE_ENV: production mode would also demand the
   // secrets (URLs, keys), which the pool sizes do not depend on.
-  const { NODE_ENV: _nodeEnv, ...shared } = (config?.data ?? {}) as Env;
+  const shared: Env = { ...(config?.data ?? {}) };
+  delete shared.NODE_ENV;
   const rows: BudgetRow[] = [];
   for (const d of apps.filter((x) => x.kind === 'Deployment')) {
     const name: string = d.metadata.name;
@@ -154,6 +155,15 @@ export function connectionBudget(apps: Doc[], platform: Doc[]): Budget {
     );
   }
   return { rows, maxConnections, superuserReserved, available, needed, problems };
+}
+
+/** The budget as the rows of docs/DEPLOY.md "Connection budget" (after its header row). */
+export function budgetTable(budget: Budget): string[] {
+  return [
+    ...budget.rows.map((r) => `| ${r.name} | ${r.maxReplicas}${r.surge ? ` + ${r.surge} surge` : ''} | ${r.perPod}: ${r.detail} | ${r.total} |`),
+    `| **needed** | | | **${budget.needed}** |`,
+    `| **available**: max_connections ${budget.maxConnections} − superuser_reserved_connections ${budget.superuserReserved} | | | **${budget.available}** |`,
+  ];
 }
 
 /** Where an app's sources open a database connection, by kind: what the table must account for. */
@@ -195,23 +205,22 @@ describe('the Postgres connection budget (docs/DEPLOY.md "Connection budget")', 
 
   it('the prod overlay at maximum replicas fits within max_connections, with headroom for the operators and migrations', () => {
     const budget = connectionBudget(prod, platform);
-    // The figures docs/DEPLOY.md "Connection budget" shows.
-    console.log(
-      [
-        `| what | pods at peak | connections per pod | total |`,
-        ...budget.rows.map((r) => `| ${r.name} | ${r.maxReplicas}${r.surge ? ` + ${r.surge} surge` : ''} | ${r.perPod} (${r.detail}) | ${r.total} |`),
-        `| **needed** | | | **${budget.needed}** |`,
-        `| available: max_connections ${budget.maxConnections} − superuser_reserved_connections ${budget.superuserReserved} | | | ${budget.available} |`,
-      ].join('\n'),
-    );
     expect(budget.rows.map((r) => r.name).sort()).toEqual(['db-migrate Job', 'email-service', 'feed-service', 'notification-service', 'operator headroom', 'reconciler']);
     expect(budget.problems).toEqual([]);
+  });
+
+  it('docs/DEPLOY.md "Connection budget" shows these figures', () => {
+    const docs = readFileSync(path.join(ROOT, 'docs/DEPLOY.md'), 'utf8');
+    const section = docs.slice(docs.indexOf('\n## Connection budget'), docs.indexOf('\n## ', docs.indexOf('\n## Connection budget') + 1));
+    const shown = section.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| what ') && !l.startsWith('|---'));
+    expect(shown.slice(0, budgetTable(connectionBudget(prod, platform)).length)).toEqual(budgetTable(connectionBudget(prod, platform)));
   });
 
   it('fails naming the numbers when a replica count exceeds the budget', () => {
     const raised = structuredClone(prod);
     const scaled = raised.find((d) => d.kind === 'ScaledObject' && d.metadata.name === 'feed-service');
-    scaled!.spec.maxReplicaCount = 60;
+    if (!scaled) throw new Error('the prod overlay has no feed-service ScaledObject');
+    scaled.spec.maxReplicaCount = 60;
     const budget = connectionBudget(raised, platform);
     expect(budget.problems).toHaveLength(1);
     expect(budget.problems[0]).toMatch(new RegExp(`connections needed at maximum replicas ${budget.needed} exceed max_connections ${budget.maxConnections} − superuser_reserved_connections ${budget.superuserReserved} = ${budget.available}: `));
@@ -220,7 +229,7 @@ describe('the Postgres connection budget (docs/DEPLOY.md "Connection budget")', 
 
   it('fails when the Cluster leaves max_connections to the default', () => {
     const bare = structuredClone(platform);
-    delete bare.find((d) => d.kind === 'Cluster')!.spec.postgresql.parameters.max_connections;
+    for (const d of bare) if (d.kind === 'Cluster') delete d.spec.postgresql.parameters.max_connections;
     expect(connectionBudget(prod, bare).problems).toContain('the CloudNativePG Cluster sets no postgresql.parameters.max_connections');
   });
 });
