@@ -25,11 +25,12 @@ export const APPS: readonly AppSpec[] = [
   { name: 'notification-service', port: DEFAULT_PORTS['notification-service'], worker: true, uses: ['rabbitmq', 'postgres'] },
   { name: 'email-service', port: DEFAULT_PORTS['email-service'], worker: true, uses: ['rabbitmq', 'postgres', 'smtp', 'notification-service'] },
   { name: 'feed-service', port: DEFAULT_PORTS['feed-service'], worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
-  { name: 'reconciler', port: DEFAULT_PORTS.reconciler, worker: true, uses: ['rabbitmq', 'postgres'] },
+  // Redis: the feed checks compare feed-service's cached timelines with Postgres (docs/RECONCILER.md).
+  { name: 'reconciler', port: DEFAULT_PORTS.reconciler, worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
 ];
 
 /** Labels of the backing services' pods, as the operators and the redis manifest set them (docs/DEPLOY.md). */
-const PEERS = {
+export const PEERS = {
   rabbitmq: { labels: { 'app.kubernetes.io/name': 'community-rabbitmq' }, ports: [5672, 15672] },
   postgres: { labels: { 'cnpg.io/cluster': 'community-pg' }, ports: [5432] },
   redis: { labels: { 'app.kubernetes.io/name': 'redis' }, ports: [6379] },
@@ -196,12 +197,78 @@ function scaledObject(app: AppSpec, queues: readonly string[]): object {
           name: 'message-age',
           metadata: {
             serverAddress: 'http://prometheus-operated.monitoring.svc:9090',
-            query: `max(histogram_quantile(0.99, sum by (queue, le) (rate(messaging_publish_to_consume_lag_seconds_bucket{queue=~"${queues.map((q) => q.replace(/\./g, '\\\\.')).join('|')}"}[2m]))))`,
+            query: messageAgeQuery(app.name, queues),
             threshold: String(LAG_SECONDS_TARGET),
-            ignoreNullValues: 'true',
+            // A query that returns nothing is an error (the ScaledObject's condition and
+            // keda_scaler_errors say so), never a silent 0: see messageAgeQuery.
+            ignoreNullValues: 'false',
           },
         },
       ],
     },
   };
+}
+
+/**
+ * The age trigger's query: the p99 publish-to-consume lag of the worker's queues over 2 minutes,
+ * from its consumers' histogram (> 0 whenever anything was consumed: a backlog being worked).
+ * With nothing consumed in the window the histogram's rates are all 0 and histogram_quantile gives
+ * NaN, which `>= 0` drops; the `or` arm then answers 0, but only from the app's own sample of its
+ * queues (messaging_queue_messages with service="<app>", the policy guard's management API
+ * reading), so the 0 says "this app is scraped and there is nothing to age". A query that finds neither (the apps not
+ * scraped, a renamed metric, a wrong label) returns no sample, and with ignoreNullValues "false"
+ * KEDA reports the trigger as failing instead of reading 0. The former query had no such arm and
+ * ignoreNullValues "true": without the apps scraped (the Operator ignores prometheus.io
+ * annotations) it read 0 forever and nothing said so. A backlog nobody consumes gives no lag at
+ * all: the depth triggers (ready + unacked) and CommunityQueueMessageTooOld cover that case.
+ * infra/grafana/test/scrape.test.ts runs each ScaledObject's query against a real Prometheus.
+ */
+export function messageAgeQuery(service: string, queues: readonly string[]): string {
+  const re = queues.map((q) => q.replace(/\./g, '\\\\.')).join('|');
+  return (
+    `max(histogram_quantile(0.99, sum by (queue, le) (rate(messaging_publish_to_consume_lag_seconds_bucket{queue=~"${re}"}[2m]))) >= 0)` +
+    ` or max(messaging_queue_messages{service="${service}",queue=~"${re}"}) * 0`
+  );
+}
+
+/**
+ * The data stores' NetworkPolicies (infra/k8s/platform/network-policies.yaml): who may connect to
+ * Redis, RabbitMQ and Postgres. Ingress only for the broker and the database: their operators
+ * manage their egress (peer discovery through the Kubernetes API, backups to object storage),
+ * which a pod selector cannot express. Redis needs no egress at all, so it gets none.
+ */
+export function dataStorePolicies(): object[] {
+  const users = (peer: keyof typeof PEERS) => APPS.filter((a) => a.uses.includes(peer)).map((a) => a.name);
+  const pods = (names: string[]) => ({ podSelector: { matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: names }] } });
+  const ns = (name: string) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } });
+  const tcp = (...ports: number[]) => ports.map((port) => ({ protocol: 'TCP', port }));
+  const policy = (name: string, selector: Record<string, string>, ingress: object[], egressToo = false) => ({
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name, labels: { 'app.kubernetes.io/part-of': 'community-notifications', 'app.kubernetes.io/component': 'data-store' } },
+    spec: { podSelector: { matchLabels: { ...selector } }, policyTypes: egressToo ? ['Ingress', 'Egress'] : ['Ingress'], ingress, ...(egressToo ? { egress: [] } : {}) },
+  });
+  return [
+    policy('redis', PEERS.redis.labels, [{ from: [pods(users('redis'))], ports: tcp(...PEERS.redis.ports) }], true),
+    policy('community-rabbitmq', PEERS.rabbitmq.labels, [
+      // AMQP and the management API (the apps' policy guard, the reconciler's watchdog).
+      { from: [pods(users('rabbitmq'))], ports: tcp(...PEERS.rabbitmq.ports) },
+      { from: [pods(['rabbitmq-topology'])], ports: tcp(15672) },
+      // KEDA's rabbitmq triggers (QueueLength over the management API), the Messaging Topology Operator.
+      { from: [ns('keda'), ns('rabbitmq-system')], ports: tcp(15672) },
+      // Prometheus: rabbitmq_prometheus.
+      { from: [ns('monitoring')], ports: tcp(15692) },
+      // The other nodes: clustering (epmd 4369, distribution 25672, CLI tools 35672-35682), quorum
+      // queue replication, and everything a node asks a peer.
+      { from: [{ podSelector: { matchLabels: { ...PEERS.rabbitmq.labels } } }] },
+    ]),
+    policy('community-pg', PEERS.postgres.labels, [
+      { from: [pods([...users('postgres'), 'db-migrate'])], ports: tcp(5432) },
+      // CloudNativePG: the operator reaches each instance manager (8000) and Postgres; Prometheus the exporter (9187).
+      { from: [ns('cnpg-system')], ports: tcp(8000, 5432) },
+      { from: [ns('monitoring')], ports: tcp(9187) },
+      // The other instances: streaming replication, the instance managers.
+      { from: [{ podSelector: { matchLabels: { ...PEERS.postgres.labels } } }], ports: tcp(5432, 8000) },
+    ]),
+  ];
 }

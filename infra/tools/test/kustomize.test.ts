@@ -1,10 +1,12 @@
 // The Kubernetes manifests as kubectl renders them (kustomize v5, the one a deploy uses), read back
 // with the `yaml` package and checked for what an operator relies on: probes, limits, hardening,
-// a PDB, a Service, a NetworkPolicy, and for each worker a KEDA ScaledObject on queues that exist.
+// a PDB, a Service, a NetworkPolicy, and for each worker a KEDA ScaledObject on queues that exist;
+// who may reach the data stores; the Prometheus Operator objects against infra/prometheus.
 import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { COMMUNITY_TOPOLOGY, SERVICE_ACCESS } from '@community/contracts';
 import { planTopology } from '@community/messaging';
 import { APPS } from '../src';
@@ -129,11 +131,156 @@ describe.each(['overlays/dev', 'overlays/prod'])('infra/k8s/%s', (overlay) => {
 
 it('renders the platform (RabbitmqCluster, CloudNativePG Cluster, Redis) and the Messaging Topology Operator resources', async () => {
   const platform = await render('infra/k8s/platform');
-  expect(platform.map((d) => d.kind).sort()).toEqual(['Cluster', 'Deployment', 'RabbitmqCluster', 'Service']);
+  expect(platform.map((d) => d.kind).sort()).toEqual(['Cluster', 'Deployment', 'NetworkPolicy', 'NetworkPolicy', 'NetworkPolicy', 'RabbitmqCluster', 'Service']);
   const operator = await render('infra/rabbitmq/operator');
   const count = (kind: string) => operator.filter((d) => d.kind === kind).length;
   const plan = planTopology(COMMUNITY_TOPOLOGY);
   expect([count('Queue'), count('Exchange'), count('Binding'), count('Policy')]).toEqual([plan.queues.length, plan.exchanges.length, plan.bindings.length + plan.exchangeBindings.length, plan.policies.length]);
   expect(count('User')).toBe(count('Permission'));
   expect(operator.filter((d) => d.kind === 'Queue').every((q) => q.spec.type === 'quorum' && q.spec.rabbitmqClusterReference.name === 'community-rabbitmq')).toBe(true);
+});
+
+/** A pod as NetworkPolicies see it: its labels and its namespace's name. */
+interface Peer {
+  labels: Record<string, string>;
+  namespace: string;
+}
+
+const selects = (selector: Doc | undefined, labels: Record<string, string>) =>
+  selector !== undefined &&
+  Object.entries((selector.matchLabels ?? {}) as Record<string, string>).every(([k, v]) => labels[k] === v) &&
+  ((selector.matchExpressions ?? []) as Doc[]).every((e) => (e.operator === 'In' ? e.values.includes(labels[e.key]) : e.operator === 'NotIn' ? !e.values.includes(labels[e.key]) : e.operator === 'Exists' ? e.key in labels : !(e.key in labels)));
+
+/** Does one rule's peer list (from / to) admit `peer`, for policies living in namespace `ns`? */
+function peerAdmitted(peers: Doc[] | undefined, peer: Peer, ns: string): boolean {
+  if (peers === undefined) return true; // no from/to: every peer
+  return peers.some((p) => {
+    if (p.ipBlock) return false; // pods are not reached through ipBlocks here
+    const nsOk = p.namespaceSelector ? selects(p.namespaceSelector, { 'kubernetes.io/metadata.name': peer.namespace }) : peer.namespace === ns;
+    const podOk = p.podSelector ? selects(p.podSelector, peer.labels) : true;
+    return nsOk && podOk;
+  });
+}
+
+const portAdmitted = (ports: Doc[] | undefined, port: number) => ports === undefined || ports.some((p) => (p.protocol ?? 'TCP') === 'TCP' && (p.port === port || (p.endPort !== undefined && p.port <= port && port <= p.endPort)));
+
+/**
+ * Whether the NetworkPolicies of namespace `ns` let `from` open a TCP connection to `to` on `port`:
+ * `from`'s egress (when `from` is in `ns`) and `to`'s ingress must both allow it; a pod no policy of
+ * a direction selects is open in that direction (Kubernetes semantics).
+ */
+export function connects(policies: Doc[], ns: string, from: Peer, to: Peer, port: number): boolean {
+  const side = (type: 'Ingress' | 'Egress', pod: Peer, other: Peer) => {
+    if (pod.namespace !== ns) return true; // another namespace's policies are not rendered here
+    const mine = policies.filter((p) => (p.spec.policyTypes ?? ['Ingress']).includes(type) && selects(p.spec.podSelector, pod.labels));
+    if (mine.length === 0) return true;
+    const rules = mine.flatMap((p) => (type === 'Ingress' ? p.spec.ingress : p.spec.egress) ?? []) as Doc[];
+    return rules.some((r) => peerAdmitted(type === 'Ingress' ? r.from : r.to, other, ns) && portAdmitted(r.ports, port));
+  };
+  return side('Egress', from, to) && side('Ingress', to, from);
+}
+
+describe('NetworkPolicies of the data stores (the dev overlay and the platform in one namespace)', () => {
+  const NS = 'community-dev';
+  let policies: Doc[];
+  let podLabels: Map<string, Record<string, string>>;
+  beforeAll(async () => {
+    const [dev, platform] = await Promise.all([render('infra/k8s/overlays/dev'), render('infra/k8s/platform')]);
+    policies = [...dev, ...platform].filter((d) => d.kind === 'NetworkPolicy');
+    podLabels = new Map();
+    for (const d of dev.filter((x) => x.kind === 'Deployment' || x.kind === 'Job')) podLabels.set(d.metadata.name, d.spec.template.metadata.labels);
+  });
+  const pod = (name: string): Peer => ({ labels: podLabels.get(name)!, namespace: NS });
+  const store = {
+    redis: { labels: { 'app.kubernetes.io/name': 'redis' }, namespace: NS },
+    rabbitmq: { labels: { 'app.kubernetes.io/name': 'community-rabbitmq', 'app.kubernetes.io/component': 'rabbitmq' }, namespace: NS },
+    postgres: { labels: { 'cnpg.io/cluster': 'community-pg', 'cnpg.io/instanceRole': 'primary' }, namespace: NS },
+  };
+  const other = (namespace: string): Peer => ({ labels: { 'app.kubernetes.io/name': 'anything' }, namespace });
+  const reaching = (to: Peer, port: number) => [...podLabels.keys()].filter((name) => connects(policies, NS, pod(name), to, port)).sort();
+
+  it('Redis: only feed-service and the reconciler (the reconciler has its egress rule), nobody from another namespace', () => {
+    expect(reaching(store.redis, 6379)).toEqual(['feed-service', 'reconciler']);
+    expect(connects(policies, NS, other('default'), store.redis, 6379)).toBe(false);
+    expect(connects(policies, NS, { ...store.redis, labels: { 'app.kubernetes.io/name': 'some-debug-pod' } }, store.redis, 6379)).toBe(false);
+  });
+
+  it('RabbitMQ: AMQP for the apps, the management API for the apps, the topology Job and KEDA, metrics for Prometheus, everything between nodes', () => {
+    const apps = APPS.map((a) => a.name).sort();
+    expect(reaching(store.rabbitmq, 5672)).toEqual(apps);
+    expect(reaching(store.rabbitmq, 15672)).toEqual([...apps, 'rabbitmq-topology'].sort());
+    expect(connects(policies, NS, other('keda'), store.rabbitmq, 15672)).toBe(true);
+    expect(connects(policies, NS, other('keda'), store.rabbitmq, 5672)).toBe(false);
+    expect(connects(policies, NS, other('monitoring'), store.rabbitmq, 15692)).toBe(true);
+    expect(connects(policies, NS, other('default'), store.rabbitmq, 5672)).toBe(false);
+    expect(connects(policies, NS, store.rabbitmq, store.rabbitmq, 25672)).toBe(true);
+  });
+
+  it('Postgres: the apps and the migration Job, the CloudNativePG operator, the other instances', () => {
+    expect(reaching(store.postgres, 5432)).toEqual([...APPS.map((a) => a.name), 'db-migrate'].sort());
+    expect(connects(policies, NS, other('cnpg-system'), store.postgres, 8000)).toBe(true);
+    expect(connects(policies, NS, other('default'), store.postgres, 5432)).toBe(false);
+    expect(connects(policies, NS, other('monitoring'), store.postgres, 5432)).toBe(false);
+    expect(connects(policies, NS, store.postgres, store.postgres, 5432)).toBe(true);
+  });
+
+  it('the check sees a missing rule: without its Redis egress, the reconciler cannot reach Redis', () => {
+    const copy = structuredClone(policies);
+    const reconciler = copy.find((p) => p.metadata.name === 'reconciler')!;
+    reconciler.spec.egress = reconciler.spec.egress.filter((r: Doc) => !JSON.stringify(r.to).includes('"redis"'));
+    expect(connects(copy, NS, pod('reconciler'), store.redis, 6379)).toBe(false);
+    expect(connects(policies, NS, pod('reconciler'), store.redis, 6379)).toBe(true);
+  });
+});
+
+describe('Prometheus Operator objects (infra/k8s/base/monitoring.yaml) match infra/prometheus', () => {
+  let dev: Doc[];
+  let prod: Doc[];
+  beforeAll(async () => {
+    [dev, prod] = await Promise.all([render('infra/k8s/overlays/dev'), render('infra/k8s/overlays/prod')]);
+  });
+
+  it('a ServiceMonitor per deployed app, on its Service’s http port, and one for the broker with both jobs of prometheus.yml', () => {
+    const plain = parse(readFileSync(path.join(ROOT, 'infra/prometheus/prometheus.yml'), 'utf8')) as { scrape_configs: Array<{ job_name: string; metrics_path?: string; params?: unknown }> };
+    for (const docs of [dev, prod]) {
+      const monitors = docs.filter((d) => d.kind === 'ServiceMonitor');
+      const deployed = docs.filter((d) => d.kind === 'Deployment').map((d) => d.metadata.name);
+      for (const app of deployed) {
+        const svc = docs.find((d) => d.kind === 'Service' && d.metadata.name === app)!;
+        const sm = monitors.find((m) => matches(m.spec.selector.matchLabels, svc.metadata.labels));
+        expect({ app, endpoints: sm?.spec.endpoints }).toEqual({ app, endpoints: [expect.objectContaining({ port: 'http', path: '/metrics' })] });
+        expect(svc.spec.ports.map((p: Doc) => p.name)).toContain('http');
+      }
+      // No ServiceMonitor for an app that is not deployed (prod: the demo API).
+      expect(monitors.map((m) => m.metadata.name).sort()).toEqual([...deployed, 'community-rabbitmq'].sort());
+      const broker = monitors.find((m) => m.metadata.name === 'community-rabbitmq')!;
+      const jobs = broker.spec.endpoints.map((e: Doc) => ({ job: e.relabelings.find((r: Doc) => r.targetLabel === 'job').replacement, path: e.path, params: e.params }));
+      expect(jobs).toEqual(plain.scrape_configs.filter((j) => j.job_name.startsWith('rabbitmq')).map((j) => ({ job: j.job_name, path: j.metrics_path ?? '/metrics', params: j.params })));
+    }
+  });
+
+  it('a PrometheusRule with exactly the groups of each rule file (prod: the demo API, not deployed, not watched)', () => {
+    const files = readdirSync(path.join(ROOT, 'infra/prometheus/rules')).filter((f) => f.endsWith('.rules.yml'));
+    for (const [overlay, docs] of [['dev', dev], ['prod', prod]] as const) {
+      const rules = docs.filter((d) => d.kind === 'PrometheusRule');
+      expect(rules.map((r) => r.metadata.name).sort()).toEqual(files.map((f) => f.replace('.rules.yml', '')).sort());
+      for (const f of files) {
+        const plain = parse(readFileSync(path.join(ROOT, 'infra/prometheus/rules', f), 'utf8')) as Doc;
+        if (overlay === 'prod') {
+          for (const r of plain.groups.flatMap((g: Doc) => g.rules)) r.expr = r.expr.replace('job=~"demo-community-api|', 'job=~"');
+        }
+        expect(rules.find((r) => r.metadata.name === f.replace('.rules.yml', ''))!.spec.groups).toEqual(plain.groups);
+      }
+    }
+    expect(JSON.stringify(prod.filter((d) => d.kind === 'PrometheusRule'))).not.toContain('demo-community-api');
+  });
+
+  it('KEDA’s age triggers do not hide an empty answer (ignoreNullValues "false") and fall back to 0 only from the app’s own queue sample', () => {
+    for (const s of dev.filter((d) => d.kind === 'ScaledObject')) {
+      const t = s.spec.triggers.find((x: Doc) => x.type === 'prometheus');
+      expect({ name: s.metadata.name, ignoreNullValues: t.metadata.ignoreNullValues }).toEqual({ name: s.metadata.name, ignoreNullValues: 'false' });
+      expect(t.metadata.query).not.toMatch(/vector\(/);
+      expect(t.metadata.query).toMatch(new RegExp(` or max\\(messaging_queue_messages\\{service="${s.metadata.name}",queue=~"[^"]+"\\}\\) \\* 0$`));
+    }
+  });
 });

@@ -75,7 +75,7 @@ describe('the production overlay', () => {
     [prod, dev] = await Promise.all([render('infra/k8s/overlays/prod'), render('infra/k8s/overlays/dev')]);
   });
 
-  it('deploys no demo-community-api: no Deployment, Service, PDB, NetworkPolicy, Ingress rule or config naming it', () => {
+  it('deploys no demo-community-api: no Deployment, Service, PDB, NetworkPolicy, ServiceMonitor, alert rule, Ingress rule or config naming it', () => {
     expect(demoLeftovers(prod)).toEqual([]);
     expect(prod.filter((d) => d.metadata?.name === DEMO).map(id)).toEqual([]);
   });
@@ -94,7 +94,9 @@ describe('the production overlay', () => {
       `Deployment/${DEMO}: deployed`,
       `NetworkPolicy/${DEMO}: deployed`,
       `PodDisruptionBudget/${DEMO}: deployed`,
+      'PrometheusRule/community: refers to demo-community-api',
       `Service/${DEMO}: deployed`,
+      `ServiceMonitor/${DEMO}: deployed`,
     ]);
     const withIngress = structuredClone(prod);
     withIngress.push({ kind: 'Ingress', metadata: { name: 'community' }, spec: { rules: [{ host: 'api.example.com', http: { paths: [{ path: '/', backend: { service: { name: DEMO } } }] } }] } });
