@@ -143,6 +143,10 @@ async function cancelBackend(pool: Pool, client: PoolClient): Promise<void> {
  * The protocol's CancelRequest (length 16, code 80877102, the backend key) on a connection of its
  * own, as libpq's PQcancel and pg's own Client#cancel send it: unencrypted, and the server closes
  * the connection without an answer. Best effort, like cancelBackend.
+ *
+ * The socket is not half-closed after the request, as libpq does not: it waits for the other side
+ * to close. PgBouncer 1.18 first opens a server connection to carry the cancel on, and drops the
+ * request when its client has sent EOF meanwhile ("client unexpected eof").
  */
 function sendCancelRequest(client: PoolClient, pid: number): Promise<void> {
   const { host, port, secretKey } = client as PoolClient & { host: string; port: number; secretKey?: number };
@@ -155,7 +159,7 @@ function sendCancelRequest(client: PoolClient, pid: number): Promise<void> {
   return new Promise<void>((resolve) => {
     const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host);
     socket.setTimeout(5_000, () => socket.destroy());
-    socket.once('connect', () => socket.end(request));
+    socket.once('connect', () => socket.write(request));
     socket.once('error', () => undefined);
     socket.once('close', () => resolve());
   });
