@@ -4,11 +4,16 @@
 // to 127.0.0.1, the scrape interval shortened). Then every dashboard panel's query must parse and
 // return data (waited for: a rate needs two scrapes in its window), unless it is on the allow-list below with the reason it may be empty on a healthy
 // system; and every alert rule must load and evaluate without error against the real series.
+// Then the query of each KEDA age trigger (infra/k8s/base/apps/<worker>.yaml) is run against the
+// same Prometheus: a sample above 0 while its queues hold work, a 0 (not nothing) while they hold
+// none, and nothing at all when the series it reads are not there (the apps not scraped).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parse, stringify } from 'yaml';
+import amqplib from 'amqplib';
+import { parse, parseAllDocuments, stringify } from 'yaml';
+import { EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE } from '@community/contracts';
 import { createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost } from '@community/testing';
 import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from '../../../e2e/harness';
 import { panelQueries, substituteVariables, type PanelQuery } from '../src/index';
@@ -162,11 +167,15 @@ afterAll(async () => {
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
+/** Whether traffic() has created its users (the first round, of whichever test runs first). */
+let seeded = false;
+
 /** A little of everything the demo API does: users, a post, follows, comments with mentions, reactions. */
 async function traffic(round: number): Promise<void> {
   const api = apps['demo-community-api'].url;
   const users = ['ada', 'bob', 'cy'];
-  if (round === 0) {
+  if (!seeded) {
+    seeded = true;
     for (const id of users) expect((await http('POST', `${api}/v1/users`, { id, email: `${id}@example.test`, displayName: id })).status).toBe(201);
     expect((await http('POST', `${api}/v1/users/ada/follow`, undefined, { 'x-user-id': 'bob' })).status).toBeLessThan(300);
   }
@@ -200,6 +209,92 @@ it('every dashboard query parses and returns data once the stack has served traf
     await load;
   }
 }, 240_000);
+
+/** Each ScaledObject's age-trigger query, as committed in the kustomize base. */
+function kedaAgeQueries(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const app of APPS) {
+    const file = path.join(ROOT, 'infra/k8s/base/apps', `${app}.yaml`);
+    if (!existsSync(file)) continue;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const scaled = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as any).find((d) => d?.kind === 'ScaledObject');
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const trigger = scaled?.spec.triggers.find((t: any) => t.type === 'prometheus');
+    if (trigger) out.set(app, trigger.metadata.query as string);
+  }
+  return out;
+}
+
+/** What KEDA would read: the instant query's samples (KEDA takes the single sample's value). */
+async function kedaValue(query: string): Promise<number[]> {
+  const res = await prom(`/api/v1/query?${new URLSearchParams({ query })}`);
+  if (res.status !== 'success') throw new Error(`${query}: ${res.error}`);
+  return res.data.result.map((s) => Number(s.value![1]));
+}
+
+it('each KEDA age trigger query answers above 0 while its queues hold work, 0 while they hold none, and nothing when the apps are not scraped', async () => {
+  const queries = kedaAgeQueries();
+  expect([...queries.keys()].sort()).toEqual(['email-service', 'feed-service', 'notification-service', 'reconciler']);
+
+  // Nothing has been published to reconciler.low-priority yet: its query reads 0, from the
+  // reconciler's own sample of the queue, once the reconciler has been scraped.
+  await eventually('the reconciler age query reads 0 with no work', async () => (await kedaValue(queries.get('reconciler')!)).join() === '0', 60_000, 1000);
+
+  // Work for every worker while the queries are read, in the background: traffic rounds
+  // (mentions, emails, feed activity) and recount requests on reconciler.low-priority, published as
+  // the reconciler's admin route does (one batch each; user-id its broker user, here the test's,
+  // which every app shares), a burst per round, faster than it works them one at a time. Rounds go
+  // on because a rate needs increments after a series first appears: one burst is not enough.
+  const conn = await amqplib.connect(vhost.url);
+  const ch = await conn.createConfirmChannel();
+  const recounts = async (round: number) => {
+    for (let i = 0; i < 10; i++) {
+      const now = new Date();
+      const id = `scrape-recount-${round}-${i}`;
+      const body = { id, type: RECONCILER_RECOUNT_TYPE, version: 1, occurredAt: now.toISOString(), correlationId: 'scrape-keda', data: { after: '', through: 'zzzz', requestedBy: 'scrape-test' } };
+      ch.publish(EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE, Buffer.from(JSON.stringify(body)), {
+        persistent: true,
+        mandatory: true,
+        contentType: 'application/json',
+        messageId: id,
+        type: RECONCILER_RECOUNT_TYPE,
+        timestamp: Math.floor(now.getTime() / 1000),
+        correlationId: 'scrape-keda',
+        userId: decodeURIComponent(new URL(vhost.url).username),
+        headers: { 'x-schema-version': 1 },
+      });
+    }
+    await ch.waitForConfirms();
+  };
+  let stop = false;
+  const load = (async () => {
+    for (let round = 1000; !stop; round++) {
+      await Promise.all([traffic(round), recounts(round)]);
+      await new Promise((r) => setTimeout(r, 2_000)); // the pace of the traffic, not a wait for a result
+    }
+  })();
+  let values: Record<string, number[]> = {};
+  try {
+    await eventually('every age query above 0 while its queues have work', async () => {
+      values = {};
+      for (const [app, query] of queries) values[app] = await kedaValue(query);
+      return Object.values(values).every((v) => v.length === 1 && v[0] > 0);
+    }, 90_000, 2000).catch(() => undefined);
+  } finally {
+    stop = true;
+    await load;
+    await conn.close();
+  }
+  expect(Object.fromEntries(Object.entries(values).map(([app, v]) => [app, v.length === 1 && v[0] > 0 ? 'above 0' : v]))).toEqual(
+    Object.fromEntries([...queries.keys()].map((app) => [app, 'above 0'])),
+  );
+  // The reconciler worked them (not dead-lettered: a rejected message is no work done).
+  expect(await vhost.depth('reconciler.low-priority.dlq')).toMatchObject({ total: 0 });
+
+  // Not hidden: with the series it reads absent (here: renamed, as if nothing scraped the apps) the
+  // query returns no sample, which KEDA with ignoreNullValues "false" reports as an error.
+  for (const [app, query] of queries) expect({ app, samples: await kedaValue(query.replaceAll('messaging_', 'unscraped_messaging_')) }).toEqual({ app, samples: [] });
+}, 180_000);
 
 async function checkEverything(): Promise<void> {
   await eventually('mention emails sent', () => smtp.mails.length > 0, 60_000).catch((err: Error) => {
