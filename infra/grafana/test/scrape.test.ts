@@ -6,7 +6,8 @@
 // system; and every alert rule must load and evaluate without error against the real series.
 // Then the query of each KEDA age trigger (infra/k8s/base/apps/<worker>.yaml) is run against the
 // same Prometheus: a sample above 0 while its queues hold work, a 0 (not nothing) while they hold
-// none, and nothing at all when the series it reads are not there (the apps not scraped).
+// none, and nothing at all when the series it reads are not there (the apps not scraped); the
+// prod overlay's version (limited to its namespace, a label the apps' jobs get here) likewise.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,8 @@ const SCRAPE_INTERVAL = '2s';
 const RATE_INTERVAL = '10s';
 const RABBITMQ_PROMETHEUS = process.env.RABBITMQ_PROMETHEUS_TARGET ?? '127.0.0.1:15692';
 const SECRET = 'scrape-secret-scrape-secret-scrape-123';
+/** infra/k8s/overlays/prod/kustomization.yaml's namespace; the dev overlay's is another. */
+const PROD_NAMESPACE = 'community';
 
 // The runnable services: an app folder with its entry point (a folder may exist before its service
 // does, e.g. apps/reconciler with only its DLQ module).
@@ -85,7 +88,7 @@ function testConfig(ports: Record<string, number>): string {
     global: Record<string, unknown>;
     rule_files: string[];
     alerting?: unknown;
-    scrape_configs: Array<{ job_name: string; params?: Record<string, string[]>; static_configs: Array<{ targets: string[] }> }>;
+    scrape_configs: Array<{ job_name: string; params?: Record<string, string[]>; static_configs: Array<{ targets: string[]; labels?: Record<string, string> }> }>;
   };
   config.global.scrape_interval = SCRAPE_INTERVAL;
   config.global.scrape_timeout = SCRAPE_INTERVAL;
@@ -100,7 +103,9 @@ function testConfig(ports: Record<string, number>): string {
       if (job.params) job.params.vhost = [vhost.vhost];
       jobs.push(job);
     } else if (ports[job.job_name]) {
-      job.static_configs = [{ targets: [`127.0.0.1:${ports[job.job_name]}`] }];
+      // The label the Prometheus Operator gives every series of a namespace: the overlays' KEDA
+      // queries select on it (here the prod overlay's namespace).
+      job.static_configs = [{ targets: [`127.0.0.1:${ports[job.job_name]}`], labels: { namespace: PROD_NAMESPACE } }];
       jobs.push(job);
     } // services not in apps/ yet (feed-service, reconciler) are left out: see MAY_BE_EMPTY
   }
@@ -210,17 +215,20 @@ it('every dashboard query parses and returns data once the stack has served traf
   }
 }, 240_000);
 
-/** Each ScaledObject's age-trigger query, as committed in the kustomize base. */
-function kedaAgeQueries(): Map<string, string> {
+/**
+ * Each ScaledObject's age-trigger query as committed: in the kustomize base (no namespace), or in an
+ * overlay's generated patch (the same query limited to the overlay's namespace).
+ */
+function kedaAgeQueries(where: 'base' | 'dev' | 'prod'): Map<string, string> {
+  const files = where === 'base' ? APPS.map((app) => path.join(ROOT, 'infra/k8s/base/apps', `${app}.yaml`)) : [path.join(ROOT, 'infra/k8s/overlays', where, 'keda-age-queries.yaml')];
   const out = new Map<string, string>();
-  for (const app of APPS) {
-    const file = path.join(ROOT, 'infra/k8s/base/apps', `${app}.yaml`);
-    if (!existsSync(file)) continue;
+  for (const file of files.filter((f) => existsSync(f))) {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const scaled = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as any).find((d) => d?.kind === 'ScaledObject');
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const trigger = scaled?.spec.triggers.find((t: any) => t.type === 'prometheus');
-    if (trigger) out.set(app, trigger.metadata.query as string);
+    for (const scaled of parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJS() as any).filter((d) => d?.kind === 'ScaledObject')) {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
+      const trigger = scaled.spec.triggers.find((t: any) => t.type === 'prometheus');
+      if (trigger) out.set(scaled.metadata.name as string, trigger.metadata.query as string);
+    }
   }
   return out;
 }
@@ -233,12 +241,15 @@ async function kedaValue(query: string): Promise<number[]> {
 }
 
 it('each KEDA age trigger query answers above 0 while its queues hold work, 0 while they hold none, and nothing when the apps are not scraped', async () => {
-  const queries = kedaAgeQueries();
+  const queries = kedaAgeQueries('base');
+  const prodQueries = kedaAgeQueries('prod');
   expect([...queries.keys()].sort()).toEqual(['email-service', 'feed-service', 'notification-service', 'reconciler']);
+  expect([...prodQueries.keys()].sort()).toEqual([...queries.keys()].sort());
 
   // Nothing has been published to reconciler.low-priority yet: its query reads 0, from the
   // reconciler's own sample of the queue, once the reconciler has been scraped.
   await eventually('the reconciler age query reads 0 with no work', async () => (await kedaValue(queries.get('reconciler')!)).join() === '0', 60_000, 1000);
+  expect(await kedaValue(prodQueries.get('reconciler')!)).toEqual([0]);
 
   // Work for every worker while the queries are read, in the background: traffic rounds
   // (mentions, emails, feed activity) and recount requests on reconciler.low-priority, published as
@@ -278,6 +289,7 @@ it('each KEDA age trigger query answers above 0 while its queues hold work, 0 wh
     await eventually('every age query above 0 while its queues have work', async () => {
       values = {};
       for (const [app, query] of queries) values[app] = await kedaValue(query);
+      for (const [app, query] of prodQueries) values[`${app} (prod overlay)`] = await kedaValue(query);
       return Object.values(values).every((v) => v.length === 1 && v[0] > 0);
     }, 90_000, 2000).catch(() => undefined);
   } finally {
@@ -286,8 +298,10 @@ it('each KEDA age trigger query answers above 0 while its queues hold work, 0 wh
     await conn.close();
   }
   expect(Object.fromEntries(Object.entries(values).map(([app, v]) => [app, v.length === 1 && v[0] > 0 ? 'above 0' : v]))).toEqual(
-    Object.fromEntries([...queries.keys()].map((app) => [app, 'above 0'])),
+    Object.fromEntries([...queries.keys()].flatMap((app) => [[app, 'above 0'], [`${app} (prod overlay)`, 'above 0']])),
   );
+  // The dev overlay's queries read the dev namespace's series: none here (prod's, as labelled above).
+  for (const [app, query] of kedaAgeQueries('dev')) expect({ app, samples: await kedaValue(query) }).toEqual({ app, samples: [] });
   // The reconciler worked them (not dead-lettered: a rejected message is no work done).
   expect(await vhost.depth('reconciler.low-priority.dlq')).toMatchObject({ total: 0 });
 

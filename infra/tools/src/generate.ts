@@ -1,10 +1,12 @@
 // Every generated infrastructure file, from the topology and access data (libs/contracts) and the
 // app table (./k8s.ts). `npm run infra:generate` writes them; generate.spec.ts fails when a
 // committed file differs from what this returns (regenerate and commit).
-import { stringify } from 'yaml';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
 import { buildDefinitions, communityDefinitions, devGuestDefinitions, devPassword } from './definitions';
 import { appDockerfile, DOCKERIGNORE, migrateDockerfile } from './docker';
-import { APPS, appManifests, dataStorePolicies } from './k8s';
+import { ageQueryPatches, APPS, appManifests, dataStorePolicies } from './k8s';
 import { monitoringResources, ruleName, rulesWithoutAppPatch } from './monitoring';
 import { operatorResources } from './operator';
 
@@ -46,11 +48,29 @@ export function generatedFiles(): Map<string, string> {
   for (const { file, ops } of rulesWithoutAppPatch('demo-community-api')) {
     files.set(`infra/k8s/overlays/prod/${ruleName(file)}-rules-without-demo.yaml`, `# ${GENERATED}\n${stringify(ops, { lineWidth: 0 })}`);
   }
+  // Each overlay's KEDA age queries, limited to the namespace its kustomization.yaml sets.
+  for (const [overlay, namespace] of overlayNamespaces()) {
+    files.set(`infra/k8s/overlays/${overlay}/keda-age-queries.yaml`, yamlDocs(ageQueryPatches(namespace)));
+  }
   // Who may reach the data stores (the platform's pods): derived from each app's `uses`.
   files.set('infra/k8s/platform/network-policies.yaml', yamlDocs(dataStorePolicies()));
   files.set('infra/docker/migrate.Dockerfile', migrateDockerfile());
   files.set('.dockerignore', DOCKERIGNORE);
   return files;
+}
+
+const ROOT = path.resolve(__dirname, '../../..');
+
+/** overlay → the `namespace:` of its (hand-written) kustomization.yaml. */
+function overlayNamespaces(): Array<[string, string]> {
+  const dir = path.join(ROOT, 'infra/k8s/overlays');
+  return readdirSync(dir)
+    .sort()
+    .map((overlay) => {
+      const k = parse(readFileSync(path.join(dir, overlay, 'kustomization.yaml'), 'utf8')) as { namespace?: string };
+      if (!k.namespace) throw new Error(`infra/k8s/overlays/${overlay}/kustomization.yaml sets no namespace`);
+      return [overlay, k.namespace];
+    });
 }
 
 function topologyJob(users: string[]): object {

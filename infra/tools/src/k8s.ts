@@ -164,6 +164,29 @@ function networkPolicy(app: AppSpec): object {
   };
 }
 
+function triggers(app: AppSpec, queues: readonly string[], namespace?: string): object[] {
+  return [
+    ...queues.map((queue) => ({
+      type: 'rabbitmq',
+      name: `depth-${queue.replace(/[^a-z0-9-]/g, '-')}`,
+      authenticationRef: { name: 'rabbitmq-management' },
+      metadata: { protocol: 'http', mode: 'QueueLength', value: String(QUEUE_LENGTH_PER_REPLICA), queueName: queue, vhostName: COMMUNITY_VHOST },
+    })),
+    {
+      type: 'prometheus',
+      name: 'message-age',
+      metadata: {
+        serverAddress: 'http://prometheus-operated.monitoring.svc:9090',
+        query: messageAgeQuery(app.name, queues, namespace),
+        threshold: String(LAG_SECONDS_TARGET),
+        // A query that returns nothing is an error (the ScaledObject's condition and
+        // keda_scaler_errors say so), never a silent 0: see messageAgeQuery.
+        ignoreNullValues: 'false',
+      },
+    },
+  ];
+}
+
 /**
  * KEDA: one `rabbitmq` trigger per consumed work queue in QueueLength mode over the management API
  * (protocol http: the count is ready + unacked, so messages held by busy consumers count), and one
@@ -185,26 +208,7 @@ function scaledObject(app: AppSpec, queues: readonly string[]): object {
       pollingInterval: 15,
       cooldownPeriod: 300,
       advanced: { horizontalPodAutoscalerConfig: { behavior: { scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] } } } },
-      triggers: [
-        ...queues.map((queue) => ({
-          type: 'rabbitmq',
-          name: `depth-${queue.replace(/[^a-z0-9-]/g, '-')}`,
-          authenticationRef: { name: 'rabbitmq-management' },
-          metadata: { protocol: 'http', mode: 'QueueLength', value: String(QUEUE_LENGTH_PER_REPLICA), queueName: queue, vhostName: COMMUNITY_VHOST },
-        })),
-        {
-          type: 'prometheus',
-          name: 'message-age',
-          metadata: {
-            serverAddress: 'http://prometheus-operated.monitoring.svc:9090',
-            query: messageAgeQuery(app.name, queues),
-            threshold: String(LAG_SECONDS_TARGET),
-            // A query that returns nothing is an error (the ScaledObject's condition and
-            // keda_scaler_errors say so), never a silent 0: see messageAgeQuery.
-            ignoreNullValues: 'false',
-          },
-        },
-      ],
+      triggers: triggers(app, queues),
     },
   };
 }
@@ -223,12 +227,35 @@ function scaledObject(app: AppSpec, queues: readonly string[]): object {
  * all: the depth triggers (ready + unacked) and CommunityQueueMessageTooOld cover that case.
  * infra/grafana/test/scrape.test.ts runs each ScaledObject's query against a real Prometheus.
  */
-export function messageAgeQuery(service: string, queues: readonly string[]): string {
+export function messageAgeQuery(service: string, queues: readonly string[], namespace?: string): string {
   const re = queues.map((q) => q.replace(/\./g, '\\\\.')).join('|');
+  const ns = namespace === undefined ? '' : `namespace="${namespace}",`;
   return (
-    `max(histogram_quantile(0.99, sum by (queue, le) (rate(messaging_publish_to_consume_lag_seconds_bucket{queue=~"${re}"}[2m]))) >= 0)` +
-    ` or max(messaging_queue_messages{service="${service}",queue=~"${re}"}) * 0`
+    `max(histogram_quantile(0.99, sum by (queue, le) (rate(messaging_publish_to_consume_lag_seconds_bucket{${ns}queue=~"${re}"}[2m]))) >= 0)` +
+    ` or max(messaging_queue_messages{${ns}service="${service}",queue=~"${re}"}) * 0`
   );
+}
+
+/**
+ * An overlay's patch (infra/k8s/overlays/<overlay>/keda-age-queries.yaml): the same triggers with
+ * the age query limited to the overlay's namespace, the label the Prometheus Operator puts on every
+ * series it scrapes, so two deployments of the stack scraped by one Prometheus do not read each
+ * other's lag. (The base has no namespace; the scrape test runs the base's query, without one.)
+ * A ScaledObject's triggers are a list a strategic merge replaces whole, hence all of them.
+ */
+export function ageQueryPatches(namespace: string): object[] {
+  return APPS.filter((a) => a.worker).map((app) => ({
+    apiVersion: 'keda.sh/v1alpha1',
+    kind: 'ScaledObject',
+    metadata: { name: app.name },
+    spec: { triggers: triggers(app, consumedQueues(app), namespace) },
+  }));
+}
+
+function consumedQueues(app: AppSpec): readonly string[] {
+  const access = SERVICE_ACCESS.find((a) => a.user === app.name);
+  if (!access?.consumes.length) throw new Error(`${app.name} is a worker but SERVICE_ACCESS lists no queue it consumes`);
+  return access.consumes;
 }
 
 /**

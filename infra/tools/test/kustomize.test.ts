@@ -275,12 +275,22 @@ describe('Prometheus Operator objects (infra/k8s/base/monitoring.yaml) match inf
     expect(JSON.stringify(prod.filter((d) => d.kind === 'PrometheusRule'))).not.toContain('demo-community-api');
   });
 
-  it('KEDA’s age triggers do not hide an empty answer (ignoreNullValues "false") and fall back to 0 only from the app’s own queue sample', () => {
-    for (const s of dev.filter((d) => d.kind === 'ScaledObject')) {
-      const t = s.spec.triggers.find((x: Doc) => x.type === 'prometheus');
-      expect({ name: s.metadata.name, ignoreNullValues: t.metadata.ignoreNullValues }).toEqual({ name: s.metadata.name, ignoreNullValues: 'false' });
-      expect(t.metadata.query).not.toMatch(/vector\(/);
-      expect(t.metadata.query).toMatch(new RegExp(` or max\\(messaging_queue_messages\\{service="${s.metadata.name}",queue=~"[^"]+"\\}\\) \\* 0$`));
+  it('KEDA’s age triggers do not hide an empty answer (ignoreNullValues "false"), fall back to 0 only from the app’s own queue sample, and read only their namespace', async () => {
+    const base = await render('infra/k8s/base');
+    const baseQuery = (name: string) => base.find((d) => d.kind === 'ScaledObject' && d.metadata.name === name)!.spec.triggers.find((x: Doc) => x.type === 'prometheus').metadata.query as string;
+    for (const [docs, ns] of [[dev, 'community-dev'], [prod, 'community']] as const) {
+      for (const s of docs.filter((d) => d.kind === 'ScaledObject')) {
+        const name = s.metadata.name as string;
+        const t = s.spec.triggers.find((x: Doc) => x.type === 'prometheus');
+        expect({ name, ignoreNullValues: t.metadata.ignoreNullValues }).toEqual({ name, ignoreNullValues: 'false' });
+        expect(baseQuery(name)).not.toMatch(/vector\(/);
+        expect(baseQuery(name)).toMatch(new RegExp(` or max\\(messaging_queue_messages\\{service="${name}",queue=~"[^"]+"\\}\\) \\* 0$`));
+        // The overlay's query is the base's (the one the scrape test runs) with the namespace in both selectors.
+        expect({ name, query: t.metadata.query }).toEqual({ name, query: baseQuery(name).replace('{queue=~', `{namespace="${ns}",queue=~`).replace('{service=', `{namespace="${ns}",service=`) });
+        // The other triggers are the base's.
+        const others = (so: Doc) => so.spec.triggers.filter((x: Doc) => x.type !== 'prometheus');
+        expect(others(s)).toEqual(others(base.find((d) => d.kind === 'ScaledObject' && d.metadata.name === name)!));
+      }
     }
   });
 });
