@@ -1,8 +1,7 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { authGuards } from '@community/observability';
 import { eventually } from '@community/testing';
 import { JWT_SECRET, OPERATORS, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
+import { runOpsCli } from './ops-cli';
 
 /**
  * `npm run ops` as an operator runs it: the CLI spawned as a process against a reconciler app
@@ -16,7 +15,6 @@ import { JWT_SECRET, OPERATORS, orderId, startDlqHarness, WORK, type DlqHarness 
  * the operator ADMIN_KEYS binds to that kid, whatever else the environment says (OPS_USER, a
  * JWT_SECRET that could mint user tokens).
  */
-const REPO = path.resolve(__dirname, '../../..');
 let h: DlqHarness;
 let base: string;
 const reconChecks = { ok: true, checks: [{ name: 'consumers', ok: true, value: 1, threshold: 1, runbook: 'docs/RUNBOOK.md#check-consumers' }] };
@@ -32,16 +30,7 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-function ops(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['-r', '@swc-node/register', 'scripts/ops/ops.ts', ...args],
-      { cwd: REPO, env: { ...process.env, RECONCILER_URL: base, JWT_SECRET, OPS_USER: 'mallory', OPS_TOKEN: '', ...OPERATORS.cliEnv('frank') }, timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const ops = (...args: string[]) => runOpsCli(args, { RECONCILER_URL: base, JWT_SECRET, OPS_USER: 'mallory', OPS_TOKEN: '', ...OPERATORS.cliEnv('frank') });
 
 it('status exits 0 when every check passes, and 1 naming the DLQ, its runbook section and the top cause when a DLQ holds messages', async () => {
   const healthy = await ops('status');

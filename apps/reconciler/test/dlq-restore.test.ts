@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { main as ops } from '../../../scripts/ops/ops';
 import { DISCARD_MAX_PER_CALL } from '../src/dlq/routes';
 import { purgeFinalDlqMessages } from '../src/store/retention';
 import { startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
+import { runOpsCli } from './ops-cli';
 
 /**
  * A discard can be undone, and one call cannot discard everything (docs/DLQ-CONSOLE.md "Discard").
@@ -119,10 +119,8 @@ describe('a bulk discard has a bound', () => {
     const { queue } = await seed(DISCARD_MAX_PER_CALL + 1);
     const base = await h.app.listen({ host: '127.0.0.1', port: 0 });
     const run = async (...args: string[]) => {
-      const out: string[] = [];
-      const err: string[] = [];
-      const code = await ops(args, { out: (t) => out.push(t), err: (t) => err.push(t) }, { RECONCILER_URL: base, OPS_TOKEN: h.token('frank', 'admin') });
-      return { code, out: out.join('\n'), err: err.join('\n') };
+      const { code, stdout, stderr } = await runOpsCli(args, { RECONCILER_URL: base, OPS_TOKEN: h.token('frank', 'admin') });
+      return { code, out: stdout, err: stderr };
     };
     const pendingCount = async () => (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_messages WHERE queue = $1 AND state = 'pending'`, [queue])).rows[0].n;
 

@@ -1,14 +1,12 @@
 // The reconciler against feed-service's Redis feeds: a real Redis (this file's own key prefix,
 // removed at the end; never FLUSHALL) and a private database with every migration, the projections
 // seeded as feed-service writes them. The broker is not involved (fanout-stuck.test.ts is).
-import { execFile } from 'node:child_process';
-import path from 'node:path';
 import Redis from 'ioredis';
 import { createTestDatabase, type TestDatabase, testRedisPrefix } from '@community/testing';
 import { FEED_CHECK_JOB } from '../src/jobs/feeds';
 import { bearer, OPERATORS, startReconciler, type Reconciler } from './harness';
+import { runOpsCli } from './ops-cli';
 
-const REPO = path.resolve(__dirname, '../../..');
 const HOUR = 3_600_000;
 const prefix = testRedisPrefix('reconfeed');
 const USERS = ['u1', 'u2', 'u3', 'u4'];
@@ -83,16 +81,7 @@ async function snapshot(): Promise<Record<string, unknown>> {
   return out;
 }
 
-function ops(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['-r', '@swc-node/register', 'scripts/ops/ops.ts', ...args],
-      { cwd: REPO, env: { ...process.env, RECONCILER_URL: base, OPS_TOKEN: '', ...OPERATORS.cliEnv('operator') }, timeout: 60_000 },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const ops = (...args: string[]) => runOpsCli(args, { RECONCILER_URL: base, OPS_TOKEN: '', ...OPERATORS.cliEnv('operator') });
 
 const metric = async (name: string, labels: Record<string, string> = {}) =>
   (await rc.registry.getSingleMetric(name)!.get()).values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
