@@ -36,12 +36,29 @@ export async function readMigrationsList(migrationsDir: string, shadowDbInitScri
   return { baseDir, lockfile: { path: LOCKFILE, content: lockContent }, shadowDbInitScript, migrationDirectories };
 }
 
+/**
+ * The name a new migration gets: the engine's `<UTC now, 14 digits>_<name>`, unless a migration
+ * already in the folder carries a later timestamp (written by hand, or on a machine whose clock ran
+ * ahead). Migrations apply in name order, so a new one named by the clock would then sort before
+ * it, and be applied before a migration it was written after. It goes one second after the latest.
+ */
+export function orderedMigrationName(generated: string, existing: readonly string[]): string {
+  const stamp = /^(\d{14})_(.*)$/.exec(generated);
+  if (!stamp) return generated;
+  const latest = existing.map((n) => /^(\d{14})_/.exec(n)?.[1]).filter((s): s is string => s !== undefined).sort().at(-1);
+  if (latest === undefined || stamp[1] > latest) return generated;
+  const t = new Date(Date.UTC(+latest.slice(0, 4), +latest.slice(4, 6) - 1, +latest.slice(6, 8), +latest.slice(8, 10), +latest.slice(10, 12), +latest.slice(12, 14)) + 1000);
+  const next = t.toISOString().replace(/\D/g, '').slice(0, 14);
+  return `${next}_${stamp[2]}`;
+}
+
 /** Writes a migration the engine generated, plus the lock file, with the CLI's file layout and wording. */
 export async function writeMigration(
   migrationsDir: string,
   generated: { generatedMigrationName: string; migrationScript: string; extension: string; connectorType: string },
 ): Promise<string> {
-  const dir = path.join(path.resolve(migrationsDir), generated.generatedMigrationName);
+  const existing = (await readdir(path.resolve(migrationsDir), { withFileTypes: true }).catch(() => [])).filter((e) => e.isDirectory()).map((e) => e.name);
+  const dir = path.join(path.resolve(migrationsDir), orderedMigrationName(generated.generatedMigrationName, existing));
   if (existsSync(dir)) throw new Error(`The migration directory already exists at ${dir}`);
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, `migration.${generated.extension}`);
