@@ -99,10 +99,11 @@ it('own-queues, without any write on the default exchange: its retry copies and 
   const [byTopic, byName] = [mention('through the tiers'), mention('sent by name')];
   await messaging.publisher.publish(byTopic);
   await messaging.publisher.publish(byName, { exchange: '', routingKey: 'lp.work' });
-  const dead = await eventually('both in the DLQ after the last tier', async () => {
-    const got = (await vhost.take('lp.work.dlq')).filter((m) => [byTopic.id, byName.id].includes(String(m.properties.message_id)));
-    return got.length === 2 ? got : undefined;
-  }, 30_000);
+  // Counted first, then taken: a take removes what it reads, so taking while only one had arrived
+  // would lose it from every later look.
+  await eventually('both in the DLQ after the last tier', async () => (await vhost.ready('lp.work.dlq')) >= 2, 60_000);
+  const dead = (await vhost.take('lp.work.dlq')).filter((m) => [byTopic.id, byName.id].includes(String(m.properties.message_id)));
+  expect(dead).toHaveLength(2);
   for (const m of dead) expect(m.properties.headers).toMatchObject({ 'x-error-kind': 'retries-exhausted', 'x-attempts': 3, 'x-original-queue': 'lp.work' });
   expect([attempts.get(byTopic.id), attempts.get(byName.id)]).toEqual([3, 3]);
 });
