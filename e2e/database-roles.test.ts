@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { createTestDatabase, createTestVhost, eventually, testOperators, testRedisPrefix, testResourceName, type TestDatabase, type TestVhost } from '@community/testing';
-import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
+import { appsEnv, freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * The apps as a deployment connects them to Postgres (docs/DEPLOY.md "Database roles"): each app as
@@ -52,12 +52,7 @@ beforeAll(async () => {
   const [api, notifications, email, feed, reconciler] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
   const env = {
     AMQP_URL: vhost.url,
-    JWT_SECRET: SECRET,
-    SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
-    SMTP_RATE_PER_SECOND: '0',
-    NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
-    UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
-    DEMO_TRAFFIC_RATE: '0',
+    ...appsEnv({ secret: SECRET, smtpPort: smtp.port, notificationsPort: notifications, emailPort: email }),
     FEED_REDIS_PREFIX: testRedisPrefix('e2e-dbroles'),
   };
   const as = (service: Service) => ({ ...env, DATABASE_URL: urlAs(logins.get(service) ?? '') });

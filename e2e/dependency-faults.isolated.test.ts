@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createTestDatabase, eventually, type TestDatabase } from '@community/testing';
 import { startPrivateRabbit, type PrivateRabbit } from './chaos/private-deps';
-import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
+import { appsEnv, freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * A RabbitMQ memory alarm for 30 s. `set_vm_memory_high_watermark` is a node setting that blocks every
@@ -32,12 +32,7 @@ beforeAll(async () => {
     AMQP_URL: rabbit.amqpUrl,
     RABBITMQ_MANAGEMENT_URL: rabbit.managementUrl,
     DATABASE_URL: db.url,
-    JWT_SECRET: SECRET,
-    SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
-    SMTP_RATE_PER_SECOND: '0',
-    NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
-    UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
-    DEMO_TRAFFIC_RATE: '0',
+    ...appsEnv({ secret: SECRET, smtpPort: smtp.port, notificationsPort: notifications, emailPort: email }),
   };
   apps.notifications = await startApp('notification-service', notifications, env);
   [apps.email, apps.api] = await Promise.all([startApp('email-service', email, env), startApp('demo-community-api', api, env)]);

@@ -10,7 +10,7 @@ import { badRequest, type AppName, type BadRequest } from './fuzz/requests';
 import * as fuzzSend from './fuzz/send';
 import { hasReason, pool, send } from './fuzz/send';
 import { badAuthKinds, goodToken } from './fuzz/tokens';
-import { freePort, http, startApp, startSmtpSink, stopApp, type App } from './harness';
+import { appsEnv, freePort, http, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * Fuzz over the public interfaces only: bad messages on the topic exchange and bad HTTP requests
@@ -81,12 +81,7 @@ beforeAll(async () => {
   const env = {
     AMQP_URL: vhost.url,
     DATABASE_URL: db.url,
-    JWT_SECRET: SECRET,
-    SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
-    SMTP_RATE_PER_SECOND: '0',
-    NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
-    UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
-    DEMO_TRAFFIC_RATE: '0',
+    ...appsEnv({ secret: SECRET, smtpPort: smtp.port, notificationsPort: notifications, emailPort: email }),
     // Thousands of writes from one address and a few users: the demo API's write rate limit would answer 429.
     DEMO_WRITE_RATE_LIMIT: '1000000',
     // feed-service's Redis keys and the reconciler's view of them, under a prefix of this run's own.

@@ -45,6 +45,22 @@ function appArgs(name: string): string[] {
   return ['-r', '@swc-node/register', path.join(ROOT, 'apps', name, 'src', 'main.ts')];
 }
 
+/**
+ * The variables every e2e run of the apps shares: the user-token secret, the test's SMTP server
+ * with no rate limit, how the apps reach each other, and no demo traffic. A test adds its broker
+ * and database URLs (and whatever else it needs) on top.
+ */
+export function appsEnv(o: { secret: string; smtpPort: number; notificationsPort: number; emailPort: number }): Record<string, string> {
+  return {
+    JWT_SECRET: o.secret,
+    SMTP_URL: `smtp://127.0.0.1:${o.smtpPort}`,
+    SMTP_RATE_PER_SECOND: '0',
+    NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${o.notificationsPort}`,
+    UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${o.emailPort}`,
+    DEMO_TRAFFIC_RATE: '0',
+  };
+}
+
 export async function startApp(name: string, port: number, env: Record<string, string>): Promise<App> {
   const proc = spawn(process.execPath, appArgs(name), {
     cwd: ROOT,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { managementRequest } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost } from '@community/testing';
 import { buildDefinitions, devPassword } from '../infra/tools/src';
-import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
+import { appsEnv, freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * The apps as `npm start` and a deployment run them: the generated definitions imported (here into
@@ -30,12 +30,7 @@ beforeAll(async () => {
   const env = {
     AMQP_TOPOLOGY: 'own-queues',
     DATABASE_URL: db.url,
-    JWT_SECRET: SECRET,
-    SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
-    SMTP_RATE_PER_SECOND: '0',
-    NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
-    UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
-    DEMO_TRAFFIC_RATE: '0',
+    ...appsEnv({ secret: SECRET, smtpPort: smtp.port, notificationsPort: notifications, emailPort: email }),
   };
   [apps.notifications, apps.email, apps.api, apps.reconciler] = await Promise.all([
     startApp('notification-service', notifications, { ...env, AMQP_URL: amqpUrlFor('notification-service') }),

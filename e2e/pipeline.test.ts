@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost } from '@community/testing';
-import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
+import { appsEnv, freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * The whole path, as a user of the community would notice it: a comment with a mention in the
@@ -20,12 +20,7 @@ beforeAll(async () => {
   env = {
     AMQP_URL: vhost.url,
     DATABASE_URL: db.url,
-    JWT_SECRET: SECRET,
-    SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
-    SMTP_RATE_PER_SECOND: '0',
-    NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${notifications}`,
-    UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${email}`,
-    DEMO_TRAFFIC_RATE: '0',
+    ...appsEnv({ secret: SECRET, smtpPort: smtp.port, notificationsPort: notifications, emailPort: email }),
   };
   // notification-service first: its queues must exist before the first event is published.
   apps.notifications = await startApp('notification-service', notifications, env);
