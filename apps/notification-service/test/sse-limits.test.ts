@@ -140,3 +140,14 @@ it('ends the stream when its token expires: a last token-expired event, then the
   // Nothing was sent after it: it is the last event and the stream is over.
   expect(s.text.trimEnd().endsWith('}')).toBe(true);
 });
+
+it('answers HEAD of the stream route without opening a stream (no automatic HEAD route running the handler)', async () => {
+  const user = `head-${randomUUID().slice(0, 8)}`;
+  const res = await h.app.inject({ method: 'HEAD', url: `/v1/users/${user}/notifications/stream`, headers: { authorization: `Bearer ${h.token(user)}` } });
+  expect(res.statusCode).toBe(404);
+  // None of the user's places is taken: five streams still open, the sixth is the one refused.
+  const streams = await Promise.all(Array.from({ length: 5 }, () => held(user)));
+  const sixth = await openStream(user, h.token(user));
+  expect(sixth.status).toBe(429);
+  for (const s of [...streams, sixth]) s.close();
+});

@@ -20,7 +20,9 @@ export function registerStreamRoute(app: FastifyInstance, deps: { hub: InboxHub;
   const { authorizeInbox } = deps.guards;
   app.get<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/notifications/stream',
-    { onRequest: authorizeInbox, schema: { params: UserParams } },
+    // No automatic HEAD route: it would run this handler, open a stream the caller never gets a
+    // head for, and hold one of the user's SSE_MAX_STREAMS_PER_USER places until the token expires.
+    { onRequest: authorizeInbox, schema: { params: UserParams }, exposeHeadRoute: false },
     async (request, reply) => {
       const header = request.headers['last-event-id'];
       const raw = Array.isArray(header) ? header[0] : header;
