@@ -2,6 +2,6 @@ export { enqueueEvents, outboxWriteSql, OUTBOX_CHANNEL } from './enqueue';
 export type { OutboxItem } from './enqueue';
 export { createRelay } from './relay';
 export type { OutboxRelay, RelayOptions } from './relay';
-export { purgeSent } from './store';
+export { purgeSentOutbox } from './store';
 export { propagationEnabled, startPublishSpan, traceCarrier } from './trace';
 export type { PublishSpan, TraceCarrier } from './trace';

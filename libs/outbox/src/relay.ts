@@ -7,7 +7,7 @@ import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, 
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';
 import { propagationEnabled, startPublishSpan } from './trace';
-import { claimHeads, markFailed, markSent, purgeSent, type ClaimedRow, type Failure } from './store';
+import { claimHeads, markFailed, markSent, type ClaimedRow, type Failure } from './store';
 
 export interface RelayOptions {
   pool: Pool;
@@ -25,8 +25,6 @@ export interface RelayOptions {
   databaseUrl: string;
   /** Confirm deadline per message (default 5000 ms); the row is retried after it. */
   publishTimeoutMs?: number;
-  /** Sent rows older than this are deleted (default 3 days; 0 keeps them forever). */
-  retentionMs?: number;
   /**
    * AMQP headers for a row's message, derived from its stored event when it is published (so rows
    * written before a header existed get it too); e.g. a header a headers exchange routes on.
@@ -42,8 +40,6 @@ export interface OutboxRelay {
   /** For /readyz: running, the database answering its cycles, no cycle stuck. */
   isHealthy(): boolean;
 }
-
-const RETENTION_EVERY_MS = 10 * 60_000;
 
 interface CycleResult {
   claimed: number;
@@ -83,7 +79,6 @@ export function createRelay(options: RelayOptions): OutboxRelay {
   const batchSize = options.batchSize ?? 200;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const publishTimeoutMs = options.publishTimeoutMs ?? 5000;
-  const retentionMs = options.retentionMs ?? 3 * 24 * 3_600_000;
   const crashAfterPublish = process.env.OUTBOX_CRASH_AFTER_PUBLISH === '1';
   const logger = options.logger.child({ component: 'outbox-relay', producer });
   const metrics = outboxMetrics(registry);
@@ -99,7 +94,6 @@ export function createRelay(options: RelayOptions): OutboxRelay {
   let cycleStartedAt: number | undefined;
   // Round robin over aggregates: where the head scan resumes ('' = from the first aggregate).
   let cursor = '';
-  let retentionTimer: NodeJS.Timeout | undefined;
   // Backlog and lag are visible from creation, before start(): they describe the table, not this relay.
   const unwatch = metrics.watch(producer, pool, logger);
 
@@ -235,32 +229,18 @@ export function createRelay(options: RelayOptions): OutboxRelay {
     }
   }
 
-  async function retention(): Promise<void> {
-    try {
-      const removed = await purgeSent(pool, producer, retentionMs);
-      if (removed > 0) logger.info({ removed, retentionMs }, 'outbox retention removed sent rows');
-    } catch (err) {
-      logger.warn({ err: errorMessage(err) }, 'outbox retention failed; retrying later');
-    }
-  }
-
   return {
     async start() {
       if (started || stopping) return;
       started = true;
       await listener.start();
       loopDone = loop();
-      if (retentionMs > 0) {
-        retentionTimer = setInterval(() => void retention(), RETENTION_EVERY_MS);
-        retentionTimer.unref();
-      }
       logger.info({ batchSize, pollIntervalMs, listening: listener.isListening() }, 'outbox relay started');
     },
     stop() {
       if (stopping) return stopped;
       stopping = true;
       stopped = (async () => {
-        clearInterval(retentionTimer);
         wake();
         await loopDone;
         await listener.stop();

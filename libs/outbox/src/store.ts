@@ -140,28 +140,27 @@ export async function markFailed(tx: PoolClient, failures: Failure[]): Promise<v
 }
 
 /**
- * Retention: deletes sent rows older than the horizon in small batches (short transactions, no long
- * locks on a hot table). Unsent rows are never deleted, however old. Returns how many were removed.
+ * Retention of sent rows, the outbox's only purge (the reconciler schedules it as `retention.outbox`;
+ * the relays never delete). Sent rows older than the horizon go in short batches (short transactions,
+ * no long lock on a hot table); `producer` narrows it to one producer. Unsent rows are never deleted,
+ * whatever their age: they are stuck work, not garbage. With `dryRun`, they are only counted.
  */
-export async function purgeSent(
+export async function purgeSentOutbox(
   pool: { query: PoolClient['query'] },
-  producer: string,
-  olderThanMs: number,
-  batchSize = 5000,
-): Promise<number> {
-  let total = 0;
+  o: { olderThanMs: number; batchSize?: number; producer?: string; signal?: AbortSignal; dryRun?: boolean },
+): Promise<{ deleted: number }> {
+  const batchSize = o.batchSize ?? 5000;
+  const where = `sent_at IS NOT NULL AND sent_at < now() - make_interval(secs => $1::float8 / 1000) AND ($2::text IS NULL OR producer = $2)`;
+  const params = [o.olderThanMs, o.producer ?? null];
+  if (o.dryRun) {
+    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_messages WHERE ${where}`, params);
+    return { deleted: res.rows[0].n };
+  }
+  let deleted = 0;
   for (;;) {
-    const res = await pool.query(
-      `DELETE FROM outbox_messages WHERE id IN (
-         SELECT id FROM outbox_messages
-         WHERE producer = $1 AND sent_at IS NOT NULL
-           AND sent_at < now() - make_interval(secs => $2::float8 / 1000)
-         ORDER BY sent_at
-         LIMIT $3
-       )`,
-      [producer, olderThanMs, batchSize],
-    );
-    total += res.rowCount ?? 0;
-    if ((res.rowCount ?? 0) < batchSize) return total;
+    o.signal?.throwIfAborted();
+    const res = await pool.query(`DELETE FROM outbox_messages WHERE id IN (SELECT id FROM outbox_messages WHERE ${where} ORDER BY sent_at LIMIT $3)`, [...params, batchSize]);
+    deleted += res.rowCount ?? 0;
+    if ((res.rowCount ?? 0) < batchSize) return { deleted };
   }
 }

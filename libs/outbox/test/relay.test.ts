@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { classifyPgError, createPgPool, withTransaction } from '@community/db';
 import { brokerUserOf, createMessaging, type Messaging } from '@community/messaging';
 import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
-import { createRelay, enqueueEvents, purgeSent, type OutboxRelay } from '../src';
+import { createRelay, enqueueEvents, purgeSentOutbox, type OutboxRelay } from '../src';
 import { alert, enqueue, mention, PRODUCER, QUEUE, topology, unsentCount } from './helpers';
 
 let vhost: TestVhost;
@@ -189,8 +189,10 @@ it('retention deletes sent rows past the horizon and never an unsent one', async
   );
   // As if the first one had been sent two hours ago (no relay serves this producer).
   await pool.query(`UPDATE outbox_messages SET sent_at = now() - interval '2 hours' WHERE producer = 'retention-producer' AND payload->'data'->>'excerpt' = 'gus#50'`);
-  expect(await purgeSent(pool, 'retention-producer', 3 * 3_600_000)).toBe(0); // younger than 3 h
-  expect(await purgeSent(pool, 'retention-producer', 3_600_000)).toBe(1);
+  const producer = 'retention-producer';
+  expect(await purgeSentOutbox(pool, { producer, olderThanMs: 3 * 3_600_000 })).toEqual({ deleted: 0 }); // younger than 3 h
+  expect(await purgeSentOutbox(pool, { producer, olderThanMs: 3_600_000, dryRun: true })).toEqual({ deleted: 1 });
+  expect(await purgeSentOutbox(pool, { producer, olderThanMs: 3_600_000, batchSize: 1 })).toEqual({ deleted: 1 });
   const { rows } = await pool.query(`SELECT payload->'data'->>'excerpt' AS excerpt, sent_at FROM outbox_messages WHERE producer = 'retention-producer'`);
   expect(rows).toEqual([{ excerpt: 'gus#51', sent_at: null }]);
 });

@@ -1,7 +1,8 @@
 import type { ScheduledJob } from '@community/db';
 import type { ReconcilerConfig } from '../config';
 import { purgeEmailTables } from '../store/email-retention';
-import { purgeFinalDlqMessages, purgeInbox, purgeSentOutbox, recordedHorizonMs } from '../store/retention';
+import { purgeSentOutbox } from '@community/outbox';
+import { purgeFinalDlqMessages, purgeInbox, recordedHorizonMs } from '../store/retention';
 
 export const INBOX_RETENTION_JOB = 'retention.inbox';
 export const EMAIL_RETENTION_JOB = 'retention.email';
@@ -37,6 +38,7 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
       },
     },
     {
+      // libs/outbox's own purge, the only one: the relays do not delete sent rows (docs/OUTBOX.md).
       name: OUTBOX_RETENTION_JOB,
       intervalMs,
       run: ({ pool, signal, dryRun }) => purgeSentOutbox(pool, { olderThanMs: config.OUTBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),

@@ -12,30 +12,6 @@ export async function purgeInbox(pool: Pool, o: { olderThanMs: number; batchSize
   return { deleted: res.rows[0].n };
 }
 
-/**
- * Sent outbox rows of every producer past the horizon, in short batches (the relays publish only
- * unsent rows; a sent row is history). Unsent rows are never deleted, whatever their age: they are
- * stuck work (jobs/stuck.ts), not garbage.
- */
-export async function purgeSentOutbox(pool: Pool, o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean }): Promise<{ deleted: number }> {
-  const horizon = `now() - $1::float8 * interval '1 millisecond'`;
-  if (o.dryRun) {
-    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_messages WHERE sent_at IS NOT NULL AND sent_at < ${horizon}`, [o.olderThanMs]);
-    return { deleted: res.rows[0].n };
-  }
-  let deleted = 0;
-  for (;;) {
-    o.signal?.throwIfAborted();
-    const res = await pool.query(
-      `DELETE FROM outbox_messages WHERE id IN (
-         SELECT id FROM outbox_messages WHERE sent_at IS NOT NULL AND sent_at < ${horizon} ORDER BY sent_at LIMIT $2)`,
-      [o.olderThanMs, o.batchSize],
-    );
-    deleted += res.rowCount ?? 0;
-    if ((res.rowCount ?? 0) < o.batchSize) return { deleted };
-  }
-}
-
 /** The horizon a service recorded for itself (retention_horizons), 0 when none did. */
 export async function recordedHorizonMs(pool: Pool, name: string): Promise<number> {
   const res = await pool.query<{ horizon_ms: string }>('SELECT horizon_ms FROM retention_horizons WHERE name = $1', [name]);
