@@ -1,5 +1,22 @@
 import { createHash } from 'node:crypto';
 
+/** What every JSON.parse message normalises to. */
+export const JSON_SYNTAX_ERROR = '<JSON syntax error>';
+
+/**
+ * V8's JSON.parse messages (Node 18 to 24). Each is bounded ({0,n}, no nested repetition): the input
+ * is whatever a handler or dependency put in an error message, so a pattern must stay linear.
+ */
+const JSON_PARSER_MESSAGES: RegExp[] = [
+  // Node 20+: the offending token and a snippet of the text around it, "..." where it was cut.
+  /Unexpected token '[\s\S]{1,4}?', (?:\.\.\.)?"[\s\S]{0,80}?"(?:\.\.\.)? is not valid JSON/g,
+  /"[\s\S]{0,80}?" is not valid JSON/g,
+  // Every "… in JSON at position N" / "… after JSON at position N" form, old and new, with the
+  // "(line L column C)" newer V8s add; "Unexpected token } in JSON at position 17" is Node 18's.
+  /\b(?:Unexpected|Expected|Unterminated|Bad|No number|Exponent part)\b[^\n]{0,80}? (?:in|after) JSON at position \d+(?: \(line \d+ column \d+\))?/g,
+  /Unexpected end of JSON input/g,
+];
+
 /**
  * A cause, as the console groups dead letters: error class + normalised message + handler +
  * message type (ServicePulse groups by exception type and call site; the handler is our call site).
@@ -9,6 +26,12 @@ import { createHash } from 'node:crypto';
  * uuids before the generic hex/number rules, which would otherwise cut them into pieces.
  */
 const RULES: Array<[RegExp, string]> = [
+  // JSON.parse's own text says where the bytes broke and quotes them ("Unexpected token } in JSON
+  // at position 17", "Unexpected token 'h', "hello" is not valid JSON", "… (line 1 column 5)" on
+  // newer V8s): a dozen wordings, each with a position or a snippet of the body. To an operator they
+  // are one cause, "the body is not JSON", so the whole parser text becomes one placeholder. First,
+  // before the number and quote rules cut it into pieces that differ per message.
+  ...JSON_PARSER_MESSAGES.map((re): [RegExp, string] => [re, JSON_SYNTAX_ERROR]),
   [/[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g, '<email>'],
   [/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<uuid>'],
   [/\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?/g, '<time>'],
