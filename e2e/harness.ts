@@ -2,12 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { DEFAULT_USER_TOKEN_AUDIENCE, DEFAULT_USER_TOKEN_ISSUER, DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY } from '@community/config';
 import { adminTokenSigner } from '@community/observability';
-import { eventually } from '@community/testing';
+import { eventually, freePort } from '@community/testing';
 
 /**
  * End-to-end harness: the real apps as separate processes (as `npm start` runs them), against a
@@ -23,15 +22,6 @@ export interface App {
   output: string[];
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 /**
  * How an app process starts: `npm test` bundles every app once (esbuild) and names the folder in
@@ -202,3 +192,6 @@ export async function http<T = unknown>(method: string, url: string, body?: unkn
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
 }
+
+/** Re-exported: tests built on this harness import it from here. */
+export { freePort };

@@ -19,7 +19,7 @@ import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { createMessaging } from '@community/messaging';
 import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
-import { createTestDatabase, createTestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, median } from '@community/testing';
 // The app's public entry only: the sender path below is the one the service builds for itself.
 import { createComposer, createEmailService, createSmtpStack, emailMetrics, loadEmailConfig, UnsubscribeTokens, type Sender } from '../../apps/email-service/src';
 
@@ -171,7 +171,6 @@ async function runPipeline(port: number, emails: number, received: () => Promise
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (x: number) => x.toFixed(0).padStart(6);
 
 async function main(): Promise<void> {

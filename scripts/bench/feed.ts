@@ -40,7 +40,7 @@ import { Registry } from 'prom-client';
 import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import { createMessaging, managementTargetFor } from '@community/messaging';
-import { createTestDatabase } from '@community/testing';
+import { createTestDatabase, freePort } from '@community/testing';
 import { loadFeedConfig } from '../../apps/feed-service/src';
 
 const FOLLOWERS = Number(process.env.BENCH_FOLLOWERS ?? 1_000_000);
@@ -108,15 +108,6 @@ function cpuSeconds(before: CpuSnapshot, after: CpuSnapshot): Record<string, num
     out[group] = s;
   }
   return out;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 async function privateRedis(port: number): Promise<ChildProcess> {

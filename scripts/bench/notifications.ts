@@ -38,7 +38,7 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent } from '@community/contracts';
 import { brokerUserOf, createMessaging, type Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, freePort } from '@community/testing';
 
 /** The user every connection of this benchmark is (test vhosts keep AMQP_URL's): the user-id its raw publishes carry. */
 const PUBLISHER_USER = brokerUserOf(process.env.AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672');
@@ -345,16 +345,6 @@ async function settle(): Promise<number> {
     const busy = ((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100;
     if (busy < QUIET_PERCENT || performance.now() - t0 > 120_000) return (performance.now() - t0) / 1000;
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
 }
 
 /**

@@ -11,7 +11,7 @@ import { Registry } from 'prom-client';
 import pino from 'pino';
 import { buildEvent, validateOrThrow } from '@community/contracts';
 import { createMessaging, type Topology } from '@community/messaging';
-import { createTestVhost } from '@community/testing';
+import { createTestVhost, median } from '@community/testing';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 30_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -92,7 +92,6 @@ async function runtime(url: string): Promise<number> {
   return rate;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
   const vhost = await createTestVhost('bench-runtime');

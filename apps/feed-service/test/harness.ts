@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import Redis from 'ioredis';
 import type { Pool } from 'pg';
@@ -8,7 +7,7 @@ import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent, COMMUNITY_TOPOLOGY, type EventData, type EventOf, type EventType } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, testOperators, type TestDatabase, type TestVhost, testRedisPrefix } from '@community/testing';
+import { createTestDatabase, createTestVhost, eventually, freePort, type TestDatabase, testLogger, testOperators, testRedisPrefix, type TestVhost } from '@community/testing';
 import { loadFeedConfig, type FeedConfig } from '../src/config';
 import { createFeedService, type FeedService } from '../src/service';
 
@@ -196,15 +195,6 @@ export async function feedsHolding(redis: Redis, users: string[], postId: string
   return n;
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
-}
 
 /**
  * A redis-server of this test's own (never stop the shared one): no persistence, so a restart is a
@@ -271,3 +261,6 @@ export async function kill9(proc: ChildProcess): Promise<void> {
 }
 
 export { eventually };
+
+/** Re-exported: tests built on this harness import it from here. */
+export { freePort };

@@ -1,4 +1,4 @@
-import type { ServiceAccess } from '@community/messaging';
+import { dlqName, type ServiceAccess } from '@community/messaging';
 import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE } from './topology';
 
 /**
@@ -9,7 +9,7 @@ import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE, USER_ERAS
  * A service that starts consuming a queue or publishing a new routing key changes this list in the
  * same commit; the generated files then change too, and a test says so until they are regenerated.
  */
-const DLQS = COMMUNITY_TOPOLOGY.queues.map((q) => `${q.name}.dlq`);
+const DLQS = COMMUNITY_TOPOLOGY.queues.map((q) => dlqName(q.name));
 const WORK_QUEUES = COMMUNITY_TOPOLOGY.queues.map((q) => q.name);
 
 export const SERVICE_ACCESS: readonly ServiceAccess[] = [

@@ -20,7 +20,7 @@ import { Registry } from 'prom-client';
 import { buildEvent, type EventOf } from '@community/contracts';
 import { classifyPgError, createPgPool, withTransaction } from '@community/db';
 import { createMessaging, type Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost } from '@community/testing';
+import { createTestDatabase, createTestVhost, median } from '@community/testing';
 import { createRelay, enqueueEvents } from '../src';
 
 const N = Number(process.env.BENCH_MESSAGES ?? 20_000);
@@ -107,7 +107,6 @@ async function purge(url: string): Promise<void> {
   await conn.close();
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main() {
   const [vhost, db] = await Promise.all([createTestVhost('bench-outbox'), createTestDatabase('bench_outbox')]);

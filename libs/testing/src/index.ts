@@ -5,3 +5,4 @@ export * from './db-faults';
 export * from './tcp-proxy';
 export * from './names';
 export * from './tokens';
+export * from './net';

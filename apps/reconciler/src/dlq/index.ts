@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { managementTargetFor, type Topology } from '@community/messaging';
+import { dlqName, managementTargetFor, type Topology } from '@community/messaging';
 import { createIngest } from './ingest';
 import { dlqMetrics } from './metrics';
 import { createReplayer } from './replay';
@@ -51,8 +51,7 @@ export interface DlqConsole {
 export function createDlqConsole(deps: DlqConsoleDeps): DlqConsole {
   const logger = deps.logger.child({ component: 'dlq' });
   const service = deps.service ?? 'reconciler';
-  // `<queue>.dlq`, as libs/messaging names them (topology/names.ts `dlqName`).
-  const dlqs = deps.topology.queues.map((q) => ({ dlq: `${q.name}.dlq`, originalQueue: q.name }));
+  const dlqs = deps.topology.queues.map((q) => ({ dlq: dlqName(q.name), originalQueue: q.name }));
   const metrics = dlqMetrics(deps.registry, deps.pool, dlqs.map((d) => d.dlq), (err) => logger.warn({ err }, 'dlq metrics: reading the summary failed'));
   const ingest = createIngest({
     url: deps.amqpUrl,

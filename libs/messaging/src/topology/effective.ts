@@ -1,3 +1,4 @@
+import { dlqName } from './names';
 import { DLQ_DELIVERY_LIMIT } from './plan';
 
 /**
@@ -88,7 +89,7 @@ export function deadLetterProblems(facts: BrokerFacts): string[] {
       if (s.deadLetterExchange !== '' || s.deadLetterRoutingKey !== retry[1]) say(`expiry must return through the default exchange to "${retry[1]}" (has ${JSON.stringify([s.deadLetterExchange, s.deadLetterRoutingKey])})`);
       if (!queues.has(retry[1])) say(`its work queue "${retry[1]}" does not exist`);
     } else {
-      const dlq = `${q.name}.dlq`;
+      const dlq = dlqName(q.name);
       if (s.deadLetterExchange === undefined || s.deadLetterExchange === '') say('no dead-letter exchange: a message past its delivery limit or max-length would be dropped');
       else if (!exchanges.has(s.deadLetterExchange)) say(`dead-letter exchange "${s.deadLetterExchange}" does not exist`);
       else if (!facts.bindings.some((b) => b.source === s.deadLetterExchange && b.destination === dlq && b.routingKey === (s.deadLetterRoutingKey ?? q.name))) {
