@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { pgUnavailable } from '@community/db';
 import { buildServer, type ReadinessProbe } from '@community/observability';
+import { registerFlowControlRoute, type FlowControl } from './http/flow-control';
 import { registerUnsubscribeRoutes, type UnsubscribeRouteDeps } from './http/unsubscribe';
 
 export interface AppDeps {
@@ -12,6 +13,8 @@ export interface AppDeps {
   checks: ReadinessProbe;
   /** Extra /readyz information that does not decide readiness (breaker state). */
   details: () => Record<string, unknown>;
+  /** GET /v1/flow-control: breakers and rate limits, with the queues they hold back. */
+  flowControl: () => FlowControl;
   unsubscribe: UnsubscribeRouteDeps;
 }
 
@@ -26,6 +29,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     readinessDetails: deps.details,
     dependencyErrors: [pgUnavailable],
   });
+  registerFlowControlRoute(app, deps.flowControl);
   registerUnsubscribeRoutes(app, deps.unsubscribe);
   return app;
 }

@@ -11,6 +11,7 @@ export interface EmailMetrics {
   rateLimitWait: Histogram;
   rateLimitPermits: Counter<'priority'>;
   rateLimitWaiting: Gauge<'priority'>;
+  rateLimitPerSecond: Gauge;
   undeliverable: Counter<'reason'>;
   breakerOpen: Gauge;
   breakerTransitions: Counter<'to'>;
@@ -62,6 +63,11 @@ export function emailMetrics(registry: Registry): EmailMetrics {
       name: 'email_rate_limit_waiting',
       help: 'Sends waiting for a rate-limit slot, by priority (critical, regular)',
       labelNames: ['priority'],
+      registers,
+    }),
+    rateLimitPerSecond: new Gauge({
+      name: 'email_smtp_rate_limit_per_second',
+      help: 'Configured SMTP sends per second (SMTP_RATE_PER_SECOND, 0 = unlimited): the ceiling of the email queues drain rate',
       registers,
     }),
     undeliverable: new Counter({

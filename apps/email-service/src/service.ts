@@ -214,6 +214,13 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     // that it went away until a message needs it, and /readyz must name the dependency that is down.
     checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
     details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming', ...brokerDetails(messaging.blocked()) }),
+    flowControl: () => {
+      const { state, openForMs, consecutiveFailures, lastError, lastErrorAt } = breaker.describe();
+      return {
+        breakers: [{ series: 'email_smtp_breaker_open', state, openForMs, consecutiveFailures, lastError, lastErrorAt, pauses: [SEND_QUEUE, CRITICAL_SEND_QUEUE] }],
+        rateLimits: [{ name: 'SMTP rate limit', perSecond: config.SMTP_RATE_PER_SECOND, queues: [SEND_QUEUE, CRITICAL_SEND_QUEUE] }],
+      };
+    },
     unsubscribe: { ...syncDeps, tokens, now: clock, ttlDays: config.UNSUBSCRIBE_TOKEN_TTL_DAYS },
   });
 

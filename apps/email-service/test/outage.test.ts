@@ -91,6 +91,12 @@ it('opens the breaker, pauses only the email queue, spends no retries, and deliv
   expect(ready.statusCode).toBe(200); // a paused email queue does not make the pod unready
   expect(ready.json().details).toMatchObject({ smtpBreaker: { state: 'open' }, emailQueue: 'paused' });
   expect(await s.metric('email_smtp_breaker_open')).toBe(1);
+  // What the reconciler's `consumers` and `breakers` lines read: which queues are paused, and why.
+  const flow = await s.svc.app.inject({ method: 'GET', url: '/v1/flow-control' });
+  expect(flow.json()).toMatchObject({
+    breakers: [{ series: 'email_smtp_breaker_open', state: 'open', lastError: expect.stringMatching(/\S/), lastErrorAt: expect.any(String), pauses: ['email-service.send', 'email-service.send-critical'] }],
+    rateLimits: [{ name: 'SMTP rate limit', queues: ['email-service.send', 'email-service.send-critical'] }],
+  });
 
   // Meanwhile mentions keep flowing on the same connection, and so do user updates: a batch at the
   // start of the outage and one at its end, each consumed while the breaker is still open and

@@ -40,6 +40,8 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
   private readonly stopping = new AbortController();
   private waiters = new Set<() => void>();
   private lastError = '';
+  /** When lastError happened (ISO), so a reader can tell a fresh failure from an old one. */
+  private lastErrorAt: string | null = null;
 
   constructor(private readonly options: BreakerOptions) {
     super();
@@ -55,12 +57,13 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
   }
 
   /** For /readyz details and logs. */
-  describe(): { state: BreakerState; consecutiveFailures: number; openForMs: number; lastError: string; held: number } {
+  describe(): { state: BreakerState; consecutiveFailures: number; openForMs: number; lastError: string; lastErrorAt: string | null; held: number } {
     return {
       state: this.current,
       consecutiveFailures: this.failures,
       openForMs: this.current === 'open' ? Date.now() - this.openedAt : 0,
       lastError: this.lastError,
+      lastErrorAt: this.lastErrorAt,
       held: this.waiters.size,
     };
   }
@@ -73,7 +76,7 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
   /** A transient provider failure (4xx, connection refused/dropped, timeout). */
   recordFailure(err: Error): void {
     this.failures += 1;
-    this.lastError = err.message;
+    this.noteError(err.message);
     if (this.current === 'closed' && this.failures >= this.options.threshold) this.open();
   }
 
@@ -107,6 +110,12 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.probing;
+  }
+
+  /** Bounded: the text is shown in /readyz and /v1/flow-control, never used as a metric label. */
+  private noteError(message: string): void {
+    this.lastError = message.slice(0, 300);
+    this.lastErrorAt = new Date().toISOString();
   }
 
   private open(): void {
@@ -146,7 +155,7 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
         this.close();
         return;
       } catch (err) {
-        this.lastError = (err as Error).message;
+        this.noteError((err as Error).message);
         this.options.metrics.breakerProbes.inc({ outcome: 'failed' });
         this.options.logger.warn({ attempt: attempt + 1, err: this.lastError }, 'SMTP probe failed; breaker stays open');
       }

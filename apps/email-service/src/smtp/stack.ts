@@ -36,6 +36,7 @@ export function createSmtpStack(
     metrics: deps.metrics,
   });
   const { metrics } = deps;
+  metrics.rateLimitPerSecond.set(config.SMTP_RATE_PER_SECOND);
   const limiter = createRateLimiter(config.SMTP_RATE_PER_SECOND, config.SMTP_RATE_BURST, deps.rateLimitClock, {
     granted: (priority) => metrics.rateLimitPermits.inc({ priority }),
     waiting: (priority, count) => metrics.rateLimitWaiting.set({ priority }, count),

@@ -67,3 +67,20 @@ describe('evaluateStatus', () => {
     expect(failing({ ...healthy(), queues: { error: 'connect ECONNREFUSED' } }).map(([n]) => n)).toEqual(['backlog', 'oldest-message', 'consumers']);
   });
 });
+
+describe('evaluateStatus: lines that say why', () => {
+  const openSmtp = { source: 'http://email/metrics', series: 'email_smtp_breaker_open', open: true, lastError: 'connect ECONNREFUSED 127.0.0.1:2525', lastErrorAt: '2026-12-01T11:59:00.000Z', pauses: ['a'] };
+
+  it('says a queue without consumer is paused by the breaker, and sends the reader to the breaker section', () => {
+    const f = { ...healthy(), queues: [q('a', { consumers: 0 }), q('b')], breakers: [openSmtp] };
+    expect(failing(f)).toEqual([
+      ['consumers', 'a: no consumer, paused by the breaker (email_smtp_breaker_open: connect ECONNREFUSED 127.0.0.1:2525); it resumes by itself when a probe succeeds', 'docs/RUNBOOK.md#check-breakers'],
+      ['breakers', 'email_smtp_breaker_open open at http://email/metrics, pausing a; last error at 2026-12-01T11:59:00.000Z: connect ECONNREFUSED 127.0.0.1:2525', 'docs/RUNBOOK.md#check-breakers'],
+    ]);
+  });
+
+  it('keeps "no consumer" (and the consumers section) for a queue the open breaker does not pause', () => {
+    const f = { ...healthy(), queues: [q('a'), q('b', { consumers: 0 })], breakers: [openSmtp] };
+    expect(failing(f)[0]).toEqual(['consumers', 'b: no consumer', 'docs/RUNBOOK.md#check-consumers']);
+  });
+});

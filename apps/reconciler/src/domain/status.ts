@@ -1,3 +1,4 @@
+import type { BreakerReading, RateLimitReading } from '../store/breakers';
 import type { QueueSample } from '../store/broker';
 import type { StuckWork } from '../store/stuck';
 import type { Finding } from './watchdog';
@@ -42,7 +43,9 @@ export interface StatusFacts {
   lastRuns: readonly JobRun[];
   jobIntervalsMs: Readonly<Record<string, number>>;
   /** Every `*_breaker_open` series read from the services' /metrics; `error` when a source did not answer. */
-  breakers: readonly { source: string; series: string; open: boolean }[] | { error: string };
+  breakers: readonly BreakerReading[] | { error: string };
+  /** The services' configured rate limits and the queues they apply to (GET /v1/flow-control); absent: unknown. */
+  rateLimits?: readonly RateLimitReading[];
   thresholds: { fanoutAfterMs: number; backlogMax: number; oldestMessageMaxMs: number; outboxLagMaxMs: number };
 }
 
@@ -56,6 +59,13 @@ export function oldestAgeMs(q: QueueSample, now: Date): number | null {
   if (q.headTimestamp !== null) return Math.max(0, now.getTime() - q.headTimestamp * 1000);
   if (q.ackRate > 0) return Math.round((q.ready / q.ackRate) * 1000);
   return null;
+}
+
+/** An open breaker for the `breakers` line: where, what it pauses, and the provider's last error. */
+function describeOpenBreaker(b: BreakerReading): string {
+  const pauses = b.pauses?.length ? `, pausing ${b.pauses.join(', ')}` : '';
+  const last = b.lastError ? `; last error${b.lastErrorAt ? ` at ${b.lastErrorAt}` : ''}: ${b.lastError}` : b.lastError === undefined ? '' : '; no error recorded';
+  return `${b.series} open at ${b.source}${pauses}${last}`;
 }
 
 /** The checklist from the facts: pure, so every rule has a spec (status.spec.ts). */
@@ -83,9 +93,17 @@ export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] }
 
     const idle = present.filter((q) => q.consumers === 0).map((q) => q.name);
     const stalled = f.watchdog.filter((w) => w.kind === 'stalled').map((w) => w.queue);
-    const bad = [...missing.map((q) => `${q}: queue missing`), ...idle.map((q) => `${q}: no consumer`), ...stalled.map((q) => `${q}: consumers attached but nothing acked while it grows`)];
+    // A consumer paused by an open breaker is the intended state of an outage: say so, and send the
+    // reader to the breaker's section, which is where the cause (and the fix) is.
+    const pausedBy = (queue: string) => ('error' in f.breakers ? undefined : f.breakers.find((b) => b.open && b.pauses?.includes(queue)));
+    const noConsumer = (queue: string) => {
+      const b = pausedBy(queue);
+      return b ? `${queue}: no consumer, paused by the breaker (${b.series}${b.lastError ? `: ${b.lastError}` : ''}); it resumes by itself when a probe succeeds` : `${queue}: no consumer`;
+    };
+    const bad = [...missing.map((q) => `${q}: queue missing`), ...idle.map(noConsumer), ...stalled.map((q) => `${q}: consumers attached but nothing acked while it grows`)];
     add('consumers', bad.length === 0, Object.fromEntries(present.map((q) => [q.name, q.consumers])), '≥ 1 per work queue, acking',
       bad.length === 0 ? 'every work queue has a consumer' : bad.join('; '));
+    if (missing.length === 0 && stalled.length === 0 && idle.length > 0 && idle.every((q) => pausedBy(q))) checks[checks.length - 1].runbook = runbookFor('breakers');
   }
 
   add('stale-leases', f.stuck.emailLeasesExpired === 0, f.stuck.emailLeasesExpired, 0,
@@ -123,7 +141,7 @@ export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] }
   else {
     const open = f.breakers.filter((b) => b.open);
     add('breakers', open.length === 0, f.breakers.map((b) => ({ source: b.source, series: b.series, open: b.open })), 'closed',
-      open.length === 0 ? (f.breakers.length ? 'every circuit breaker is closed' : 'no breaker source configured (BREAKER_METRICS_URLS)') : open.map((b) => `${b.series} open at ${b.source}`).join('; '));
+      open.length === 0 ? (f.breakers.length ? 'every circuit breaker is closed' : 'no breaker source configured (BREAKER_METRICS_URLS)') : open.map(describeOpenBreaker).join('; '));
   }
   return { ok: checks.every((c) => c.ok), checks };
 }

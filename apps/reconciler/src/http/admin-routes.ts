@@ -5,7 +5,7 @@ import type { AppDeps } from '../app';
 import { evaluateStatus } from '../domain/status';
 import { planRanges, recountRequest } from '../domain/requests';
 import { recount, RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB } from '../jobs/counters';
-import { breakerUrls, readBreakers } from '../store/breakers';
+import { breakerUrls, readFlowControl } from '../store/breakers';
 import { sampleQueues } from '../store/broker';
 import { batchBoundaries, lastRecount, type Drift } from '../store/counters';
 import { lastRuns } from '../store/runs';
@@ -18,13 +18,14 @@ const DRIFTS_SHOWN = 100;
 /** Builds the status checklist from live facts (docs/RECONCILER.md "Status"). Exported for the ops CLI's tests. */
 export async function collectStatus(deps: AppDeps) {
   const { config } = deps;
-  const [queues, stuck, recountRow, runs, breakers] = await Promise.all([
+  const [queues, stuck, recountRow, runs, flow] = await Promise.all([
     sampleQueues(deps.management).catch((err: Error) => ({ error: err.message })),
     findStuckWork(deps.pool, { outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS, fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS }),
     lastRecount(deps.pool, [RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB]),
     lastRuns(deps.pool, deps.jobs.map((j) => j.name)),
-    readBreakers(breakerUrls(config.BREAKER_METRICS_URLS)).catch((err: Error) => ({ error: err.message })),
+    readFlowControl(breakerUrls(config.BREAKER_METRICS_URLS)).catch((err: Error) => ({ error: err.message })),
   ]);
+  const breakers = 'error' in flow ? flow : flow.breakers;
   return evaluateStatus({
     now: deps.clock(),
     startedAt: deps.startedAt,
@@ -36,6 +37,7 @@ export async function collectStatus(deps: AppDeps) {
     lastRuns: runs,
     jobIntervalsMs: Object.fromEntries(deps.jobs.map((j) => [j.name, j.intervalMs])),
     breakers,
+    rateLimits: 'error' in flow ? undefined : flow.rateLimits,
     thresholds: { fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS, backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS },
   });
 }
