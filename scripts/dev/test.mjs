@@ -11,7 +11,9 @@
 // A run with no files is skipped quietly. Extra arguments go to every run: `npm test -- libs/messaging`,
 // `npm test -- -t "retry"`. MailDev is not started: tests run their own SMTP servers (see
 // docs/OPERATIONS-LOCAL.md). How the suite is organised and why: docs/TESTING.md.
-// Node built-ins only (dependencies may not be installed yet when this starts).
+// Node built-ins only (dependencies may not be installed yet when this starts). It runs on the project's
+// Node 22: setup() starts it again on node_modules/.bin/node when started on another, so jest and
+// everything spawned below with process.execPath run on it (docs/OPERATIONS-LOCAL.md "Node versions").
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';

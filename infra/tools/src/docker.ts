@@ -4,7 +4,7 @@
 import type { AppSpec } from './k8s';
 
 /** Debian-based: tini comes from the distribution's packages (Kubernetes has no `docker run --init`). */
-export const NODE_IMAGE = 'node:20.19-bookworm-slim';
+export const NODE_IMAGE = 'node:22.23-bookworm-slim';
 export const APP_UID = 10001;
 
 const HEADER = (what: string) => `# syntax=docker/dockerfile:1

@@ -18,7 +18,7 @@ it.each(landed)('%s: every package its bundle requires is a production dependenc
     entryPoints: [path.join(ROOT, 'apps', name, 'src', 'main.ts')],
     bundle: true,
     platform: 'node',
-    target: 'node20',
+    target: 'node22',
     format: 'cjs',
     packages: 'external',
     tsconfig: path.join(ROOT, 'tsconfig.base.json'),

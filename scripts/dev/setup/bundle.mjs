@@ -23,7 +23,7 @@ export async function bundleApp(name, root = ROOT, outfile = path.join(root, bun
     entryPoints: [path.join(root, 'apps', name, 'src', 'main.ts')],
     bundle: true,
     platform: 'node',
-    target: 'node20',
+    target: 'node22',
     format: 'cjs',
     packages: 'external',
     sourcemap: true,
@@ -40,7 +40,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.error('usage: node scripts/dev/setup/bundle.mjs <app> [<app> ...]');
     process.exit(2);
   }
-  // No top-level await: the TypeScript benches load this module with require() (Node >= 20.19).
+  // No top-level await: the TypeScript benches load this module with require() (require of ESM, Node >= 22.12).
   (async () => {
     for (const name of names) console.log(path.relative(ROOT, await bundleApp(name)));
   })().catch((err) => {

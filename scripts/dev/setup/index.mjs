@@ -3,6 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { ensureDependencies } from './deps.mjs';
+import { ensureProjectNode } from './node-runtime.mjs';
 import { loadProjectRules } from './project-rules.mjs';
 import { ensureRabbitPlugins } from './rabbitmq.mjs';
 import { ensureServices } from './services.mjs';
@@ -14,7 +15,8 @@ import { checkBrokerFileLimit, removeLeftovers } from './leftovers.mjs';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /**
- * 1. dependencies (npm ci when node_modules is missing or stale), then the project's rules
+ * 1. dependencies (npm ci when node_modules is missing or stale), the project's Node (re-run on
+ *    node_modules/.bin/node when started on another, node-runtime.mjs), then the project's rules
  * 2. RabbitMQ, PostgreSQL, Redis reachable (start / docker compose / apt, see services.mjs)
  * 3. RabbitMQ plugins enabled, management API answering
  * 4. (npm test) what killed test runs leaked removed, the broker's open-file limit checked
@@ -25,6 +27,7 @@ export async function setup({ services = true, tools = false, testHygiene = fals
   process.chdir(ROOT);
   const started = Date.now();
   ensureDependencies(ROOT);
+  await ensureProjectNode(ROOT); // re-runs the command on node_modules/.bin/node when this node is not the project's
   await loadProjectRules(ROOT);
   if (tools) ensureTools();
   if (!services) return null;

@@ -6,7 +6,8 @@
 //   - the exponential backoff rule (backoffDelay, libs/messaging), for restarting crashed apps.
 //
 // Why compile on the fly: these scripts are plain node ESM because they must start on a fresh clone,
-// before `npm ci`, and node 20 cannot import TypeScript. Nothing that needs these rules runs before
+// before `npm ci` (on the machine's node 20 there, which cannot import TypeScript; the project's Node 22
+// comes with the dependencies, docs/OPERATIONS-LOCAL.md "Node versions"). Nothing that needs these rules runs before
 // ensureDependencies(), though, and from then on esbuild (a dependency, which also bundles the apps)
 // is there: it compiles each lib's public entry into a CommonJS module in node_modules/.cache (well under
 // a second; npm packages stay external and are required from node_modules, as the apps' bundles do). A hand-kept JavaScript
@@ -40,7 +41,7 @@ export async function loadProjectRules(root) {
       packages: 'external',
       platform: 'node',
       format: 'cjs',
-      target: 'node20',
+      target: 'node22',
       tsconfig: path.join(root, 'tsconfig.base.json'), // resolves @community/* between libs
       outfile,
       logLevel: 'warning',

@@ -25,7 +25,7 @@ export async function bundleChildScript(entry: string): Promise<ChildScript> {
     entryPoints: [entry],
     bundle: true,
     platform: 'node',
-    target: 'node20',
+    target: 'node22',
     format: 'cjs',
     packages: 'external',
     sourcemap: true,
