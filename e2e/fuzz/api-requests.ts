@@ -1,6 +1,6 @@
 import type { Canaries } from './canaries';
 import type { Rng } from './random';
-import type { BadRequest, RequestContext } from './requests';
+import type { BadRequest, RequestContext } from './request-types';
 import { BAD_USER_IDS, enc, HEADER_SAFE, INJECTIONS, json } from './strings';
 import { badAuth } from './tokens';
 

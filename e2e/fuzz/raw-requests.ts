@@ -1,6 +1,6 @@
 import type { Canaries } from './canaries';
 import type { Rng } from './random';
-import { APP_NAMES, type AppName, type BadRequest, type RequestContext } from './requests';
+import { APP_NAMES, type AppName, type BadRequest, type RequestContext } from './request-types';
 
 /**
  * Requests sent byte for byte: what fetch refuses to send (CR/LF and NUL in headers, raw bytes in

@@ -1,6 +1,6 @@
 import type { Canaries } from './canaries';
 import type { Rng } from './random';
-import type { BadRequest, RequestContext } from './requests';
+import type { BadRequest, RequestContext } from './request-types';
 import { enc, INJECTIONS, json } from './strings';
 import { adminToken, badAuth } from './tokens';
 

@@ -1,5 +1,6 @@
 import type { Canaries } from './canaries';
 import type { Rng } from './random';
+import { APP_NAMES, type AppName, type BadRequest, type RequestContext } from './request-types';
 import { enc, HEADER_SAFE, INJECTIONS, json } from './strings';
 import { apiRequest } from './api-requests';
 import { feedRequest } from './feed-requests';
@@ -13,32 +14,7 @@ import { adminToken, badAuth, goodToken } from './tokens';
  * request is bad by construction: whatever the app, the answer must be a 4xx with a reason, never
  * a 5xx and never a success.
  */
-export type AppName = 'api' | 'notifications' | 'email' | 'feed' | 'reconciler';
-export const APP_NAMES: readonly AppName[] = ['api', 'notifications', 'email', 'feed', 'reconciler'];
-
-export interface BadRequest {
-  n: number;
-  app: AppName;
-  category: string;
-  method: string;
-  /** Path and query, already encoded. */
-  path: string;
-  headers: Record<string, string>;
-  body?: string | Buffer;
-  /** Sent byte for byte over a socket: for what fetch refuses to send (CR/LF, NUL in headers, …). */
-  raw?: Buffer;
-}
-
-export interface RequestContext {
-  secret: string;
-  /** An existing user with a token and an inbox (owner of the requests' target). */
-  owner: string;
-  /** Another existing user. */
-  other: string;
-  /** owner's email address (taken: a second user may not claim it). */
-  ownerEmail: string;
-}
-
+export { APP_NAMES, type AppName, type BadRequest, type RequestContext };
 
 const bearer = (ctx: RequestContext, sub = ctx.owner) => ({ authorization: `Bearer ${goodToken(ctx.secret, sub)}` });
 

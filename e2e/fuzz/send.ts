@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import type { BadRequest } from './requests';
+import type { BadRequest } from './request-types';
 
 export interface Answer {
   status: number;

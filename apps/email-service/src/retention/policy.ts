@@ -2,7 +2,6 @@ import type { ConfigIssue } from '@community/config';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { longestRedeliveryMs } from '@community/idempotency';
 import { DEFAULT_DELIVERY_LIMIT, type QueueSpec } from '@community/messaging';
-import type { EmailConfig } from '../config';
 
 const DAY_MS = 86_400_000;
 
@@ -13,10 +12,18 @@ const DAY_MS = 86_400_000;
  */
 export const CLOCK_MARGIN_MS = DAY_MS;
 
-type PolicyConfig = Pick<EmailConfig, 'EMAIL_RETENTION_DAYS' | 'SMTP_BREAKER_MAX_HOLD_MS' | 'EMAIL_LEASE_MS'>;
+/**
+ * The settings the policy is computed from, spelled out rather than picked from EmailConfig:
+ * config.ts checks its values with this policy, so importing its type back would be a cycle.
+ */
+interface PolicyConfig {
+  EMAIL_RETENTION_DAYS: number;
+  SMTP_BREAKER_MAX_HOLD_MS: number;
+  EMAIL_LEASE_MS: number;
+}
 
 /** The send consumer's deadline: a breaker hold, waiting out a crashed sender's lease, and the send itself. */
-export function sendHandlerTimeoutMs(config: Pick<EmailConfig, 'SMTP_BREAKER_MAX_HOLD_MS' | 'EMAIL_LEASE_MS'>): number {
+export function sendHandlerTimeoutMs(config: Pick<PolicyConfig, 'SMTP_BREAKER_MAX_HOLD_MS' | 'EMAIL_LEASE_MS'>): number {
   return config.SMTP_BREAKER_MAX_HOLD_MS + 2 * config.EMAIL_LEASE_MS + 30_000;
 }
 
