@@ -164,6 +164,8 @@ interface Preview {
   byQueue: Array<{ originalQueue: string; count: number }>;
   byGroup: Array<{ fingerprint: string; errorClass: string; count: number }>;
   sample: Array<{ id: string; messageId: string; originalQueue: string; errorClass: string; errorMessage: string }>;
+  /** replay only: causes a replay does not remove (docs/DLQ-CONSOLE.md "Replay"). */
+  warnings?: Array<{ permanence: string; count: number; message: string }>;
 }
 
 interface Operation {
@@ -192,6 +194,7 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard' | 
     for (const q of preview.byQueue) io.out(`  ${String(q.count).padStart(5)} → ${q.originalQueue}`);
     for (const g of preview.byGroup) io.out(`  ${String(g.count).padStart(5)}× ${t(g.errorClass)} (${t(g.fingerprint)})`);
     for (const m of preview.sample.slice(0, 5)) io.out(`  e.g. #${t(m.id)} ${t(m.messageId)}: ${t(m.errorClass)}: ${t(m.errorMessage.slice(0, 100))}`);
+    for (const w of preview.warnings ?? []) io.out(`${w.permanence === 'fails-again' ? 'Will fail again' : 'Likely to fail again'}: ${t(w.message)}`);
   }
   const beyondBound = action === 'discard' && preview.needsAll === true;
   if (!v.yes) {

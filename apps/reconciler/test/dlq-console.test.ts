@@ -1,6 +1,8 @@
+import amqplib from 'amqplib';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { eventually } from '@community/testing';
-import { orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
+import { ADMIN_TOKEN_ISSUER } from '@community/observability';
+import { craftToken, eventually } from '@community/testing';
+import { OPERATORS, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
 
 /**
  * The console page end to end in headless Chromium: messages really dead-lettered by a consumer,
@@ -133,4 +135,107 @@ it('asks for the token again when the API refuses it', async () => {
   await fresh.waitForSelector('#login:not([hidden])');
   await eventually('the refusal is shown', async () => /admin routes need an operator's admin token/.test((await fresh.textContent('#login-error')) ?? ''));
   await fresh.close();
+});
+
+/** A page signed in with `token` (the header says who the reconciler verified it as). */
+async function signedIn(token: string, operator: string): Promise<Page> {
+  const p = await browser.newPage();
+  await p.goto(`${base}/console`);
+  await p.fill('#token', token);
+  await p.click('#login-form button');
+  await p.waitForSelector(`#who:has-text("signed in as ${operator}")`);
+  return p;
+}
+
+it('groups bodies that are not JSON as one cause, whatever the parser said, and warns that replaying them fails again', async () => {
+  // Three bodies broken in three ways: the parser's text differs (a token and a snippet, the end,
+  // a position after a property); the consumer refuses each with the contracts lib's ContractError.
+  const bodies = ['{"id":}', '{"id":"a"', '{"id":"b" "type":1}'];
+  const ids = bodies.map(() => orderId());
+  const conn = await amqplib.connect(h.vhost.url);
+  try {
+    const ch = await conn.createConfirmChannel();
+    bodies.forEach((body, i) => ch.sendToQueue(WORK, Buffer.from(body), { messageId: ids[i], persistent: true }));
+    await ch.waitForConfirms();
+  } finally {
+    await conn.close();
+  }
+  await eventually('the three dead letters stored', async () => (await h.pool.query(`SELECT 1 FROM dlq_messages WHERE message_id = ANY($1)`, [ids])).rowCount === 3);
+  const messages = await h.pool.query(`SELECT DISTINCT error_message FROM dlq_messages WHERE message_id = ANY($1)`, [ids]);
+  expect(messages.rowCount).toBe(3);
+
+  const p = await signedIn(h.token('erin', 'admin'), 'erin');
+  const groupRow = p.locator('#groups tbody tr', { hasText: 'ContractError: Body is not valid JSON (<JSON syntax error>)' });
+  await groupRow.waitFor();
+  expect(await groupRow.count()).toBe(1);
+  expect(await groupRow.locator('td').first().textContent()).toBe('3');
+
+  await groupRow.click();
+  await p.waitForSelector('#total[data-total="3"]');
+  await p.click('#replay-dry');
+  await p.waitForSelector('#preview-text[data-matched="3"]');
+  const warning = p.locator('#preview-warnings li[data-permanence="fails-again"]');
+  await warning.waitFor();
+  expect(await warning.textContent()).toMatch(/^Will fail again: 3 message\(s\) failed with ContractError: the body is not valid JSON/);
+  await p.click('#cancel');
+  await p.close();
+});
+
+it('renews an expired token in place: the preview stays, the refused confirm goes through, and only the same operator may renew', async () => {
+  const ids = [orderId(), orderId()];
+  await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `courier refused parcel ${id}` })));
+  const short = OPERATORS.token('erin', 'reconciler', 4000);
+  const p = await signedIn(short, 'erin');
+  // Less than two minutes left: the page asks for a new token ahead of time.
+  await p.waitForSelector('#renewal:not([hidden]) #renewal-reason:has-text("expires in")');
+
+  const groupRow = p.locator('#groups tbody tr', { hasText: 'courier refused parcel <uuid>' });
+  await groupRow.click();
+  await p.waitForSelector('#total[data-total="2"]');
+  await p.click('#replay-dry');
+  await p.waitForSelector('#preview-text[data-matched="2"]');
+  const group = await p.inputValue('#filters input[name=group]');
+  expect(group).toMatch(/^[0-9a-f]{16}$/);
+
+  await eventually('the short token has expired', async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401);
+  h.poisoned.clear();
+  // Confirm with the expired token: refused, and the page waits for a new one instead of starting over.
+  await p.click('#confirm');
+  await p.waitForSelector('#renewal-reason:has-text("refused the token")');
+  expect(await p.isVisible('#preview')).toBe(true);
+  expect(await p.isVisible('#login')).toBe(false);
+
+  // An expired token cannot renew it.
+  const erin = OPERATORS.key('erin');
+  const now = Math.floor(Date.now() / 1000);
+  const expired = craftToken({ alg: 'EdDSA', typ: 'JWT', kid: erin.kid }, { iss: ADMIN_TOKEN_ISSUER, aud: 'reconciler', iat: now - 900, exp: now - 60 }, { key: erin.privateKeyPem });
+  await p.fill('#renew-token', expired);
+  await p.click('#renew-form button');
+  await p.waitForSelector('#renew-error:has-text("Not renewed")');
+  expect(await p.textContent('#renew-error')).toMatch(/expired/i);
+
+  // Nor can another operator's valid token: a renewal keeps who is signed in.
+  await p.fill('#renew-token', h.token('frank', 'admin'));
+  await p.click('#renew-form button');
+  await p.waitForSelector('#renew-error:has-text("this token is for frank")');
+  expect(await p.isVisible('#renewal')).toBe(true);
+
+  // A new token of erin's: the refused confirm is sent again, the replay runs to done.
+  await p.fill('#renew-token', h.token('erin', 'admin'));
+  await p.click('#renew-form button');
+  await p.waitForSelector('#renewal', { state: 'hidden' });
+  await p.waitForSelector('#progress-text[data-state="done"]', { timeout: 15_000 });
+  expect(await p.textContent('#progress-text')).toMatch(/done — 2\/2 \(2 ok/);
+  expect(await p.textContent('#who')).toBe('signed in as erin');
+  expect(await p.inputValue('#filters input[name=group]')).toBe(group);
+  const { rows } = await h.pool.query(
+    `SELECT DISTINCT o.requested_by FROM dlq_operations o JOIN dlq_operation_items i ON i.operation_id = o.id JOIN dlq_messages m ON m.id = i.message_id WHERE m.message_id = ANY($1) AND o.action = 'replay'`,
+    [ids],
+  );
+  expect(rows).toEqual([{ requested_by: 'erin' }]);
+  await eventually('replayed parcels processed', async () => {
+    for (const id of ids) if ((await h.processed(WORK, id)).processed !== 1) return false;
+    return true;
+  });
+  await p.close();
 });

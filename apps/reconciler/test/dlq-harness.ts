@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { commonConfig, loadConfig } from '@community/config';
+import { validate as validateEnvelope } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import { createMessaging, PermanentError, type Messaging, type Topology } from '@community/messaging';
 import { authGuards, authSettingsFrom, buildServer, readinessState, registerAuth } from '@community/observability';
@@ -87,7 +88,12 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
     messaging.consume<Order>({
       queue,
       name: `${queue}-handler`,
-      validate: (body) => JSON.parse(body.toString('utf8')) as Order,
+      validate: (body) => {
+        // A body that is not JSON fails as the contracts lib says it (a ContractError: permanent).
+        const checked = validateEnvelope(body);
+        if (!checked.ok && checked.error.code === 'MALFORMED_JSON') throw checked.error;
+        return JSON.parse(body.toString('utf8')) as Order;
+      },
       handle: async (order, ctx) => {
         await pool.query(`INSERT INTO test_deliveries (queue, message_id) VALUES ($1, $2)`, [queue, ctx.eventId]);
         const reason = queue === WORK ? poisoned.get(order.id) : undefined;

@@ -5,7 +5,10 @@
  * page's Content-Security-Policy allows only scripts and styles from the reconciler itself, so
  * markup injected into the page, were any to get in, could not run (CONSOLE_CSP). It holds no
  * data: it asks for an admin token (kept in sessionStorage, gone with the tab) and calls
- * /v1/admin/dlq/* with it as a Bearer.
+ * /v1/admin/dlq/* with it as a Bearer. When that token nears its end or is refused, the page asks
+ * for a new one in place (the renewal box): filters, a preview and a running operation's progress
+ * stay, the request that was refused is sent again with the new token, and a token of another
+ * operator is refused (docs/DLQ-CONSOLE.md "Token renewal").
  * Every value from the API is written with textContent, never as HTML.
  */
 export const CONSOLE_HTML = `<!doctype html>
@@ -21,9 +24,19 @@ export const CONSOLE_HTML = `<!doctype html>
 <header>
   <h1>DLQ console</h1>
   <span id="who" class="muted"></span>
+  <span id="expiry" class="muted"></span>
+  <button id="renew" type="button" hidden>Renew token</button>
   <button id="logout" hidden>Forget token</button>
 </header>
 <main>
+  <section id="renewal" hidden>
+    <h2>Renew the token</h2>
+    <p id="renewal-reason"></p>
+    <p class="muted">Paste a new token of the same operator (<code>npm run ops -- token</code>, signed with your own key). Everything on this page stays as it is; a request the old token could not make is sent again.</p>
+    <form id="renew-form"><input id="renew-token" name="token" size="80" autocomplete="off" aria-label="new admin token"> <button>Use new token</button></form>
+    <p id="renew-error" class="err"></p>
+  </section>
+
   <section id="login" hidden>
     <h2>Admin token</h2>
     <p class="muted">Paste a bearer token with the <code>admin</code> scope (e.g. from <code>npm run ops -- token</code>). It is kept in this tab only.</p>
@@ -60,6 +73,7 @@ export const CONSOLE_HTML = `<!doctype html>
       </div>
       <div id="preview" hidden>
         <p id="preview-text"></p>
+        <ul id="preview-warnings" class="err"></ul>
         <ul id="preview-queues"></ul>
         <button type="button" id="confirm">Confirm</button> <button type="button" id="cancel">Cancel</button>
       </div>
@@ -116,19 +130,67 @@ export const CONSOLE_JS = `(() => {
   let nextCursor = null;
   let asOf = null;
   let pending = null; // { action, selection }
+  let operator = null; // who the reconciler verified the token as (signedInAs)
+  let renewed = null; // { promise, resolve } while the page waits for a new token
 
   function token() { return sessionStorage.getItem(KEY); }
 
-  async function api(method, path, body) {
-    const res = await fetch(path, {
+  // The token's exp, for the countdown only: the reconciler verifies every request, the page trusts nothing it decodes.
+  function expiresAt(t) {
+    try { const c = JSON.parse(atob(t.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))); return typeof c.exp === 'number' ? c.exp * 1000 : null; } catch (e) { return null; }
+  }
+
+  function send(t, method, path, body) {
+    return fetch(path, {
       method,
-      headers: Object.assign({ authorization: 'Bearer ' + token() }, body === undefined ? {} : { 'content-type': 'application/json' }),
+      headers: Object.assign({ authorization: 'Bearer ' + t }, body === undefined ? {} : { 'content-type': 'application/json' }),
       body: body === undefined ? undefined : JSON.stringify(body),
     });
+  }
+
+  async function api(method, path, body) {
+    for (;;) {
+      const res = await send(token(), method, path, body);
+      const data = await res.json().catch(() => ({}));
+      // Signed in and the token is refused (it expired): wait for a new one, then send this again.
+      if (res.status === 401 && operator) { await renewal('The reconciler refused the token: ' + (data.message || 'HTTP 401') + '.'); continue; }
+      if (res.status === 401 || res.status === 403) { showLogin(data.message || 'token refused'); throw new Error(data.message); }
+      if (!res.ok) throw new Error(data.message || ('HTTP ' + res.status));
+      return data;
+    }
+  }
+
+  function renewal(reason) {
+    $('renewal').hidden = false; $('renewal-reason').textContent = reason; $('renew-error').textContent = '';
+    if (!renewed) { let resolve; const promise = new Promise((r) => { resolve = r; }); renewed = { promise, resolve }; }
+    return renewed.promise;
+  }
+
+  // A renewal keeps the operator: the new token must verify (the reconciler says who it is) as the same one.
+  async function renew(t) {
+    const res = await send(t, 'GET', '/v1/admin/dlq');
     const data = await res.json().catch(() => ({}));
-    if (res.status === 401 || res.status === 403) { showLogin(data.message || 'token refused'); throw new Error(data.message); }
-    if (!res.ok) throw new Error(data.message || ('HTTP ' + res.status));
-    return data;
+    if (!res.ok) { $('renew-error').textContent = 'Not renewed: ' + (data.message || ('HTTP ' + res.status)); return; }
+    if (data.signedInAs !== operator) {
+      $('renew-error').textContent = 'Not renewed: this token is for ' + data.signedInAs + ', and the console is signed in as ' + operator + '. A renewal keeps the operator; to sign in as someone else, use Forget token.';
+      return;
+    }
+    sessionStorage.setItem(KEY, t);
+    $('renewal').hidden = true; $('renew-token').value = ''; $('renew-error').textContent = '';
+    showExpiry();
+    const waiting = renewed; renewed = null;
+    if (waiting) waiting.resolve();
+  }
+
+  function showExpiry() {
+    const at = token() ? expiresAt(token()) : null;
+    $('expiry').textContent = at ? 'token valid until ' + new Date(at).toLocaleTimeString() : '';
+    $('expiry').dataset.expiresAt = at ? String(at) : '';
+    const left = at ? at - Date.now() : null;
+    // Two minutes ahead, so a long preview or replay is not cut off mid-way.
+    if (operator && left !== null && left < 120000 && $('renewal').hidden) {
+      renewal(left > 0 ? 'The token expires in ' + Math.ceil(left / 1000) + ' s.' : 'The token has expired.');
+    }
   }
 
   function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = text == null ? '' : String(text); if (cls) td.className = cls; tr.appendChild(td); return td; }
@@ -137,6 +199,7 @@ export const CONSOLE_JS = `(() => {
   function query(f, extra) { const p = new URLSearchParams(); for (const [k, v] of Object.entries(Object.assign({}, f, extra || {}))) if (v) p.set(k, v); return p.toString(); }
 
   function showLogin(message) {
+    operator = null; $('renewal').hidden = true; $('renew').hidden = true; $('expiry').textContent = '';
     $('login').hidden = false; $('app').hidden = true; $('logout').hidden = true; $('who').textContent = '';
     $('login-error').textContent = message || '';
   }
@@ -144,6 +207,7 @@ export const CONSOLE_JS = `(() => {
   async function loadSummary() {
     const s = await api('GET', '/v1/admin/dlq');
     $('who').textContent = s.signedInAs ? 'signed in as ' + s.signedInAs : '';
+    if (!operator) { operator = s.signedInAs; $('renew').hidden = false; showExpiry(); }
     const tbody = $('summary').tBodies[0]; tbody.replaceChildren();
     const select = document.querySelector('#filters select[name=queue]');
     const current = select.value;
@@ -225,6 +289,9 @@ export const CONSOLE_JS = `(() => {
     $('preview').hidden = false;
     $('preview-text').textContent = 'Dry run: ' + action + ' would act on ' + p.matched + ' message(s)' + (action === 'replay' ? ', to their original queues, at ' + rate + '/s' : '') + (p.needsAll ? ' (more than ' + p.maxPerCall + ': confirming discards all of them)' : '') + '. Nothing has changed yet.';
     $('preview-text').dataset.matched = String(p.matched);
+    // Causes a replay does not remove (a body that is not JSON fails again): said before Confirm.
+    const warnings = $('preview-warnings'); warnings.replaceChildren();
+    for (const w of p.warnings || []) { const li = document.createElement('li'); li.dataset.permanence = w.permanence; li.textContent = (w.permanence === 'fails-again' ? 'Will fail again: ' : 'Likely to fail again: ') + w.message; warnings.appendChild(li); }
     const ul = $('preview-queues'); ul.replaceChildren();
     for (const q of p.byQueue) { const li = document.createElement('li'); li.textContent = q.count + ' → ' + q.originalQueue; ul.appendChild(li); }
     $('confirm').disabled = p.matched === 0;
@@ -234,9 +301,11 @@ export const CONSOLE_JS = `(() => {
   async function confirm() {
     if (!pending) return;
     const { action, selection, rate } = pending; pending = null;
-    $('preview').hidden = true;
+    $('confirm').disabled = true;
     const body = Object.assign({ dryRun: false }, selection, action === 'replay' ? { ratePerSecond: rate } : {});
+    // The preview stays on screen until the action is accepted (a renewal may come in between).
     const r = await api('POST', '/v1/admin/dlq/' + action, body);
+    $('preview').hidden = true;
     $('progress').hidden = false;
     $('progress-text').dataset.state = 'starting';
     $('progress-text').dataset.operation = r.operationId;
@@ -269,6 +338,9 @@ export const CONSOLE_JS = `(() => {
 
   $('login-form').onsubmit = (e) => { e.preventDefault(); sessionStorage.setItem(KEY, $('token').value.trim()); enter().catch(report); };
   $('logout').onclick = () => { sessionStorage.removeItem(KEY); showLogin(); };
+  $('renew').onclick = () => { renewal('Renewing the token ahead of time.'); $('renew-token').focus(); };
+  $('renew-form').onsubmit = (e) => { e.preventDefault(); renew($('renew-token').value.trim()).catch((err) => { $('renew-error').textContent = 'Not renewed: ' + err.message; }); };
+  setInterval(showExpiry, 5000);
   $('refresh').onclick = () => refreshAll().catch(report);
   $('filters').onsubmit = (e) => {
     e.preventDefault();

@@ -5,6 +5,7 @@ import { DLQ_ERRORS } from './errors';
 import { FilterError, parseFilter, type DlqFilter } from './filter';
 import type { DlqMetrics } from './metrics';
 import { CONSOLE_CSP, CONSOLE_CSS, CONSOLE_HTML, CONSOLE_JS } from './page';
+import { replayWarnings } from './permanence';
 import { DEFAULT_RATE_PER_SECOND, MAX_RATE_PER_SECOND } from './replay';
 import * as store from './store';
 import type { DlqSummary } from './summary';
@@ -149,7 +150,11 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
         const body = request.body as ActionBody | undefined;
         const { selection, dryRun } = selectionOf(body);
         const ratePerSecond = rateOf(body?.ratePerSecond);
-        if (dryRun) return { dryRun: true, action: 'replay', ratePerSecond, ...(await store.preview(pool, selection)) };
+        if (dryRun) {
+          // The causes a replay does not remove, said before anything is sent (permanence.ts).
+          const [p, permanent] = await Promise.all([store.preview(pool, selection), store.permanentCauses(pool, selection)]);
+          return { dryRun: true, action: 'replay', ratePerSecond, ...p, warnings: replayWarnings(permanent) };
+        }
         const op = await withTransaction(pool, (tx) => store.createOperation(tx, { action: 'replay', requestedBy: who(request), selection, ratePerSecond }));
         request.log.info({ operationId: op.id, matched: op.matched, by: who(request), selection }, 'dlq replay requested');
         if (op.matched > 0) deps.runReplay(op.id, ratePerSecond);

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { DeadLetter } from './dead-letter';
 import { whereOf, type DlqFilter } from './filter';
+import { NOT_JSON_PATTERN, type PermanentCause } from './permanence';
 
 type Db = Pool | PoolClient;
 
@@ -260,6 +261,25 @@ export interface Preview {
   byQueue: Array<{ originalQueue: string; count: number }>;
   byGroup: Array<{ fingerprint: string; errorClass: string; count: number }>;
   sample: MessageRow[];
+}
+
+/**
+ * The selection's dead letters a consumer refused as permanent, per class (with one message of each,
+ * which tells a body that is not JSON from another ContractError): what a replay dry run warns about
+ * (permanence.ts).
+ */
+export async function permanentCauses(db: Db, selection: Selection): Promise<PermanentCause[]> {
+  const s = selectionSql(selection, 'replay');
+  // Grouped by class and by whether the body was not JSON at all (the one ContractError that no
+  // deploy fixes), with one message of each group for permanenceOf to read.
+  const notJson = `$${s.params.length + 1}`;
+  const { rows } = await db.query(
+    `SELECT m.error_class, min(m.error_message) AS error_message, count(*)::int AS n
+       FROM dlq_messages m WHERE ${s.sql} AND m.error_kind = 'permanent'
+      GROUP BY m.error_class, m.error_message ~ ${notJson} ORDER BY 3 DESC`,
+    [...s.params, NOT_JSON_PATTERN],
+  );
+  return rows.map((r) => ({ errorClass: r.error_class, errorMessage: r.error_message, count: r.n }));
 }
 
 export async function preview(db: Db, selection: Selection, action: Action = 'replay', restoreWindowMs?: number): Promise<Preview> {
