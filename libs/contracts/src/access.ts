@@ -73,7 +73,17 @@ export const TOPOLOGY_ADMIN_USER = 'topology-admin';
 export const COMMUNITY_VHOST = 'community';
 
 /**
- * Users that only watch: KEDA reads queue depths over the management API. Tag `monitoring`, and
- * permissions that match nothing (`^$`): access to the vhost and not one queue or exchange.
+ * Users that only watch. Tag `monitoring`, and permissions that match nothing (`^$`): access to the
+ * vhost and not one queue or exchange.
+ * - keda reads queue depths over the management API.
+ * - volunteer is the management UI login of whoever is on shift (docs/RUNBOOK.md): every queue's
+ *   depth, rates and consumers, every vhost, the nodes; and no purge, no delete, no "Get messages"
+ *   (which takes messages off the queue), no publish, no policy. Read must be `^$` as well: the
+ *   management API purges through `queue.purge`, which RabbitMQ authorises with *read* permission,
+ *   so `^$ ^$ .*` would still let the UI's Purge button empty a work queue (probed on 3.10: 204;
+ *   infra/tools/test/volunteer-login.test.ts tests the login on the broker).
  */
-export const OBSERVER_USERS: ReadonlyArray<{ user: string; tags: Array<'monitoring'> }> = [{ user: 'keda', tags: ['monitoring'] }];
+export const OBSERVER_USERS: ReadonlyArray<{ user: string; tags: Array<'monitoring'> }> = [
+  { user: 'keda', tags: ['monitoring'] },
+  { user: 'volunteer', tags: ['monitoring'] },
+];
