@@ -8,6 +8,8 @@ export { CodedHttpError, defineErrors, DEPENDENCY_UNAVAILABLE, networkUnavailabl
 export type { DependencyErrorClassifier, ErrorHandlerOptions } from './http-errors';
 export { buildServer, listen } from './server';
 export type { ServerOptions } from './server';
+export { keysetCodec } from './keyset-cursor';
+export type { KeysetCodec } from './keyset-cursor';
 export { runService } from './run-service';
 export type { RunningService, RunServiceOptions } from './run-service';
 export {

@@ -1,3 +1,5 @@
+import { keysetCodec } from '@community/observability';
+
 /**
  * The feed's keyset cursor: the (publishedAt, postId) of the last item of a page, newest first.
  * Opaque to clients (base64url of JSON). Stable while posts arrive: a page starts strictly after
@@ -11,23 +13,15 @@ export interface FeedKey {
   postId: string;
 }
 
-export function encodeCursor(key: FeedKey): string {
-  return Buffer.from(JSON.stringify([key.at, key.postId])).toString('base64url');
-}
+const codec = keysetCodec<FeedKey>({
+  parts: (key) => [key.at, key.postId],
+  key: (at, postId) => ({ at, postId }),
+  validId: (postId) => postId.length > 0 && postId.length <= 256 && !postId.includes('\u0000'),
+});
 
+export const encodeCursor = codec.encode;
 /** undefined when the text is not a cursor this service issued. */
-export function decodeCursor(text: string): FeedKey | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-    if (!Array.isArray(value) || value.length !== 2) return undefined;
-    const [at, postId] = value as unknown[];
-    if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 0) return undefined;
-    if (typeof postId !== 'string' || postId.length === 0 || postId.length > 256 || postId.includes('\u0000')) return undefined;
-    return { at, postId };
-  } catch {
-    return undefined;
-  }
-}
+export const decodeCursor = codec.decode;
 
 /** Code point order of two ids (not localeCompare): the order of Redis members and of the C.UTF-8 collation. */
 export function compareIds(a: string, b: string): number {

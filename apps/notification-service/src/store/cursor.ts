@@ -1,3 +1,5 @@
+import { keysetCodec } from '@community/observability';
+
 /**
  * Keyset cursor over (created_version, id), newest first. Opaque to clients (base64url of JSON).
  *
@@ -13,20 +15,8 @@ export interface Cursor {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export function encodeCursor(c: Cursor): string {
-  return Buffer.from(JSON.stringify([c.version, c.id])).toString('base64url');
-}
+const codec = keysetCodec<Cursor>({ parts: (c) => [c.version, c.id], key: (version, id) => ({ version, id }), validId: (id) => UUID.test(id) });
 
+export const encodeCursor = codec.encode;
 /** undefined when the text is not a cursor this service issued. */
-export function decodeCursor(text: string): Cursor | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-    if (!Array.isArray(value) || value.length !== 2) return undefined;
-    const [version, id] = value as unknown[];
-    if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) return undefined;
-    if (typeof id !== 'string' || !UUID.test(id)) return undefined;
-    return { version, id };
-  } catch {
-    return undefined;
-  }
-}
+export const decodeCursor = codec.decode;
