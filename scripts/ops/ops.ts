@@ -8,6 +8,8 @@ import { parseArgs } from 'node:util';
 import { ApiError, clientConfig, createClient, operatorKeygen, operatorToken, UsageError, type Client } from './client';
 import { age, composeStatus, renderStatus, type DlqPart } from './status';
 import { terminalBlock, terminalText as t } from './terminal';
+import { isLostWorkKind, redriveCommand, renderLostWork, renderRedrive } from './redrive';
+import type { LostWorkVerdict } from '../../apps/reconciler/src';
 
 const USAGE = `usage: npm run ops -- <command> [options]   (add --json for machine-readable output)
 
@@ -31,6 +33,12 @@ const USAGE = `usage: npm run ops -- <command> [options]   (add --json for machi
   jobs                                   the last run of each scheduled job
   jobs run <job> [--dry-run]
   why --user U (--event E | --comment C | --key K)
+  lost-work                              due work no queue holds (the status line, with counts per queue)
+  <kind> redrive --since <iso> [--until <iso>] [--limit N] [--apply]
+        re-publish the due work of one kind from the database to the queue that should hold it:
+        event | email | digest | email-lease | fanout-chunk (docs/RUNBOOK.md "Someone purged a
+        queue"). Without --apply: a dry run (what and how many); consumers deduplicate, so a row
+        whose message was not lost after all is harmless
   user erase <userId> [--key K]          erase a user's personal data in every service, audited with
         your operator name; prints the audit id. --key: the request's idempotency key (default: a
         new one, printed); the same key again returns the same erasure and erases nothing twice
@@ -53,6 +61,7 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
   yes: { type: 'boolean' },
   'dry-run': { type: 'boolean' },
+  apply: { type: 'boolean' },
   all: { type: 'boolean' },
   user: { type: 'string' },
   event: { type: 'string' },
@@ -429,8 +438,19 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
         if (sub !== 'erase') throw new UsageError("unknown user command (erase)");
         return await userErase(client, io, v, rest);
       }
-      default:
+      case 'lost-work': {
+        const r = await client.get<LostWorkVerdict>('/v1/admin/lost-work');
+        print(r, () => renderLostWork(r));
+        return r.ok ? 0 : 1;
+      }
+      default: {
+        if (isLostWorkKind(cmd)) {
+          const r = await redriveCommand(client, cmd, sub, v);
+          print(r, () => renderRedrive(r));
+          return 0;
+        }
         throw new UsageError(`unknown command '${cmd}'`);
+      }
     }
   } catch (err) {
     if (err instanceof UsageError) {

@@ -41,6 +41,7 @@ const facts: StatusFacts = {
   jobIntervalsMs: {},
   breakers: [],
   thresholds: { fanoutAfterMs: 1, backlogMax: 1, oldestMessageMaxMs: 1, outboxLagMaxMs: 1 },
+  lostWork: { ok: true, queues: [], detail: '' },
 };
 const dlqCheck = { name: 'dlq', ok: true, value: 0, threshold: 0, runbook: DLQ_RUNBOOK };
 const CHECKS: Array<{ name: string; runbook: string | undefined }> = [

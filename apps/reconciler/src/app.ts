@@ -9,6 +9,7 @@ import type { ReconcilerConfig } from './config';
 import { registerAdminRoutes } from './http/admin-routes';
 import { registerAuth } from './http/auth';
 import { registerErasureRoutes } from './http/erasure-routes';
+import { registerLostWorkRoutes } from './http/lost-work-routes';
 import { registerWhyRoute } from './http/why-route';
 import type { FeedChecker } from './jobs/feeds';
 import type { Watchdog } from './jobs/watchdog';
@@ -44,6 +45,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerAdminRoutes(app, deps);
   registerWhyRoute(app, deps);
   registerErasureRoutes(app, deps);
+  registerLostWorkRoutes(app, deps);
   if (deps.dlqRoutes) app.register(deps.dlqRoutes);
   return app;
 }

@@ -65,6 +65,9 @@ export const RECONCILER_CONFIG = [
   { name: 'STUCK_INTERVAL_MS', kind: 'duration-ms', default: 60_000, min: 1_000, max: DAY_MS, description: 'how often stuck work is looked for' },
   { name: 'STUCK_OUTBOX_AFTER_MS', kind: 'duration-ms', default: 300_000, min: 1_000, description: 'an outbox row unsent for longer than this is stuck' },
   { name: 'STUCK_LEASE_GRACE_MS', kind: 'duration-ms', default: 300_000, min: 1_000, description: 'an email lease expired for longer than this without a takeover is stuck' },
+  // Lost work (docs/RECONCILER.md "Lost work"): due rows whose message no queue holds.
+  { name: 'LOST_WORK_GRACE_MS', kind: 'duration-ms', default: 120_000, min: 1_000, max: DAY_MS, description: 'an outbox row published longer ago than this has reached its queue or was lost (exceeds the management stats interval and the relay transit)' },
+  { name: 'LOST_WORK_LOOKBACK_MS', kind: 'duration-ms', default: DAY_MS, min: 60_000, max: 30 * DAY_MS, description: 'how far back the lost-work check looks for due rows (a re-drive takes any --since)' },
   { name: 'WATCHDOG_INTERVAL_MS', kind: 'duration-ms', default: 30_000, min: 1_000, max: 3_600_000, description: 'how often queues are sampled through the management API' },
   { name: 'WATCHDOG_SAMPLES', kind: 'int', default: 4, min: 2, max: 100, description: 'consecutive samples of growth (and no ack) before a queue is reported' },
   { name: 'STATUS_BACKLOG_MAX', kind: 'int', default: 10_000, min: 1, description: 'status check "backlog": messages ready in one work queue' },

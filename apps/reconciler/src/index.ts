@@ -13,3 +13,6 @@ export type { ReconcilerService, ReconcilerServiceDeps } from './service';
 export { CHECK_NAMES, evaluateStatus, runbookFor } from './domain/status';
 export type { StatusFacts } from './domain/status';
 export { DLQ_RUNBOOK } from './dlq/summary';
+// The lost-work kinds and the check's answer, for `ops <kind> redrive` and `ops lost-work`.
+export { LOST_WORK_KINDS } from './domain/lost-work';
+export type { LostWorkKind, LostWorkVerdict } from './domain/lost-work';

@@ -13,6 +13,8 @@ export interface ReconcilerMetrics {
   repairs: Counter;
   watchdogFindings: Gauge<'queue' | 'kind'>;
   stuckWork: Gauge<'kind'>;
+  /** At least this many due rows of a queue's work have no message in any queue (domain/lost-work.ts). */
+  lostWork: Gauge<'queue'>;
   outboxLag: Gauge;
   feedsChecked: Counter<'source'>;
   feedsMismatched: Counter<'source'>;
@@ -45,6 +47,12 @@ export function reconcilerMetrics(registry: Registry): ReconcilerMetrics {
       name: 'reconciler_watchdog_findings',
       help: '1 while the watchdog reports this queue for this kind (stalled: depth grows and nothing is acked; no_consumer; dlq_growing)',
       labelNames: ['queue', 'kind'],
+      registers,
+    }),
+    lostWork: new Gauge({
+      name: 'reconciler_lost_work',
+      help: 'Due rows whose message no queue holds at the last watchdog run, by the queue that should hold them (a lower bound: docs/RECONCILER.md "Lost work")',
+      labelNames: ['queue'],
       registers,
     }),
     stuckWork: new Gauge({

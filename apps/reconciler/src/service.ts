@@ -19,6 +19,7 @@ import { instrument } from './jobs/instrument';
 import { retentionJobs } from './jobs/retention';
 import { stuckWorkJob } from './jobs/stuck';
 import { createWatchdog, type Watchdog } from './jobs/watchdog';
+import { lostWorkSettings } from './jobs/lost-work';
 import { reconcilerMetrics, type ReconcilerMetrics } from './metrics';
 
 export interface ReconcilerServiceDeps {
@@ -101,6 +102,8 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     intervalMs: config.WATCHDOG_INTERVAL_MS,
     metrics,
     logger: logger.child({ component: 'watchdog' }),
+    lostWork: lostWorkSettings(config),
+    clock,
   });
   const jobs: ScheduledJob[] = [
     ...counterJobs({

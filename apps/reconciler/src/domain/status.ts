@@ -2,6 +2,7 @@ import type { BreakerReading, RateLimitReading } from '../store/breakers';
 import type { QueueSample } from '../store/broker';
 import type { StuckWork } from '../store/stuck';
 import type { Finding } from './watchdog';
+import type { LostWorkVerdict } from './lost-work';
 
 /** One line of the checklist (`GET /v1/admin/status`, `npm run ops -- status`). */
 export interface Check {
@@ -15,7 +16,7 @@ export interface Check {
   detail: string;
 }
 
-export const CHECK_NAMES = ['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'fanout-chunks', 'jobs', 'breakers'] as const;
+export const CHECK_NAMES = ['backlog', 'oldest-message', 'consumers', 'stale-leases', 'counter-drift', 'outbox-lag', 'fanout-chunks', 'jobs', 'breakers', 'lost-work'] as const;
 export type CheckName = (typeof CHECK_NAMES)[number];
 
 /** `## check: <name>` in docs/RUNBOOK.md, as GitHub renders the anchor. */
@@ -46,6 +47,8 @@ export interface StatusFacts {
   breakers: readonly BreakerReading[] | { error: string };
   /** The services' configured rate limits and the queues they apply to (GET /v1/flow-control); absent: unknown. */
   rateLimits?: readonly RateLimitReading[];
+  /** Due work no queue holds (domain/lost-work.ts); absent: not checked (no line). */
+  lostWork?: LostWorkVerdict;
   thresholds: { fanoutAfterMs: number; backlogMax: number; oldestMessageMaxMs: number; outboxLagMaxMs: number };
 }
 
@@ -143,5 +146,6 @@ export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] }
     add('breakers', open.length === 0, f.breakers.map((b) => ({ source: b.source, series: b.series, open: b.open })), 'closed',
       open.length === 0 ? (f.breakers.length ? 'every circuit breaker is closed' : 'no breaker source configured (BREAKER_METRICS_URLS)') : open.map(describeOpenBreaker).join('; '));
   }
+  if (f.lostWork) add('lost-work', f.lostWork.ok, Object.fromEntries(f.lostWork.queues.map((q) => [q.queue, { due: q.due, held: q.held, lost: q.lost }])), 0, f.lostWork.detail);
   return { ok: checks.every((c) => c.ok), checks };
 }

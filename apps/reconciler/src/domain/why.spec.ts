@@ -83,3 +83,31 @@ describe('explain (why)', () => {
     expect(noAddress.verdict).toMatch(/^email.ledger: email-service knows no address for ada/);
   });
 });
+
+describe('explain (why) of a notification whose email message was purged', () => {
+  const facts = () =>
+    empty({
+      events: [sent(mention('bob', 'ada'))],
+      inbox: [{ consumer: 'notification-service.critical', eventId: 'e', processedAt: 't2' }],
+      items: [{ id: 'n1', type: 'mention', idempotencyKey: 'mention:c1:ada', inApp: true, emailChannel: 'immediate', sourceEventId: 'e', createdAt: '2026-12-02T05:00:00.000Z', readAt: null }],
+      created: [{ eventId: 'e2', idempotencyKey: 'mention:c1:ada', sentAt: '2026-12-02T05:00:01.000Z' }],
+    });
+  const lost = { queue: 'email-service.send', due: 9_240, held: 12, lost: 9_228, kinds: [] };
+
+  it('no longer says "queued" when the lost-work rule finds email-service.send lost messages: it names the re-drive', () => {
+    const r = explain({ userId: 'ada', eventId: 'e' }, facts(), { emailQueue: lost, dueBefore: '2026-12-02T05:10:00.000Z' });
+    expect(statuses(r)['email.ledger']).toBe('failed');
+    expect(r.verdict).toContain('is not in email-service.send');
+    expect(r.verdict).toContain('at least 9228 lost');
+    expect(r.verdict).toContain('npm run ops -- email redrive --since 2026-12-02T05:00:01.000Z');
+    expect(r.verdict).not.toContain('queued');
+  });
+
+  it('stays pending while the message is younger than the grace, or the rule finds no loss', () => {
+    const young = explain({ userId: 'ada', eventId: 'e' }, facts(), { emailQueue: lost, dueBefore: '2026-12-02T05:00:00.000Z' });
+    expect(statuses(young)['email.ledger']).toBe('pending');
+    const noLoss = explain({ userId: 'ada', eventId: 'e' }, facts(), { dueBefore: '2026-12-02T05:10:00.000Z' });
+    expect(statuses(noLoss)['email.ledger']).toBe('pending');
+    expect(noLoss.steps.find((s) => s.step === 'email.ledger')?.detail).toContain('the lost-work check finds no loss');
+  });
+});

@@ -1,5 +1,6 @@
 import { deliveryFor, effectivePreferences, NOTIFICATION_TYPES, planNotifications, validate, type NotificationType } from '@community/contracts';
 import type { WhyFacts, WhyTarget } from '../store/why';
+import type { LostQueue } from './lost-work';
 
 export type StepStatus = 'ok' | 'skipped' | 'failed' | 'pending' | 'unknown';
 
@@ -17,7 +18,16 @@ const NOTIFICATION_QUEUES = ['notification-service.critical', 'notification-serv
  * notification-service decides with (libs/contracts notification-rules.ts); the recorded decision
  * (the notification row) is shown beside them, since preferences may have changed since.
  */
-export function explain(t: WhyTarget, f: WhyFacts): { userId: string; steps: WhyStep[]; verdict: string } {
+export function explain(
+  t: WhyTarget,
+  f: WhyFacts,
+  /**
+   * The lost-work rule's verdict on email-service.send (domain/lost-work.ts) and the time before
+   * which a published notification.created is due (now − LOST_WORK_GRACE_MS): a row with no ledger
+   * row then is not "queued" but most likely lost.
+   */
+  lostWork?: { emailQueue?: LostQueue; dueBefore: string },
+): { userId: string; steps: WhyStep[]; verdict: string } {
   const steps: WhyStep[] = [];
   const add = (step: WhyStep['step'], status: StepStatus, detail: string) => steps.push({ step, status, detail });
   const deadSource = f.dead.filter((d) => NOTIFICATION_QUEUES.some((q) => d.queue.startsWith(q)));
@@ -102,7 +112,12 @@ export function explain(t: WhyTarget, f: WhyFacts): { userId: string; steps: Why
     } else if (!f.emailUser) {
       add('email.ledger', 'failed', `email-service knows no address for ${t.userId} (no user.upserted projected): nothing to send to`);
     } else {
-      add('email.ledger', deadEmail.length ? 'failed' : 'pending', deadEmail.length ? 'no ledger row: the notification.created was dead-lettered' : 'no ledger row yet (queued, or retention purged it)');
+      const lost = lostWork?.emailQueue;
+      const due = created?.sentAt !== undefined && created.sentAt !== null && lostWork !== undefined && created.sentAt < lostWork.dueBefore;
+      if (deadEmail.length) add('email.ledger', 'failed', 'no ledger row: the notification.created was dead-lettered');
+      else if (lost && due && created?.sentAt) {
+        add('email.ledger', 'failed', `no ledger row, and its notification.created (published at ${created.sentAt}) is not in ${lost.queue}: the queue holds ${lost.held} message(s) for ${lost.due} due row(s), at least ${lost.lost} lost (check lost-work). Re-drive: npm run ops -- ${item.emailChannel === 'digest' ? 'digest' : 'email'} redrive --since ${created.sentAt}`);
+      } else add('email.ledger', 'pending', due ? 'no ledger row: its message may still be queued (the lost-work check finds no loss in email-service.send), or retention purged the row' : 'no ledger row yet (queued, or retention purged it)');
     }
   }
 

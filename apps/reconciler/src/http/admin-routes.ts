@@ -9,6 +9,7 @@ import { breakerUrls, readFlowControl } from '../store/breakers';
 import { sampleQueues } from '../store/broker';
 import { batchBoundaries, lastRecount, type Drift } from '../store/counters';
 import { lastRuns } from '../store/runs';
+import { checkLostWork, lostWorkSettings } from '../jobs/lost-work';
 import { findStuckWork } from '../store/stuck';
 import { adminOnly } from './auth';
 import { ERRORS, STORABLE_ID } from './errors';
@@ -26,6 +27,8 @@ export async function collectStatus(deps: AppDeps) {
     readFlowControl(breakerUrls(config.BREAKER_METRICS_URLS)).catch((err: Error) => ({ error: err.message })),
   ]);
   const breakers = 'error' in flow ? flow : flow.breakers;
+  // After the others: its own sample comes before its row counts (domain/lost-work.ts).
+  const lostWork = await checkLostWork(deps.pool, deps.management, lostWorkSettings(config), deps.clock());
   return evaluateStatus({
     now: deps.clock(),
     startedAt: deps.startedAt,
@@ -38,6 +41,7 @@ export async function collectStatus(deps: AppDeps) {
     jobIntervalsMs: Object.fromEntries(deps.jobs.map((j) => [j.name, j.intervalMs])),
     breakers,
     rateLimits: 'error' in flow ? undefined : flow.rateLimits,
+    lostWork,
     thresholds: { fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS, backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS },
   });
 }

@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app';
+import { lostFrom } from '../domain/lost-work';
 import { explain } from '../domain/why';
+import { checkLostWork, lostWorkSettings } from '../jobs/lost-work';
+import { EMAIL_QUEUE } from '../store/lost-work';
 import { gatherWhy } from '../store/why';
 import { adminOnly } from './auth';
 import { ERRORS, STORABLE_ID } from './errors';
@@ -22,7 +25,14 @@ export function registerWhyRoute(app: FastifyInstance, deps: AppDeps): void {
       if (given.length !== 1) throw ERRORS.WHY_TARGET_REQUIRED();
       const dlqs = deps.workQueues.filter((w) => w.startsWith('notification-service.') || w.startsWith('email-service.')).map((w) => `${w}.dlq`);
       const facts = await gatherWhy(deps.pool, deps.management, dlqs, q);
-      return explain(q, facts);
+      // Only when an email step is in doubt (a notification without its ledger row) does the answer
+      // need the lost-work rule; it costs a management API sample and the due-row counts.
+      const doubt = facts.items.some((i) => i.emailChannel !== 'off' && !facts.deliveries.some((d) => d.idempotencyKey === i.idempotencyKey) && !facts.digestItems.some((d) => d.idempotencyKey === i.idempotencyKey));
+      if (!doubt) return explain(q, facts);
+      const now = deps.clock();
+      const settings = lostWorkSettings(deps.config);
+      const verdict = await checkLostWork(deps.pool, deps.management, settings, now);
+      return explain(q, facts, { emailQueue: lostFrom(verdict, EMAIL_QUEUE), dueBefore: new Date(now.getTime() - settings.graceMs).toISOString() });
     },
   );
 }

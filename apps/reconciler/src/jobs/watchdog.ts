@@ -4,6 +4,9 @@ import type { ManagementTarget } from '@community/messaging';
 import { FINDING_KINDS, watchdogFindings, type Finding } from '../domain/watchdog';
 import type { ReconcilerMetrics } from '../metrics';
 import { sampleQueues, type QueueSample } from '../store/broker';
+import { evaluateLostWork, LOST_WORK_KINDS, type LostWorkVerdict } from '../domain/lost-work';
+import { countDue, dueWindow } from '../store/lost-work';
+import type { LostWorkSettings } from './lost-work';
 
 export const WATCHDOG_JOB = 'watchdog.queues';
 
@@ -11,6 +14,8 @@ export interface Watchdog {
   job: ScheduledJob;
   /** The findings of the last sample (empty before the first). */
   current(): Finding[];
+  /** The lost-work verdict of the last run (undefined before the first, or without `lostWork`). */
+  lostWork(): LostWorkVerdict | undefined;
 }
 
 /**
@@ -20,15 +25,31 @@ export interface Watchdog {
  * holds the job: after a leadership change the new holder needs `samples` runs before it reports
  * growth again (a queue without consumer is reported at once).
  */
-export function createWatchdog(o: { target: ManagementTarget; workQueues: readonly string[]; samples: number; intervalMs: number; metrics: ReconcilerMetrics; logger: Logger }): Watchdog {
+export function createWatchdog(o: {
+  target: ManagementTarget;
+  workQueues: readonly string[];
+  samples: number;
+  intervalMs: number;
+  metrics: ReconcilerMetrics;
+  logger: Logger;
+  /** Also run the lost-work check on each sample (domain/lost-work.ts): a gauge per queue and a warning naming it. */
+  lostWork?: LostWorkSettings;
+  clock?: () => Date;
+}): Watchdog {
   const history: QueueSample[][] = [];
   let findings: Finding[] = [];
+  let lost: LostWorkVerdict | undefined;
+  const lostReported = new Map<string, number>();
+  const clock = o.clock ?? (() => new Date());
   const reported = new Set<string>();
   const job: ScheduledJob = {
     name: WATCHDOG_JOB,
     intervalMs: o.intervalMs,
-    run: async ({ dryRun }) => {
+    run: async ({ pool, dryRun }) => {
       const sample = await sampleQueues(o.target);
+      // Rows counted after the sample: the order the lost-work rule relies on.
+      const settings = o.lostWork;
+      const lostNow = settings ? evaluateLostWork(await countDue(pool, (kind) => dueWindow(kind, clock(), settings.lookbackMs, settings), LOST_WORK_KINDS), sample, settings) : undefined;
       if (dryRun) return { queues: sample.length, findings: watchdogFindings([...history, sample], o.workQueues, o.samples).length };
       history.push(sample);
       if (history.length > o.samples) history.splice(0, history.length - o.samples);
@@ -46,10 +67,26 @@ export function createWatchdog(o: { target: ManagementTarget; workQueues: readon
       }
       reported.clear();
       for (const key of now) reported.add(key);
+      if (lostNow) {
+        lost = lostNow;
+        for (const q of lostNow.queues) {
+          o.metrics.lostWork.set({ queue: q.queue }, q.lost);
+          // Once per loss, and again when it grows: a purge mid-burst is reported as it happens.
+          if (q.lost > (lostReported.get(q.queue) ?? 0)) o.logger.warn({ queue: q.queue, due: q.due, held: q.held, lost: q.lost, kinds: q.kinds.map((k) => `${k.kind}:${k.rows}`) }, `watchdog: lost work: at least ${q.lost} due rows of ${q.queue} have no message in any queue (runbook: docs/RUNBOOK.md#check-lost-work)`);
+          if (q.lost > 0) lostReported.set(q.queue, q.lost);
+        }
+        for (const [queue] of lostReported) {
+          if (lostNow.queues.some((q) => q.queue === queue && q.lost > 0)) continue;
+          lostReported.delete(queue);
+          o.metrics.lostWork.set({ queue }, 0);
+          o.logger.info({ queue }, `watchdog: no lost work in ${queue} any more`);
+        }
+      }
       const counts: Record<string, number> = { queues: sample.length, findings: findings.length };
+      if (lostNow) counts.lost_work = lostNow.queues.reduce((n, q) => n + q.lost, 0);
       for (const kind of FINDING_KINDS) counts[kind] = findings.filter((f) => f.kind === kind).length;
       return counts;
     },
   };
-  return { job, current: () => findings };
+  return { job, current: () => findings, lostWork: () => lost };
 }
