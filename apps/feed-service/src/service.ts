@@ -10,7 +10,7 @@ import { buildApp } from './app';
 import { SERVICE_NAME, type FeedConfig } from './config';
 import { createUserErasedHandler } from './handlers/user-erased';
 import { createActivityHandler } from './handlers/activity';
-import { createFanout, type Fanout } from './handlers/fanout';
+import { createFanout, type Fanout } from './fanout/engine';
 import { ACTIVITY_QUEUE, BACKFILL_QUEUE, FANOUT_QUEUE, validateFanoutChunk, validateReconcile } from './handlers/internal-messages';
 import { createReconcileHandler } from './handlers/reconcile';
 import { feedMetrics, type FeedMetrics } from './metrics';
@@ -67,7 +67,7 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
     const publisher = messaging.publisher;
     const lanes = config.FEED_LANES;
     // Every handler's deadline: its ctx.signal aborts at FEED_HANDLER_TIMEOUT_MS and the handlers stop
-    // there, committing nothing more (handlers/fanout.ts "Deadline").
+    // there, committing nothing more (fanout/engine.ts "Deadline").
     const timeoutMs = config.FEED_HANDLER_TIMEOUT_MS;
     if (lanes !== 'fanout') {
       // The activity lane: post.published (small fan-outs inline), follows. Its own consumer, so a

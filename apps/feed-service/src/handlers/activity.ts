@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import type { AnyEvent, EventOf } from '@community/contracts';
 import type { MessageContext, Outcome, Publisher } from '@community/messaging';
 import * as projections from '../store/projections';
-import type { Fanout } from './fanout';
+import type { Fanout } from '../fanout/engine';
 import { sendReconcile } from './internal-messages';
 
 export interface ActivityDeps {

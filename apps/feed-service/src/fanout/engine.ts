@@ -30,7 +30,7 @@ import type { FeedMetrics } from '../metrics';
 import type { FeedCache } from '../redis/cache';
 import * as fanout from '../store/fanout';
 import * as projections from '../store/projections';
-import { sendFanoutChunk } from './internal-messages';
+import { sendFanoutChunk } from '../handlers/internal-messages';
 
 /** Followers seen within this margin beyond the window are still written (clock skew between Node, Postgres and Redis TTLs). */
 const ACTIVE_MARGIN_MS = 3_600_000;
