@@ -6,6 +6,7 @@ import { setup, ROOT } from './setup/index.mjs';
 import { c, log, runMain } from './setup/log.mjs';
 import { ensureMaildev } from './setup/maildev.mjs';
 import { ensureBrokerUsers } from './setup/broker-users.mjs';
+import { removeStaleDefaultVhostQueues } from './setup/default-vhost.mjs';
 import { appCommand, appPort, discoverApps } from './setup/apps.mjs';
 import { Supervisor, onShutdownSignals } from './setup/processes.mjs';
 import { httpGet } from './setup/net.mjs';
@@ -46,6 +47,10 @@ runMain(async () => {
   try {
     const mgmt = await setup();
     broker = await ensureBrokerUsers(ROOT, mgmt, process.env);
+    // The idle copy of the topology earlier runs as guest left in `/`, listed first by the UI.
+    await removeStaleDefaultVhostQueues(ROOT, mgmt, broker, process.env).catch((err) =>
+      log.warn(`could not check vhost / for a stale copy of the topology (${err.message}); the apps are not affected`),
+    );
     mail = await ensureMaildev(ROOT, supervisor, process.env);
   } catch (err) {
     await supervisor.stopAll();
@@ -95,11 +100,21 @@ function printSummary(apps, mail, supervisor, broker) {
   } else {
     line('apps', 'none yet: no apps/*/src/main.ts in this checkout');
   }
-  line('RabbitMQ management', 'http://127.0.0.1:15672  (guest / guest)');
-  if (broker?.vhost) line('RabbitMQ vhost', `${broker.vhost}: each app as its own user (infra/rabbitmq/dev-credentials.json)`);
+  const ui = `http://127.0.0.1:15672/#/queues`;
+  if (broker?.monitoringLogin) {
+    line('RabbitMQ management', `${ui}  (log in as ${broker.monitoringLogin.user} / ${broker.monitoringLogin.password}: sees everything, cannot purge or delete)`);
+    line('', 'guest / guest is the administrator: only to change the broker itself');
+  } else {
+    line('RabbitMQ management', `${ui}  (guest / guest)`);
+  }
+  if (broker?.vhost) line('RabbitMQ vhost', `${broker.vhost}: each app as its own user (infra/rabbitmq/dev-credentials.json); pick it top right in the UI`);
   line('RabbitMQ metrics', 'http://127.0.0.1:15692/metrics');
   if (mail) line('MailDev (emails)', `${mail.webUrl}  (REST: ${mail.webUrl}/api/email)`);
   else line('SMTP', process.env.SMTP_URL);
+  // What a volunteer on shift starts from (docs/RUNBOOK.md "Start of a shift").
+  line('status', 'npm run ops -- status  (every line OK: see docs/RUNBOOK.md "Start of a shift")');
+  line('DLQ console', `http://127.0.0.1:${appPort('reconciler') ?? 3004}/console  (paste the admin token below)`);
+  line('runbook', 'docs/RUNBOOK.md  (one section per status line and per alert)');
   // Development defaults production refuses: the well-known JWT_SECRET and the dev operator's key.
   line('admin token', 'npm run ops -- token  (the development operator, dev-operator-1)');
   line('user tokens', 'HS256 with the dev JWT_SECRET, iss community-site, aud community-notifications, exp ≤ 1 h');

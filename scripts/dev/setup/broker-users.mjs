@@ -16,7 +16,7 @@ import { target } from './targets.mjs';
  * when AMQP_URL is set in the environment, the import is refused, or the app has no user.
  */
 export async function ensureBrokerUsers(root, mgmt, env = process.env) {
-  const none = { envFor: () => ({}), vhost: null };
+  const none = { envFor: () => ({}), vhost: null, monitoringLogin: null };
   if (env.AMQP_URL) {
     log.warn(`AMQP_URL is set (${redact(env.AMQP_URL)}): the apps use it as given, not their own broker users`);
     return none;
@@ -45,6 +45,9 @@ export async function ensureBrokerUsers(root, mgmt, env = process.env) {
   log.ok(`broker users and topology imported (vhost ${vhost}); each app connects as its own user`);
   return {
     vhost,
+    // The management UI login for whoever is on shift: tag monitoring, no purge, delete or Get
+    // messages (libs/contracts access.ts OBSERVER_USERS; docs/RUNBOOK.md "Your tools").
+    monitoringLogin: users.volunteer ? { user: 'volunteer', password: users.volunteer } : null,
     envFor(app) {
       const password = users[app];
       if (!password) {
