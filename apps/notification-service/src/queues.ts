@@ -1,6 +1,8 @@
-/** The queues this service consumes (declared in COMMUNITY_TOPOLOGY, libs/contracts). */
-export const CRITICAL_QUEUE = 'notification-service.critical';
-export const STANDARD_QUEUE = 'notification-service.standard';
+import { QUEUES } from '@community/contracts';
+
+/** The queues this service consumes (named in libs/contracts QUEUES, declared in COMMUNITY_TOPOLOGY). */
+export const CRITICAL_QUEUE = QUEUES.notificationCritical;
+export const STANDARD_QUEUE = QUEUES.notificationStandard;
 
 /**
  * The batch handler's deadline. A batch transaction takes milliseconds; 10 s is far past any

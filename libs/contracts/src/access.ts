@@ -1,5 +1,5 @@
 import { dlqName, type ServiceAccess } from '@community/messaging';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE } from './topology';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, QUEUES, RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE } from './topology';
 
 /**
  * What each service does on the broker, next to the topology it refers to. The broker users and
@@ -29,7 +29,7 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
   },
   {
     user: 'notification-service',
-    consumes: ['notification-service.critical', 'notification-service.standard'],
+    consumes: [QUEUES.notificationCritical, QUEUES.notificationStandard],
     publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
     sendsTo: [],
     reads: [],
@@ -37,7 +37,7 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
   },
   {
     user: 'email-service',
-    consumes: ['email-service.send', 'email-service.send-critical', 'email-service.users'],
+    consumes: [QUEUES.emailSend, QUEUES.emailSendCritical, QUEUES.emailUsers],
     publishes: [],
     sendsTo: [],
     reads: [],
@@ -46,9 +46,9 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
   {
     // Feeds its own fan-out and backfill queues through the default exchange.
     user: 'feed-service',
-    consumes: ['feed-service.activity', 'feed-service.fanout', 'feed-service.backfill'],
+    consumes: [QUEUES.feedActivity, QUEUES.feedFanout, QUEUES.feedBackfill],
     publishes: [],
-    sendsTo: ['feed-service.fanout', 'feed-service.backfill'],
+    sendsTo: [QUEUES.feedFanout, QUEUES.feedBackfill],
     reads: [],
     tags: ['management'],
   },

@@ -1,6 +1,6 @@
 import { DEFAULT_DELIVERY_LIMIT, validateTopology } from '@community/messaging';
 import { EVENT_TYPE_NAMES } from './events';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, NOTIFICATION_TYPE_HEADER, NOTIFICATIONS_BY_TYPE_EXCHANGE } from './topology';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, NOTIFICATION_TYPE_HEADER, NOTIFICATIONS_BY_TYPE_EXCHANGE, QUEUES } from './topology';
 
 it('is a valid topology for the messaging runtime', () => {
   expect(() => validateTopology(COMMUNITY_TOPOLOGY)).not.toThrow();
@@ -26,4 +26,8 @@ it('sends the critical email lane only security alerts: notification.created thr
   expect(byType).toEqual({ name: NOTIFICATIONS_BY_TYPE_EXCHANGE, type: 'headers', bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }] });
   const critical = COMMUNITY_TOPOLOGY.queues.find((q) => q.name === 'email-service.send-critical');
   expect(critical?.bindings).toEqual([{ exchange: NOTIFICATIONS_BY_TYPE_EXCHANGE, headers: { [NOTIFICATION_TYPE_HEADER]: 'security_alert' }, match: 'all' }]);
+});
+
+it('names every work queue once: QUEUES and the topology declare the same set', () => {
+  expect(COMMUNITY_TOPOLOGY.queues.map((q) => q.name).sort()).toEqual(Object.values(QUEUES).sort());
 });

@@ -19,6 +19,25 @@ export const EVENTS_EXCHANGE = 'community.events';
  * exchange of its own: a second exchange would take away every service's default exchange.)
  */
 export const RECONCILER_LOW_PRIORITY_QUEUE = 'reconciler.low-priority';
+
+/**
+ * Every work queue's name, spelled once: the topology below declares them, SERVICE_ACCESS grants
+ * them, and every app and tool that names a queue imports it from here. Derived names (retry tiers,
+ * `<queue>.dlq`, `<queue>.direct`) come from libs/messaging's naming functions (`dlqName`, ...).
+ */
+export const QUEUES = {
+  notificationCritical: 'notification-service.critical',
+  notificationStandard: 'notification-service.standard',
+  emailSend: 'email-service.send',
+  emailSendCritical: 'email-service.send-critical',
+  emailUsers: 'email-service.users',
+  feedActivity: 'feed-service.activity',
+  feedFanout: 'feed-service.fanout',
+  feedBackfill: 'feed-service.backfill',
+  reconcilerLowPriority: RECONCILER_LOW_PRIORITY_QUEUE,
+} as const;
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
 export const RECONCILER_RECOUNT_TYPE = 'reconciler.recount';
 /**
  * An operator's erasure of a user (docs/CONTRACT.md). Produced by the reconciler only (its outbox,
@@ -80,17 +99,17 @@ export const COMMUNITY_TOPOLOGY: Topology = {
   replayers: ['reconciler'],
   queues: [
     {
-      name: 'notification-service.critical',
+      name: QUEUES.notificationCritical,
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.mentioned', 'security.alert'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
-      name: 'notification-service.standard',
+      name: QUEUES.notificationStandard,
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed', USER_ERASED_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
-      name: 'email-service.send',
+      name: QUEUES.emailSend,
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
@@ -101,19 +120,19 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // and passes on those whose `notification-type` header (set by notification-service) is
       // security_alert. A notification.created without the header (published before it existed)
       // reaches email-service.send only, which emails it as ever (docs/EMAIL.md "The critical lane").
-      name: 'email-service.send-critical',
+      name: QUEUES.emailSendCritical,
       bindings: [{ exchange: NOTIFICATIONS_BY_TYPE_EXCHANGE, headers: { [NOTIFICATION_TYPE_HEADER]: 'security_alert' }, match: 'all' }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
-      name: 'email-service.users',
+      name: QUEUES.emailUsers,
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', USER_ERASED_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
       // Bound now so every event type a producer emits has a queue (an unroutable event holds back
       // its user's outbox). feed-service consumes it; until it runs, the backlog waits here for it.
-      name: 'feed-service.activity',
+      name: QUEUES.feedActivity,
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed', USER_ERASED_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
@@ -121,14 +140,14 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // feed-service's own work: one message per chunk of a large fan-out (a keyset range of the
       // author's followers, checkpointed in Postgres), published by feed-service itself through
       // the default exchange, straight to the queue. No topic binding: no producer routes here.
-      name: 'feed-service.fanout',
+      name: QUEUES.feedFanout,
       bindings: [],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
       // The low-priority lane of feed-service: follow backfills and unfollow removals (one
       // reconcile per follower/followee pair), never ahead of post fan-out (docs/FEED.md).
-      name: 'feed-service.backfill',
+      name: QUEUES.feedBackfill,
       bindings: [],
       retryDelaysMs: RETRY_DELAYS_MS,
     },

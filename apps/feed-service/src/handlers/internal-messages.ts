@@ -7,12 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
+import { QUEUES } from '@community/contracts';
 import { PermanentError, type Publisher } from '@community/messaging';
 import { SERVICE_NAME } from '../config';
 
-export const ACTIVITY_QUEUE = 'feed-service.activity';
-export const FANOUT_QUEUE = 'feed-service.fanout';
-export const BACKFILL_QUEUE = 'feed-service.backfill';
+// Named once in libs/contracts (QUEUES); the short names read better in this service's code.
+export const ACTIVITY_QUEUE = QUEUES.feedActivity;
+export const FANOUT_QUEUE = QUEUES.feedFanout;
+export const BACKFILL_QUEUE = QUEUES.feedBackfill;
 
 const Id = Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000]*$' });
 
