@@ -72,6 +72,7 @@ export const RECONCILER_CONFIG = [
   { name: 'WATCHDOG_SAMPLES', kind: 'int', default: 4, min: 2, max: 100, description: 'consecutive samples of growth (and no ack) before a queue is reported' },
   { name: 'STATUS_BACKLOG_MAX', kind: 'int', default: 10_000, min: 1, description: 'status check "backlog": messages ready in one work queue' },
   { name: 'STATUS_OLDEST_MESSAGE_MAX_MS', kind: 'duration-ms', default: 300_000, min: 1_000, description: 'status check "oldest-message": age of the head message of a work queue' },
+  { name: 'STATUS_DRAIN_ETA_MAX_MS', kind: 'duration-ms', default: 1_800_000, min: 1_000, max: DAY_MS, description: 'status check "oldest-message": a shrinking quorum queue whose drain ETA is within this is a healthy drain, not an old message' },
   { name: 'STATUS_OUTBOX_LAG_MAX_MS', kind: 'duration-ms', default: 60_000, min: 1_000, description: 'status check "outbox-lag": age of the oldest unsent outbox row' },
   {
     name: 'BREAKER_METRICS_URLS',

@@ -37,8 +37,8 @@ describe('evaluateStatus', () => {
   it('names a backlog over the threshold and estimates the oldest age from the ack rate', () => {
     const f = { ...healthy(), queues: [q('a', { ready: 500, ackRate: 5 }), q('b')] };
     expect(failing(f)).toEqual([
-      ['backlog', 'a: 500 messages ready', 'docs/RUNBOOK.md#check-backlog'],
-      ['oldest-message', 'a: oldest ≈ 100 s', 'docs/RUNBOOK.md#check-oldest-message'],
+      ['backlog', 'a: 500 ready, draining 5.0/s, ETA 100 s', 'docs/RUNBOOK.md#check-backlog'],
+      ['oldest-message', 'a: oldest ≈ 100 s (estimate: 500 ready, draining 5.0/s, ETA 100 s)', 'docs/RUNBOOK.md#check-oldest-message'],
     ]);
     expect(oldestAgeMs(q('x', { ready: 1, headTimestamp: now.getTime() / 1000 - 7 }), now)).toBe(7000);
   });
@@ -82,5 +82,45 @@ describe('evaluateStatus: lines that say why', () => {
   it('keeps "no consumer" (and the consumers section) for a queue the open breaker does not pause', () => {
     const f = { ...healthy(), queues: [q('a'), q('b', { consumers: 0 })], breakers: [openSmtp] };
     expect(failing(f)[0]).toEqual(['consumers', 'b: no consumer', 'docs/RUNBOOK.md#check-consumers']);
+  });
+});
+
+describe('evaluateStatus: drain rate and ETA', () => {
+  const smtp = [{ source: 'http://email/metrics', name: 'SMTP rate limit', perSecond: 20, queues: ['a', 'b'] }];
+  const line = (f: StatusFacts, name: string) => evaluateStatus(f).checks.find((c) => c.name === name);
+
+  it('gives the rate, the limit it runs at and the ETA, even when the backlog is under the threshold', () => {
+    const f = { ...healthy(), queues: [q('a', { ready: 80, ackRate: 19, drainRate: 19.5, readyTrend: -3 }), q('b')], rateLimits: smtp };
+    expect(line(f, 'backlog')).toMatchObject({ ok: true, detail: 'every work queue is under the threshold; a: 80 ready, draining 20/s (SMTP rate limit 20/s), ETA 4 s' });
+  });
+
+  it('names no limit when the drain is well below it, and says "not draining" when nothing is acked', () => {
+    const f = { ...healthy(), queues: [q('a', { ready: 40, drainRate: 2 }), q('b', { ready: 7, drainRate: 0 })], rateLimits: smtp };
+    expect(line(f, 'backlog')?.detail).toBe('every work queue is under the threshold; a: 40 ready, draining 2.0/s, ETA 20 s; b: 7 ready, not draining');
+  });
+
+  it('estimates the age from the minute-averaged rate, not from one near-zero 5 s sample', () => {
+    // The spike the issue saw: 17,000 ready and an instantaneous ack rate of 1.2/s read 14,167 s.
+    const blip = q('a', { ready: 17_000, ackRate: 1.2, drainRate: 19.8, readyTrend: -12 });
+    expect(oldestAgeMs(blip, now)).toBe(858_586);
+    expect(oldestAgeMs({ ...blip, drainRate: undefined }, now)).toBe(14_166_667); // the broker's 5 s figure alone
+  });
+
+  it('keeps a shrinking queue whose ETA is within the drain bound green, and says why', () => {
+    const f = { ...healthy(), queues: [q('a', { ready: 1_700, drainRate: 20, readyTrend: -14 }), q('b')], rateLimits: smtp, thresholds: { ...healthy().thresholds, backlogMax: 10_000, drainEtaMaxMs: 1_800_000 } };
+    expect(line(f, 'oldest-message')).toMatchObject({ ok: true, detail: 'no work queue holds an old message; a: 1700 ready, draining 20/s (SMTP rate limit 20/s), ETA 85 s, shrinking (within the 30 min drain bound)' });
+  });
+
+  it('fails a queue that is not shrinking, or whose ETA exceeds the drain bound', () => {
+    const thresholds = { ...healthy().thresholds, backlogMax: 100_000, drainEtaMaxMs: 1_800_000 };
+    const growing = { ...healthy(), thresholds, queues: [q('a', { ready: 1_700, drainRate: 20, readyTrend: 2 }), q('b')] };
+    expect(line(growing, 'oldest-message')).toMatchObject({ ok: false, detail: 'a: oldest ≈ 85 s (estimate: 1700 ready, draining 20/s, ETA 85 s)' });
+    const long = { ...healthy(), thresholds, queues: [q('a', { ready: 50_000, drainRate: 20, readyTrend: -20 }), q('b')] };
+    expect(line(long, 'oldest-message')).toMatchObject({ ok: false, detail: 'a: oldest ≈ 42 min (estimate: 50000 ready, draining 20/s, ETA 42 min)' });
+  });
+
+  it('uses the measured head age of a classic queue as it is: no drain excuse', () => {
+    const f = { ...healthy(), thresholds: { ...healthy().thresholds, drainEtaMaxMs: 1_800_000 }, queues: [q('a', { ready: 10, drainRate: 20, readyTrend: -1, headTimestamp: now.getTime() / 1000 - 600 }), q('b')] };
+    expect(line(f, 'oldest-message')).toMatchObject({ ok: false, detail: 'a: oldest 10 min' });
   });
 });

@@ -49,19 +49,57 @@ export interface StatusFacts {
   rateLimits?: readonly RateLimitReading[];
   /** Due work no queue holds (domain/lost-work.ts); absent: not checked (no line). */
   lostWork?: LostWorkVerdict;
-  thresholds: { fanoutAfterMs: number; backlogMax: number; oldestMessageMaxMs: number; outboxLagMaxMs: number };
+  /** drainEtaMaxMs: how long a shrinking queue may take to drain before oldest-message fails (absent: oldestMessageMaxMs). */
+  thresholds: { fanoutAfterMs: number; backlogMax: number; oldestMessageMaxMs: number; outboxLagMaxMs: number; drainEtaMaxMs?: number };
 }
+
+/** The rate a queue drains at: the last minute's average when sampled, else the broker's last 5 s sample. */
+export const drainRateOf = (q: QueueSample): number => q.drainRate ?? q.ackRate;
 
 /**
  * Estimated age of a work queue's head message: the broker's head timestamp when it reports one
  * (classic queues); otherwise, for quorum queues, Little's law on what is waiting and how fast it is
- * consumed (ready / ack rate). null: messages wait and nothing is consumed (the age grows without bound).
+ * consumed (ready ÷ drain rate, the minute's average: see drainRateOf). null: messages wait and
+ * nothing is consumed (the age grows without bound).
  */
 export function oldestAgeMs(q: QueueSample, now: Date): number | null {
   if (q.ready === 0) return 0;
   if (q.headTimestamp !== null) return Math.max(0, now.getTime() - q.headTimestamp * 1000);
-  if (q.ackRate > 0) return Math.round((q.ready / q.ackRate) * 1000);
+  const rate = drainRateOf(q);
+  if (rate > 0) return Math.round((q.ready / rate) * 1000);
   return null;
+}
+
+/** How a queue drains: its rate, the time to consume what is ready now, and what caps the rate. */
+export interface Drain {
+  perSecond: number;
+  /** ready ÷ rate; null when nothing is consumed. */
+  etaMs: number | null;
+  /** `ready` fell over the rate window. */
+  shrinking: boolean;
+  /** The configured limit the drain runs at (≥ 90 % of it, summed over the queues it covers), e.g. "SMTP rate limit 20/s". */
+  limitedBy: string | null;
+}
+
+export function drainOf(q: QueueSample, all: readonly QueueSample[], rateLimits: readonly RateLimitReading[]): Drain {
+  const perSecond = drainRateOf(q);
+  const limit = rateLimits.find((l) => l.perSecond > 0 && l.queues.includes(q.name));
+  const together = limit ? all.filter((x) => limit.queues.includes(x.name)).reduce((sum, x) => sum + drainRateOf(x), 0) : 0;
+  return {
+    perSecond,
+    etaMs: q.ready === 0 ? 0 : perSecond > 0 ? Math.round((q.ready / perSecond) * 1000) : null,
+    shrinking: (q.readyTrend ?? 0) < 0,
+    limitedBy: limit && together >= 0.9 * limit.perSecond ? `${limit.name} ${limit.perSecond}/s` : null,
+  };
+}
+
+const rate = (perSecond: number): string => (perSecond >= 10 ? String(Math.round(perSecond)) : perSecond.toFixed(1));
+export const duration = (ms: number): string => (ms < 120_000 ? `${Math.round(ms / 1000)} s` : ms < 7_200_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 3_600_000)} h`);
+
+/** "800 ready, draining 20/s (SMTP rate limit 20/s), ETA 40 s", or "…, not draining". */
+function drainText(q: QueueSample, d: Drain): string {
+  if (d.etaMs === null) return `${q.name}: ${q.ready} ready, not draining`;
+  return `${q.name}: ${q.ready} ready, draining ${rate(d.perSecond)}/s${d.limitedBy ? ` (${d.limitedBy})` : ''}, ETA ${duration(d.etaMs)}`;
 }
 
 /** An open breaker for the `breakers` line: where, what it pauses, and the provider's last error. */
@@ -83,16 +121,35 @@ export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] }
     const missing = work.filter((q): q is { name: string; missing: true } => 'missing' in q).map((q) => q.name);
     const present = work.filter((q): q is QueueSample => !('missing' in q));
 
+    const drains = new Map(present.map((q) => [q.name, drainOf(q, present, f.rateLimits ?? [])]));
+    const drainOfQ = (q: QueueSample) => drains.get(q.name) as Drain;
     const over = present.filter((q) => q.ready > f.thresholds.backlogMax);
     const worst = present.reduce<QueueSample | undefined>((a, q) => (!a || q.ready > a.ready ? q : a), undefined);
-    add('backlog', over.length === 0, worst ? { queue: worst.name, ready: worst.ready } : null, f.thresholds.backlogMax,
-      over.length === 0 ? 'every work queue is under the threshold' : over.map((q) => `${q.name}: ${q.ready} messages ready`).join('; '));
+    const waiting = present.filter((q) => q.ready > 0).map((q) => drainText(q, drainOfQ(q)));
+    add('backlog', over.length === 0, worst ? { queue: worst.name, ready: worst.ready, perSecond: drainOfQ(worst).perSecond, etaMs: drainOfQ(worst).etaMs } : null, f.thresholds.backlogMax,
+      over.length === 0 ? ['every work queue is under the threshold', ...waiting].join('; ') : over.map((q) => drainText(q, drainOfQ(q))).join('; '));
 
-    const ages = present.map((q) => ({ queue: q.name, ageMs: oldestAgeMs(q, f.now) }));
-    const old = ages.filter((a) => a.ageMs === null || a.ageMs > f.thresholds.oldestMessageMaxMs);
+    // A quorum queue's age is an estimate (ready ÷ drain rate), which is also its drain's ETA: a
+    // queue that shrinks and will be empty within drainEtaMaxMs is a healthy drain, not an old
+    // message (docs/RECONCILER.md "Status": the rule and why).
+    const etaMax = f.thresholds.drainEtaMaxMs ?? f.thresholds.oldestMessageMaxMs;
+    const ages = present.map((q) => {
+      const d = drainOfQ(q);
+      return { queue: q.name, ageMs: oldestAgeMs(q, f.now), estimated: q.headTimestamp === null, healthyDrain: q.headTimestamp === null && d.shrinking && d.etaMs !== null && d.etaMs <= etaMax, q, d };
+    });
+    const old = ages.filter((a) => a.ageMs === null || (a.ageMs > f.thresholds.oldestMessageMaxMs && !a.healthyDrain));
+    const draining = ages.filter((a) => a.ageMs !== null && a.ageMs > f.thresholds.oldestMessageMaxMs && a.healthyDrain);
     const oldest = ages.reduce<{ queue: string; ageMs: number | null } | undefined>((a, x) => (!a || x.ageMs === null || (a.ageMs !== null && x.ageMs > a.ageMs) ? x : a), undefined);
-    add('oldest-message', old.length === 0, oldest ?? null, f.thresholds.oldestMessageMaxMs,
-      old.length === 0 ? 'no work queue holds an old message' : old.map((a) => (a.ageMs === null ? `${a.queue}: messages wait and none is consumed` : `${a.queue}: oldest ≈ ${Math.round(a.ageMs / 1000)} s`)).join('; '));
+    const ageText = (a: (typeof ages)[number]) =>
+      a.ageMs === null
+        ? `${a.queue}: messages wait and none is consumed`
+        : a.estimated
+          ? `${a.queue}: oldest ≈ ${duration(a.ageMs)} (estimate: ${drainText(a.q, a.d).slice(a.queue.length + 2)})`
+          : `${a.queue}: oldest ${duration(a.ageMs)}`;
+    add('oldest-message', old.length === 0, oldest ? { queue: oldest.queue, ageMs: oldest.ageMs } : null, f.thresholds.oldestMessageMaxMs,
+      old.length === 0
+        ? ['no work queue holds an old message', ...draining.map((a) => `${drainText(a.q, a.d)}, shrinking (within the ${duration(etaMax)} drain bound)`)].join('; ')
+        : old.map(ageText).join('; '));
 
     const idle = present.filter((q) => q.consumers === 0).map((q) => q.name);
     const stalled = f.watchdog.filter((w) => w.kind === 'stalled').map((w) => w.queue);

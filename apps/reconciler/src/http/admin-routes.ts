@@ -42,7 +42,7 @@ export async function collectStatus(deps: AppDeps) {
     breakers,
     rateLimits: 'error' in flow ? undefined : flow.rateLimits,
     lostWork,
-    thresholds: { fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS, backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS },
+    thresholds: { fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS, backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS, drainEtaMaxMs: config.STATUS_DRAIN_ETA_MAX_MS },
   });
 }
 
