@@ -239,3 +239,37 @@ it('renews an expired token in place: the preview stays, the refused confirm goe
   });
   await p.close();
 });
+
+it("drops a request waiting for a renewal when the operator signs out: it is never sent with the next operator's token", async () => {
+  const id = orderId();
+  await h.deadLetter([{ id, type: 'order.placed', reason: `address unknown for parcel ${id}` }]);
+  const short = OPERATORS.token('erin', 'reconciler', 4000);
+  const p = await signedIn(short, 'erin');
+  await p.locator('#groups tbody tr', { hasText: 'address unknown for parcel <uuid>' }).click();
+  await p.waitForSelector('#total[data-total="1"]');
+  await p.click('#replay-dry');
+  await p.waitForSelector('#preview-text[data-matched="1"]');
+  await eventually('the short token has expired', async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401);
+  await p.click('#confirm');
+  await p.waitForSelector('#renewal-reason:has-text("refused the token")');
+
+  // erin leaves instead of renewing; frank signs in on the same page and renews his own token.
+  await p.click('#logout');
+  await p.fill('#token', h.token('frank', 'admin'));
+  await p.click('#login-form button');
+  await p.waitForSelector('#who:has-text("signed in as frank")');
+  await p.click('#renew');
+  await p.fill('#renew-token', h.token('frank', 'admin'));
+  await p.click('#renew-form button');
+  await p.waitForSelector('#renewal', { state: 'hidden' });
+  await p.click('#refresh');
+  await p.waitForSelector('#summary tbody tr');
+
+  const { rows } = await h.pool.query(
+    `SELECT o.requested_by FROM dlq_operations o JOIN dlq_operation_items i ON i.operation_id = o.id JOIN dlq_messages m ON m.id = i.message_id WHERE m.message_id = $1`,
+    [id],
+  );
+  expect(rows).toEqual([]);
+  expect((await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id])).rows).toEqual([{ state: 'pending' }]);
+  await p.close();
+});

@@ -162,7 +162,7 @@ export const CONSOLE_JS = `(() => {
 
   function renewal(reason) {
     $('renewal').hidden = false; $('renewal-reason').textContent = reason; $('renew-error').textContent = '';
-    if (!renewed) { let resolve; const promise = new Promise((r) => { resolve = r; }); renewed = { promise, resolve }; }
+    if (!renewed) { let resolve, reject; const promise = new Promise((ok, fail) => { resolve = ok; reject = fail; }); renewed = { promise, resolve, reject }; }
     return renewed.promise;
   }
 
@@ -199,6 +199,8 @@ export const CONSOLE_JS = `(() => {
   function query(f, extra) { const p = new URLSearchParams(); for (const [k, v] of Object.entries(Object.assign({}, f, extra || {}))) if (v) p.set(k, v); return p.toString(); }
 
   function showLogin(message) {
+    // Requests waiting for a renewal die with the sign-out: never sent later with another operator's token.
+    if (renewed) { renewed.reject(new Error('signed out before the token was renewed')); renewed = null; }
     operator = null; $('renewal').hidden = true; $('renew').hidden = true; $('expiry').textContent = '';
     $('login').hidden = false; $('app').hidden = true; $('logout').hidden = true; $('who').textContent = '';
     $('login-error').textContent = message || '';
