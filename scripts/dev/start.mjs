@@ -107,7 +107,7 @@ function printSummary(apps, mail, supervisor, broker) {
   } else {
     line('RabbitMQ management', `${ui}  (guest / guest)`);
   }
-  if (broker?.vhost) line('RabbitMQ vhost', `${broker.vhost}: each app as its own user (infra/rabbitmq/dev-credentials.json); pick it top right in the UI`);
+  if (broker?.vhost) line('RabbitMQ vhost', `${broker.vhost}: each app as its own user (infra/rabbitmq/dev-credentials.json); volunteer sees only its queues`);
   line('RabbitMQ metrics', 'http://127.0.0.1:15692/metrics');
   if (mail) line('MailDev (emails)', `${mail.webUrl}  (REST: ${mail.webUrl}/api/email)`);
   else line('SMTP', process.env.SMTP_URL);
