@@ -98,7 +98,7 @@ export function evaluateLostWork(due: readonly DueWork[], sample: readonly Queue
   const grace = `${Math.round(o.graceMs / 1000)} s`;
   const describe = (q: LostQueue) =>
     `${q.queue}: ${q.kinds.map((k) => plural(k.rows, ...KIND_LABEL[k.kind])).join(', ')} (due for over ${grace}), but the queue holds ${plural(q.held, 'message')}: at least ${q.lost.toLocaleString('en-US')} lost` +
-    ` (oldest ${q.kinds.map((k) => k.oldest).filter((x): x is string => x !== null).sort()[0] ?? '?'}); re-drive: npm run ops -- ${q.kinds.map((k) => k.kind).join('|')} redrive`;
+    `; re-drive: ${q.kinds.map((k) => `npm run ops -- ${k.kind} redrive --since ${k.oldest ?? '<iso>'}`).join(', ')}`;
   const detail =
     lost.length > 0
       ? lost.map(describe).join('; ')

@@ -203,6 +203,7 @@ export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] }
     add('breakers', open.length === 0, f.breakers.map((b) => ({ source: b.source, series: b.series, open: b.open })), 'closed',
       open.length === 0 ? (f.breakers.length ? 'every circuit breaker is closed' : 'no breaker source configured (BREAKER_METRICS_URLS)') : open.map(describeOpenBreaker).join('; '));
   }
-  if (f.lostWork) add('lost-work', f.lostWork.ok, Object.fromEntries(f.lostWork.queues.map((q) => [q.queue, { due: q.due, held: q.held, lost: q.lost }])), 0, f.lostWork.detail);
+  // The value: rows at least lost over every queue (per queue: GET /v1/admin/lost-work, `ops lost-work`).
+  if (f.lostWork) add('lost-work', f.lostWork.ok, f.lostWork.queues.reduce((n, q) => n + q.lost, 0), 0, f.lostWork.detail);
   return { ok: checks.every((c) => c.ok), checks };
 }
