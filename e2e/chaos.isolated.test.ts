@@ -1,7 +1,4 @@
-import { spawn } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { breachedRows, runFaultSuite } from './chaos/spawn-suite';
 
 /**
  * The fault suite's short profile (e2e/chaos/run.ts, CHAOS_PROFILE=short): every fault of
@@ -11,39 +8,13 @@ import path from 'node:path';
  * a lost or duplicated effect, a DLQ message without a reason or matching no ledger event, a missing
  * or duplicated email, a counter off, an app that exited or is not ready again, no recovery.
  */
-const ROOT = path.resolve(__dirname, '..');
-const REPORT = path.join(tmpdir(), `chaos-short-${process.pid}.json`);
-
-interface Report {
-  totals: Record<string, number>;
-  rows: Array<{ fault: string; lost: number; duplicated: number; emailsMissing: number; emailsDuplicated: number; counterMismatches: number; feedCountersOff: number; exits: number; notReady: string; faultBreaches: string[]; dlqUnmatched: number; dlqWithoutReason: number }>;
-  unexpectedExits: string[];
-}
-
-
 describe('fault suite, short profile', () => {
-  afterAll(() => rm(REPORT, { force: true }));
-
   it('loses, duplicates and crashes nothing under any fault', async () => {
-    const output: string[] = [];
-    const code = await new Promise<number | null>((resolve) => {
-      const child = spawn(process.execPath, ['-r', '@swc-node/register', 'e2e/chaos/run.ts'], {
-        cwd: ROOT,
-        env: { ...process.env, CHAOS_PROFILE: 'short', CHAOS_REPORT: REPORT },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout.on('data', (c: Buffer) => output.push(c.toString()));
-      child.stderr.on('data', (c: Buffer) => output.push(c.toString()));
-      child.on('exit', (c) => resolve(c));
-    });
-    const log = output.join('');
-    if (code !== 0) throw new Error(`the fault suite exited ${code}:\n${log.slice(-12_000)}`);
-    const report = JSON.parse(await readFile(REPORT, 'utf8')) as Report;
+    const report = await runFaultSuite({ CHAOS_PROFILE: 'short' });
     // Every contract event type was produced and checked, and every fault ran.
     for (const [type, n] of Object.entries(report.totals)) expect([type, n > 0]).toEqual([type, true]);
     expect(report.rows.length).toBeGreaterThanOrEqual(15);
-    const breaches = report.rows.filter((r) => r.lost + r.duplicated + r.emailsMissing + r.emailsDuplicated + r.counterMismatches + r.feedCountersOff + r.exits + r.dlqUnmatched + r.dlqWithoutReason > 0 || r.notReady !== 'none' || r.faultBreaches.length > 0);
-    expect(breaches).toEqual([]);
+    expect(breachedRows(report)).toEqual([]);
     expect(report.unexpectedExits).toEqual([]);
   }, 1_800_000);
 });

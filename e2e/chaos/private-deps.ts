@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -69,16 +69,44 @@ export interface PrivateRabbit {
   amqpUrl: string;
   amqpPort: number;
   managementUrl: string;
+  managementPort: number;
   /** `rabbitmqctl -n <node> ...args`. */
   ctl(...args: string[]): Promise<string>;
+  /** Another CLI tool of the package against this node: `rabbitmq-upgrade -n <node> drain`, `rabbitmq-queues ...`. */
+  cli(tool: 'rabbitmq-upgrade' | 'rabbitmq-queues' | 'rabbitmq-diagnostics', ...args: string[]): Promise<string>;
+  /** SIGKILL of the node's Erlang VM (the pid in its RABBITMQ_PID_FILE), as the OOM killer or a lost machine does it; resolves once it is gone. */
+  kill(): Promise<void>;
+  /** `rabbitmqctl stop` (the VM ends; data, config and cluster membership stay for `start`). */
+  shutdown(): Promise<void>;
+  /** Starts the node again on the same ports and data (after `kill` or `shutdown`); resolves once it serves AMQP and the management API. */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startPrivateRabbit(): Promise<PrivateRabbit> {
+export interface RabbitNodeOptions {
+  /** The node name; default `chaos-<pid>@localhost`. The leftovers sweep (scripts/dev/setup/leftovers.mjs) reads the owner pid in it. */
+  node?: string;
+  /** Prefix of its temporary directory (default `chaos-rabbit-`). */
+  dirPrefix?: string;
+  /** More rabbitmq.conf lines. */
+  conf?: string[];
+}
+
+/** The beam of a node whose pid file says `pid` is still running. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export async function startPrivateRabbit(options: RabbitNodeOptions = {}): Promise<PrivateRabbit> {
   const user = 'rabbitmq';
-  const dir = await ownedDir('chaos-rabbit-', user);
+  const dir = await ownedDir(options.dirPrefix ?? 'chaos-rabbit-', user);
   const [amqpPort, mgmtPort, distPort] = [await freePort(), await freePort(), await freePort()];
-  const node = `chaos-${process.pid}@localhost`;
+  const node = options.node ?? `chaos-${process.pid}@localhost`;
   await writeFile(path.join(dir, 'enabled_plugins'), '[rabbitmq_management].\n');
   await writeFile(
     path.join(dir, 'rabbitmq.conf'),
@@ -88,12 +116,14 @@ export async function startPrivateRabbit(): Promise<PrivateRabbit> {
       `management.tcp.port = ${mgmtPort}`,
       // Queue stats every second, not 5 s: the drain checks read them.
       `collect_statistics_interval = 1000`,
+      ...(options.conf ?? []),
       '',
     ].join('\n'),
   );
   if (IS_ROOT) await run('chown', ['-R', `${user}:${user}`, dir]);
   // HOME holds the Erlang cookie the CLI tools and the node share (the package's, as for the shared node).
   const home = IS_ROOT ? '/var/lib/rabbitmq' : (process.env.HOME ?? dir);
+  const pidFile = path.join(dir, 'pid');
   const env = {
     HOME: home,
     RABBITMQ_NODENAME: node,
@@ -101,20 +131,25 @@ export async function startPrivateRabbit(): Promise<PrivateRabbit> {
     RABBITMQ_DIST_PORT: String(distPort),
     RABBITMQ_MNESIA_BASE: path.join(dir, 'mnesia'),
     RABBITMQ_LOG_BASE: path.join(dir, 'log'),
-    RABBITMQ_PID_FILE: path.join(dir, 'pid'),
+    RABBITMQ_PID_FILE: pidFile,
     RABBITMQ_ENABLED_PLUGINS_FILE: path.join(dir, 'enabled_plugins'),
     RABBITMQ_CONFIG_FILE: path.join(dir, 'rabbitmq.conf'),
     RABBITMQ_ADVANCED_CONFIG_FILE: path.join(dir, 'advanced.config'),
   };
-  const ctl = (...args: string[]) => as(user, path.join(RABBIT_BIN, 'rabbitmqctl'), ['-n', node, ...args], { HOME: home });
-  await as(user, path.join(RABBIT_BIN, 'rabbitmq-server'), ['-detached'], env);
+  const cli = (tool: string, ...args: string[]) => as(user, path.join(RABBIT_BIN, tool), ['-n', node, ...args], { HOME: home });
+  const ctl = (...args: string[]) => cli('rabbitmqctl', ...args);
   const managementUrl = `http://127.0.0.1:${mgmtPort}`;
-  try {
+  const pid = async () => Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
+  const start = async () => {
+    await as(user, path.join(RABBIT_BIN, 'rabbitmq-server'), ['-detached'], env);
     await waitFor(`RabbitMQ node ${node}`, async () => {
       await ctl('await_startup', '--timeout', '5');
       const res = await fetch(`${managementUrl}/api/overview`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
       return res.ok;
-    }, 90_000);
+    }, 120_000);
+  };
+  try {
+    await start();
   } catch (err) {
     await ctl('stop').catch(() => undefined);
     throw err;
@@ -124,9 +159,27 @@ export async function startPrivateRabbit(): Promise<PrivateRabbit> {
     amqpUrl: `amqp://guest:guest@127.0.0.1:${amqpPort}`,
     amqpPort,
     managementUrl,
+    managementPort: mgmtPort,
     ctl,
+    cli,
+    async kill() {
+      const p = await pid();
+      if (!p || !running(p)) throw new Error(`${node}: no running VM in ${pidFile}`);
+      process.kill(p, 'SIGKILL');
+      await waitFor(`${node} gone after SIGKILL`, async () => !running(p), 30_000);
+    },
+    async shutdown() {
+      const p = await pid();
+      await ctl('stop');
+      if (p) await waitFor(`${node} stopped`, async () => !running(p), 60_000);
+    },
+    start,
     async stop() {
       await ctl('stop').catch(() => undefined);
+      // A node killed and never restarted has nobody to answer `stop`: its VM is gone already; one
+      // that does not answer is killed, so no beam outlives the suite.
+      const p = await pid();
+      if (p && running(p)) process.kill(p, 'SIGKILL');
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -10,6 +10,8 @@ import { checkInvariants, pendingWork, queueDepths, queueDepthsFast, readQueue, 
 import { cast as makeCast, EVENT_TYPES, Ledger, runLoad } from './load';
 import { createMigratedDatabase, startPrivatePostgres, startPrivateRabbit, startPrivateRedis, type PrivatePostgres, type PrivateRabbit, type PrivateRedis } from './private-deps';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
+import { startCluster, type Cluster } from '../cluster/cluster';
+import { clusterFaults, leadersByNode } from '../cluster/faults';
 
 /**
  * The fault suite (`npm run test:chaos`; short profile in `npm test` via e2e/chaos.isolated.test.ts).
@@ -22,6 +24,12 @@ import { startTcpProxy, type TcpProxy } from './tcp-proxy';
  * demo API emits) goes through the demo API; one fault at a time is injected once a third of the
  * phase's rounds are done, held, healed while the load goes on; then the system drains and the
  * invariants are checked over everything acknowledged so far (checks.ts). Exits 1 on any breach.
+ *
+ * CHAOS_SUITE=cluster runs the cluster fault suite instead (`npm run test:cluster`; short profile in
+ * `npm test` via e2e/cluster.isolated.test.ts): the same load, ledger and invariants against a
+ * 3-node RabbitMQ cluster of its own (e2e/cluster/cluster.ts), reached through haproxy
+ * (CLUSTER_ACCESS=haproxy) or with AMQP_URL listing the nodes (CLUSTER_ACCESS=urls), and the
+ * cluster's faults (e2e/cluster/faults.ts) instead of the single node's.
  *
  * CHAOS_PROFILE: short (CI, default) | mid | full (≥ 10,000 of every one-per-round event type over
  * the whole run: ceil(10,400 / faults selected) rounds per fault). Overrides:
@@ -64,6 +72,17 @@ const PROFILES: Record<string, Profile> = {
   // type a round produces once reaches ≥ 10,000 whatever CHAOS_FAULTS selects; the holds of the issue; product defaults.
   full: { rounds: 0, totalRounds: 10_400, rate: 10, holdMs: 30_000, kills: 3, pgHoldMs: 60_000, closeForMs: 60_000, recoverMs: 600_000, drainMs: 900_000, appEnv: {} },
 };
+const SUITE = process.env.CHAOS_SUITE ?? 'chaos';
+if (SUITE !== 'chaos' && SUITE !== 'cluster') throw new Error(`CHAOS_SUITE: "${SUITE}" is not chaos or cluster`);
+const ACCESS = process.env.CLUSTER_ACCESS ?? 'haproxy';
+if (ACCESS !== 'haproxy' && ACCESS !== 'urls') throw new Error(`CLUSTER_ACCESS: "${ACCESS}" is not haproxy or urls`);
+// The cluster suite's full profile: the issue's 15,000 mentions (4 per round) over the whole run,
+// with two SIGKILLs of the critical queue's leader; its holds are a node down for 30 s.
+if (SUITE === 'cluster') {
+  PROFILES.full = { ...PROFILES.full, totalRounds: 3_750, kills: 2 };
+  PROFILES.mid = { ...PROFILES.mid, kills: 2 };
+  PROFILES.short = { ...PROFILES.short, kills: 1 };
+}
 const PROFILE_NAME = process.env.CHAOS_PROFILE ?? 'short';
 const base = PROFILES[PROFILE_NAME];
 if (!base) throw new Error(`CHAOS_PROFILE: "${PROFILE_NAME}" is not one of ${Object.keys(PROFILES).join(', ')}`);
@@ -100,7 +119,11 @@ const APPS: AppSpec[] = [
 ];
 
 interface Deps {
-  rabbit: PrivateRabbit;
+  /** The broker as the suite's checks and the single-node faults use it (the cluster: any node, through haproxy). */
+  rabbit: Pick<PrivateRabbit, 'ctl' | 'amqpUrl' | 'amqpPort' | 'managementUrl'>;
+  /** The cluster suite's cluster; every app's AMQP_URL is then `appAmqpUrl` (haproxy, or the node list). */
+  cluster?: Cluster;
+  appAmqpUrl?: string;
   pgServer: PrivatePostgres;
   redis: PrivateRedis;
   smtp: SmtpSink;
@@ -121,7 +144,7 @@ let appEnv: Record<string, string> = {};
 const ports: Record<string, number> = {};
 
 async function launch(spec: AppSpec, deps: Deps): Promise<void> {
-  const amqp = spec.amqpViaProxy ? `amqp://guest:guest@127.0.0.1:${deps.amqpProxy.port}` : deps.rabbit.amqpUrl;
+  const amqp = deps.appAmqpUrl ?? (spec.amqpViaProxy ? `amqp://guest:guest@127.0.0.1:${deps.amqpProxy.port}` : deps.rabbit.amqpUrl);
   const app = await startApp(spec.name, ports[spec.key], { ...appEnv, AMQP_URL: amqp, ...(spec.env?.(ports) ?? {}) });
   app.proc.on('exit', (code, signal) => {
     if (killedOnPurpose.has(app) || cleaning) return;
@@ -155,6 +178,7 @@ type Fault = (deps: Deps) => Promise<string>;
 
 /** Each fault: inject, hold, heal; resolves once healed, with a note for the report. */
 function faults(): Record<string, Fault> {
+  if (SUITE === 'cluster') return clusterSuiteFaults();
   const f: Record<string, Fault> = {};
   for (const spec of APPS) {
     // P.kills kills at random points of the hold, each once the app has a backlog in its queues (a
@@ -261,6 +285,15 @@ function faults(): Record<string, Fault> {
   return f;
 }
 
+/** The cluster suite's faults (e2e/cluster/faults.ts), acting on the cluster the run starts. */
+function clusterSuiteFaults(): Record<string, Fault> {
+  const cluster = clusterFaults({ app, breaches: faultBreaches, holdMs: P.holdMs, kills: P.kills, recoverMs: P.recoverMs });
+  return Object.fromEntries(Object.entries(cluster).map(([name, fault]) => [name, (deps: Deps) => {
+    if (!deps.cluster) throw new Error('the cluster suite started no cluster');
+    return fault({ cluster: deps.cluster, management: deps.management });
+  }]));
+}
+
 interface Row extends Omit<Figures, 'events' | 'examples'> {
   fault: string;
   note: string;
@@ -336,7 +369,10 @@ async function readDlqs(deps: Deps): Promise<BrokerMessage[]> {
 
 async function main(): Promise<number> {
   const all = faults();
-  const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : Object.keys(all);
+  // The cluster suite's short profile (in `npm test`) takes the two faults that fit its budget; the
+  // rolling restart (about 90 s of restarts) is the full profile's (docs/TESTING.md).
+  const defaults = SUITE === 'cluster' && PROFILE_NAME === 'short' ? Object.keys(all).filter((f) => !f.startsWith('rolling restart')) : Object.keys(all);
+  const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : defaults;
   const unknown = selected.filter((f) => !all[f]);
   if (unknown.length > 0) throw new Error(`CHAOS_FAULTS: unknown fault(s) ${JSON.stringify(unknown)}; known: ${Object.keys(all).join(' | ')}`);
   if (process.env.CHAOS_ROUNDS === undefined && base.totalRounds) P.rounds = Math.ceil(base.totalRounds / selected.length);
@@ -354,7 +390,7 @@ async function main(): Promise<number> {
       return s;
     };
     const [rabbit, pgServer, redis, smtp] = await Promise.all([
-      startPrivateRabbit().then(own),
+      startBroker().then(own),
       startPrivatePostgres().then(own),
       startPrivateRedis().then(own),
       startSmtpSink().then((sink) => (own({ stop: () => sink.close() }), sink)),
@@ -365,7 +401,8 @@ async function main(): Promise<number> {
     started.push({ stop: () => amqpProxy.close() }, { stop: () => pgProxy.close() });
     db = new pg.Pool({ connectionString: dbUrl, max: 3, application_name: 'chaos-checker' });
     db.on('error', () => undefined); // the Postgres faults hit this pool too; its queries are retried by the polling below
-    const deps: Deps = { rabbit, pgServer, redis, smtp, amqpProxy, pgProxy, dbUrl, db, management: { url: rabbit.managementUrl, vhost: '/' } };
+    const deps: Deps = { rabbit, cluster: rabbit.cluster, appAmqpUrl: rabbit.appAmqpUrl, pgServer, redis, smtp, amqpProxy, pgProxy, dbUrl, db, management: { url: rabbit.managementUrl, vhost: '/' } };
+    if (rabbit.cluster) leaders.community = await importedLeaders(rabbit.cluster);
     console.log(`[chaos] private RabbitMQ ${rabbit.node} (${rabbit.amqpUrl}), Postgres ${pgServer.url}, Redis ${redis.url}, SMTP :${smtp.port} — ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 
     for (const spec of APPS) ports[spec.key] = await freePort();
@@ -405,6 +442,8 @@ async function main(): Promise<number> {
       }
     }
     await drain(deps, db, 60_000);
+    // The apps declared the topology of vhost `/` at run time, each through whichever node it reached.
+    if (rabbit.cluster) leaders['/'] = await checkSpread('/', await leadersByNode(deps.management));
     const feed: FeedReaders = {
       readers: cast.readers,
       async readFeed(userId) {
@@ -509,7 +548,7 @@ async function main(): Promise<number> {
     }
     const totals = ledger.countByType();
     console.log(`\n[chaos] ${PROFILE_NAME} profile: ${ledger.requests} requests, ${ledger.events.size} ledger events in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${EVENT_TYPES.map((t) => `${t} ${totals[t]}`).join(', ')}`);
-    if (process.env.CHAOS_REPORT) await writeFile(process.env.CHAOS_REPORT, JSON.stringify({ profile: PROFILE_NAME, settings: P, totals, rows, unexpectedExits }, null, 2));
+    if (process.env.CHAOS_REPORT) await writeFile(process.env.CHAOS_REPORT, JSON.stringify({ suite: SUITE, ...(SUITE === 'cluster' ? { access: ACCESS, leaders } : {}), profile: PROFILE_NAME, settings: P, totals, rows, unexpectedExits, setupBreaches }, null, 2));
   } finally {
     await cleanup();
     await db?.end().catch(() => undefined);
@@ -518,7 +557,72 @@ async function main(): Promise<number> {
   for (const e of unexpectedExits) console.error(`[chaos] UNEXPECTED EXIT: ${e}`);
   const failed = rows.filter((r) => breaches(r).length > 0);
   for (const r of failed) console.error(`[chaos] FAILED ${r.fault}: ${breaches(r).join(', ')}`);
-  return failed.length === 0 && unexpectedExits.length === 0 && rows.length === selected.length ? 0 : 1;
+  if (SUITE === 'cluster') console.log(`[chaos] quorum queue leaders by node: ${JSON.stringify(leaders)}`);
+  for (const b of setupBreaches) console.error(`[chaos] FAILED: ${b}`);
+  return failed.length === 0 && unexpectedExits.length === 0 && setupBreaches.length === 0 && rows.length === selected.length ? 0 : 1;
+}
+
+type BrokerOfSuite = Deps['rabbit'] & { node: string; cluster?: Cluster; appAmqpUrl?: string; stop(): Promise<void> };
+
+/** The suite's broker: a private node, or (CHAOS_SUITE=cluster) a private 3-node cluster with haproxy in front. */
+async function startBroker(): Promise<BrokerOfSuite> {
+  if (SUITE === 'chaos') return startPrivateRabbit();
+  const cluster = await startCluster();
+  return {
+    node: `a cluster of ${cluster.nodes.map((n) => n.node).join(', ')} behind haproxy`,
+    cluster,
+    // The suite reads and acts through haproxy (the management API there, rabbitmqctl on any node).
+    amqpUrl: cluster.haproxyAmqpUrl,
+    amqpPort: cluster.haproxyAmqpPort,
+    managementUrl: cluster.haproxyManagementUrl,
+    ctl: (...args) => cluster.ctl(...args),
+    // The apps' AMQP_URL: haproxy, as a Kubernetes Service; or every node, with no load balancer.
+    // RABBITMQ_MANAGEMENT_URL takes one address, haproxy's, either way (docs/MESSAGING.md "Endpoints").
+    appAmqpUrl: ACCESS === 'urls' ? cluster.urlList : cluster.haproxyAmqpUrl,
+    stop: () => cluster.stop(),
+  };
+}
+
+/** Quorum queue leaders by node, per vhost (the cluster suite): `community` after the import, `/` after the apps declared it. */
+const leaders: Record<string, Record<string, number>> = {};
+/** What the set-up found wrong (a breach, as a fault row's). */
+const setupBreaches: string[] = [];
+
+/**
+ * The Kubernetes path: the generated definitions (infra/rabbitmq/definitions.json: vhost
+ * `community`, its users, topology and policies) imported through ONE node's management API, as
+ * the rabbitmq-topology Job does; every queue is declared on that node, and only the leader
+ * locator of the policies spreads the leaders (docs/MESSAGING.md "Leader placement").
+ */
+async function importedLeaders(cluster: Cluster): Promise<Record<string, number>> {
+  const definitions = await readFile(path.resolve(__dirname, '../../infra/rabbitmq/definitions.json'), 'utf8');
+  const res = await fetch(`${cluster.nodes[0].managementUrl}/api/definitions`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`, 'content-type': 'application/json' },
+    body: definitions,
+  });
+  if (!res.ok) throw new Error(`importing infra/rabbitmq/definitions.json: ${res.status} ${await res.text()}`);
+  const m = { url: cluster.nodes[0].managementUrl, vhost: 'community' };
+  // The management API lists a quorum queue's leader once the queue's first statistics are in.
+  const byNode = await eventually('every imported quorum queue with a leader', async () => {
+    const counts = await leadersByNode(m);
+    return counts['?'] === undefined && Object.values(counts).reduce((a, b) => a + b, 0) > 0 ? counts : false;
+  }, 60_000, 500);
+  return checkSpread('community', byNode);
+}
+
+/** Leaders spread over every node, none with more than one above another (what `balanced` gives). */
+function checkSpread(vhost: string, byNode: Record<string, number>): Record<string, number> {
+  const counts = cluster3(byNode);
+  if (Math.max(...counts) - Math.min(...counts) > 1) setupBreaches.push(`quorum queue leaders of vhost ${vhost} not spread over the nodes: ${JSON.stringify(byNode)}`);
+  console.log(`[chaos] quorum queue leaders of vhost ${vhost} by node: ${JSON.stringify(byNode)}`);
+  return byNode;
+}
+
+/** Leader counts of the three nodes (0 for a node leading nothing). */
+function cluster3(byNode: Record<string, number>): number[] {
+  const nodes = Object.keys(byNode);
+  return [...nodes.map((n) => byNode[n]), ...Array.from({ length: Math.max(0, 3 - nodes.length) }, () => 0)];
 }
 
 /** The invariants a row breaks (empty: it passes). */

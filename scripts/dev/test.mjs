@@ -6,8 +6,10 @@
 //   2. *.isolated.test.ts one at a time (--runInBand): each starts a RabbitMQ node, a Postgres cluster
 //      and a Redis of its own (the fault suite's short profile), so it disturbs nothing shared; it is
 //      long and CPU-heavy, and started at once beside run 1 it no longer adds its length to the suite's;
-//   3. then *.disruptive.test.ts alone with --runInBand: they restart or disconnect the shared broker,
-//      so they must not overlap with anything else.
+//   3. then *.disruptive.test.ts with --runInBand: they restart or disconnect the shared broker,
+//      so they must not overlap with anything else that uses it; BESIDE them
+//   4. *.cluster.test.ts (the cluster fault suite's short profile, a RabbitMQ cluster of its own): it
+//      uses nothing shared, and after runs 1 and 2 it has the CPU it needs (docs/TESTING.md).
 // A run with no files is skipped quietly. Extra arguments go to every run: `npm test -- libs/messaging`,
 // `npm test -- -t "retry"`. MailDev is not started: tests run their own SMTP servers (see
 // docs/OPERATIONS-LOCAL.md). How the suite is organised and why: docs/TESTING.md.
@@ -26,7 +28,8 @@ const INFO_ONLY = new Set(['--listTests', '--showConfig', '--help', '-h', '--ver
 const SUITES = [
   { name: 'regular suite', config: 'scripts/dev/setup/jest.regular.config.cjs', how: 'parallel', flags: [], phase: 1 },
   { name: 'isolated suite', config: 'scripts/dev/setup/jest.isolated.config.cjs', how: '--runInBand, beside the regular suite', flags: ['--runInBand'], phase: 1 },
-  { name: 'disruptive suite', config: 'scripts/dev/setup/jest.disruptive.config.cjs', how: '--runInBand, alone', flags: ['--runInBand'], phase: 2 },
+  { name: 'disruptive suite', config: 'scripts/dev/setup/jest.disruptive.config.cjs', how: '--runInBand, after runs 1 and 2', flags: ['--runInBand'], phase: 2 },
+  { name: 'cluster suite', config: 'scripts/dev/setup/jest.cluster.config.cjs', how: '--runInBand, beside the disruptive suite', flags: ['--runInBand'], phase: 2 },
 ];
 let interrupted = null; // the signal that stopped a jest run, if any
 const files = (n) => `${n} file${n === 1 ? '' : 's'}`;
@@ -76,7 +79,8 @@ async function bundleAppsForTests() {
 async function runSuites(filtered, counts, args) {
   const results = [];
   for (const phase of [...new Set(SUITES.map((suite) => suite.phase))]) {
-    // The disruptive suite restarts or disconnects the whole broker: it runs in a phase of its own.
+    // The disruptive suite restarts or disconnects the whole broker: it runs in a phase of its own,
+    // with only the cluster suite beside it (which never touches the shared broker).
     const runs = SUITES.map((suite, i) => ({ suite, n: counts[i] })).filter(({ suite, n }) => suite.phase === phase && n !== 0);
     const codes = await Promise.all(runs.map(({ suite, n }) => {
       log.step(`jest: ${suite.name} (${files(n)}, ${suite.how})${filtered ? ` ${c.dim(args.join(' '))}` : ''}`);

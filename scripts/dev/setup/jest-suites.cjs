@@ -4,18 +4,23 @@
 //                cluster, a Redis) and loads the machine, but touches nothing shared, so this run goes
 //                beside the regular one, one file at a time (--runInBand);
 //  - disruptive: only *.disruptive.test.ts (they restart or disconnect the shared broker; --runInBand,
-//                after the other two, alone).
+//                after the other two, alone);
+//  - cluster:    only *.cluster.test.ts: the cluster fault suite's short profile (a 3-node RabbitMQ
+//                cluster of its own); after the first two, beside the disruptive run, which is short
+//                and touches nothing it uses.
 const path = require('node:path');
 
 const ROOT = path.resolve(__dirname, '../../..');
 const DISRUPTIVE = '\\.disruptive\\.test\\.ts$';
 const ISOLATED = '\\.isolated\\.test\\.ts$';
+const CLUSTER = '\\.cluster\\.test\\.ts$';
 /** testPathIgnorePatterns that leave only the files matching `pattern`. */
 const only = (pattern) => `^(?!.*${pattern})`;
 const IGNORE = {
-  regular: [DISRUPTIVE, ISOLATED],
+  regular: [DISRUPTIVE, ISOLATED, CLUSTER],
   isolated: [only(ISOLATED)],
   disruptive: [only(DISRUPTIVE)],
+  cluster: [only(CLUSTER)],
 };
 
 function derive(kind) {
@@ -29,4 +34,4 @@ function derive(kind) {
   return cfg;
 }
 
-module.exports = { derive, DISRUPTIVE, ISOLATED };
+module.exports = { derive, DISRUPTIVE, ISOLATED, CLUSTER };

@@ -9,7 +9,9 @@
 // name whose process is alive belongs to a run still going on this machine (a second clone, a developer's
 // jest) and is kept. A `test*` name without a pid is from before the pid was added, and is deleted.
 // Only servers on this machine are cleaned: a pid means nothing on another host.
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { log } from './log.mjs';
 import { httpGet } from './net.mjs';
@@ -107,6 +109,54 @@ async function redisKeys(req, url) {
   }
 }
 
+/**
+ * The fault suites' private RabbitMQ nodes and haproxy processes whose suite was killed (e2e/chaos/
+ * private-deps.ts, e2e/cluster/cluster.ts): a node is named `chaos-<pid>@…` or `cluster-<pid>-<n>@…`
+ * (RABBITMQ_NODENAME in the VM's environment), the cluster's haproxy reads a config under
+ * `<tmp>/cluster-<pid>-haproxy-…`; with the owner pid gone, the process is killed (SIGKILL: nobody
+ * needs its data) and the cluster's `<tmp>/cluster-<pid>-…` directories removed. Linux only (/proc).
+ */
+export function sweepPrivateServers() {
+  if (!existsSync('/proc/self/environ')) return { processes: 0, dirs: 0 };
+  let processes = 0;
+  const read = (file) => {
+    try {
+      return readFileSync(file, 'utf8').split('\0');
+    } catch {
+      return [];
+    }
+  };
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const argv = read(`/proc/${pid}/cmdline`);
+    let owner = null;
+    if (argv.some((a) => a.endsWith('beam.smp'))) {
+      const name = read(`/proc/${pid}/environ`).find((v) => v.startsWith('RABBITMQ_NODENAME='));
+      const m = name && /^RABBITMQ_NODENAME=(?:chaos|cluster)-(\d+)(?:-\d+)?@/.exec(name);
+      if (m) owner = Number(m[1]);
+    } else if (argv.some((a) => a.endsWith('haproxy'))) {
+      const cfg = argv.find((a) => /[/\\]cluster-\d+-haproxy-[^/\\]+[/\\]haproxy\.cfg$/.test(a));
+      if (cfg) owner = Number(/cluster-(\d+)-haproxy-/.exec(cfg)[1]);
+    }
+    if (owner === null || alive(owner)) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+      processes += 1;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let dirs = 0;
+  for (const name of readdirSync(tmpdir())) {
+    const m = /^cluster-(\d+)-(?:rabbit\d+|haproxy)-/.exec(name);
+    if (!m || alive(Number(m[1]))) continue;
+    rmSync(path.join(tmpdir(), name), { recursive: true, force: true });
+    dirs += 1;
+  }
+  return { processes, dirs };
+}
+
 /** Deletes leaked test vhosts, databases, login roles and Redis keys on this machine's servers; reports what it did. */
 export async function removeLeftovers(root, mgmt, env = process.env) {
   const req = createRequire(path.join(root, 'package.json'));
@@ -134,6 +184,12 @@ export async function removeLeftovers(root, mgmt, env = process.env) {
     const r = await redisKeys(req, target(env, 'REDIS_URL').raw);
     return r.keys && `${plural(r.keys, 'Redis key', 'Redis keys')} under ${plural(r.prefixes, 'prefix', 'prefixes')}`;
   });
+  try {
+    const r = sweepPrivateServers();
+    if (r.processes || r.dirs) found.push(`${plural(r.processes, 'fault-suite RabbitMQ node or haproxy', 'fault-suite RabbitMQ nodes and haproxy processes')} (${plural(r.dirs, 'directory', 'directories')})`);
+  } catch (err) {
+    log.warn(`could not check for the fault suites' leaked RabbitMQ nodes: ${err.message}`);
+  }
   if (found.length) log.ok(`removed what killed test runs left behind: ${found.join(', ')}`);
   else log.ok('no leftovers of killed test runs');
 }

@@ -1,7 +1,8 @@
 // The operations tools the test suite drives for real (`npm test` only; `npm start` needs none):
 // promtool and amtool check the alert rules and Alertmanager config, kubectl renders the kustomize
 // overlays, Chromium runs the DLQ console's browser test, prometheus scrapes the running stack,
-// pgbouncer fronts Postgres in transaction mode for one test.
+// pgbouncer fronts Postgres in transaction mode for one test, haproxy fronts the cluster fault suite's
+// RabbitMQ cluster.
 // Missing ones are installed from Debian's packages when we can (root on Debian); otherwise the
 // setup stops and names the package. Node built-ins only.
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,14 +18,18 @@ export const TOOLS = [
   { bin: 'chromium', apt: 'chromium', why: 'the DLQ console browser test' },
   // Debian installs it in /usr/sbin, which findBin also searches.
   { bin: 'pgbouncer', apt: 'pgbouncer', why: 'the PgBouncer transaction-mode test (apps/feed-service/test/pgbouncer.test.ts)' },
+  // The package's own daemon does not start: the policy-rc.d below, and the suite runs its own in the foreground.
+  { bin: 'haproxy', apt: 'haproxy', why: 'the load balancer of the cluster fault suite (e2e/cluster/cluster.ts)' },
 ];
 
 const canApt = () =>
   process.platform === 'linux' && typeof process.getuid === 'function' && process.getuid() === 0 &&
   existsSync('/etc/debian_version') && Boolean(findBin('apt-get'));
 
-export function ensureTools() {
-  const missing = TOOLS.filter((t) => !findBin(t.bin));
+/** Installs the missing tools; `only` (executable names) limits it to those (`npm run test:cluster`: haproxy). */
+export function ensureTools(only) {
+  const wanted = only ? TOOLS.filter((t) => only.includes(t.bin)) : TOOLS;
+  const missing = wanted.filter((t) => !findBin(t.bin));
   if (missing.length === 0) return;
   const pkgs = [...new Set(missing.map((t) => t.apt))];
   const list = missing.map((t) => `${t.bin} (${t.why})`).join(', ');
@@ -44,7 +49,7 @@ export function ensureTools() {
   } finally {
     if (ownPolicy) rmSync(policy, { force: true });
   }
-  const still = TOOLS.filter((t) => !findBin(t.bin));
+  const still = wanted.filter((t) => !findBin(t.bin));
   if (still.length > 0) throw new SetupError(`installed ${pkgs.join(' ')} but ${still.map((t) => t.bin).join(', ')} is still missing.`);
   log.ok(`installed ${pkgs.join(' ')}`);
 }

@@ -20,6 +20,15 @@ export const DEFAULT_DELIVERY_LIMIT = 50;
  * timeout. `-1` (no limit) exists on 4.x only; 3.x refuses it (docs/MESSAGING.md, "RabbitMQ 4.x").
  */
 export const DLQ_DELIVERY_LIMIT = 10_000;
+
+/**
+ * Where a quorum queue's leader goes when it is declared: `balanced` puts it on the node leading
+ * the fewest (3.10+; `client-local`, the default, puts every leader on the node the declaring
+ * client is connected to, and a definitions import declares everything on the importing node).
+ * In every policy of a group: a queue takes the keys of ONE policy (the highest priority), so a
+ * key missing from one of them would leave its queues to the default (docs/MESSAGING.md "Leader placement").
+ */
+export const QUEUE_LEADER_LOCATOR = 'balanced';
 export const DEFAULT_MAX_LENGTH = 1_000_000;
 
 /**
@@ -40,6 +49,8 @@ export const DEFAULT_MAX_LENGTH = 1_000_000;
  *   each): RabbitMQ 4.0 gives a quorum queue without one a limit of 20, so nothing may rely on the
  *   broker's default. A retry tier has no consumer (its messages only expire), so its limit is the
  *   work queue's and never reached; a DLQ's is DLQ_DELIVERY_LIMIT.
+ * - Every policy sets `queue-leader-locator: balanced` (QUEUE_LEADER_LOCATOR): leaders spread over
+ *   the cluster's nodes whichever node declares the queue.
  * - No `x-expires` anywhere: a retry queue or DLQ must never vanish with messages in it.
  * - Each work queue's group has a direct exchange of its own (`<queue>.direct`), bound to the work
  *   queue, each tier and the DLQ by their names: the runtime publishes retry and DLQ copies (and
@@ -116,6 +127,7 @@ export function plan(topology: Topology): TopologyPlan {
         overflow: 'drop-head',
         'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
         'max-length': q.maxLength ?? DEFAULT_MAX_LENGTH,
+        'queue-leader-locator': QUEUE_LEADER_LOCATOR,
       },
     });
     // The tiers keep their dead-letter way home as arguments (see above); the policy adds only the
@@ -126,7 +138,7 @@ export function plan(topology: Topology): TopologyPlan {
         pattern: `^${escapeRegex(q.name)}\\.retry\\.[^.]+$`,
         applyTo: 'queues',
         priority: 10,
-        definition: { 'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT },
+        definition: { 'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT, 'queue-leader-locator': QUEUE_LEADER_LOCATOR },
       });
     }
     result.policies.push({
@@ -134,7 +146,7 @@ export function plan(topology: Topology): TopologyPlan {
       pattern: `^${escapeRegex(dlqName(q.name))}$`,
       applyTo: 'queues',
       priority: 10,
-      definition: { 'delivery-limit': DLQ_DELIVERY_LIMIT },
+      definition: { 'delivery-limit': DLQ_DELIVERY_LIMIT, 'queue-leader-locator': QUEUE_LEADER_LOCATOR },
     });
   }
   return result;

@@ -68,9 +68,11 @@ describe('plan', () => {
         definition: expect.objectContaining({ overflow: 'drop-head', 'delivery-limit': 50 }),
       }),
       // Explicit limits for the tiers and the DLQ too: RabbitMQ 4.x would give them 20.
-      { name: 'messaging:svc.work.retry', pattern: '^svc\\.work\\.retry\\.[^.]+$', applyTo: 'queues', priority: 10, definition: { 'delivery-limit': 50 } },
-      { name: 'messaging:svc.work.dlq', pattern: '^svc\\.work\\.dlq$', applyTo: 'queues', priority: 10, definition: { 'delivery-limit': DLQ_DELIVERY_LIMIT } },
+      { name: 'messaging:svc.work.retry', pattern: '^svc\\.work\\.retry\\.[^.]+$', applyTo: 'queues', priority: 10, definition: { 'delivery-limit': 50, 'queue-leader-locator': 'balanced' } },
+      { name: 'messaging:svc.work.dlq', pattern: '^svc\\.work\\.dlq$', applyTo: 'queues', priority: 10, definition: { 'delivery-limit': DLQ_DELIVERY_LIMIT, 'queue-leader-locator': 'balanced' } },
     ]);
+    // Leader placement in every policy: a queue takes one policy's keys, so each must carry it.
+    expect(p.policies.every((x) => x.definition['queue-leader-locator'] === 'balanced')).toBe(true);
     expect(p.policies[0].name).toBe('messaging:svc.work');
     expect(p.bindings).toContainEqual({ exchange: 'dlx', queue: 'svc.work.dlq', routingKey: 'svc.work' });
   });
