@@ -1,4 +1,12 @@
+import { createProjectGraphAsync } from '@nx/devkit';
 import nx from '@nx/eslint-plugin';
+
+// @nx/enforce-module-boundaries reads the project graph that Nx caches in .nx/workspace-data, and
+// where there is none (a fresh clone, CI, .nx removed) it prints "No cached ProjectGraph is available.
+// The rule will be skipped." and passes without checking anything. Computing the graph here (under a
+// second, incremental, and it refreshes the cache) makes every eslint run check the boundaries against
+// the tree as it is: `npm run lint`, `npx eslint <files>`, an editor, scripts/dev/lint-boundaries.spec.ts.
+await createProjectGraphAsync({ exitOnError: true });
 
 export default [
   ...nx.configs['flat/base'],
