@@ -12,6 +12,7 @@ import { registerSecurityAlertRoutes } from './http/security-alert-routes';
 import { ERRORS } from './http/errors';
 import { refuseUnstorableText } from './http/text-guard';
 import { registerUserRoutes } from './http/user-routes';
+import type { WriteGuards } from './http/write-guards';
 
 export interface AppDeps {
   pool: Pool;
@@ -29,13 +30,6 @@ export interface AppDeps {
   securityAlerts: { issuer: string; verifyKey?: string };
   /** Writes per actor (user, service, or client IP when anonymous) in each window; then 429. */
   writeRateLimit: { max: number; windowMs: number };
-}
-
-/** The write routes' onRequest hooks: who acts (http/actor.ts), then the rate limit on that actor. */
-export interface WriteGuards {
-  userWrite: onRequestHookHandler[];
-  profileWrite: onRequestHookHandler[];
-  securityAlert: onRequestHookHandler[];
 }
 
 const CORRELATION_HEADER = 'x-correlation-id';

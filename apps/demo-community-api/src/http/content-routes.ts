@@ -6,7 +6,7 @@ import { excerpt, MAX_HANDLES, mentionedUsers, parseHandles } from '../domain/me
 import { addReaction, commentAuthor, insertComment, insertPost, postAuthor } from '../store/content';
 import { EventBatch } from '../store/outbox';
 import { resolveHandles } from '../store/users';
-import type { WriteGuards } from '../app';
+import type { WriteGuards } from './write-guards';
 import { actingUser } from './actor';
 import { ERRORS } from './errors';
 import { AddReactionBody, CreateCommentBody, CreatePostBody, PostParams } from './schemas';

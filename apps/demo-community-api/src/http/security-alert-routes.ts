@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { withTransaction } from '@community/db';
-import type { WriteGuards } from '../app';
+import type { WriteGuards } from './write-guards';
 import { insertSecurityAlert } from '../store/content';
 import { EventBatch } from '../store/outbox';
 import { userExists } from '../store/users';

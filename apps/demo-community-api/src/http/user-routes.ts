@@ -3,7 +3,7 @@ import type { Pool, PoolClient } from 'pg';
 import { isUniqueViolation, withTransaction } from '@community/db';
 import { EventBatch } from '../store/outbox';
 import { addFollow, emailHolder, removeFollow, upsertUser, userExists, type UserRow } from '../store/users';
-import type { WriteGuards } from '../app';
+import type { WriteGuards } from './write-guards';
 import { actingUser, assertMayWriteProfile } from './actor';
 import { ERRORS } from './errors';
 import { UpsertUserBody, UserParams } from './schemas';

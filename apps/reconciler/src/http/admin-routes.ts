@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { EVENTS_EXCHANGE } from '@community/contracts';
-import type { AppDeps } from '../app';
+import type { AppDeps } from './deps';
 import { evaluateStatus } from '../domain/status';
 import { planRanges, recountRequest } from '../domain/requests';
 import { recount, RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB } from '../jobs/counters';

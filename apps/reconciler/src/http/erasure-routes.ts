@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, USER_ERASED_TYPE } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import type { AppDeps } from '../app';
+import type { AppDeps } from './deps';
 import { SERVICE_NAME } from '../config';
 import { erasureStatus, requestErasure } from '../store/erasures';
 import { adminOnly } from './auth';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app';
+import type { AppDeps } from './deps';
 import { LOST_WORK_KINDS, type LostWorkKind } from '../domain/lost-work';
 import { checkLostWork, lostWorkSettings, redrive } from '../jobs/lost-work';
 import { adminOnly } from './auth';

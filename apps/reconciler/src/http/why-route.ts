@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AppDeps } from '../app';
+import type { AppDeps } from './deps';
 import { lostFrom } from '../domain/lost-work';
 import { explain } from '../domain/why';
 import { checkLostWork, lostWorkSettings } from '../jobs/lost-work';
