@@ -35,6 +35,11 @@ describe('configuration', () => {
     expect(() => loadEmailConfig({ DIGEST_PERIOD: 'weekly' })).toThrow(/DIGEST_PERIOD/);
   });
 
+  it('refuses a holder declared dead after fewer than three heartbeats, naming the variable', () => {
+    expect(loadEmailConfig({})).toMatchObject({ EMAIL_HEARTBEAT_INTERVAL_MS: 5_000, EMAIL_HOLDER_DEAD_AFTER_MS: 20_000 });
+    expect(() => loadEmailConfig({ EMAIL_HEARTBEAT_INTERVAL_MS: '5000', EMAIL_HOLDER_DEAD_AFTER_MS: '10000' })).toThrow(/EMAIL_HOLDER_DEAD_AFTER_MS: 10000 must be at least 3 × EMAIL_HEARTBEAT_INTERVAL_MS = 15000/);
+  });
+
   it('unsubscribe links: a secret of their own, refused at its development default in production, never JWT_SECRET', () => {
     const config = loadEmailConfig({});
     expect(config.UNSUBSCRIBE_TOKEN_TTL_DAYS).toBe(60);

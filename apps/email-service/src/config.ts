@@ -66,6 +66,10 @@ export const EMAIL_CONFIG_SPEC = [
   // A 'sending' ledger row older than this is presumed abandoned (crash) and re-attempted with the
   // same Message-ID. Must exceed the longest possible SMTP exchange (checked below).
   { name: 'EMAIL_LEASE_MS', kind: 'duration-ms', default: 120_000, min: 100 },
+  // Each process beats in email_service_instances this often; a lease whose holder has not beaten
+  // for EMAIL_HOLDER_DEAD_AFTER_MS is taken over at once (docs/EMAIL.md "A dead holder's lease").
+  { name: 'EMAIL_HEARTBEAT_INTERVAL_MS', kind: 'duration-ms', default: 5_000, min: 100, max: 60_000 },
+  { name: 'EMAIL_HOLDER_DEAD_AFTER_MS', kind: 'duration-ms', default: 20_000, min: 300, max: 600_000 },
   { name: 'EMAIL_CONSUMER_CONCURRENCY', kind: 'int', default: 16, min: 1, max: 1000 },
   // A notification for a user whose address has not arrived yet is retried for this long (the
   // user.upserted event travels on another queue), then recorded as undeliverable.
@@ -95,6 +99,14 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
     issues.push({
       name: 'EMAIL_LEASE_MS',
       message: `EMAIL_LEASE_MS: ${config.EMAIL_LEASE_MS} must exceed the longest SMTP exchange, 2 × SMTP_CONNECTION_TIMEOUT_MS + SMTP_SOCKET_TIMEOUT_MS = ${longestSend}`,
+    });
+  }
+  // Three missed beats at least: one slow heartbeat write (a loaded database) must not make a live
+  // sender look dead, which would be a duplicate with no crash at all.
+  if (config.EMAIL_HOLDER_DEAD_AFTER_MS < 3 * config.EMAIL_HEARTBEAT_INTERVAL_MS) {
+    issues.push({
+      name: 'EMAIL_HOLDER_DEAD_AFTER_MS',
+      message: `EMAIL_HOLDER_DEAD_AFTER_MS: ${config.EMAIL_HOLDER_DEAD_AFTER_MS} must be at least 3 × EMAIL_HEARTBEAT_INTERVAL_MS = ${3 * config.EMAIL_HEARTBEAT_INTERVAL_MS}`,
     });
   }
   if (config.SMTP_BREAKER_PROBE_MAX_MS < config.SMTP_BREAKER_PROBE_MIN_MS) {

@@ -14,6 +14,8 @@ export interface EmailMetrics {
   rateLimitPerSecond: Gauge;
   undeliverable: Counter<'reason'>;
   breakerOpen: Gauge;
+  leaseTakeovers: Counter<'reason'>;
+  deadHolderLeases: Gauge;
   breakerTransitions: Counter<'to'>;
   breakerProbes: Counter<'outcome'>;
   breakerHeld: Gauge;
@@ -76,6 +78,13 @@ export function emailMetrics(registry: Registry): EmailMetrics {
       labelNames: ['reason'],
       registers,
     }),
+    leaseTakeovers: new Counter({
+      name: 'email_lease_takeovers_total',
+      help: "Immediate deliveries claimed from another sender's lease, by reason (holder_dead, lease_expired)",
+      labelNames: ['reason'],
+      registers,
+    }),
+    deadHolderLeases: new Gauge({ name: 'email_dead_holder_leases', help: 'Deliveries in sending under the lease of a dead process, not taken over yet', registers }),
     breakerOpen: new Gauge({ name: 'email_smtp_breaker_open', help: '1 while the SMTP circuit breaker is open (email queue paused)', registers }),
     breakerTransitions: new Counter({ name: 'email_smtp_breaker_transitions_total', help: 'Circuit breaker state changes', labelNames: ['to'], registers }),
     breakerProbes: new Counter({ name: 'email_smtp_breaker_probes_total', help: 'SMTP probes while open, by outcome', labelNames: ['outcome'], registers }),

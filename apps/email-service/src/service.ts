@@ -10,6 +10,7 @@ import { answers, brokerDetails, readinessState, type ReadinessState } from '@co
 import { buildApp } from './app';
 import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
+import { HolderHeartbeat } from './delivery/holder';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
 import { Scheduler } from './digest/scheduler';
 import { criticalLaneHandler } from './handlers/critical-lane';
@@ -54,6 +55,8 @@ export interface EmailService {
   readiness: ReadinessState;
   messaging: Messaging;
   breaker: CircuitBreaker;
+  /** This process as a lease holder: its id and heartbeat (delivery/holder.ts). */
+  heartbeat: HolderHeartbeat;
   scheduler: Scheduler;
   sendConsumer: Consumer;
   /** The critical lane (security alerts) on email-service.send-critical. */
@@ -121,6 +124,13 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     provisioning: config.AMQP_TOPOLOGY,
     producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
   });
+  const heartbeat = new HolderHeartbeat({
+    pool,
+    intervalMs: config.EMAIL_HEARTBEAT_INTERVAL_MS,
+    deadAfterMs: config.EMAIL_HOLDER_DEAD_AFTER_MS,
+    logger: logger.child({ component: 'lease-holder' }),
+    metrics,
+  });
   const handlerDeps = {
     pool,
     sender,
@@ -129,6 +139,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     metrics,
     logger,
     leaseMs: config.EMAIL_LEASE_MS,
+    holder: heartbeat.holder,
     breakerMaxHoldMs: config.SMTP_BREAKER_MAX_HOLD_MS,
     userGraceMs: config.USER_ADDRESS_GRACE_MS,
     digestPeriod: config.DIGEST_PERIOD,
@@ -189,6 +200,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     metrics,
     logger: logger.child({ component: 'digest' }),
     leaseMs: config.EMAIL_LEASE_MS,
+    holder: heartbeat.holder,
     maxAttempts: config.DIGEST_MAX_ATTEMPTS,
     batchSize: config.DIGEST_BATCH_SIZE,
     concurrency: config.SMTP_POOL_SIZE,
@@ -213,7 +225,8 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     // The database is asked on every /readyz (as notification-service does): nothing else notices
     // that it went away until a message needs it, and /readyz must name the dependency that is down.
     checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
-    details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming', ...brokerDetails(messaging.blocked()) }),
+    // `leases.waitingOnDeadHolders`: "consuming" alone hid messages that waited for a dead process.
+    details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming', leases: heartbeat.describe(), ...brokerDetails(messaging.blocked()) }),
     flowControl: () => {
       const { state, openForMs, consecutiveFailures, lastError, lastErrorAt } = breaker.describe();
       return {
@@ -232,6 +245,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     readiness,
     messaging,
     breaker,
+    heartbeat,
     scheduler,
     sendConsumer,
     criticalConsumer,
@@ -240,6 +254,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     async start() {
       // Before consuming: the purge (the reconciler) must know the horizon the guard below assumes.
       await recordRetentionHorizon(pool, emailRetentionPolicy(config).retentionMs);
+      await heartbeat.start();
       await messaging.start();
       if (deps.runScheduler !== false) {
         scheduler.start();
@@ -249,6 +264,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
       readiness.markShuttingDown();
       await scheduler.stop();
       await messaging.stop(config.SHUTDOWN_TIMEOUT_MS);
+      await heartbeat.stop();
       await breaker.stop();
       sender.close();
       await transition;

@@ -21,6 +21,8 @@ export interface ImmediateDeps {
   metrics: EmailMetrics;
   logger: Logger;
   leaseMs: number;
+  /** This process as a lease holder (delivery/holder.ts); absent: leases are only waited out. */
+  holder?: ledger.LeaseHolder;
   breakerMaxHoldMs: number;
   userGraceMs: number;
   now: () => Date;
@@ -102,8 +104,15 @@ async function perform(step: Exclude<DeliveryStep, { kind: 'done' | 'fail' }>, e
       await ledger.recordSuppressed(deps.pool, row, 'opted out after the email was decided');
       deps.metrics.decisions.inc({ decision: 'suppressed' });
       return { kind: 'suppress' };
-    case 'claim':
-      return { kind: 'claim', claim: await ledger.claim(deps.pool, row, deps.leaseMs) };
+    case 'claim': {
+      const claim = await ledger.claim(deps.pool, row, deps.leaseMs, deps.holder);
+      if (claim.claimed && claim.takeover) {
+        deps.metrics.leaseTakeovers.inc({ reason: claim.takeover });
+        ctx.logger.warn({ deliveryId: claim.lease.id, messageId: claim.lease.messageId, attempts: claim.lease.attempts, takeover: claim.takeover },
+          claim.takeover === 'holder_dead' ? "took over the lease of a dead process (its heartbeat stopped): sending with the same Message-ID" : 'took over an expired lease: sending with the same Message-ID');
+      }
+      return { kind: 'claim', claim };
+    }
     case 'wait-lease':
       await sleep(step.ms, undefined, { signal: ctx.signal });
       return { kind: 'wait-lease' };

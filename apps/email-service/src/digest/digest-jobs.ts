@@ -9,7 +9,7 @@ import type { Sender } from '../smtp/sender';
 import { digestRetryDelayMs } from '../domain/retry-schedules';
 import * as digests from '../store/digests';
 import * as ledger from '../store/ledger';
-import type { DigestLease } from '../store/ledger';
+import type { DigestLease, LeaseHolder } from '../store/ledger';
 import * as users from '../store/users';
 import type { NotificationView } from '../templates/notification';
 
@@ -21,6 +21,8 @@ export interface DigestJobDeps {
   metrics: EmailMetrics;
   logger: Logger;
   leaseMs: number;
+  /** This process as a lease holder (delivery/holder.ts); absent: leases are only waited out. */
+  holder?: LeaseHolder;
   maxAttempts: number;
   batchSize: number;
   /** Digest sends running at once (the rate limiter paces them anyway). */
@@ -48,7 +50,7 @@ export async function flushDueWindows(deps: DigestJobDeps, now: Date): Promise<{
 export async function sendDueDigests(deps: DigestJobDeps, now: Date): Promise<number> {
   let sent = 0;
   while (!deps.breaker.isOpen()) {
-    const leases = await ledger.claimDueDigests(deps.pool, now, deps.batchSize, deps.leaseMs);
+    const leases = await ledger.claimDueDigests(deps.pool, now, deps.batchSize, deps.leaseMs, deps.holder);
     await forEachLimit(leases, deps.concurrency, async (lease) => {
       if (await sendOne(deps, lease, now)) sent += 1;
     });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
+import { holderAlive } from './instances';
 
 /**
  * The delivery ledger (`email_deliveries`), one row per (idempotency key, channel):
@@ -9,6 +10,7 @@ import type { Pool } from 'pg';
  *                   └──4xx / outage────┘                      of the message: nothing was sent)
  *   pending | failed ──opt-out──► suppressed
  *   sending with an expired lease (its sender crashed) ──claim──► sending (same Message-ID)
+ *   sending whose holder stopped its heartbeat (crashed) ──claim──► sending (same Message-ID, at once)
  *
  * An immediate email's first claim creates its row in `sending` directly (decided and claimed in
  * one statement, one commit less per email); `pending` is where a row waits between attempts (a
@@ -45,11 +47,34 @@ export interface DigestLease extends Lease {
   digestWindowId: string | null;
 }
 
+/**
+ * Who claims: this process's id in email_service_instances (store/instances.ts). A lease whose
+ * holder is dead is taken over at once instead of waiting for lease_until (docs/EMAIL.md "A dead
+ * holder's lease").
+ */
+export interface LeaseHolder {
+  id: string;
+}
+
+/** Why a claim took the row from another sender. */
+export type Takeover = 'lease_expired' | 'holder_dead';
+
 export type ClaimResult =
-  | { claimed: true; lease: Lease }
+  | { claimed: true; lease: Lease; takeover?: Takeover | null }
   | { claimed: false; state: DeliveryState | undefined; msUntilLeaseExpiry: number };
 
 const LEASE_COLUMNS = `id::text AS id, lease_token::text AS token, attempts, message_id AS "messageId"`;
+
+/**
+ * The lease of the row `t` may be taken: it expired, or its holder is known and stopped beating
+ * (no heartbeat within the dead_after_ms it declared, or its row is gone: a clean stop deletes it).
+ * A NULL holder (a process from before lease holders) is only ever waited out; so does a claimer
+ * without a holder id (`claimer` is a parameter reference to it).
+ */
+const takeable = (t: string, claimer: string) =>
+  `(${t}.state = 'sending' AND (${t}.lease_until < now() OR (${claimer}::uuid IS NOT NULL AND ${t}.lease_holder IS NOT NULL AND NOT ${holderAlive(`${t}.lease_holder`)})))`;
+/** The takeover column's value for a row about to be claimed (its old values). */
+const takeoverOf = (t: string) => `CASE WHEN ${t}.state <> 'sending' THEN NULL WHEN ${t}.lease_until < now() THEN 'lease_expired' ELSE 'holder_dead' END`;
 
 /** Records a decision waiting to be sent (pending), e.g. while the breaker holds it. No-op if the row exists. */
 export async function record(pool: Pool, d: NewDelivery): Promise<void> {
@@ -61,24 +86,29 @@ export async function record(pool: Pool, d: NewDelivery): Promise<void> {
 }
 
 /**
- * Creates the row in `sending`, or moves pending | failed | sending-with-expired-lease to
- * `sending`, under a new lease; one statement, so two deliveries of the same key racing here
- * cannot both win (the loser waits on the row lock, then its WHERE no longer matches).
+ * Creates the row in `sending`, or moves pending | failed | sending-with-a-takeable-lease (expired,
+ * or its holder dead) to `sending`, under a new lease held by `holder`; one statement, so two
+ * deliveries of the same key racing here cannot both win (the loser waits on the row lock, then
+ * its WHERE no longer matches).
  */
-export async function claim(pool: Pool, d: NewDelivery, leaseMs: number): Promise<ClaimResult> {
-  const res = await pool.query<Lease>(
+export async function claim(pool: Pool, d: NewDelivery, leaseMs: number, holder?: LeaseHolder): Promise<ClaimResult> {
+  const res = await pool.query<Lease & { takeover: Takeover | null }>(
     `INSERT INTO email_deliveries
-       (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, attempts, lease_token, lease_until)
-     VALUES ($1, $2, $3, $4, $5, $6, 'sending', 1, $7, now() + $8::float8 * interval '1 millisecond')
+       (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, attempts, lease_token, lease_until, lease_holder)
+     VALUES ($1, $2, $3, $4, $5, $6, 'sending', 1, $7, now() + $8::float8 * interval '1 millisecond', $9::uuid)
      ON CONFLICT (idempotency_key, channel) DO UPDATE
        SET state = 'sending', attempts = email_deliveries.attempts + 1, lease_token = EXCLUDED.lease_token,
-           lease_until = EXCLUDED.lease_until, updated_at = now()
-     WHERE email_deliveries.state IN ('pending', 'failed')
-        OR (email_deliveries.state = 'sending' AND email_deliveries.lease_until < now())
-     RETURNING ${LEASE_COLUMNS}`,
-    [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, randomUUID(), leaseMs],
+           lease_until = EXCLUDED.lease_until, lease_holder = EXCLUDED.lease_holder,
+           takeover = ${takeoverOf('email_deliveries')}, updated_at = now()
+     WHERE email_deliveries.state IN ('pending', 'failed') OR ${takeable('email_deliveries', '$9')}
+     RETURNING ${LEASE_COLUMNS}, takeover`,
+    [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, randomUUID(), leaseMs, holder?.id ?? null],
   );
-  if (res.rows[0]) return { claimed: true, lease: res.rows[0] };
+  const won = res.rows[0];
+  if (won) {
+    const { takeover, ...lease } = won;
+    return { claimed: true, lease, takeover: takeover ?? null };
+  }
   const current = await pool.query<{ state: DeliveryState; ms: number | null }>(
     `SELECT state, GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::float8 AS ms
        FROM email_deliveries WHERE idempotency_key = $1 AND channel = $2`,
@@ -89,23 +119,26 @@ export async function claim(pool: Pool, d: NewDelivery, leaseMs: number): Promis
 }
 
 /**
- * Claims digest deliveries that are due (pending and next_attempt_at reached, or sending with an
- * expired lease). SKIP LOCKED: concurrent schedulers take disjoint rows instead of waiting.
+ * Claims digest deliveries that are due (pending and next_attempt_at reached, or sending with a
+ * takeable lease: expired, or its holder dead). SKIP LOCKED: concurrent schedulers take disjoint
+ * rows instead of waiting.
  */
-export async function claimDueDigests(pool: Pool, now: Date, limit: number, leaseMs: number): Promise<DigestLease[]> {
+export async function claimDueDigests(pool: Pool, now: Date, limit: number, leaseMs: number, holder?: LeaseHolder): Promise<DigestLease[]> {
   const res = await pool.query<DigestLease>(
-    `UPDATE email_deliveries
-        SET state = 'sending', attempts = attempts + 1, lease_token = gen_random_uuid(),
-            lease_until = now() + $3::float8 * interval '1 millisecond', updated_at = now()
-      WHERE id IN (
-        SELECT id FROM email_deliveries
+    `UPDATE email_deliveries d
+        SET state = 'sending', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
+            lease_until = now() + $3::float8 * interval '1 millisecond', lease_holder = $4::uuid,
+            takeover = ${takeoverOf('c')}, updated_at = now()
+       FROM (
+        SELECT id, state, lease_until FROM email_deliveries e
          WHERE channel = 'digest'
-           AND ((state = 'pending' AND next_attempt_at <= $1) OR (state = 'sending' AND lease_until < now()))
+           AND ((state = 'pending' AND next_attempt_at <= $1) OR ${takeable('e', '$4')})
          ORDER BY next_attempt_at
          LIMIT $2
-         FOR UPDATE SKIP LOCKED)
-      RETURNING ${LEASE_COLUMNS}, idempotency_key AS "idempotencyKey", user_id AS "userId", digest_window_id::text AS "digestWindowId"`,
-    [now, limit, leaseMs],
+         FOR UPDATE SKIP LOCKED) c
+      WHERE d.id = c.id
+      RETURNING d.id::text AS id, d.lease_token::text AS token, d.attempts, d.message_id AS "messageId", d.idempotency_key AS "idempotencyKey", d.user_id AS "userId", d.digest_window_id::text AS "digestWindowId"`,
+    [now, limit, leaseMs, holder?.id ?? null],
   );
   return res.rows;
 }

@@ -124,3 +124,18 @@ describe('evaluateStatus: drain rate and ETA', () => {
     expect(line(f, 'oldest-message')).toMatchObject({ ok: false, detail: 'a: oldest 10 min' });
   });
 });
+
+describe("evaluateStatus: 'stale-leases' says what waits for a dead process", () => {
+  const line = (f: StatusFacts) => evaluateStatus(f).checks.find((c) => c.name === 'stale-leases');
+
+  it('names the count and until when, before any lease expired', () => {
+    const f = { ...healthy(), deadHolderLeases: { count: 16, until: new Date('2026-12-01T12:02:00Z') } };
+    expect(line(f)).toMatchObject({ ok: false, value: 16, detail: '16 messages wait for leases of a dead process until 12:02 UTC (a live email-service takes each over at its next delivery)' });
+  });
+
+  it('lists both kinds, and passes when neither applies', () => {
+    const both = { ...healthy(), stuck: { ...healthy().stuck, emailLeasesExpired: 2 }, deadHolderLeases: { count: 1, until: new Date('2026-12-01T12:01:00Z') } };
+    expect(line(both)?.detail).toBe("1 messages wait for leases of a dead process until 12:01 UTC (a live email-service takes each over at its next delivery); 2 email deliveries in 'sending' with a lease expired and nobody taking over");
+    expect(line({ ...healthy(), deadHolderLeases: { count: 0, until: null } })).toMatchObject({ ok: true });
+  });
+});

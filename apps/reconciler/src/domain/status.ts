@@ -45,6 +45,8 @@ export interface StatusFacts {
   jobIntervalsMs: Readonly<Record<string, number>>;
   /** Every `*_breaker_open` series read from the services' /metrics; `error` when a source did not answer. */
   breakers: readonly BreakerReading[] | { error: string };
+  /** Email leases whose holder process is dead, not taken over yet (store/dead-leases.ts); absent: not read. */
+  deadHolderLeases?: { count: number; until: Date | null };
   /** The services' configured rate limits and the queues they apply to (GET /v1/flow-control); absent: unknown. */
   rateLimits?: readonly RateLimitReading[];
   /** Due work no queue holds (domain/lost-work.ts); absent: not checked (no line). */
@@ -166,8 +168,15 @@ export function evaluateStatus(f: StatusFacts): { ok: boolean; checks: Check[] }
     if (missing.length === 0 && stalled.length === 0 && idle.length > 0 && idle.every((q) => pausedBy(q))) checks[checks.length - 1].runbook = runbookFor('breakers');
   }
 
-  add('stale-leases', f.stuck.emailLeasesExpired === 0, f.stuck.emailLeasesExpired, 0,
-    f.stuck.emailLeasesExpired === 0 ? 'no expired email lease without takeover' : `${f.stuck.emailLeasesExpired} email deliveries in 'sending' with a lease expired and nobody taking over`);
+  // Leases of a dead process are said before they expire: without it, a restarted service waiting
+  // on them looked healthy everywhere (docs/RECONCILER.md "Status").
+  const dead = f.deadHolderLeases && f.deadHolderLeases.count > 0 ? f.deadHolderLeases : undefined;
+  const leaseLines = [
+    ...(dead ? [`${dead.count} messages wait for leases of a dead process${dead.until ? ` until ${dead.until.toISOString().slice(11, 16)} UTC` : ''} (a live email-service takes each over at its next delivery)`] : []),
+    ...(f.stuck.emailLeasesExpired > 0 ? [`${f.stuck.emailLeasesExpired} email deliveries in 'sending' with a lease expired and nobody taking over`] : []),
+  ];
+  add('stale-leases', leaseLines.length === 0, f.stuck.emailLeasesExpired + (dead?.count ?? 0), 0,
+    leaseLines.length === 0 ? 'no expired email lease without takeover, none held by a dead process' : leaseLines.join('; '));
 
   const drift = f.lastRecount;
   add('counter-drift', !drift || drift.drifted === 0, drift ? drift.drifted : null, 0,
