@@ -10,6 +10,7 @@ import { sampleQueues } from '../store/broker';
 import { batchBoundaries, lastRecount, type Drift } from '../store/counters';
 import { lastRuns } from '../store/runs';
 import { checkLostWork, lostWorkSettings } from '../jobs/lost-work';
+import { findDeadHolderLeases } from '../store/dead-leases';
 import { findStuckWork } from '../store/stuck';
 import { adminOnly } from './auth';
 import { ERRORS, STORABLE_ID } from './errors';
@@ -19,12 +20,13 @@ const DRIFTS_SHOWN = 100;
 /** Builds the status checklist from live facts (docs/RECONCILER.md "Status"). Exported for the ops CLI's tests. */
 export async function collectStatus(deps: AppDeps) {
   const { config } = deps;
-  const [queues, stuck, recountRow, runs, flow] = await Promise.all([
+  const [queues, stuck, recountRow, runs, flow, deadHolderLeases] = await Promise.all([
     sampleQueues(deps.management).catch((err: Error) => ({ error: err.message })),
     findStuckWork(deps.pool, { outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS, fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS }),
     lastRecount(deps.pool, [RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB]),
     lastRuns(deps.pool, deps.jobs.map((j) => j.name)),
     readFlowControl(breakerUrls(config.BREAKER_METRICS_URLS)).catch((err: Error) => ({ error: err.message })),
+    findDeadHolderLeases(deps.pool),
   ]);
   const breakers = 'error' in flow ? flow : flow.breakers;
   // After the others: its own sample comes before its row counts (domain/lost-work.ts).
@@ -41,6 +43,7 @@ export async function collectStatus(deps: AppDeps) {
     jobIntervalsMs: Object.fromEntries(deps.jobs.map((j) => [j.name, j.intervalMs])),
     breakers,
     rateLimits: 'error' in flow ? undefined : flow.rateLimits,
+    deadHolderLeases,
     lostWork,
     thresholds: { fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS, backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS, drainEtaMaxMs: config.STATUS_DRAIN_ETA_MAX_MS },
   });
