@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { buildEvent, type AnyEvent, type EventOf } from '@community/contracts';
+import { buildEvent, onePerSlot, planNotifications, type AnyEvent, type EventOf } from '@community/contracts';
 import { classifyPgError, withTransaction } from '@community/db';
 import {
   classify,
@@ -14,7 +14,6 @@ import {
 } from '@community/messaging';
 import { traceCarrier, type TraceCarrier } from '@community/outbox';
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
-import { onePerSlot, planNotifications } from '../domain/plan';
 import type { NotificationMetrics } from '../metrics';
 import { SERVICE_NAME } from '../config';
 import { transactionBudgetMs } from '../queues';

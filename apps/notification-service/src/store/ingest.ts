@@ -1,8 +1,7 @@
 import type { PoolClient } from 'pg';
-import type { EmailChannel, EventOf, NotificationType } from '@community/contracts';
+import type { EmailChannel, EventOf, NotificationType, PlannedNotification } from '@community/contracts';
 import { inboxClaimSql } from '@community/idempotency';
 import { OUTBOX_CHANNEL, outboxWriteSql, type TraceCarrier } from '@community/outbox';
-import type { PlannedNotification } from '../domain/plan';
 import type { StoredPreference } from '../domain/preferences';
 import { SERVICE_NAME } from '../config';
 

@@ -1,5 +1,5 @@
-import { buildEvent } from '@community/contracts';
-import { onePerSlot, planNotifications, threadSlot } from './plan';
+import { buildEvent } from './build';
+import { onePerSlot, planNotifications, threadSlot } from './notification-rules';
 
 const ev = <T extends Parameters<typeof buildEvent>[0]>(type: T, data: Parameters<typeof buildEvent<T>>[1]) => buildEvent(type, data, { producer: 'test' });
 
