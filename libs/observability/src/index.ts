@@ -1,4 +1,5 @@
 export { createLogger } from './logger';
+export { redactString } from './redact';
 export type { Logger, LoggerOptions, LogLevel } from './logger';
 export { createRegistry } from './metrics';
 export type { RegistryOptions } from './metrics';

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { backoffDelay } from '@community/messaging';
+import { redactString } from '@community/observability';
 import type { EmailMetrics } from '../metrics';
 import { BreakerOpenError } from './errors';
 
@@ -112,9 +113,13 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
     await this.probing;
   }
 
-  /** Bounded: the text is shown in /readyz and /v1/flow-control, never used as a metric label. */
+  /**
+   * Bounded and redacted: the text is shown on the unauthenticated /readyz and /v1/flow-control (a
+   * provider's "550 alice@example.com: mailbox unavailable" names a recipient), never used as a
+   * metric label.
+   */
   private noteError(message: string): void {
-    this.lastError = message.slice(0, 300);
+    this.lastError = redactString(message).slice(0, 300);
     this.lastErrorAt = new Date().toISOString();
   }
 
