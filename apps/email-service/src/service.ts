@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { COMMUNITY_TOPOLOGY, ContractError, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
+import { COMMUNITY_TOPOLOGY, ContractError, QUEUES, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
 import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
@@ -27,9 +27,9 @@ import { PreferencesClient } from './unsubscribe/preferences-client';
 import { syncDueSuppressions } from './unsubscribe/sync';
 import { UnsubscribeTokens } from './unsubscribe/token';
 
-const SEND_QUEUE = 'email-service.send';
-const CRITICAL_SEND_QUEUE = 'email-service.send-critical';
-const USERS_QUEUE = 'email-service.users';
+const SEND_QUEUE = QUEUES.emailSend;
+const CRITICAL_SEND_QUEUE = QUEUES.emailSendCritical;
+const USERS_QUEUE = QUEUES.emailUsers;
 /** Most of the critical lane's messages are other email, acked at once: fetch them in bulk. */
 const CRITICAL_LANE_PREFETCH = 200;
 

@@ -58,7 +58,7 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
     // and watches every queue through the management API (monitoring). Publishes user.erased (an
     // operator's erasure, through its outbox).
     user: 'reconciler',
-    consumes: ['reconciler.low-priority'],
+    consumes: [QUEUES.reconcilerLowPriority],
     publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE] }],
     sendsTo: WORK_QUEUES,
     reads: DLQS,

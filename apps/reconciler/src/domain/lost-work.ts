@@ -1,3 +1,4 @@
+import { QUEUES } from '@community/contracts';
 import type { QueueSample } from '../store/broker';
 
 /**
@@ -49,7 +50,7 @@ export interface LostWorkVerdict {
  * critical lane, which receives a second copy of every security alert.
  */
 export function holdersOf(queue: string): string[] {
-  return queue === 'email-service.send' ? [queue, 'email-service.send-critical'] : [queue];
+  return queue === QUEUES.emailSend ? [queue, QUEUES.emailSendCritical] : [queue];
 }
 
 const inFamily = (name: string, queue: string) => name === queue || name.startsWith(`${queue}.retry.`) || name === `${queue}.dlq`;

@@ -1,4 +1,4 @@
-import { deliveryFor, effectivePreferences, NOTIFICATION_TYPES, planNotifications, validate, type NotificationType } from '@community/contracts';
+import { deliveryFor, effectivePreferences, NOTIFICATION_TYPES, planNotifications, QUEUES, validate, type NotificationType } from '@community/contracts';
 import type { WhyFacts, WhyTarget } from '../store/why';
 import type { LostQueue } from './lost-work';
 
@@ -10,7 +10,7 @@ export interface WhyStep {
   detail: string;
 }
 
-const NOTIFICATION_QUEUES = ['notification-service.critical', 'notification-service.standard'];
+const NOTIFICATION_QUEUES: string[] = [QUEUES.notificationCritical, QUEUES.notificationStandard];
 
 /**
  * "Why didn't user X get notification Y?", step by step, from what the database and the DLQs hold

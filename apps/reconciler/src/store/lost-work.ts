@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, PREFERENCE_LOCKED_TYPES } from '@community/contracts';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, PREFERENCE_LOCKED_TYPES, QUEUES } from '@community/contracts';
 import type { DueWork, LostWorkKind } from '../domain/lost-work';
 
 /**
@@ -11,9 +11,9 @@ import type { DueWork, LostWorkKind } from '../domain/lost-work';
  */
 
 /** The notification-service queues that record an inbox row (processed_events.consumer = queue) per event. */
-export const INBOX_QUEUES = ['notification-service.critical', 'notification-service.standard'] as const;
-export const EMAIL_QUEUE = 'email-service.send';
-export const FANOUT_QUEUE = 'feed-service.fanout';
+export const INBOX_QUEUES = [QUEUES.notificationCritical, QUEUES.notificationStandard] as const;
+export const EMAIL_QUEUE = QUEUES.emailSend;
+export const FANOUT_QUEUE = QUEUES.feedFanout;
 
 /** The routing keys the topology binds to a queue on the events exchange. */
 export function routingKeysOf(queue: string): string[] {
