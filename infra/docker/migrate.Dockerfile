@@ -9,6 +9,10 @@ WORKDIR /repo
 COPY . .
 RUN npm ci --no-audit --no-fund && npm run db:generate
 
+# The whole dependency tree, dev included, on purpose: the migration is tooling, not an app. It runs
+# scripts/db/migrate.ts through @swc-node/register with Prisma's schema engine compiled to wasm
+# (@prisma/schema-engine-wasm) and prisma.config.ts read by @prisma/config, all devDependencies; a
+# one-shot job's image size costs nothing while it is not running, and an app image never holds them.
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 USER 10001:10001

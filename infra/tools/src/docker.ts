@@ -47,6 +47,10 @@ CMD ["node", "--enable-source-maps", "dist/apps/${app.name}/main.js"]
 /** The one-shot migration (compose's `migrate` service, the Kubernetes migration Job). */
 export function migrateDockerfile(): string {
   return `${HEADER('Database migrations: what `npm run db:migrate` runs (prisma migrate deploy, offline wasm engine), then exits.')}${BUILD_STAGE}
+# The whole dependency tree, dev included, on purpose: the migration is tooling, not an app. It runs
+# scripts/db/migrate.ts through @swc-node/register with Prisma's schema engine compiled to wasm
+# (@prisma/schema-engine-wasm) and prisma.config.ts read by @prisma/config, all devDependencies; a
+# one-shot job's image size costs nothing while it is not running, and an app image never holds them.
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production
 USER ${APP_UID}:${APP_UID}

@@ -30,3 +30,27 @@ it.each(landed)('%s: every package its bundle requires is a production dependenc
   expect(required.size).toBeGreaterThan(3); // the scan found the bundle's requires
   expect([...required].filter((p) => !(p in pkg.dependencies))).toEqual([]);
 });
+
+// The converse: a production dependency that no app's bundle requires ships in every image for
+// nothing (tests and tooling take theirs from devDependencies; the migration image has the full tree).
+// The one exception is the Prisma client: libs/db's `@community/db/prisma` entry is runtime code that
+// no app loads today (libs/db/src/index.ts says why it is a separate entry).
+const RUNTIME_NOT_BUNDLED = new Set(['@prisma/client', '@prisma/adapter-pg', '@prisma/driver-adapter-utils']);
+it('every production dependency is required by some app bundle', async () => {
+  const required = new Set<string>();
+  for (const name of landed) {
+    const result = await build({
+      entryPoints: [path.join(ROOT, 'apps', name, 'src', 'main.ts')],
+      bundle: true,
+      platform: 'node',
+      target: 'node22',
+      format: 'cjs',
+      packages: 'external',
+      tsconfig: path.join(ROOT, 'tsconfig.base.json'),
+      write: false,
+      logLevel: 'silent',
+    });
+    for (const m of result.outputFiles[0].text.matchAll(/require\("([^"]+)"\)/g)) required.add(packageOf(m[1]));
+  }
+  expect(Object.keys(pkg.dependencies).filter((dep) => !required.has(dep) && !RUNTIME_NOT_BUNDLED.has(dep))).toEqual([]);
+});
