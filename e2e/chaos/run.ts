@@ -434,7 +434,9 @@ async function main(): Promise<number> {
       if (res.status !== 201) throw new Error(`creating ${id} answered ${res.status}`);
     }
     // The readers follow every poster and read their feed once: fan-out writes their (live) feeds.
-    const tokens = new Map(cast.readers.map((r) => [r, `Bearer ${jwt(JWT_SECRET, { sub: r })}`]));
+    // A token per read: a token lives 10 minutes, and a full run reads the feeds long after its set-up
+    // (the cluster suite's URL-list run failed its last check on "The token has expired").
+    const token = (reader: string) => `Bearer ${jwt(JWT_SECRET, { sub: reader })}`;
     for (const reader of cast.readers) {
       for (const poster of cast.posters) {
         const res = await http('POST', `${api()}/v1/users/${poster}/follow`, undefined, { 'x-user-id': reader });
@@ -451,7 +453,7 @@ async function main(): Promise<number> {
         for (let cursor: string | null = null, pages = 0; ; pages++) {
           if (pages > 10_000) throw new Error(`the feed of ${userId} did not end after ${pages} pages`);
           const qs: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-          const res = await http<{ items: Array<{ postId: string }>; nextCursor: string | null }>('GET', `${app('feed').url}/v1/users/${userId}/feed?limit=100${qs}`, undefined, { authorization: tokens.get(userId) ?? '' });
+          const res = await http<{ items: Array<{ postId: string }>; nextCursor: string | null }>('GET', `${app('feed').url}/v1/users/${userId}/feed?limit=100${qs}`, undefined, { authorization: token(userId) });
           if (res.status !== 200) throw new Error(`GET the feed of ${userId}: ${res.status} ${JSON.stringify(res.body)}`);
           ids.push(...res.body.items.map((i) => i.postId));
           cursor = res.body.nextCursor;

@@ -5,6 +5,7 @@ import type { App } from '../harness';
 import type { Management } from '../chaos/checks';
 import type { PrivateRabbit } from '../chaos/private-deps';
 import type { Cluster } from './cluster';
+import { minorityPartition } from './partition';
 
 /**
  * The cluster fault suite's faults (docs/RELIABILITY.md "Cluster faults"), run by e2e/chaos/run.ts
@@ -78,6 +79,10 @@ const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
  */
 async function rejoined(m: Management, node: PrivateRabbit, recoverMs: number): Promise<void> {
   await node.ctl('await_startup', '--timeout', String(Math.ceil(recoverMs / 1000)));
+  await allOnline(m, recoverMs);
+}
+
+async function allOnline(m: Management, recoverMs: number): Promise<void> {
   await eventually('every quorum queue with all its members online', async () => {
     const { body } = await mgmt<Array<{ type?: string; members?: string[]; online?: string[] }>>(m, 'GET', `/queues/${encodeURIComponent(m.vhost)}?columns=name,type,members,online`);
     const quorum = (body ?? []).filter((q) => q.type === 'quorum');
@@ -91,7 +96,7 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
   // The node leading the critical queue dies (SIGKILL of its VM: no goodbye to its peers or its
   // clients), stays down for a while under load, and is started again; ctx.kills times, each time
   // on whichever node leads then. Recovery: a new leader elected on a survivor, then the node back.
-  f[`SIGKILL the leader of ${CRITICAL} ×${ctx.kills}, restart`] = async ({ cluster, management: m }) => {
+  f[`SIGKILL the leader of ${CRITICAL} ×${ctx.kills} and restart`] = async ({ cluster, management: m }) => {
     const notes: string[] = [];
     for (let k = 0; k < ctx.kills; k++) {
       await sleep(Math.random() * (ctx.holdMs / ctx.kills / 2));
@@ -117,7 +122,7 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
   // A rolling restart, one node at a time, the way an upgrade does it: wait until no quorum queue
   // needs this node for its majority, drain it (maintenance mode: its leaders move away, its client
   // listeners close, the clients reconnect through the others), stop it, start it, revive it.
-  f['rolling restart (drain, stop, start, revive) of all 3 nodes'] = async ({ cluster, management: m }) => {
+  f['rolling restart of all 3 nodes: drain → stop → start → revive'] = async ({ cluster, management: m }) => {
     const notes: string[] = [];
     for (const node of cluster.nodes) {
       const t = Date.now();
@@ -194,6 +199,14 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
     }
     const info = await queueInfo(m, CRITICAL).catch(() => undefined);
     return `emptied ${secs(deletedAt - unbound)} after unbinding; declared again (${wanted} bindings) ${secs(rebound - deletedAt)} after the delete, its consumer seen ${secs(consuming - deletedAt)} after it (leader ${short(info?.leader ?? '?')}); /readyz not ready for ${notReadyMs} ms (polled every 10 ms; libs/messaging/test/cancel.test.ts asserts it exactly)`;
+  };
+  // How a split is made on one machine, and how it differs from a real one: partition.ts.
+  f['minority partition: node 3 cut off from nodes 1 and 2 and healed'] = async ({ cluster, management: m }) => {
+    const { note, problems } = await minorityPartition(cluster, ctx.holdMs, ctx.recoverMs);
+    ctx.breaches.push(...problems);
+    const t = Date.now();
+    await allOnline(m, ctx.recoverMs).catch(() => ctx.breaches.push(`quorum queues not all online again within ${secs(ctx.recoverMs)} of the heal`));
+    return `${note}; every quorum queue fully online ${secs(Date.now() - t)} after that`;
   };
   return f;
 }
