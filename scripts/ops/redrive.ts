@@ -1,25 +1,14 @@
 // `npm run ops -- <kind> redrive --since <iso> [--until <iso>] [--limit N] [--apply]` and
 // `npm run ops -- lost-work`: the re-drive of work the database knows about whose message is gone
 // (docs/RUNBOOK.md "Someone purged a queue"). A dry run unless --apply.
-import { LOST_WORK_KINDS, type LostWorkKind, type LostWorkVerdict } from '../../apps/reconciler/src';
+import { LOST_WORK_KINDS, type LostWorkKind, type LostWorkVerdict, type RedriveResult } from '../../apps/reconciler/src';
 import { UsageError, type Client } from './client';
 import { terminalText as t } from './terminal';
 
 export const isLostWorkKind = (cmd: string): cmd is LostWorkKind => (LOST_WORK_KINDS as readonly string[]).includes(cmd);
 
-export interface RedriveAnswer {
-  kind: LostWorkKind;
-  dryRun: boolean;
-  since: string;
-  until: string;
-  matched: number;
-  more: boolean;
-  republished: number;
-  skipped: { id: string; reason: string }[];
-  sample: { id: string; queue: string; at: string; idempotencyKey?: string }[];
-  oldest: string | null;
-  newest: string | null;
-}
+/** The reconciler's answer to POST /v1/admin/lost-work/:kind/redrive. */
+export type RedriveAnswer = RedriveResult;
 
 const n = (x: number) => x.toLocaleString('en-US');
 

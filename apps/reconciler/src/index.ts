@@ -18,3 +18,4 @@ export { DLQ_RUNBOOK } from './dlq/summary';
 // The lost-work kinds and the check's answer, for `ops <kind> redrive` and `ops lost-work`.
 export { LOST_WORK_KINDS } from './domain/lost-work';
 export type { LostWorkKind, LostWorkVerdict } from './domain/lost-work';
+export type { RedriveResult } from './jobs/lost-work';
