@@ -5,6 +5,7 @@
 // ~100 MB of RSS per process (docs/BENCHMARKS.md).
 //
 //   node scripts/dev/setup/bundle.mjs <app> [<app> ...]     (the apps' `nx run <app>:build`)
+import { copyFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -19,7 +20,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
  * node_modules resolves.
  */
 export async function bundleApp(name, root = ROOT, outfile = path.join(root, bundlePath(name))) {
-  await build({
+  const result = await build({
     entryPoints: [path.join(root, 'apps', name, 'src', 'main.ts')],
     bundle: true,
     platform: 'node',
@@ -29,9 +30,31 @@ export async function bundleApp(name, root = ROOT, outfile = path.join(root, bun
     sourcemap: true,
     tsconfig: path.join(root, 'tsconfig.base.json'),
     outfile,
+    absWorkingDir: root,
+    metafile: true,
     logLevel: 'warning',
   });
+  copyLuaScripts(Object.keys(result.metafile.inputs), root, path.dirname(outfile));
   return outfile;
+}
+
+/**
+ * Lua scripts are read from disk beside the module that loads them, at its `__dirname`
+ * (apps/feed-service/src/redis/commands/index.ts, docs/FEED.md "Lua scripts"), which in a bundle is
+ * the bundle's folder: the `.lua` files beside every bundled module are copied there. From the
+ * sources (jest, @swc-node/register) they are where the module is, with no loader or hook. Names
+ * must be unique across the bundle's folders, since they land side by side.
+ */
+function copyLuaScripts(inputs, root, outdir) {
+  const copied = new Map();
+  for (const dir of new Set(inputs.map((input) => path.dirname(path.resolve(root, input))))) {
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.lua'))) {
+      const from = path.join(dir, file);
+      if (copied.has(file) && copied.get(file) !== from) throw new Error(`two Lua scripts named ${file} in one bundle: ${copied.get(file)} and ${from}`);
+      copied.set(file, from);
+      copyFileSync(from, path.join(outdir, file));
+    }
+  }
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
