@@ -8,6 +8,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 
 const ROOT = path.resolve(__dirname, '../..');
+// A whole-tree lint takes ~30 s of CPU; on 2 shared cores beside the rest of the suite, far more.
+jest.setTimeout(300_000);
 const STRUCTURAL = ['@nx/enforce-module-boundaries', 'no-restricted-imports'];
 
 interface Message {
