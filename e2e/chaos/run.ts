@@ -613,10 +613,16 @@ async function importedLeaders(cluster: Cluster): Promise<Record<string, number>
   return checkSpread('community', byNode);
 }
 
-/** Leaders spread over every node, none with more than one above another (what `balanced` gives). */
+/**
+ * Leaders spread over every node: each leads within 30 % of an even share. Not "at most one apart":
+ * `balanced` picks the node with the fewest leaders of the whole cluster (every vhost) at the time of
+ * each declaration, from counts that lag concurrent declarations, so one vhost's split can come out
+ * 20/21/22 (a fresh-clone run did) while all of them on one node is 63/0/0.
+ */
 function checkSpread(vhost: string, byNode: Record<string, number>): Record<string, number> {
   const counts = cluster3(byNode);
-  if (Math.max(...counts) - Math.min(...counts) > 1) setupBreaches.push(`quorum queue leaders of vhost ${vhost} not spread over the nodes: ${JSON.stringify(byNode)}`);
+  const even = counts.reduce((a, b) => a + b, 0) / counts.length;
+  if (counts.some((n) => Math.abs(n - even) > 0.3 * even)) setupBreaches.push(`quorum queue leaders of vhost ${vhost} not spread over the nodes: ${JSON.stringify(byNode)}`);
   console.log(`[chaos] quorum queue leaders of vhost ${vhost} by node: ${JSON.stringify(byNode)}`);
   return byNode;
 }

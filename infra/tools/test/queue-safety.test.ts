@@ -2,7 +2,7 @@
 // reports for each queue (its arguments and `effective_policy_definition`), with its bindings and
 // exchanges, gives every queue an explicit delivery limit and a sound dead-letter path. The spec
 // (src/queue-safety.spec.ts) reads the files; this shows the broker applies them as read.
-import { escapeRegex, deadLetterProblems, DLQ_DELIVERY_LIMIT, managementRequest, type BrokerFacts } from '@community/messaging';
+import { escapeRegex, deadLetterProblems, DLQ_DELIVERY_LIMIT, managementRequest, QUEUE_LEADER_LOCATOR, type BrokerFacts } from '@community/messaging';
 import { createTestVhost, eventually, type TestVhost } from '@community/testing';
 import { buildDefinitions } from '../src';
 
@@ -46,5 +46,5 @@ it('every queue, as the broker reports it, has an explicit delivery limit and a 
   expect(deadLetterProblems(facts)).toEqual([]);
   const dlqs = queues.filter((q) => q.name.endsWith('.dlq'));
   expect(dlqs.length).toBeGreaterThan(0);
-  for (const q of dlqs) expect([q.name, q.effective_policy_definition]).toEqual([q.name, { 'delivery-limit': DLQ_DELIVERY_LIMIT }]);
+  for (const q of dlqs) expect([q.name, q.effective_policy_definition]).toEqual([q.name, { 'delivery-limit': DLQ_DELIVERY_LIMIT, 'queue-leader-locator': QUEUE_LEADER_LOCATOR }]);
 });

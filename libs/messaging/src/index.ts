@@ -42,6 +42,7 @@ export {
   accessProblems,
   DEFAULT_DELIVERY_LIMIT,
   DLQ_DELIVERY_LIMIT,
+  QUEUE_LEADER_LOCATOR,
   deadLetterProblems,
   effectiveSettings,
   DEFAULT_EXCHANGE_RESOURCE,
