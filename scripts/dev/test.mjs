@@ -1,15 +1,15 @@
 #!/usr/bin/env node
 // `npm test`: the same setup as `npm start` (dependencies, services, plugins, database), then the
-// whole test suite (apps/, libs/, e2e/, scripts/, infra/) in three jest runs, each selecting its files
+// whole test suite (apps/, libs/, e2e/, scripts/, infra/) in four jest runs, each selecting its files
 // by its config (scripts/dev/setup/jest-suites.cjs):
 //   1. every test but the two kinds below, in parallel (root jest.config.js), and BESIDE it
 //   2. *.isolated.test.ts one at a time (--runInBand): each starts a RabbitMQ node, a Postgres cluster
 //      and a Redis of its own (the fault suite's short profile), so it disturbs nothing shared; it is
 //      long and CPU-heavy, and started at once beside run 1 it no longer adds its length to the suite's;
-//   3. then *.disruptive.test.ts with --runInBand: they restart or disconnect the shared broker,
-//      so they must not overlap with anything else that uses it; BESIDE them
-//   4. *.cluster.test.ts (the cluster fault suite's short profile, a RabbitMQ cluster of its own): it
-//      uses nothing shared, and after runs 1 and 2 it has the CPU it needs (docs/TESTING.md).
+//   3. *.cluster.test.ts (the cluster fault suite's short profile, a RabbitMQ cluster of its own) once
+//      run 1 is done: it uses nothing shared, and takes the CPU run 1 leaves while run 2 goes on;
+//   4. *.disruptive.test.ts with --runInBand after runs 1 and 2: they restart or disconnect the
+//      shared broker, so they must not overlap with anything else that uses it (docs/TESTING.md).
 // A run with no files is skipped quietly. Extra arguments go to every run: `npm test -- libs/messaging`,
 // `npm test -- -t "retry"`. MailDev is not started: tests run their own SMTP servers (see
 // docs/OPERATIONS-LOCAL.md). How the suite is organised and why: docs/TESTING.md.
@@ -24,12 +24,14 @@ import { c, log, runMain } from './setup/log.mjs';
 
 const INFO_ONLY = new Set(['--listTests', '--showConfig', '--help', '-h', '--version', '-v']);
 // Which files each run takes is decided by jest itself, from these configs (testMatch and
-// testPathIgnorePatterns derived from the root jest.config.js). Runs of one phase go together.
+// testPathIgnorePatterns derived from the root jest.config.js). Each run starts when the runs it waits for (`after`) are done.
 const SUITES = [
-  { name: 'regular suite', config: 'scripts/dev/setup/jest.regular.config.cjs', how: 'parallel', flags: [], phase: 1 },
-  { name: 'isolated suite', config: 'scripts/dev/setup/jest.isolated.config.cjs', how: '--runInBand, beside the regular suite', flags: ['--runInBand'], phase: 1 },
-  { name: 'disruptive suite', config: 'scripts/dev/setup/jest.disruptive.config.cjs', how: '--runInBand, after runs 1 and 2', flags: ['--runInBand'], phase: 2 },
-  { name: 'cluster suite', config: 'scripts/dev/setup/jest.cluster.config.cjs', how: '--runInBand, beside the disruptive suite', flags: ['--runInBand'], phase: 2 },
+  { name: 'regular suite', config: 'scripts/dev/setup/jest.regular.config.cjs', how: 'parallel', flags: [], after: [] },
+  { name: 'isolated suite', config: 'scripts/dev/setup/jest.isolated.config.cjs', how: '--runInBand, beside the regular suite', flags: ['--runInBand'], after: [] },
+  // After the regular suite: its CPU is free then, while the isolated suite's fault suite still runs
+  // for minutes; started at the beginning it would slow both other runs down as much as it gains.
+  { name: 'cluster suite', config: 'scripts/dev/setup/jest.cluster.config.cjs', how: '--runInBand, once the regular suite is done', flags: ['--runInBand'], after: ['regular suite'] },
+  { name: 'disruptive suite', config: 'scripts/dev/setup/jest.disruptive.config.cjs', how: '--runInBand, after the regular and isolated suites', flags: ['--runInBand'], after: ['regular suite', 'isolated suite'] },
 ];
 let interrupted = null; // the signal that stopped a jest run, if any
 const files = (n) => `${n} file${n === 1 ? '' : 's'}`;
@@ -77,21 +79,31 @@ async function bundleAppsForTests() {
 }
 
 async function runSuites(filtered, counts, args) {
-  const results = [];
-  for (const phase of [...new Set(SUITES.map((suite) => suite.phase))]) {
-    // The disruptive suite restarts or disconnects the whole broker: it runs in a phase of its own,
-    // with only the cluster suite beside it (which never touches the shared broker).
-    const runs = SUITES.map((suite, i) => ({ suite, n: counts[i] })).filter(({ suite, n }) => suite.phase === phase && n !== 0);
-    const codes = await Promise.all(runs.map(({ suite, n }) => {
+  // Each run starts once the runs it waits for are done (`after`). The disruptive suite restarts or
+  // disconnects the shared broker, so it waits for every run that uses it; the cluster suite never
+  // touches it and may overlap it. A run with no files counts as done at once.
+  const done = new Map();
+  const start = (suite, n) => {
+    if (done.has(suite.name)) return done.get(suite.name);
+    const promise = Promise.all(suite.after.map((name) => start(...byName(name)))).then(async () => {
+      if (n === 0) return null;
+      if (interrupted) return 130;
       log.step(`jest: ${suite.name} (${files(n)}, ${suite.how})${filtered ? ` ${c.dim(args.join(' '))}` : ''}`);
       return jest(['--config', suite.config, ...suite.flags, ...(filtered ? ['--passWithNoTests'] : []), ...args]);
-    }));
-    runs.forEach(({ suite }, i) => results.push([suite.name, codes[i]]));
-    if (interrupted) {
-      log.warn(`${interrupted}: stopping`);
-      return 130;
-    }
+    });
+    done.set(suite.name, promise);
+    return promise;
+  };
+  const byName = (name) => {
+    const i = SUITES.findIndex((suite) => suite.name === name);
+    return [SUITES[i], counts[i]];
+  };
+  const codes = await Promise.all(SUITES.map((suite, i) => start(suite, counts[i])));
+  if (interrupted) {
+    log.warn(`${interrupted}: stopping`);
+    return 130;
   }
+  const results = SUITES.map((suite, i) => [suite.name, codes[i]]).filter(([, code]) => code !== null);
   for (const [name, code] of results) {
     if (code === 0) log.ok(`${name}: passed`);
     else log.error(`${name}: failed (jest exit ${code})`);
