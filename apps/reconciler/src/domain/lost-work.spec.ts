@@ -1,6 +1,6 @@
-import type { QueueSample } from '../store/broker';
 import { evaluateLostWork, heldBy, lostFrom, type DueWork } from './lost-work';
 import { evaluateStatus, type StatusFacts } from './status';
+import type { QueueSample } from './facts';
 
 const q = (name: string, ready = 0, unacked = 0): QueueSample => ({ name, messages: ready + unacked, ready, unacked, consumers: 1, acked: 0, ackRate: 0, headTimestamp: null });
 const due = (kind: DueWork['kind'], queue: string, rows: number): DueWork => ({ kind, queue, rows, oldest: rows ? '2026-12-02T05:00:00.000Z' : null });

@@ -1,5 +1,6 @@
 import { QUEUES } from '@community/contracts';
-import type { QueueSample } from '../store/broker';
+import type { QueueSample } from './facts';
+
 
 /**
  * The kinds of work the database knows is due and that only a message moves (docs/RECONCILER.md

@@ -1,5 +1,5 @@
-import type { QueueSample } from '../store/broker';
 import { evaluateStatus, oldestAgeMs, type StatusFacts } from './status';
+import type { QueueSample } from './facts';
 
 const now = new Date('2026-12-01T12:00:00Z');
 const q = (name: string, over: Partial<QueueSample> = {}): QueueSample => ({ name, messages: 0, ready: 0, unacked: 0, consumers: 1, acked: 0, ackRate: 0, headTimestamp: null, ...over });

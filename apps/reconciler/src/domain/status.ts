@@ -1,8 +1,6 @@
-import type { BreakerReading, RateLimitReading } from '../store/breakers';
-import type { QueueSample } from '../store/broker';
-import type { StuckWork } from '../store/stuck';
 import type { Finding } from './watchdog';
 import type { LostWorkVerdict } from './lost-work';
+import type { BreakerReading, QueueSample, RateLimitReading, StuckWork } from './facts';
 
 /** One line of the checklist (`GET /v1/admin/status`, `npm run ops -- status`). */
 export interface Check {

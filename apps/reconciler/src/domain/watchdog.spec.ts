@@ -1,5 +1,5 @@
-import type { QueueSample } from '../store/broker';
 import { watchdogFindings } from './watchdog';
+import type { QueueSample } from './facts';
 
 const q = (name: string, messages: number, acked = 0, consumers = 1): QueueSample => ({ name, messages, ready: messages, unacked: 0, consumers, acked, ackRate: 0, headTimestamp: null });
 

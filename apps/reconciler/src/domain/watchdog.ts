@@ -1,4 +1,5 @@
-import type { QueueSample } from '../store/broker';
+import type { QueueSample } from './facts';
+
 
 export type FindingKind = 'stalled' | 'no_consumer' | 'dlq_growing';
 export const FINDING_KINDS: readonly FindingKind[] = ['stalled', 'no_consumer', 'dlq_growing'];

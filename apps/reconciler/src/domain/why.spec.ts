@@ -1,6 +1,6 @@
 import { buildEvent } from '@community/contracts';
-import type { WhyFacts } from '../store/why';
 import { explain } from './why';
+import type { WhyFacts } from './facts';
 
 const mention = (actorId: string, mentionedUserId: string) =>
   buildEvent('user.mentioned', { commentId: 'c1', postId: 'p1', actorId, mentionedUserId, excerpt: 'hi' }, { producer: 'community-api', id: '00000000-0000-4000-8000-000000000001' });

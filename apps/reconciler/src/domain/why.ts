@@ -1,6 +1,6 @@
 import { deliveryFor, effectivePreferences, NOTIFICATION_TYPES, planNotifications, QUEUES, validate, type NotificationType } from '@community/contracts';
-import type { WhyFacts, WhyTarget } from '../store/why';
 import type { LostQueue } from './lost-work';
+import type { WhyFacts, WhyTarget } from './facts';
 
 export type StepStatus = 'ok' | 'skipped' | 'failed' | 'pending' | 'unknown';
 

@@ -4,7 +4,7 @@ import { notificationHeaders } from '@community/contracts';
 import { sendFanoutChunk } from '@community/feed-service';
 import { evaluateLostWork, LOST_WORK_KINDS, type LostWorkKind, type LostWorkVerdict } from '../domain/lost-work';
 import type { ReconcilerConfig } from '../config';
-import { sampleQueues } from '../store/broker';
+import { sampleQueues } from '../clients/broker';
 import { countDue, dueRows, dueWindow, type DueAfter, type DueRow, type Window } from '../store/lost-work';
 
 export interface LostWorkSettings extends DueAfter {

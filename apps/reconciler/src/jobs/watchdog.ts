@@ -3,10 +3,11 @@ import type { ScheduledJob } from '@community/db';
 import type { ManagementTarget } from '@community/messaging';
 import { FINDING_KINDS, watchdogFindings, type Finding } from '../domain/watchdog';
 import type { ReconcilerMetrics } from '../metrics';
-import { sampleQueues, type QueueSample } from '../store/broker';
+import { sampleQueues } from '../clients/broker';
 import { evaluateLostWork, LOST_WORK_KINDS, type LostWorkVerdict } from '../domain/lost-work';
 import { countDue, dueWindow } from '../store/lost-work';
 import type { LostWorkSettings } from './lost-work';
+import type { QueueSample } from '../domain/facts';
 
 export const WATCHDOG_JOB = 'watchdog.queues';
 

@@ -1,17 +1,6 @@
 import type { Pool } from 'pg';
+import type { StuckWork } from '../domain/facts';
 
-export interface StuckWork {
-  /** Outbox rows unsent for longer than the threshold (relay down, or a row it cannot publish). */
-  outboxUnsent: number;
-  /** Seconds since the oldest unsent outbox row was written (0 when none). */
-  outboxLagSeconds: number;
-  /** Producers with stuck rows, for the log line. */
-  outboxProducers: string[];
-  /** Email deliveries still `sending` whose lease expired more than the grace ago: nobody took them over. */
-  emailLeasesExpired: number;
-  /** feed-service fan-out chunks not done, of jobs planned longer ago than the threshold. */
-  fanoutChunks: number;
-}
 
 export interface StuckChunk {
   postId: string;

@@ -1,41 +1,9 @@
 import type { Pool } from 'pg';
 import { planNotifications, validate } from '@community/contracts';
 import { managementRequest, type ManagementTarget } from '@community/messaging';
+import type { WhyFacts, WhyTarget } from '../domain/facts';
 
-/** Everything the database (and the DLQs) know about one user and one event / comment / key. */
-export interface WhyFacts {
-  /** Source events found in the producers' outbox (the envelope as published). */
-  events: { eventId: string; producer: string; payload: unknown; createdAt: string; sentAt: string | null }[];
-  /** Inbox rows (processed_events) of those events. */
-  inbox: { consumer: string; eventId: string; processedAt: string }[];
-  items: {
-    id: string;
-    type: string;
-    idempotencyKey: string;
-    inApp: boolean;
-    emailChannel: string;
-    sourceEventId: string;
-    createdAt: string;
-    readAt: string | null;
-  }[];
-  preferences: { type: string; inApp: boolean; email: string }[];
-  /** notification.created of the items (outbox of notification-service). */
-  created: { eventId: string; idempotencyKey: string; sentAt: string | null }[];
-  deliveries: { idempotencyKey: string; channel: string; state: string; attempts: number; lastError: string | null; smtpResponse: string | null; sentAt: string | null }[];
-  digestItems: { idempotencyKey: string; windowStatus: string; windowEnd: string }[];
-  emailUser: boolean;
-  suppressions: string[];
-  dead: { queue: string; messageId: string; cause: string; at: string | null }[];
-  /** Where dead letters were looked for: the DLQ console's table, or the broker's DLQs. */
-  dlqSource: string;
-}
 
-export interface WhyTarget {
-  userId: string;
-  eventId?: string;
-  commentId?: string;
-  idempotencyKey?: string;
-}
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 

@@ -1,26 +1,6 @@
 import { managementRequest, type ManagementTarget } from '@community/messaging';
+import type { QueueSample } from '../domain/facts';
 
-/** One queue as the RabbitMQ management API reports it (the fields the reconciler reads). */
-export interface QueueSample {
-  name: string;
-  messages: number;
-  ready: number;
-  unacked: number;
-  consumers: number;
-  /** Cumulative acks since the queue was created (message_stats.ack), 0 when never acked. */
-  acked: number;
-  /** Acks per second over the broker's last sampling window. */
-  ackRate: number;
-  /** Unix seconds of the head message's timestamp, when the broker reports it (classic queues). */
-  headTimestamp: number | null;
-  /**
-   * Acks per second averaged over the last RATE_WINDOW_S (the broker's own samples): the drain rate
-   * the status lines use, steady where `ackRate` (one 5 s sample) jumps. Absent: not sampled.
-   */
-  drainRate?: number;
-  /** Change of `ready` per second over the same window: negative while the queue shrinks. */
-  readyTrend?: number;
-}
 
 /**
  * The window the drain rate is averaged over. A minute: long enough that one 5 s sample with
@@ -62,5 +42,3 @@ export async function sampleQueues(target: ManagementTarget): Promise<QueueSampl
   }));
 }
 
-/** The DLQ of a work queue (libs/messaging names it so: `<queue>.dlq`). */
-export const dlqOf = (queue: string): string => `${queue}.dlq`;

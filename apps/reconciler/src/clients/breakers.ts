@@ -1,27 +1,6 @@
-/** One `*_breaker_open` series, with what the service's /v1/flow-control says about it. */
-export interface BreakerReading {
-  source: string;
-  series: string;
-  open: boolean;
-  /** The provider's last failure as the service reports it ('' when none; absent when the service has no /v1/flow-control). */
-  lastError?: string;
-  lastErrorAt?: string | null;
-  /** The queues this breaker pauses while open (absent: unknown). */
-  pauses?: string[];
-}
+import type { BreakerReading, FlowControlReading, RateLimitReading } from '../domain/facts';
 
-/** A configured rate limit a service's queues drain at (email-service: SMTP_RATE_PER_SECOND). */
-export interface RateLimitReading {
-  source: string;
-  name: string;
-  perSecond: number;
-  queues: string[];
-}
 
-export interface FlowControlReading {
-  breakers: BreakerReading[];
-  rateLimits: RateLimitReading[];
-}
 
 interface FlowControlBody {
   breakers?: Array<{ series?: unknown; lastError?: unknown; lastErrorAt?: unknown; pauses?: unknown }>;
