@@ -93,7 +93,7 @@ beforeAll(async () => {
       deps('demo-community-api'),
     ),
     'notification-service': createNotificationService(loadNotificationConfig({ ...common, EMAIL_SERVICE_VERIFY_KEY: spki(emailKeys.publicKey) }), { ...deps('notification-service'), messaging: false }),
-    'email-service': createEmailService(loadEmailConfig({ ...common, SMTP_URL: 'smtp://127.0.0.1:9', EMAIL_SERVICE_SIGNING_KEY: pkcs8(emailKeys.privateKey) }), { ...deps('email-service'), runScheduler: false }),
+    'email-service': createEmailService(loadEmailConfig({ ...common, SMTP_URL: 'smtp://127.0.0.1:9', EMAIL_SERVICE_SIGNING_KEY: pkcs8(emailKeys.privateKey) }), { ...deps('email-service'), runTicker: false }),
     'feed-service': createFeedService(loadFeedConfig(common), { ...deps('feed-service'), messaging: false }),
     // With messaging (built, not started): the DLQ console's routes exist only then.
     reconciler: createReconcilerService(loadReconcilerConfig({ ...common, BREAKER_METRICS_URLS: 'none' }), { ...deps('reconciler'), runScheduler: false }),

@@ -65,7 +65,7 @@ beforeAll(async () => {
   ns = createNotificationService(loadNotificationConfig({ ...common }), { logger: testLogger('ns'), registry: registries.ns });
   es = createEmailService(
     loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '0', SMTP_CONNECTION_TIMEOUT_MS: '1000', SMTP_SOCKET_TIMEOUT_MS: '2000' }),
-    { logger: testLogger('es'), registry: registries.es, runScheduler: false },
+    { logger: testLogger('es'), registry: registries.es, runTicker: false },
   );
   fs = createFeedService(loadFeedConfig({ ...common, FEED_REDIS_PREFIX: PREFIX }), { logger: testLogger('fs'), registry: registries.fs });
   rc = createReconcilerService(loadReconcilerConfig({ ...common, FEED_REDIS_PREFIX: PREFIX }), { logger: testLogger('rc'), registry: new Registry(), runScheduler: false, dlqConsole: false });

@@ -46,7 +46,7 @@ beforeAll(async () => {
   const common = { DATABASE_URL: db.url, AMQP_URL: vhost.url, JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys, PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_TIMEOUT_MS: '3000' };
   ns = createNotificationService(loadNotificationConfig({ ...common }), { logger: testLogger('ns'), registry: new Registry() });
   // 25 emails a second: a burst of a few hundred waits in email-service.send long enough to be purged.
-  es = createEmailService(loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '25' }), { logger: testLogger('es'), registry: new Registry(), runScheduler: false });
+  es = createEmailService(loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '25' }), { logger: testLogger('es'), registry: new Registry(), runTicker: false });
   rc = createReconcilerService(loadReconcilerConfig({ ...common, BREAKER_METRICS_URLS: 'none', LOST_WORK_GRACE_MS: String(GRACE_MS), WATCHDOG_SAMPLES: '2' }), {
     logger: testLogger('rc'),
     registry: new Registry(),

@@ -48,7 +48,7 @@ beforeAll(async () => {
   ns = createNotificationService(loadNotificationConfig({ ...common, CONSUMER_BATCH_SIZE: '20' }), { logger: testLogger('ns'), registry: new Registry(), batchTimeoutMs: 60_000 });
   es = createEmailService(
     loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '0', SMTP_CONNECTION_TIMEOUT_MS: '1000', SMTP_SOCKET_TIMEOUT_MS: '2000', EMAIL_LEASE_MS: '5000' }),
-    { logger: testLogger('es'), registry: new Registry(), runScheduler: false },
+    { logger: testLogger('es'), registry: new Registry(), runTicker: false },
   );
   // The breaker check reads email-service's real /metrics.
   await es.app.listen({ port: 0, host: '127.0.0.1' });

@@ -39,7 +39,7 @@ beforeAll(async () => {
   email = createEmailService(loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '0', USER_ADDRESS_GRACE_MS: '0' }), {
     logger: testLogger('tracing-email'),
     registry: new Registry(),
-    runScheduler: false,
+    runTicker: false,
   });
   api = createDemoService(loadDemoConfig({ ...common, DEMO_TRAFFIC_RATE: '0' }), { logger: testLogger('tracing-api'), registry: new Registry() });
   // notification-service first: its queues must exist before the first event is published.

@@ -153,7 +153,7 @@ async function runPipeline(port: number, emails: number, received: () => Promise
       SMTP_RATE_PER_SECOND: '0',
       EMAIL_CONSUMER_CONCURRENCY: String(CONCURRENCY),
     });
-    const service = createEmailService(config, { logger: silent, registry: new Registry(), runScheduler: false });
+    const service = createEmailService(config, { logger: silent, registry: new Registry(), runTicker: false });
     await service.pool.query(
       `INSERT INTO email_users (user_id, email, display_name, source_event_id, source_occurred_at) VALUES ('u-42', 'reader@example.test', 'Ada Reader', 'e1', now()), ('u-7', 'grace@example.test', 'Grace', 'e2', now())`,
     );

@@ -12,7 +12,7 @@ import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
 import { HolderHeartbeat } from './delivery/holder';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
-import { Scheduler } from './digest/scheduler';
+import { Ticker } from './digest/ticker';
 import { criticalLaneHandler } from './handlers/critical-lane';
 import { notificationCreatedHandler } from './handlers/notification-created';
 import { userErasedHandler } from './handlers/user-erased';
@@ -45,8 +45,8 @@ export interface EmailServiceDeps {
    * that it can count the permits each interval grants instead of timing emails.
    */
   rateLimitClock?: () => number;
-  /** Run the digest/opt-out scheduler loop (tests drive `scheduler.tick()` by hand). Default true. */
-  runScheduler?: boolean;
+  /** Run the digest/opt-out ticker loop (tests drive `ticker.tick()` by hand). Default true. */
+  runTicker?: boolean;
 }
 
 export interface EmailService {
@@ -57,13 +57,14 @@ export interface EmailService {
   breaker: CircuitBreaker;
   /** This process as a lease holder: its id and heartbeat (delivery/holder.ts). */
   heartbeat: HolderHeartbeat;
-  scheduler: Scheduler;
+  /** The digest / opt-out loop every replica runs (digest/ticker.ts). */
+  ticker: Ticker;
   sendConsumer: Consumer;
   /** The critical lane (security alerts) on email-service.send-critical. */
   criticalConsumer: Consumer;
   pool: Pool;
   digestJobs: DigestJobDeps;
-  /** Connects to the broker and starts consuming, then the scheduler. */
+  /** Connects to the broker and starts consuming, then the ticker. */
   start(): Promise<void>;
   /** Drains the consumers and closes what start() opened; app.close() then ends the HTTP server and the pool. */
   stop(): Promise<void>;
@@ -95,7 +96,7 @@ function only<T extends EventType>(...types: T[]) {
 
 /**
  * The composition of the service: pool → SMTP (transport, breaker, limiter, sender) → messaging →
- * consumers → scheduler → HTTP. Building does no I/O; start() connects. main.ts adds the process
+ * consumers → ticker → HTTP. Building does no I/O; start() connects. main.ts adds the process
  * lifecycle, the tests and the benchmark call it as is.
  */
 export function createEmailService(config: EmailConfig, deps: EmailServiceDeps): EmailService {
@@ -207,10 +208,10 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   };
   const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.EMAIL_SERVICE_SIGNING_KEY);
   const syncDeps = { pool, preferences, metrics, logger: logger.child({ component: 'preferences-sync' }) };
-  const scheduler = new Scheduler({
+  const ticker = new Ticker({
     intervalMs: config.DIGEST_FLUSH_INTERVAL_MS,
     clock,
-    logger: logger.child({ component: 'scheduler' }),
+    logger: logger.child({ component: 'ticker' }),
     steps: [
       { name: 'flush-digest-windows', run: (now) => flushDueWindows(digestJobs, now) },
       { name: 'send-digests', run: (now) => sendDueDigests(digestJobs, now) },
@@ -246,7 +247,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     messaging,
     breaker,
     heartbeat,
-    scheduler,
+    ticker,
     sendConsumer,
     criticalConsumer,
     pool,
@@ -256,13 +257,13 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
       await recordRetentionHorizon(pool, emailRetentionPolicy(config).retentionMs);
       await heartbeat.start();
       await messaging.start();
-      if (deps.runScheduler !== false) {
-        scheduler.start();
+      if (deps.runTicker !== false) {
+        ticker.start();
       }
     },
     async stop() {
       readiness.markShuttingDown();
-      await scheduler.stop();
+      await ticker.stop();
       await messaging.stop(config.SHUTDOWN_TIMEOUT_MS);
       await heartbeat.stop();
       await breaker.stop();

@@ -21,7 +21,7 @@ beforeAll(async () => {
   proxy = await tcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   await proxy.open();
   const config = loadEmailConfig({ DATABASE_URL: proxy.rewrite(db.url), PORT: '0', LOG_LEVEL: 'silent', NOTIFICATION_SERVICE_URL: 'http://127.0.0.1:9' });
-  svc = createEmailService(config, { logger: testLogger('email-unavailable'), registry: new Registry(), runScheduler: false });
+  svc = createEmailService(config, { logger: testLogger('email-unavailable'), registry: new Registry(), runTicker: false });
   await svc.app.ready();
 });
 

@@ -49,15 +49,15 @@ it('collects digest items, and two flushers racing send exactly one digest per u
   await eventually('items collected', async () => (await itemCount()) === USERS * types.length);
 
   // Not due yet: nothing is sent.
-  await Promise.all([a.svc.scheduler.tick(clockA), b.svc.scheduler.tick(clockA)]);
+  await Promise.all([a.svc.ticker.tick(clockA), b.svc.ticker.tick(clockA)]);
   expect(smtp.received).toHaveLength(0);
 
   const tomorrow = new Date(today.end.getTime() + 60_000);
-  await Promise.all([a.svc.scheduler.tick(tomorrow), b.svc.scheduler.tick(tomorrow), a.svc.scheduler.tick(tomorrow), b.svc.scheduler.tick(tomorrow)]);
+  await Promise.all([a.svc.ticker.tick(tomorrow), b.svc.ticker.tick(tomorrow), a.svc.ticker.tick(tomorrow), b.svc.ticker.tick(tomorrow)]);
   await eventually('every digest sent', () => smtp.received.length >= USERS);
-  await Promise.all([a.svc.scheduler.tick(tomorrow), b.svc.scheduler.tick(tomorrow)]);
+  await Promise.all([a.svc.ticker.tick(tomorrow), b.svc.ticker.tick(tomorrow)]);
   // The ticks are awaited, each until its sends had the server's answer, and nothing else sends
-  // digests (runScheduler: false): what the server has now is all there will be.
+  // digests (runTicker: false): what the server has now is all there will be.
 
   expect(smtp.received).toHaveLength(USERS);
   for (let i = 0; i < USERS; i++) expect(digestEmailsFor(`u${i}`, today.start)).toHaveLength(1);
@@ -97,7 +97,7 @@ it('sends nothing for a window whose items were all opted out (an empty window)'
   await eventually('item stored', async () => (await a.svc.pool.query(`SELECT 1 FROM email_digest_items WHERE idempotency_key = $1`, [item.data.idempotencyKey])).rowCount === 1);
   // The user unsubscribes from reaction emails before the window closes.
   await a.svc.pool.query(`INSERT INTO email_suppressions (user_id, scope) VALUES ('u2', 'reaction')`);
-  await Promise.all([a.svc.scheduler.tick(day.end), b.svc.scheduler.tick(day.end)]);
+  await Promise.all([a.svc.ticker.tick(day.end), b.svc.ticker.tick(day.end)]);
   // The same ticks flush the late item's window of the previous test: that one is sent, once.
   // Awaited ticks (see above): the server's count is final once they resolved.
   await eventually('the late window sent', () => digestEmailsFor('u1', today.end).length === 1);

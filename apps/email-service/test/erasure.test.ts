@@ -60,9 +60,9 @@ it('suppresses what is pending for the user, drops their digest, anonymises them
 
   // Tomorrow: bob's digest goes out, naming nobody for the erased actor; nothing goes to ada.
   now = new Date(today.end.getTime() + 60_000);
-  await es.svc.scheduler.tick(now);
+  await es.svc.ticker.tick(now);
   await eventually("bob's digest", () => smtp.received.some((m) => m.to.includes('bob@example.test')));
-  await es.svc.scheduler.tick(now);
+  await es.svc.ticker.tick(now);
   expect(smtp.received.filter((m) => m.to.includes('ada@example.test'))).toEqual([]);
   const digest = smtp.received.find((m) => m.to.includes('bob@example.test'));
   expect(`${digest?.text ?? ''}${digest?.html ?? ''}`).not.toContain("ada's words");

@@ -125,7 +125,7 @@ it('keeps the opt-out when notification-service is down and pushes it later from
   expect(unsynced.rows[0].last_sync_error).toContain('HTTP 503');
 
   prefsUp = true;
-  await s.svc.scheduler.tick(new Date(Date.now() + 60_000));
+  await s.svc.ticker.tick(new Date(Date.now() + 60_000));
   const synced = await s.svc.pool.query(`SELECT 1 FROM email_suppressions WHERE user_id = 'alice' AND scope = 'reply' AND synced_at IS NOT NULL`);
   expect(synced.rowCount).toBe(1);
 });

@@ -60,7 +60,7 @@ export interface StartedService {
 
 export async function startService(
   config: EmailConfig,
-  options: { retryDelaysMs?: number[]; clock?: () => Date; rateLimitClock?: () => number; runScheduler?: boolean; before?: (svc: EmailService) => void } = {},
+  options: { retryDelaysMs?: number[]; clock?: () => Date; rateLimitClock?: () => number; runTicker?: boolean; before?: (svc: EmailService) => void } = {},
 ): Promise<StartedService> {
   const registry = new Registry();
   const svc = createEmailService(config, {
@@ -69,7 +69,7 @@ export async function startService(
     topology: shortRetryTopology(options.retryDelaysMs ?? [200, 400, 800]),
     clock: options.clock,
     rateLimitClock: options.rateLimitClock,
-    runScheduler: options.runScheduler ?? false,
+    runTicker: options.runTicker ?? false,
   });
   options.before?.(svc);
   await svc.start();

@@ -1,11 +1,14 @@
 import type { Logger } from 'pino';
 
-export interface SchedulerStep {
+export interface TickerStep {
   name: string;
   run: (now: Date) => Promise<unknown>;
 }
 
 /**
+ * Named a ticker, not a scheduler: @community/db's Scheduler runs each job on ONE replica (the
+ * holder of its advisory lock); this runs its steps on EVERY replica, which share the rows.
+ *
  * The service's periodic work (flush due digest windows, send due digests, push opt-outs), every
  * `intervalMs`, never overlapping itself. Every replica runs it: each step claims its rows with
  * FOR UPDATE SKIP LOCKED, so replicas share the work instead of needing a leader, and a replica
@@ -13,13 +16,13 @@ export interface SchedulerStep {
  *
  * `clock` is injectable so tests can run a tick "tomorrow" without waiting for it.
  */
-export class Scheduler {
+export class Ticker {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = true;
 
   constructor(
-    private readonly options: { intervalMs: number; clock: () => Date; logger: Logger; steps: SchedulerStep[] },
+    private readonly options: { intervalMs: number; clock: () => Date; logger: Logger; steps: TickerStep[] },
   ) {}
 
   start(): void {
