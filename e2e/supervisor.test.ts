@@ -83,3 +83,18 @@ it('leaves a child without restart: true dead, as before (MailDev)', async () =>
   expect(output).toContain('RESTARTS=0 ALIVE=false PENDING=0');
   expect(output).toContain('restart with npm start');
 });
+
+it("rewrites each line through `format` (npm start's readable logs) and hides a quiet child's stdout, never its stderr", async () => {
+  const output = await supervise(`
+    import { Supervisor } from ${JSON.stringify(PROCESSES)};
+    import { loadProjectRules } from ${JSON.stringify(RULES)};
+    await loadProjectRules(${JSON.stringify(ROOT)});
+    const s = new Supervisor({ graceMs: 1000, backoffBaseMs: 100 });
+    const app = s.spawn('app', process.execPath, ['-e', 'console.log(JSON.stringify({ msg: "ready" }))'], { format: (line) => 'FORMATTED ' + JSON.parse(line).msg });
+    const mail = s.spawn('mail', process.execPath, ['-e', 'console.log("CHATTER"); console.error("BROKEN")'], { quiet: true });
+    await Promise.all([app.exited, mail.exited]);
+  `);
+  expect(output).toMatch(/app\s+│ FORMATTED ready/);
+  expect(output).toMatch(/mail\s+│ BROKEN/);
+  expect(output).not.toContain('CHATTER');
+});

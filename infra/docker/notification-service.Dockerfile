@@ -15,7 +15,7 @@ RUN NX_DAEMON=false npx nx run notification-service:build --skip-nx-cache && npm
 FROM ${NODE_IMAGE} AS runtime
 # tini forwards SIGTERM to node and reaps zombies: node as PID 1 would ignore signals it has no handler for.
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
-ENV NODE_ENV=production PORT=3001
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3001
 WORKDIR /app
 COPY --from=build /repo/package.json ./package.json
 COPY --from=build /repo/node_modules ./node_modules

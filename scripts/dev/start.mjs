@@ -7,6 +7,7 @@ import { c, log, runMain } from './setup/log.mjs';
 import { ensureMaildev } from './setup/maildev.mjs';
 import { ensureBrokerUsers } from './setup/broker-users.mjs';
 import { removeStaleDefaultVhostQueues } from './setup/default-vhost.mjs';
+import { logFormat } from './setup/log-format.mjs';
 import { appCommand, appPort, discoverApps } from './setup/apps.mjs';
 import { Supervisor, onShutdownSignals } from './setup/processes.mjs';
 import { httpGet } from './setup/net.mjs';
@@ -65,11 +66,12 @@ runMain(async () => {
   }
   // Imported only now: esbuild is a dependency, installed by setup().
   const { bundleApp } = await import('./setup/bundle.mjs');
+  const format = await logFormat(process.stdout.isTTY, process.env);
   for (const name of apps) {
     await bundleApp(name, ROOT);
     const { command, args } = appCommand(name);
     log.step(`starting ${name}: node ${args.join(' ')}`);
-    supervisor.spawn(name, command, args, { cwd: ROOT, env: { ...appEnv, ...broker.envFor(name) }, restart: true });
+    supervisor.spawn(name, command, args, { cwd: ROOT, env: { ...appEnv, ...broker.envFor(name) }, restart: true, format });
   }
 
   printSummary(apps, mail, supervisor, broker);
@@ -141,3 +143,4 @@ async function watchHealth(apps, supervisor) {
   }
   for (const name of pending) log.warn(`${name}: /healthz on port ${appPort(name)} has not answered after 2 minutes`);
 }
+

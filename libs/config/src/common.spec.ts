@@ -27,6 +27,7 @@ describe('commonConfig', () => {
       ADMIN_KEYS: DEV_ADMIN_KEYS,
       ADMIN_TOKEN_MAX_LIFETIME_MS: 3_600_000,
       LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
       PORT: 3003,
       SHUTDOWN_TIMEOUT_MS: 10_000,
     });

@@ -134,6 +134,9 @@ export function commonConfig(service: ServiceName) {
       description: 'longest an admin token may live: exp - iat, and exp - now',
     },
     { name: 'LOG_LEVEL', kind: 'enum', values: LOG_LEVELS, default: 'info' },
+    // This machine only unless asked: `npm start` on a laptop must not serve the LAN. The images set
+    // 0.0.0.0 (a container's port is reached from outside it, through the pod or the published port).
+    { name: 'HOST', kind: 'string', default: '127.0.0.1', description: 'interface the HTTP server binds (127.0.0.1: this machine only; the images set 0.0.0.0)' },
     // 0 is allowed so tests can ask the OS for a free port.
     { name: 'PORT', kind: 'int', default: DEFAULT_PORTS[service], min: 0, max: 65535 },
     // How long SIGTERM may take (stop consuming, finish in-flight work, close) before exiting 1.

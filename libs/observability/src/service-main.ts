@@ -9,6 +9,7 @@ import type { Tracing } from './tracing';
 /** The config fields every service's main needs (libs/config's commonConfig provides them). */
 interface CommonConfig {
   LOG_LEVEL: string;
+  HOST: string;
   PORT: number;
   SHUTDOWN_TIMEOUT_MS: number;
 }
@@ -56,6 +57,7 @@ export async function serviceMain<C extends CommonConfig>(options: ServiceMainOp
     logger,
     app: service.app,
     port: config.PORT,
+    host: config.HOST,
     readiness: service.readiness,
     shutdownTimeoutMs: options.shutdownTimeoutMs?.(config) ?? config.SHUTDOWN_TIMEOUT_MS,
     start: () => service.start(),

@@ -39,7 +39,9 @@ export async function ensureMaildev(root, supervisor, env = process.env) {
     'maildev',
     bin,
     ['--smtp', String(smtp.port), '--web', String(MAILDEV_WEB_PORT), '--ip', '127.0.0.1', '--web-ip', '127.0.0.1'],
-    { cwd: root, env },
+    // Its stdout is a line per email received and per web request (38,922 lines in twenty minutes of
+    // demo traffic, most of npm start's output): the web UI shows the same. Errors still come through.
+    { cwd: root, env, quiet: true },
   );
   await waitFor(
     async () => {

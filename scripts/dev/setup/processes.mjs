@@ -32,21 +32,23 @@ export class Supervisor {
   }
 
   /**
-   * Starts a child; its stdout/stderr lines are printed as "name │ line". With `restart: true` an
-   * unexpected exit schedules a restart with backoff instead of leaving the child dead.
+   * Starts a child; its stdout/stderr lines are printed as "name │ line" (`format` rewrites each line
+   * first, e.g. a JSON log line into a readable one). With `restart: true` an unexpected exit
+   * schedules a restart with backoff instead of leaving the child dead. `quiet`: its stdout is not
+   * shown (chatter with a UI of its own to look at), its stderr still is (why it failed).
    */
-  spawn(name, command, args, { cwd, env, restart = false } = {}) {
+  spawn(name, command, args, { cwd, env, restart = false, format = (line) => line, quiet = false } = {}) {
     this.width = Math.max(this.width, name.length);
     const previous = this.children.get(name);
     const colour = previous?.colour ?? PALETTE[this.children.size % PALETTE.length];
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', quiet ? 'ignore' : 'pipe', 'pipe'], detached: true });
     const entry = {
       name,
       child,
       colour,
       alive: true,
       startedAt: Date.now(),
-      spec: { command, args, cwd, env, restart },
+      spec: { command, args, cwd, env, restart, format, quiet },
       restarts: previous?.restarts ?? 0,
       crashes: previous?.crashes ?? 0, // consecutive quick exits: drives the backoff
       timer: null,
@@ -56,7 +58,7 @@ export class Supervisor {
       [child.stdout, process.stdout],
       [child.stderr, process.stderr],
     ]) {
-      createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => out.write(`${prefix()} ${line}\n`));
+      if (stream) createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => out.write(`${prefix()} ${format(line)}\n`));
     }
     entry.exited = new Promise((resolve) => {
       child.once('error', (err) => {
@@ -107,8 +109,8 @@ export class Supervisor {
     entry.timer = setTimeout(() => {
       entry.timer = null;
       if (this.stopping) return;
-      const { command, args, cwd, env, restart } = entry.spec;
-      const next = this.spawn(entry.name, command, args, { cwd, env, restart });
+      const { command, args, ...options } = entry.spec;
+      const next = this.spawn(entry.name, command, args, options);
       next.restarts = entry.restarts + 1;
       next.crashes = entry.crashes;
       log.warn(`${c.bold(entry.name)} restarted (${next.restarts} restart${next.restarts === 1 ? '' : 's'} so far)`);
