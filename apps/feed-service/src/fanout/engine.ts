@@ -134,7 +134,7 @@ export function createFanout(deps: FanoutDeps) {
         while (await cache.smallLaneBusy().catch(() => false)) if (!(await budget.wait())) return;
         budget.resumed();
       },
-      /** The Redis writes check the marker inside PUSH_MANY, atomically. */
+      /** The Redis writes check the marker inside feed-push-many.lua (redis/commands), atomically. */
       pushOptions() {
         if (!preempt) return undefined;
         return { canYield: () => spentMs < config.FEED_FANOUT_YIELD_MAX_MS, wait: budget.wait, resumed: budget.resumed };
