@@ -13,20 +13,32 @@ const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as
 const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
 const landed = APPS.map((a) => a.name).filter((name) => existsSync(path.join(ROOT, 'apps', name, 'src', 'main.ts')));
 
+/**
+ * The packages an app's bundle requires, built once per app for both tests. The options are bundle.mjs's
+ * (an ES module, which this CommonJS sandbox cannot import), in memory.
+ */
+const requiresOf = new Map<string, Promise<Set<string>>>();
+function bundleRequires(name: string): Promise<Set<string>> {
+  let found = requiresOf.get(name);
+  if (!found) {
+    found = build({
+      entryPoints: [path.join(ROOT, 'apps', name, 'src', 'main.ts')],
+      bundle: true,
+      platform: 'node',
+      target: 'node22',
+      format: 'cjs',
+      packages: 'external',
+      tsconfig: path.join(ROOT, 'tsconfig.base.json'),
+      write: false,
+      logLevel: 'silent',
+    }).then((result) => new Set([...result.outputFiles[0].text.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]).filter((m) => !m.startsWith('node:') && !builtinModules.includes(m)).map(packageOf)));
+    requiresOf.set(name, found);
+  }
+  return found;
+}
+
 it.each(landed)('%s: every package its bundle requires is a production dependency', async (name) => {
-  const result = await build({
-    entryPoints: [path.join(ROOT, 'apps', name, 'src', 'main.ts')],
-    bundle: true,
-    platform: 'node',
-    target: 'node22',
-    format: 'cjs',
-    packages: 'external',
-    tsconfig: path.join(ROOT, 'tsconfig.base.json'),
-    write: false,
-    logLevel: 'silent',
-  });
-  const code = result.outputFiles[0].text;
-  const required = new Set([...code.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]).filter((m) => !m.startsWith('node:') && !builtinModules.includes(m)).map(packageOf));
+  const required = await bundleRequires(name);
   expect(required.size).toBeGreaterThan(3); // the scan found the bundle's requires
   expect([...required].filter((p) => !(p in pkg.dependencies))).toEqual([]);
 });
@@ -38,19 +50,6 @@ it.each(landed)('%s: every package its bundle requires is a production dependenc
 const RUNTIME_NOT_BUNDLED = new Set(['@prisma/client', '@prisma/adapter-pg', '@prisma/driver-adapter-utils']);
 it('every production dependency is required by some app bundle', async () => {
   const required = new Set<string>();
-  for (const name of landed) {
-    const result = await build({
-      entryPoints: [path.join(ROOT, 'apps', name, 'src', 'main.ts')],
-      bundle: true,
-      platform: 'node',
-      target: 'node22',
-      format: 'cjs',
-      packages: 'external',
-      tsconfig: path.join(ROOT, 'tsconfig.base.json'),
-      write: false,
-      logLevel: 'silent',
-    });
-    for (const m of result.outputFiles[0].text.matchAll(/require\("([^"]+)"\)/g)) required.add(packageOf(m[1]));
-  }
+  for (const name of landed) for (const p of await bundleRequires(name)) required.add(p);
   expect(Object.keys(pkg.dependencies).filter((dep) => !required.has(dep) && !RUNTIME_NOT_BUNDLED.has(dep))).toEqual([]);
 });
