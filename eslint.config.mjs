@@ -51,11 +51,13 @@ export default [
           patterns: [
             {
               regex: '(^|/)libs/[^/]+/src(/|$)',
-              message: 'Scripts use public entry points only: import a lib as @community/<name>, not a path into libs/*/src.',
+              message:
+                'Scripts use public entry points only: import a lib as @community/<name>, not a path into libs/*/src.',
             },
             {
               regex: '(^|/)apps/[^/]+/src/(?!index$).',
-              message: "Scripts use public entry points only: an app's index (apps/<app>/src), not a file inside its src/.",
+              message:
+                "Scripts use public entry points only: an app's index (apps/<app>/src), not a file inside its src/.",
             },
             {
               regex: '^\\.\\./src/.',

@@ -9,7 +9,10 @@ module.exports = {
   moduleNameMapper: pathsToModuleNameMapper(),
   // scripts/: specs of the tooling itself (e.g. the test-layout rule). infra/: the deployment
   // artefacts, each checked by the tool that consumes it (promtool, amtool, Prometheus, kubectl, the broker).
-  testMatch: ['<rootDir>/{apps,libs,e2e,scripts,infra}/**/*.spec.ts', '<rootDir>/{apps,libs,e2e,scripts,infra}/**/*.test.ts'],
+  testMatch: [
+    '<rootDir>/{apps,libs,e2e,scripts,infra}/**/*.spec.ts',
+    '<rootDir>/{apps,libs,e2e,scripts,infra}/**/*.test.ts',
+  ],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   // cookie 2.x (used by fastify's inject) is ESM-only; let swc compile it for jest's CommonJS.
   transformIgnorePatterns: ['/node_modules/(?!cookie/)'],

@@ -18,12 +18,16 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'any-folder-')); // mode 0700
   const clone = path.join(dir, 'repo');
-  const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 });
+  const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: ROOT,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const files = stdout.split('\0').filter((f) => f && !f.startsWith('node_modules/'));
   // The working tree's files, as a clone of it would have them (uncommitted changes included).
-  for (const f of files) await cp(path.join(ROOT, f), path.join(clone, f)).catch((err: NodeJS.ErrnoException) => {
-    if (err.code !== 'ENOENT') throw err; // listed but deleted in the working tree
-  });
+  for (const f of files)
+    await cp(path.join(ROOT, f), path.join(clone, f)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err; // listed but deleted in the working tree
+    });
   await symlink(path.join(ROOT, 'node_modules'), path.join(clone, 'node_modules'));
 }, 120_000);
 
@@ -39,5 +43,10 @@ it('starts the private servers and reads exact queue depths as other users from 
     maxBuffer: 16 * 1024 * 1024,
   });
   const result = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
-  expect(result).toEqual({ cwd: clone, privateQueues: { 'probe.private': 3 }, postgres: 1, sharedQueues: { 'probe.shared': 2 } });
+  expect(result).toEqual({
+    cwd: clone,
+    privateQueues: { 'probe.private': 3 },
+    postgres: 1,
+    sharedQueues: { 'probe.shared': 2 },
+  });
 }, 300_000);

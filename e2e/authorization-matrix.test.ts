@@ -5,7 +5,16 @@ import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY } from '@community/config';
 import { adminTokenSigner, serviceTokenSigner } from '@community/observability';
-import { craftToken, createTestDatabase, createTestVhost, testLogger, testOperators, testRedisPrefix, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  craftToken,
+  createTestDatabase,
+  createTestVhost,
+  testLogger,
+  testOperators,
+  testRedisPrefix,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createDemoService, loadDemoConfig } from '../apps/demo-community-api/src';
 import { createEmailService, loadEmailConfig } from '../apps/email-service/src';
 import { createFeedService, loadFeedConfig } from '../apps/feed-service/src';
@@ -35,12 +44,22 @@ const spki = (k: typeof emailKeys.publicKey) => k.export({ type: 'spki', format:
 const pkcs8 = (k: typeof emailKeys.privateKey) => k.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 type AppName = 'demo-community-api' | 'notification-service' | 'email-service' | 'feed-service' | 'reconciler';
-const APP_NAMES: readonly AppName[] = ['demo-community-api', 'notification-service', 'email-service', 'feed-service', 'reconciler'];
+const APP_NAMES: readonly AppName[] = [
+  'demo-community-api',
+  'notification-service',
+  'email-service',
+  'feed-service',
+  'reconciler',
+];
 
 /** The columns of the table, in its order: what each principal sends (headers), for the app called. */
 const now = () => Math.floor(Date.now() / 1000);
 const userToken = (claims: Record<string, unknown>) =>
-  craftToken({ alg: 'HS256', typ: 'JWT' }, { iss: 'community-site', aud: 'community-notifications', iat: now(), exp: now() + 600, ...claims }, { secret: SECRET });
+  craftToken(
+    { alg: 'HS256', typ: 'JWT' },
+    { iss: 'community-site', aud: 'community-notifications', iat: now(), exp: now() + 600, ...claims },
+    { secret: SECRET },
+  );
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const PRINCIPALS: ReadonlyArray<[string, (app: AppName) => Record<string, string>]> = [
   ['none', () => ({})],
@@ -53,11 +72,39 @@ const PRINCIPALS: ReadonlyArray<[string, (app: AppName) => Record<string, string
   // What an admin token used to be (HS256, scope admin), here another user's: the scope grants nothing.
   ['user-admin-scope', () => bearer(userToken({ sub: OTHER, scope: 'admin' }))],
   ['admin', (app) => bearer(OPERATORS.token(OPERATOR, app))],
-  ['admin-wrong-aud', (app) => bearer(OPERATORS.token(OPERATOR, app === 'reconciler' ? 'notification-service' : 'reconciler'))],
+  [
+    'admin-wrong-aud',
+    (app) => bearer(OPERATORS.token(OPERATOR, app === 'reconciler' ? 'notification-service' : 'reconciler')),
+  ],
   // The development operator's key, committed to the repository: no deployment's ADMIN_KEYS holds it.
-  ['admin-dev-key', (app) => bearer(adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience: app })())],
-  ['svc-email', () => bearer(serviceTokenSigner({ signingKey: emailKeys.privateKey, issuer: 'email-service', audience: 'notification-service', scope: 'preferences:opt-out' })())],
-  ['svc-alerts', () => bearer(serviceTokenSigner({ signingKey: alertKeys.privateKey, issuer: ALERTS_ISSUER, audience: 'demo-community-api', scope: 'security-alerts:raise' })())],
+  [
+    'admin-dev-key',
+    (app) => bearer(adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience: app })()),
+  ],
+  [
+    'svc-email',
+    () =>
+      bearer(
+        serviceTokenSigner({
+          signingKey: emailKeys.privateKey,
+          issuer: 'email-service',
+          audience: 'notification-service',
+          scope: 'preferences:opt-out',
+        })(),
+      ),
+  ],
+  [
+    'svc-alerts',
+    () =>
+      bearer(
+        serviceTokenSigner({
+          signingKey: alertKeys.privateKey,
+          issuer: ALERTS_ISSUER,
+          audience: 'demo-community-api',
+          scope: 'security-alerts:raise',
+        })(),
+      ),
+  ],
 ];
 
 let db: TestDatabase;
@@ -74,7 +121,11 @@ function appOf(name: string): { app: FastifyInstance; url: string } {
 let rows: MatrixRow[];
 
 beforeAll(async () => {
-  [db, demoDb, vhost] = await Promise.all([createTestDatabase('authz_matrix'), createTestDatabase('authz_matrix_demo'), createTestVhost('authz-matrix')]);
+  [db, demoDb, vhost] = await Promise.all([
+    createTestDatabase('authz_matrix'),
+    createTestDatabase('authz_matrix_demo'),
+    createTestVhost('authz-matrix'),
+  ]);
   const common = {
     DATABASE_URL: db.url,
     AMQP_URL: vhost.url,
@@ -89,23 +140,53 @@ beforeAll(async () => {
   const services: Record<AppName, { app: FastifyInstance; stop(): Promise<void> }> = {
     // Production mode: x-user-id refused, writes need tokens, alerts a service token (docs/SECURITY.md).
     'demo-community-api': createDemoService(
-      loadDemoConfig({ ...common, DATABASE_URL: demoDb.url, NODE_ENV: 'production', SECURITY_ALERTS_ISSUER: ALERTS_ISSUER, SECURITY_ALERTS_VERIFY_KEY: spki(alertKeys.publicKey), DEMO_TRAFFIC_RATE: '0', DEMO_WRITE_RATE_LIMIT: '1000000' }),
+      loadDemoConfig({
+        ...common,
+        DATABASE_URL: demoDb.url,
+        NODE_ENV: 'production',
+        SECURITY_ALERTS_ISSUER: ALERTS_ISSUER,
+        SECURITY_ALERTS_VERIFY_KEY: spki(alertKeys.publicKey),
+        DEMO_TRAFFIC_RATE: '0',
+        DEMO_WRITE_RATE_LIMIT: '1000000',
+      }),
       deps('demo-community-api'),
     ),
-    'notification-service': createNotificationService(loadNotificationConfig({ ...common, EMAIL_SERVICE_VERIFY_KEY: spki(emailKeys.publicKey) }), { ...deps('notification-service'), messaging: false }),
-    'email-service': createEmailService(loadEmailConfig({ ...common, SMTP_URL: 'smtp://127.0.0.1:9', EMAIL_SERVICE_SIGNING_KEY: pkcs8(emailKeys.privateKey) }), { ...deps('email-service'), runTicker: false }),
+    'notification-service': createNotificationService(
+      loadNotificationConfig({ ...common, EMAIL_SERVICE_VERIFY_KEY: spki(emailKeys.publicKey) }),
+      { ...deps('notification-service'), messaging: false },
+    ),
+    'email-service': createEmailService(
+      loadEmailConfig({
+        ...common,
+        SMTP_URL: 'smtp://127.0.0.1:9',
+        EMAIL_SERVICE_SIGNING_KEY: pkcs8(emailKeys.privateKey),
+      }),
+      { ...deps('email-service'), runTicker: false },
+    ),
     'feed-service': createFeedService(loadFeedConfig(common), { ...deps('feed-service'), messaging: false }),
     // With messaging (built, not started): the DLQ console's routes exist only then.
-    reconciler: createReconcilerService(loadReconcilerConfig({ ...common, BREAKER_METRICS_URLS: 'none' }), { ...deps('reconciler'), runScheduler: false }),
+    reconciler: createReconcilerService(loadReconcilerConfig({ ...common, BREAKER_METRICS_URLS: 'none' }), {
+      ...deps('reconciler'),
+      runScheduler: false,
+    }),
   };
   for (const name of APP_NAMES) {
     const svc = services[name];
     const url = await svc.app.listen({ port: 0, host: '127.0.0.1' });
-    apps.set(name, { app: svc.app, url, close: async () => { await svc.stop(); await svc.app.close(); } });
+    apps.set(name, {
+      app: svc.app,
+      url,
+      close: async () => {
+        await svc.stop();
+        await svc.app.close();
+      },
+    });
   }
   routes = APP_NAMES.flatMap((name) => parseRouteTree(name, appOf(name).app.printRoutes({ commonPrefix: false })));
   // The parse is checked against the router itself: a misread line names a route that is not there.
-  for (const r of routes) if (!appOf(r.app).app.hasRoute({ method: r.method as 'GET', url: r.url })) throw new Error(`parsed ${r.app} ${r.method} ${r.url}, which its router does not have`);
+  for (const r of routes)
+    if (!appOf(r.app).app.hasRoute({ method: r.method as 'GET', url: r.url }))
+      throw new Error(`parsed ${r.app} ${r.method} ${r.url}, which its router does not have`);
   rows = matrixRows(readFileSync(SECURITY_MD, 'utf8'));
   // The community users the tokens name, so that a write the guards let through meets a known actor
   // (the operator is no community user: the demo API's user writes need one, docs/SECURITY.md).
@@ -133,9 +214,18 @@ it('docs/SECURITY.md has one row per route of every app, and no row for a route 
   expect(routes.length).toBeGreaterThan(30);
   expect(new Set(routes.map((r) => r.app))).toEqual(new Set(APP_NAMES));
   const missing = routes.filter((r) => !rowFor(r));
-  const stale = rows.filter((row) => !routes.some((r) => rowKey(r.app, r.method, r.url) === rowKey(row.app, row.method, row.route)));
-  const twice = rows.filter((row, i) => rows.findIndex((o) => rowKey(o.app, o.method, o.route) === rowKey(row.app, row.method, row.route)) !== i);
-  expect({ missing: missing.map((r) => rowKey(r.app, r.method, r.url)), stale: stale.map((r) => rowKey(r.app, r.method, r.route)), twice: twice.map((r) => rowKey(r.app, r.method, r.route)) }).toEqual({ missing: [], stale: [], twice: [] });
+  const stale = rows.filter(
+    (row) => !routes.some((r) => rowKey(r.app, r.method, r.url) === rowKey(row.app, row.method, row.route)),
+  );
+  const twice = rows.filter(
+    (row, i) =>
+      rows.findIndex((o) => rowKey(o.app, o.method, o.route) === rowKey(row.app, row.method, row.route)) !== i,
+  );
+  expect({
+    missing: missing.map((r) => rowKey(r.app, r.method, r.url)),
+    stale: stale.map((r) => rowKey(r.app, r.method, r.route)),
+    twice: twice.map((r) => rowKey(r.app, r.method, r.route)),
+  }).toEqual({ missing: [], stale: [], twice: [] });
 });
 
 it('the table has one column per principal this test sends, in its order', () => {
@@ -144,8 +234,14 @@ it('the table has one column per principal this test sends, in its order', () =>
 });
 
 it('every route answers every principal as its row says (ok: neither 401 nor 403)', async () => {
-  const concrete = (url: string) => url.replace(/:userId/g, OWNER).replace(/:[A-Za-z]+/g, '1').replace(/\*/g, 'x');
-  const cells = routes.flatMap((route) => PRINCIPALS.map(([principal, headers]) => ({ route, principal, headers: headers(route.app as AppName) })));
+  const concrete = (url: string) =>
+    url
+      .replace(/:userId/g, OWNER)
+      .replace(/:[A-Za-z]+/g, '1')
+      .replace(/\*/g, 'x');
+  const cells = routes.flatMap((route) =>
+    PRINCIPALS.map(([principal, headers]) => ({ route, principal, headers: headers(route.app as AppName) })),
+  );
   const wrong: string[] = [];
   const observed = new Map<string, string[]>();
   let next = 0;
@@ -157,13 +253,23 @@ it('every route answers every principal as its row says (ok: neither 401 nor 403
         // Made-up input, so that a call the guards let through ends in the route's own validation and
         // changes nothing: a JSON array (no route's body schema accepts one), and a Last-Event-ID
         // that is no number (the SSE route refuses it with a 400 instead of opening a stream).
-        const input = { ...headers, 'last-event-id': 'not-a-number', ...(body ? { 'content-type': 'application/json' } : {}) };
-        const status = await call(`${appOf(route.app).url}${concrete(route.url)}`, route.method, input, body ? '[]' : undefined);
+        const input = {
+          ...headers,
+          'last-event-id': 'not-a-number',
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        };
+        const status = await call(
+          `${appOf(route.app).url}${concrete(route.url)}`,
+          route.method,
+          input,
+          body ? '[]' : undefined,
+        );
         const got = status === 401 || status === 403 ? String(status) : 'ok';
         const key = rowKey(route.app, route.method, route.url);
         observed.set(key, [...(observed.get(key) ?? []), `${principal}=${status}`]);
         const want = rowFor(route)?.cells[principal];
-        if (want !== undefined && want !== got) wrong.push(`${key} as ${principal}: the table says ${want}, got ${status}`);
+        if (want !== undefined && want !== got)
+          wrong.push(`${key} as ${principal}: the table says ${want}, got ${status}`);
         // Let through, the made-up input must still meet an answer: 503 is a dependency this test
         // does not start (readiness), any other 5xx a route that broke on it.
         else if (status >= 500 && status !== 503) wrong.push(`${key} as ${principal}: answered ${status}`);
@@ -184,7 +290,12 @@ it('every route answers every principal as its row says (ok: neither 401 nor 403
 }, 120_000);
 
 /** The status of one request (its body is not read). */
-async function call(url: string, method: string, headers: Record<string, string>, body: string | undefined): Promise<number> {
+async function call(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+): Promise<number> {
   const controller = new AbortController();
   try {
     const res = await fetch(url, { method, headers, body, redirect: 'manual', signal: controller.signal });

@@ -13,7 +13,10 @@ describe('cluster fault suite, short profile', () => {
   it('loses, duplicates and crashes nothing when a node dies or a queue is re-created, and spreads the leaders', async () => {
     const report = await runFaultSuite({ CHAOS_SUITE: 'cluster', CHAOS_PROFILE: 'short', CLUSTER_ACCESS: 'haproxy' });
     for (const [type, n] of Object.entries(report.totals)) expect([type, n > 0]).toEqual([type, true]);
-    expect(report.rows.map((r) => r.fault)).toEqual([expect.stringMatching(/^SIGKILL the leader/), expect.stringMatching(/^delete and re-declare/)]);
+    expect(report.rows.map((r) => r.fault)).toEqual([
+      expect.stringMatching(/^SIGKILL the leader/),
+      expect.stringMatching(/^delete and re-declare/),
+    ]);
     expect(breachedRows(report)).toEqual([]);
     expect(report.unexpectedExits).toEqual([]);
     // Leaders on every node, after the definitions import and after the apps' own declarations.

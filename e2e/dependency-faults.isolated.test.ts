@@ -35,7 +35,10 @@ beforeAll(async () => {
     ...appsEnv({ secret: SECRET, smtpPort: smtp.port, notificationsPort: notifications, emailPort: email }),
   };
   apps.notifications = await startApp('notification-service', notifications, env);
-  [apps.email, apps.api] = await Promise.all([startApp('email-service', email, env), startApp('demo-community-api', api, env)]);
+  [apps.email, apps.api] = await Promise.all([
+    startApp('email-service', email, env),
+    startApp('demo-community-api', api, env),
+  ]);
 }, 180_000);
 
 afterAll(async () => {
@@ -55,26 +58,41 @@ async function currentWatermark(): Promise<string[]> {
 
 /** The broker's nodes as its management API lists them (`mem_alarm`: publishers blocked). */
 async function brokerNodes(): Promise<Array<{ name: string; mem_alarm: boolean }>> {
-  const res = await fetch(`${rabbit.managementUrl}/api/nodes`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
+  const res = await fetch(`${rabbit.managementUrl}/api/nodes`, {
+    headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+  });
   if (!res.ok) throw new Error(`GET /api/nodes: ${res.status}`);
   return (await res.json()) as Array<{ name: string; mem_alarm: boolean }>;
 }
 
 const readyz = async (app: App) => {
   const res = await fetch(`${app.url}/readyz`).catch(() => undefined);
-  return res ? { status: res.status, body: (await res.json()) as { details?: { broker?: { publishes?: string } } } } : { status: 0, body: {} };
+  return res
+    ? { status: res.status, body: (await res.json()) as { details?: { broker?: { publishes?: string } } } }
+    : { status: 0, body: {} };
 };
 
 it('a 30 s memory alarm: no app exits, the API says the broker blocks it, and everything resumes on its own', async () => {
-  for (const [id, name] of [['ada', 'Ada'], ['bob', 'Bob']]) {
-    expect((await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status).toBe(201);
+  for (const [id, name] of [
+    ['ada', 'Ada'],
+    ['bob', 'Bob'],
+  ]) {
+    expect(
+      (await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status,
+    ).toBe(201);
   }
-  const post = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts`, { title: 'Alarms', body: 'What happens?' }, { 'x-user-id': 'bob' });
+  const post = await http<{ id: string }>(
+    'POST',
+    `${apps.api.url}/v1/posts`,
+    { title: 'Alarms', body: 'What happens?' },
+    { 'x-user-id': 'bob' },
+  );
   expect(post.status).toBe(201);
   for (const app of Object.values(apps)) expect((await readyz(app)).status).toBe(200);
 
   const exits: string[] = [];
-  for (const app of Object.values(apps)) app.proc.once('exit', (code, signal) => exits.push(`${app.name} exited ${signal ?? code}`));
+  for (const app of Object.values(apps))
+    app.proc.once('exit', (code, signal) => exits.push(`${app.name} exited ${signal ?? code}`));
 
   const previous = await currentWatermark();
   let comment: { status: number; body: { id: string } } | undefined;
@@ -83,9 +101,19 @@ it('a 30 s memory alarm: no app exits, the API says the broker blocks it, and ev
     await rabbit.ctl('set_vm_memory_high_watermark', '0.0000001');
     const until = Date.now() + ALARM_MS;
     // The alarm is on once the node reports it (it checks its memory on its own timer), not after a guess.
-    await eventually('the broker in a memory alarm', async () => (await brokerNodes()).every((n) => n.mem_alarm === true), 30_000, 200);
+    await eventually(
+      'the broker in a memory alarm',
+      async () => (await brokerNodes()).every((n) => n.mem_alarm === true),
+      30_000,
+      200,
+    );
     // Accepted while the broker refuses publishes: the event waits in the outbox.
-    comment = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts/${post.body.id}/comments`, { body: 'During the alarm, @ada' }, { 'x-user-id': 'bob' });
+    comment = await http<{ id: string }>(
+      'POST',
+      `${apps.api.url}/v1/posts/${post.body.id}/comments`,
+      { body: 'During the alarm, @ada' },
+      { 'x-user-id': 'bob' },
+    );
     while (Date.now() < until) {
       const probe = await readyz(apps.api);
       apiPublishes.push(probe.body.details?.broker?.publishes ?? `status ${probe.status}`);
@@ -101,16 +129,38 @@ it('a 30 s memory alarm: no app exits, the API says the broker blocks it, and ev
   expect(exits).toEqual([]);
 
   for (const app of Object.values(apps)) {
-    await eventually(`${app.name} ready with publishes flowing`, async () => {
-      const probe = await readyz(app);
-      return probe.status === 200 && probe.body.details?.broker?.publishes === 'flowing';
-    }, 60_000, 500);
+    await eventually(
+      `${app.name} ready with publishes flowing`,
+      async () => {
+        const probe = await readyz(app);
+        return probe.status === 200 && probe.body.details?.broker?.publishes === 'flowing';
+      },
+      60_000,
+      500,
+    );
   }
   const inbox = async () =>
-    (await http<{ items: Array<{ type: string; resourceId: string }> }>('GET', `${apps.notifications.url}/v1/users/ada/notifications`, undefined, {
-      authorization: `Bearer ${jwt(SECRET, { sub: 'ada' })}`,
-    })).body.items;
-  await eventually('the mention made during the alarm in the inbox', async () => (await inbox()).some((n) => n.type === 'mention' && n.resourceId === comment?.body.id), 60_000, 500);
-  await eventually('its email', () => smtp.mails.some((m) => m.to.includes('ada@example.test') && /mention/i.test(m.subject ?? '')), 60_000, 500);
+    (
+      await http<{ items: Array<{ type: string; resourceId: string }> }>(
+        'GET',
+        `${apps.notifications.url}/v1/users/ada/notifications`,
+        undefined,
+        {
+          authorization: `Bearer ${jwt(SECRET, { sub: 'ada' })}`,
+        },
+      )
+    ).body.items;
+  await eventually(
+    'the mention made during the alarm in the inbox',
+    async () => (await inbox()).some((n) => n.type === 'mention' && n.resourceId === comment?.body.id),
+    60_000,
+    500,
+  );
+  await eventually(
+    'its email',
+    () => smtp.mails.some((m) => m.to.includes('ada@example.test') && /mention/i.test(m.subject ?? '')),
+    60_000,
+    500,
+  );
   expect(exits).toEqual([]);
 }, 240_000);

@@ -8,10 +8,23 @@ import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { buildEvent, EVENTS_EXCHANGE, type EventData, type EventType } from '@community/contracts';
 import type { Publisher } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, testOperators, testRedisPrefix, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  testOperators,
+  testRedisPrefix,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createEmailService, loadEmailConfig } from '../apps/email-service/src';
 import { createFeedService, loadFeedConfig, type FeedService } from '../apps/feed-service/src';
-import { createNotificationService, loadNotificationConfig, type NotificationService } from '../apps/notification-service/src';
+import {
+  createNotificationService,
+  loadNotificationConfig,
+  type NotificationService,
+} from '../apps/notification-service/src';
 import { createReconcilerService, loadReconcilerConfig, type ReconcilerService } from '../apps/reconciler/src';
 import { main as ops } from '../scripts/ops/ops';
 import { adminJwt, http, jwt, startSmtpSink } from './harness';
@@ -45,8 +58,14 @@ const admin = () => ({ authorization: `Bearer ${adminJwt('reconciler', OPERATORS
 
 let clock = Date.parse('2026-12-01T10:00:00.000Z');
 /** Publishes a community event as the producer would (the events exchange, routing key = type). */
-async function send<T extends EventType>(type: T, data: EventData<T>, occurredAt = new Date((clock += 1000))): Promise<void> {
-  await publisher.publish(buildEvent(type, data, { producer: 'community-api', occurredAt }), { exchange: EVENTS_EXCHANGE });
+async function send<T extends EventType>(
+  type: T,
+  data: EventData<T>,
+  occurredAt = new Date((clock += 1000)),
+): Promise<void> {
+  await publisher.publish(buildEvent(type, data, { producer: 'community-api', occurredAt }), {
+    exchange: EVENTS_EXCHANGE,
+  });
 }
 
 /** messaging_succeeded_total of one service for a message type and outcome, over its queues. */
@@ -54,21 +73,52 @@ async function handled(registry: Registry, type: string, outcome: string): Promi
   const metric = registry.getSingleMetric('messaging_succeeded_total');
   if (!metric) return 0;
   const { values } = await metric.get();
-  return values.filter((v) => v.labels.message_type === type && v.labels.outcome === outcome).reduce((n, v) => n + v.value, 0);
+  return values
+    .filter((v) => v.labels.message_type === type && v.labels.outcome === outcome)
+    .reduce((n, v) => n + v.value, 0);
 }
 
 const rows = async (sql: string, values: unknown[] = []) => (await pool.query(sql, values)).rows;
 
 beforeAll(async () => {
-  [db, vhost, smtp] = await Promise.all([createTestDatabase('e2e_erasure'), createTestVhost('e2e-erasure'), startSmtpSink()]);
-  const common = { DATABASE_URL: db.url, AMQP_URL: vhost.url, JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys, PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_TIMEOUT_MS: '3000' };
-  ns = createNotificationService(loadNotificationConfig({ ...common }), { logger: testLogger('ns'), registry: registries.ns });
+  [db, vhost, smtp] = await Promise.all([
+    createTestDatabase('e2e_erasure'),
+    createTestVhost('e2e-erasure'),
+    startSmtpSink(),
+  ]);
+  const common = {
+    DATABASE_URL: db.url,
+    AMQP_URL: vhost.url,
+    JWT_SECRET,
+    ADMIN_KEYS: OPERATORS.adminKeys,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    SHUTDOWN_TIMEOUT_MS: '3000',
+  };
+  ns = createNotificationService(loadNotificationConfig({ ...common }), {
+    logger: testLogger('ns'),
+    registry: registries.ns,
+  });
   es = createEmailService(
-    loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '0', SMTP_CONNECTION_TIMEOUT_MS: '1000', SMTP_SOCKET_TIMEOUT_MS: '2000' }),
+    loadEmailConfig({
+      ...common,
+      SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+      SMTP_RATE_PER_SECOND: '0',
+      SMTP_CONNECTION_TIMEOUT_MS: '1000',
+      SMTP_SOCKET_TIMEOUT_MS: '2000',
+    }),
     { logger: testLogger('es'), registry: registries.es, runTicker: false },
   );
-  fs = createFeedService(loadFeedConfig({ ...common, FEED_REDIS_PREFIX: PREFIX }), { logger: testLogger('fs'), registry: registries.fs });
-  rc = createReconcilerService(loadReconcilerConfig({ ...common, FEED_REDIS_PREFIX: PREFIX }), { logger: testLogger('rc'), registry: new Registry(), runScheduler: false, dlqConsole: false });
+  fs = createFeedService(loadFeedConfig({ ...common, FEED_REDIS_PREFIX: PREFIX }), {
+    logger: testLogger('fs'),
+    registry: registries.fs,
+  });
+  rc = createReconcilerService(loadReconcilerConfig({ ...common, FEED_REDIS_PREFIX: PREFIX }), {
+    logger: testLogger('rc'),
+    registry: new Registry(),
+    runScheduler: false,
+    dlqConsole: false,
+  });
   pool = rc.pool;
   await Promise.all([ns.start(), es.start(), fs.start(), rc.start()]);
   rcUrl = await rc.app.listen({ port: 0, host: '127.0.0.1' });
@@ -98,30 +148,60 @@ describe('POST /v1/admin/users/:userId/erasure', () => {
   it('needs a token (401) and an operator admin token (403 for a user, even for their own id)', async () => {
     const none = await http('POST', `${rcUrl}/v1/admin/users/zed/erasure`);
     expect(none.status).toBe(401);
-    const user = await http<{ code: string }>('POST', `${rcUrl}/v1/admin/users/zed/erasure`, undefined, { authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'zed' })}` });
+    const user = await http<{ code: string }>('POST', `${rcUrl}/v1/admin/users/zed/erasure`, undefined, {
+      authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'zed' })}`,
+    });
     expect(user).toMatchObject({ status: 403, body: { code: 'RC_ADMIN_REQUIRED' } });
-    const status = await http('GET', `${rcUrl}/v1/admin/erasures/1`, undefined, { authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'zed' })}` });
+    const status = await http('GET', `${rcUrl}/v1/admin/erasures/1`, undefined, {
+      authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'zed' })}`,
+    });
     expect(status.status).toBe(403);
     expect(await rows(`SELECT * FROM user_erasures WHERE user_id = 'zed'`)).toEqual([]);
   });
 
   it('is idempotent per request: the same Idempotency-Key answers the same audit row and enqueues one event', async () => {
     const headers = { ...admin(), 'idempotency-key': 'erase-zed-1' };
-    const first = await http<{ erasureId: string; eventId: string; requestedBy: string; replayed: boolean }>('POST', `${rcUrl}/v1/admin/users/zed/erasure`, undefined, headers);
+    const first = await http<{ erasureId: string; eventId: string; requestedBy: string; replayed: boolean }>(
+      'POST',
+      `${rcUrl}/v1/admin/users/zed/erasure`,
+      undefined,
+      headers,
+    );
     expect(first).toMatchObject({ status: 202, body: { requestedBy: 'volunteer', replayed: false } });
-    const again = await http<{ erasureId: string; replayed: boolean }>('POST', `${rcUrl}/v1/admin/users/zed/erasure`, undefined, headers);
-    expect(again).toMatchObject({ status: 200, body: { erasureId: first.body.erasureId, eventId: first.body.eventId, replayed: true } });
+    const again = await http<{ erasureId: string; replayed: boolean }>(
+      'POST',
+      `${rcUrl}/v1/admin/users/zed/erasure`,
+      undefined,
+      headers,
+    );
+    expect(again).toMatchObject({
+      status: 200,
+      body: { erasureId: first.body.erasureId, eventId: first.body.eventId, replayed: true },
+    });
     const other = await http<{ code: string }>('POST', `${rcUrl}/v1/admin/users/yan/erasure`, undefined, headers);
     expect(other).toMatchObject({ status: 409, body: { code: 'RC_ERASURE_KEY_REUSED' } });
-    expect(await rows(`SELECT user_id FROM user_erasures WHERE request_key = 'erase-zed-1'`)).toEqual([{ user_id: 'zed' }]);
-    expect(await rows(`SELECT producer, event_type, aggregate_id FROM outbox_messages WHERE event_id = $1`, [first.body.eventId])).toEqual([
-      { producer: 'reconciler', event_type: 'user.erased', aggregate_id: 'zed' },
+    expect(await rows(`SELECT user_id FROM user_erasures WHERE request_key = 'erase-zed-1'`)).toEqual([
+      { user_id: 'zed' },
     ]);
+    expect(
+      await rows(`SELECT producer, event_type, aggregate_id FROM outbox_messages WHERE event_id = $1`, [
+        first.body.eventId,
+      ]),
+    ).toEqual([{ producer: 'reconciler', event_type: 'user.erased', aggregate_id: 'zed' }]);
     // Published by the reconciler's relay, and every consumer has it (zed had nothing: nothing erased, still done).
-    await eventually('the erasure of zed is done', async () => {
-      const s = await http<{ done: boolean }>('GET', `${rcUrl}/v1/admin/erasures/${first.body.erasureId}`, undefined, admin());
-      return s.body.done;
-    }, 60_000);
+    await eventually(
+      'the erasure of zed is done',
+      async () => {
+        const s = await http<{ done: boolean }>(
+          'GET',
+          `${rcUrl}/v1/admin/erasures/${first.body.erasureId}`,
+          undefined,
+          admin(),
+        );
+        return s.body.done;
+      },
+      60_000,
+    );
   });
 });
 
@@ -144,31 +224,60 @@ describe('ops user erase', () => {
     });
     // Both read their feeds once: the feeds become live, so fan-out writes them in Redis.
     for (const u of ['ada', 'bob']) {
-      const r = await http('GET', `${fsUrl}/v1/users/${u}/feed`, undefined, { authorization: `Bearer ${jwt(JWT_SECRET, { sub: u })}` });
+      const r = await http('GET', `${fsUrl}/v1/users/${u}/feed`, undefined, {
+        authorization: `Bearer ${jwt(JWT_SECRET, { sub: u })}`,
+      });
       expect(r.status).toBe(200);
     }
-    await send('user.mentioned', { commentId: 'c-bob', postId: 'p0', actorId: 'bob', mentionedUserId: 'ada', excerpt: 'bob asks @ada' });
-    await send('user.mentioned', { commentId: 'c-ada', postId: 'p0', actorId: 'ada', mentionedUserId: 'bob', excerpt: "ada's own words to @bob" });
+    await send('user.mentioned', {
+      commentId: 'c-bob',
+      postId: 'p0',
+      actorId: 'bob',
+      mentionedUserId: 'ada',
+      excerpt: 'bob asks @ada',
+    });
+    await send('user.mentioned', {
+      commentId: 'c-ada',
+      postId: 'p0',
+      actorId: 'ada',
+      mentionedUserId: 'bob',
+      excerpt: "ada's own words to @bob",
+    });
     await send('post.published', { postId: ADA_POST, authorId: 'ada', title: 'Ada writes', excerpt: 'by ada' });
     await send('post.published', { postId: BOB_POST, authorId: 'bob', title: 'Bob writes', excerpt: 'by bob' });
-    await pool.query(`INSERT INTO notification_preferences (user_id, type, in_app, email) VALUES ('ada', 'reaction', false, 'off'), ('bob', 'reaction', false, 'off')`);
+    await pool.query(
+      `INSERT INTO notification_preferences (user_id, type, in_app, email) VALUES ('ada', 'reaction', false, 'off'), ('bob', 'reaction', false, 'off')`,
+    );
     await pool.query(`INSERT INTO email_suppressions (user_id, scope) VALUES ('ada', 'follow'), ('bob', 'follow')`);
-    await eventually('every service holds both users\' data', async () => {
-      const [items, sent, digest, feeds, bodies] = await Promise.all([
-        rows(`SELECT user_id, actor_id FROM notification_items`),
-        rows(`SELECT user_id FROM email_deliveries WHERE state = 'sent'`),
-        rows(`SELECT user_id, actor_id FROM email_digest_items`),
-        Promise.all([redis.zrange('f:ada', 0, -1), redis.zrange('f:bob', 0, -1)]),
-        redis.exists(`p:${ADA_POST}`, `p:${BOB_POST}`),
-      ]);
-      // Per user: a follow (digest) and a mention (immediate, sent); each feed holds the other's post.
-      return items.length === 4 && sent.length === 2 && digest.length === 2 && feeds[0].includes(BOB_POST) && feeds[1].includes(ADA_POST) && bodies === 2;
-    }, 60_000);
+    await eventually(
+      "every service holds both users' data",
+      async () => {
+        const [items, sent, digest, feeds, bodies] = await Promise.all([
+          rows(`SELECT user_id, actor_id FROM notification_items`),
+          rows(`SELECT user_id FROM email_deliveries WHERE state = 'sent'`),
+          rows(`SELECT user_id, actor_id FROM email_digest_items`),
+          Promise.all([redis.zrange('f:ada', 0, -1), redis.zrange('f:bob', 0, -1)]),
+          redis.exists(`p:${ADA_POST}`, `p:${BOB_POST}`),
+        ]);
+        // Per user: a follow (digest) and a mention (immediate, sent); each feed holds the other's post.
+        return (
+          items.length === 4 &&
+          sent.length === 2 &&
+          digest.length === 2 &&
+          feeds[0].includes(BOB_POST) &&
+          feeds[1].includes(ADA_POST) &&
+          bodies === 2
+        );
+      },
+      60_000,
+    );
   }, 120_000);
 
   it("erases ada's data in every service, anonymises her in bob's, leaves bob's alone, and audits the operator", async () => {
     const bobBefore = {
-      items: await rows(`SELECT id, type, actor_id, excerpt FROM notification_items WHERE user_id = 'bob' AND actor_id IS DISTINCT FROM 'ada' ORDER BY id`),
+      items: await rows(
+        `SELECT id, type, actor_id, excerpt FROM notification_items WHERE user_id = 'bob' AND actor_id IS DISTINCT FROM 'ada' ORDER BY id`,
+      ),
       email: await rows(`SELECT email, display_name FROM email_users WHERE user_id = 'bob'`),
       sent: await rows(`SELECT idempotency_key, smtp_response FROM email_deliveries WHERE user_id = 'bob' ORDER BY id`),
     };
@@ -177,10 +286,16 @@ describe('ops user erase', () => {
     expect(run.out).toContain('Requested: erasure of user ada');
     const erasureId = /audit id (\d+)/.exec(run.out)?.[1];
     expect(erasureId).toBeDefined();
-    expect(await rows(`SELECT user_id, requested_by FROM user_erasures WHERE id = $1`, [erasureId])).toEqual([{ user_id: 'ada', requested_by: 'volunteer' }]);
+    expect(await rows(`SELECT user_id, requested_by FROM user_erasures WHERE id = $1`, [erasureId])).toEqual([
+      { user_id: 'ada', requested_by: 'volunteer' },
+    ]);
 
     // Done when the event was published and every consumer's inbox has it (their transactions committed).
-    await eventually('ops user erase --status says done', async () => (await runOps('user', 'erase', '--status', String(erasureId))).code === 0, 60_000);
+    await eventually(
+      'ops user erase --status says done',
+      async () => (await runOps('user', 'erase', '--status', String(erasureId))).code === 0,
+      60_000,
+    );
     const status = await runOps('user', 'erase', '--status', String(erasureId));
     expect(status.out).toMatch(/notification-service\.standard\s+erased/);
     expect(status.out).toMatch(/email-service\.users\s+erased/);
@@ -192,13 +307,30 @@ describe('ops user erase', () => {
     expect(await rows(`SELECT 1 FROM notification_counters WHERE user_id = 'ada'`)).toEqual([]);
     expect(await rows(`SELECT user_id FROM notification_preferences`)).toEqual([{ user_id: 'bob' }]);
     expect(await rows(`SELECT user_id FROM notification_users`)).toEqual([{ user_id: 'bob' }]);
-    expect(await rows(`SELECT type, actor_id, excerpt FROM notification_items WHERE user_id = 'bob' AND idempotency_key LIKE 'mention:%'`)).toEqual([{ type: 'mention', actor_id: null, excerpt: null }]);
+    expect(
+      await rows(
+        `SELECT type, actor_id, excerpt FROM notification_items WHERE user_id = 'bob' AND idempotency_key LIKE 'mention:%'`,
+      ),
+    ).toEqual([{ type: 'mention', actor_id: null, excerpt: null }]);
     expect(await rows(`SELECT 1 FROM notification_items WHERE actor_id = 'ada'`)).toEqual([]);
-    expect(await rows(`SELECT id, type, actor_id, excerpt FROM notification_items WHERE user_id = 'bob' AND actor_id IS NOT NULL ORDER BY id`)).toEqual(bobBefore.items);
-    const inbox = await http<{ items: Array<{ type: string; actorId: string | null; actorName: string | null; excerpt: string | null }> }>('GET', `${await nsUrl()}/v1/users/bob/notifications`, undefined, { authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'bob' })}` });
+    expect(
+      await rows(
+        `SELECT id, type, actor_id, excerpt FROM notification_items WHERE user_id = 'bob' AND actor_id IS NOT NULL ORDER BY id`,
+      ),
+    ).toEqual(bobBefore.items);
+    const inbox = await http<{
+      items: Array<{ type: string; actorId: string | null; actorName: string | null; excerpt: string | null }>;
+    }>('GET', `${await nsUrl()}/v1/users/bob/notifications`, undefined, {
+      authorization: `Bearer ${jwt(JWT_SECRET, { sub: 'bob' })}`,
+    });
     expect(inbox.status).toBe(200);
     // ada's mention of bob and her follow of bob: both stay in bob's inbox, by "a deleted user".
-    expect(inbox.body.items.filter((i) => i.actorId === null).map((i) => [i.type, i.actorName, i.excerpt]).sort()).toEqual([
+    expect(
+      inbox.body.items
+        .filter((i) => i.actorId === null)
+        .map((i) => [i.type, i.actorName, i.excerpt])
+        .sort(),
+    ).toEqual([
       ['follow', null, null],
       ['mention', null, null],
     ]);
@@ -206,14 +338,22 @@ describe('ops user erase', () => {
     // email-service: ada's address and name are gone (the row is a tombstone), her ledger rows
     // stay without the SMTP response, her digests and opt-outs are gone; bob's digest item by ada
     // has no actor; bob's rows are as they were.
-    expect(await rows(`SELECT email, display_name, locale FROM email_users WHERE user_id = 'ada'`)).toEqual([{ email: '', display_name: 'a deleted user', locale: null }]);
-    expect(await rows(`SELECT state, smtp_response, last_error FROM email_deliveries WHERE user_id = 'ada'`)).toEqual([{ state: 'sent', smtp_response: null, last_error: null }]);
+    expect(await rows(`SELECT email, display_name, locale FROM email_users WHERE user_id = 'ada'`)).toEqual([
+      { email: '', display_name: 'a deleted user', locale: null },
+    ]);
+    expect(await rows(`SELECT state, smtp_response, last_error FROM email_deliveries WHERE user_id = 'ada'`)).toEqual([
+      { state: 'sent', smtp_response: null, last_error: null },
+    ]);
     expect(await rows(`SELECT 1 FROM email_digest_windows WHERE user_id = 'ada'`)).toEqual([]);
     expect(await rows(`SELECT 1 FROM email_digest_items WHERE user_id = 'ada'`)).toEqual([]);
     expect(await rows(`SELECT user_id FROM email_suppressions`)).toEqual([{ user_id: 'bob' }]);
-    expect(await rows(`SELECT actor_id, excerpt FROM email_digest_items WHERE user_id = 'bob'`)).toEqual([{ actor_id: null, excerpt: null }]);
+    expect(await rows(`SELECT actor_id, excerpt FROM email_digest_items WHERE user_id = 'bob'`)).toEqual([
+      { actor_id: null, excerpt: null },
+    ]);
     expect(await rows(`SELECT email, display_name FROM email_users WHERE user_id = 'bob'`)).toEqual(bobBefore.email);
-    expect(await rows(`SELECT idempotency_key, smtp_response FROM email_deliveries WHERE user_id = 'bob' ORDER BY id`)).toEqual(bobBefore.sent);
+    expect(
+      await rows(`SELECT idempotency_key, smtp_response FROM email_deliveries WHERE user_id = 'bob' ORDER BY id`),
+    ).toEqual(bobBefore.sent);
     expect(bobBefore.sent[0].smtp_response).not.toBeNull();
 
     // feed-service: ada's edges, posts and activity are gone, in Postgres and in Redis; bob's stay.
@@ -229,12 +369,23 @@ describe('ops user erase', () => {
     const [erasure] = await rows(`SELECT id::text, event_id::text FROM user_erasures WHERE user_id = 'ada'`);
     // Stale: older than the erasure. The tombstone wins (last write wins on occurredAt).
     const staleBefore = await handled(registries.es, 'user.upserted', 'duplicate');
-    await send('user.upserted', { userId: 'ada', email: 'ada@example.test', displayName: 'Ada' }, new Date('2026-01-01T00:00:00.000Z'));
-    await eventually('the stale upsert is acked as a duplicate', async () => (await handled(registries.es, 'user.upserted', 'duplicate')) > staleBefore);
+    await send(
+      'user.upserted',
+      { userId: 'ada', email: 'ada@example.test', displayName: 'Ada' },
+      new Date('2026-01-01T00:00:00.000Z'),
+    );
+    await eventually(
+      'the stale upsert is acked as a duplicate',
+      async () => (await handled(registries.es, 'user.upserted', 'duplicate')) > staleBefore,
+    );
     expect(await rows(`SELECT email FROM email_users WHERE user_id = 'ada'`)).toEqual([{ email: '' }]);
 
     // ada comes back (a newer upsert, a new follow): then the same erasure event arrives again.
-    await send('user.upserted', { userId: 'ada', email: 'ada-again@example.test', displayName: 'Ada again' }, new Date(Date.now() + 60_000));
+    await send(
+      'user.upserted',
+      { userId: 'ada', email: 'ada-again@example.test', displayName: 'Ada again' },
+      new Date(Date.now() + 60_000),
+    );
     await send('user.followed', { followerId: 'bob', followeeId: 'ada' }, new Date(Date.now() + 60_000));
     await eventually('ada is back in every service', async () => {
       const [email, name, edge] = await Promise.all([
@@ -245,20 +396,30 @@ describe('ops user erase', () => {
       return email.length === 1 && name.length === 1 && edge.length === 1;
     });
     const [outboxRow] = await rows(`SELECT payload FROM outbox_messages WHERE event_id = $1`, [erasure.event_id]);
-    const before = await Promise.all([registries.ns, registries.es, registries.fs].map((r) => handled(r, 'user.erased', 'duplicate')));
+    const before = await Promise.all(
+      [registries.ns, registries.es, registries.fs].map((r) => handled(r, 'user.erased', 'duplicate')),
+    );
     await publisher.publish(outboxRow.payload, { exchange: EVENTS_EXCHANGE });
     await eventually('each service acks the redelivered erasure as a duplicate', async () => {
-      const now = await Promise.all([registries.ns, registries.es, registries.fs].map((r) => handled(r, 'user.erased', 'duplicate')));
+      const now = await Promise.all(
+        [registries.ns, registries.es, registries.fs].map((r) => handled(r, 'user.erased', 'duplicate')),
+      );
       return now.every((n, i) => n > before[i]);
     });
-    expect(await rows(`SELECT email FROM email_users WHERE user_id = 'ada'`)).toEqual([{ email: 'ada-again@example.test' }]);
+    expect(await rows(`SELECT email FROM email_users WHERE user_id = 'ada'`)).toEqual([
+      { email: 'ada-again@example.test' },
+    ]);
     expect(await rows(`SELECT 1 FROM feed_follows WHERE followee_id = 'ada'`)).toHaveLength(1);
 
     // A second erasure (a new request) erases what came back.
     const second = await runOps('user', 'erase', 'ada');
     const secondId = /audit id (\d+)/.exec(second.out)?.[1];
     expect(secondId).not.toBe(erasure.id);
-    await eventually('the second erasure is done', async () => (await runOps('user', 'erase', '--status', String(secondId))).code === 0, 60_000);
+    await eventually(
+      'the second erasure is done',
+      async () => (await runOps('user', 'erase', '--status', String(secondId))).code === 0,
+      60_000,
+    );
     expect(await rows(`SELECT email FROM email_users WHERE user_id = 'ada'`)).toEqual([{ email: '' }]);
     expect(await rows(`SELECT 1 FROM notification_users WHERE user_id = 'ada'`)).toEqual([]);
     expect(await rows(`SELECT 1 FROM feed_follows WHERE followee_id = 'ada'`)).toEqual([]);

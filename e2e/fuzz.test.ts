@@ -1,7 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { createTestDatabase, createTestVhost, eventually, rabbitmqctl, testRedisPrefix, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  rabbitmqctl,
+  testRedisPrefix,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { drain, openPublisher } from './fuzz/broker';
 import { Canaries, leakedCanaries } from './fuzz/canaries';
 import { badMessage, CONSUMED_QUEUES, goodEvent, goodUser, VICTIM, type BadMessage } from './fuzz/messages';
@@ -47,7 +55,10 @@ const apps: Record<AppName, App> = {} as Record<AppName, App>;
 const figures: Record<string, unknown> = { seed: SEED };
 
 function check(ok: boolean, what: string, detail?: unknown): void {
-  if (!ok) throw new Error(`FUZZ_SEED=${SEED}: ${what}${detail === undefined ? '' : `\n${JSON.stringify(detail, null, 2).slice(0, 6000)}`}`);
+  if (!ok)
+    throw new Error(
+      `FUZZ_SEED=${SEED}: ${what}${detail === undefined ? '' : `\n${JSON.stringify(detail, null, 2).slice(0, 6000)}`}`,
+    );
 }
 
 const auth = (sub: string) => ({ authorization: `Bearer ${goodToken(SECRET, sub)}` });
@@ -67,7 +78,12 @@ async function inbox(userId: string): Promise<Array<{ type: string }>> {
   let cursor: string | null = null;
   do {
     const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-    const page = await http<{ items: Array<{ type: string }>; nextCursor: string | null }>('GET', `${apps.notifications.url}/v1/users/${userId}/notifications?limit=100${q}`, undefined, auth(userId));
+    const page = await http<{ items: Array<{ type: string }>; nextCursor: string | null }>(
+      'GET',
+      `${apps.notifications.url}/v1/users/${userId}/notifications?limit=100${q}`,
+      undefined,
+      auth(userId),
+    );
     check(page.status === 200, `inbox of ${userId} answered ${page.status}`, page.body);
     items.push(...page.body.items);
     cursor = page.body.nextCursor;
@@ -76,8 +92,19 @@ async function inbox(userId: string): Promise<Array<{ type: string }>> {
 }
 
 beforeAll(async () => {
-  [vhost, reconcilerVhost, db, smtp] = await Promise.all([createTestVhost('fuzz'), createTestVhost('fuzz-rc'), createTestDatabase('fuzz'), startSmtpSink()]);
-  const [api, notifications, email, feed, reconciler] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
+  [vhost, reconcilerVhost, db, smtp] = await Promise.all([
+    createTestVhost('fuzz'),
+    createTestVhost('fuzz-rc'),
+    createTestDatabase('fuzz'),
+    startSmtpSink(),
+  ]);
+  const [api, notifications, email, feed, reconciler] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+    freePort(),
+  ]);
   const env = {
     AMQP_URL: vhost.url,
     DATABASE_URL: db.url,
@@ -95,9 +122,17 @@ beforeAll(async () => {
     startApp('demo-community-api', api, env),
     startApp('feed-service', feed, env),
     // HTTP and the DLQ console only: no scheduled job runs beside the fuzz, no breaker source.
-    startApp('reconciler', reconciler, { ...env, AMQP_URL: reconcilerVhost.url, SCHEDULER: 'false', BREAKER_METRICS_URLS: 'none' }),
+    startApp('reconciler', reconciler, {
+      ...env,
+      AMQP_URL: reconcilerVhost.url,
+      SCHEDULER: 'false',
+      BREAKER_METRICS_URLS: 'none',
+    }),
   ]);
-  for (const [id, mail] of [[OWNER, OWNER_EMAIL], [OTHER, canaries.email()]]) {
+  for (const [id, mail] of [
+    [OWNER, OWNER_EMAIL],
+    [OTHER, canaries.email()],
+  ]) {
     const res = await http('POST', `${apps.api.url}/v1/users`, { id, email: mail, displayName: id });
     check(res.status === 201, `creating ${id} answered ${res.status}`, res.body);
   }
@@ -106,143 +141,240 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(Object.values(apps).map((a) => stopApp(a)));
   // FUZZ_LOG_DIR=<dir> keeps every app's log lines for a look after a failure.
-  if (process.env.FUZZ_LOG_DIR) for (const a of Object.values(apps)) writeFileSync(path.join(process.env.FUZZ_LOG_DIR, `${a.name}.log`), a.output.join(''));
+  if (process.env.FUZZ_LOG_DIR)
+    for (const a of Object.values(apps))
+      writeFileSync(path.join(process.env.FUZZ_LOG_DIR, `${a.name}.log`), a.output.join(''));
   await smtp?.close();
   await Promise.all([vhost?.delete(), reconcilerVhost?.delete(), db?.drop()]);
   console.log(`fuzz figures: ${JSON.stringify(figures)}`);
 });
 
-it(`${MESSAGES} bad messages end in the DLQ of each queue they reach, with a reason; good ones in between are processed once`, async () => {
-  const started = Date.now();
-  const publisher = await openPublisher(vhost.url);
-  const messages: BadMessage[] = [];
-  const goodCount = Math.max(20, Math.round(MESSAGES / 100));
-  const every = Math.max(1, Math.floor(MESSAGES / goodCount));
-  let mentions = 0;
-  let reactions = 0;
-  try {
-    publisher.good(goodUser(rng, GOOD_USER, GOOD_EMAIL));
-    for (let n = 0; n < MESSAGES; n++) {
-      const m = badMessage(rng, canaries, n);
-      messages.push(m);
-      publisher.bad(m);
-      if (n % every === 0 && mentions + reactions < goodCount) {
-        const type = (mentions + reactions) % 2 === 0 ? 'user.mentioned' : 'reaction.added';
-        publisher.good(goodEvent(rng, type, GOOD_USER, OWNER, n));
-        if (type === 'user.mentioned') mentions++;
-        else reactions++;
+it(
+  `${MESSAGES} bad messages end in the DLQ of each queue they reach, with a reason; good ones in between are processed once`,
+  async () => {
+    const started = Date.now();
+    const publisher = await openPublisher(vhost.url);
+    const messages: BadMessage[] = [];
+    const goodCount = Math.max(20, Math.round(MESSAGES / 100));
+    const every = Math.max(1, Math.floor(MESSAGES / goodCount));
+    let mentions = 0;
+    let reactions = 0;
+    try {
+      publisher.good(goodUser(rng, GOOD_USER, GOOD_EMAIL));
+      for (let n = 0; n < MESSAGES; n++) {
+        const m = badMessage(rng, canaries, n);
+        messages.push(m);
+        publisher.bad(m);
+        if (n % every === 0 && mentions + reactions < goodCount) {
+          const type = (mentions + reactions) % 2 === 0 ? 'user.mentioned' : 'reaction.added';
+          publisher.good(goodEvent(rng, type, GOOD_USER, OWNER, n));
+          if (type === 'user.mentioned') mentions++;
+          else reactions++;
+        }
+        if (n % 500 === 499) await publisher.confirmed();
       }
-      if (n % 500 === 499) await publisher.confirmed();
+      await publisher.confirmed();
+    } finally {
+      await publisher.close();
     }
-    await publisher.confirmed();
-  } finally {
-    await publisher.close();
-  }
-  const published = Date.now();
+    const published = Date.now();
 
-  // Every copy of a bad message, per queue it was routed to.
-  const expected = new Map<string, number[]>();
-  for (const m of messages) for (const q of m.queues) expected.set(q, [...(expected.get(q) ?? []), m.n]);
+    // Every copy of a bad message, per queue it was routed to.
+    const expected = new Map<string, number[]>();
+    for (const m of messages) for (const q of m.queues) expected.set(q, [...(expected.get(q) ?? []), m.n]);
 
-  for (const queue of CONSUMED_QUEUES) {
-    const want = expected.get(queue) ?? [];
-    const dead = await drain(vhost.url, `${queue}.dlq`, want.length, 60_000 + want.length * 10);
-    const ids = dead.map((d) => Number(d.headers['x-fuzz-id']));
-    const seen = new Set(ids);
-    const missing = want.filter((n) => !seen.has(n));
-    check(missing.length === 0, `${queue}.dlq lacks ${missing.length} of ${want.length} bad messages`, {
-      queues: missing.length ? Object.fromEntries([...(await queueDepths())].filter(([, n]) => n > 0)) : {},
-      byDefect: countBy(missing.map((n) => messages[n].defect)),
-      first: missing.slice(0, 10).map((n) => ({ n, defect: messages[n].defect, routingKey: messages[n].routingKey, body: messages[n].body.toString('utf8').slice(0, 200) })),
+    for (const queue of CONSUMED_QUEUES) {
+      const want = expected.get(queue) ?? [];
+      const dead = await drain(vhost.url, `${queue}.dlq`, want.length, 60_000 + want.length * 10);
+      const ids = dead.map((d) => Number(d.headers['x-fuzz-id']));
+      const seen = new Set(ids);
+      const missing = want.filter((n) => !seen.has(n));
+      check(missing.length === 0, `${queue}.dlq lacks ${missing.length} of ${want.length} bad messages`, {
+        queues: missing.length ? Object.fromEntries([...(await queueDepths())].filter(([, n]) => n > 0)) : {},
+        byDefect: countBy(missing.map((n) => messages[n].defect)),
+        first: missing.slice(0, 10).map((n) => ({
+          n,
+          defect: messages[n].defect,
+          routingKey: messages[n].routingKey,
+          body: messages[n].body.toString('utf8').slice(0, 200),
+        })),
+      });
+      check(
+        dead.length === want.length && new Set(ids).size === ids.length,
+        `${queue}.dlq holds ${dead.length} copies of ${new Set(ids).size} distinct messages for ${want.length} bad ones`,
+      );
+      const reasonless = dead.filter(
+        (d) => !d.headers['x-error-class'] || !d.headers['x-error-message'] || d.headers['x-original-queue'] !== queue,
+      );
+      check(reasonless.length === 0, `${queue}.dlq has messages without a reason`, reasonless.slice(0, 5));
+      const transient = dead.filter((d) => d.headers['x-error-kind'] !== 'permanent');
+      check(
+        transient.length === 0,
+        `${queue}: bad input must be dead-lettered as permanent at once, not retried`,
+        transient.slice(0, 5).map((d) => d.headers),
+      );
+    }
+    const deadLettered = Date.now();
+
+    // Nothing left behind: work, retry and dead-letter queues empty (a bad message in a retry tier
+    // was misclassified as transient). (A quorum queue's count lags a moment behind its consumers,
+    // hence the polling.)
+    const depths = await eventually(
+      'every queue drained',
+      async () => {
+        const all = await queueDepths();
+        return [...all].every(([, n]) => n === 0) ? all : undefined;
+      },
+      30_000,
+      500,
+    ).catch(async () => queueDepths());
+    const leftover = [...depths].filter(([, n]) => n > 0);
+    check(leftover.length === 0, 'messages left behind', Object.fromEntries(leftover));
+
+    // The good events, exactly once each; the victim got nothing.
+    const items = await eventually(
+      'good events in the inbox',
+      async () => {
+        const got = await inbox(GOOD_USER);
+        return got.length >= mentions + reactions ? got : undefined;
+      },
+      30_000,
+      250,
+    );
+    check(
+      items.filter((i) => i.type === 'mention').length === mentions && items.length === mentions + reactions,
+      'good events not processed exactly once',
+      { mentions, reactions, got: items.length },
+    );
+    const count = await http<{ count: number }>(
+      'GET',
+      `${apps.notifications.url}/v1/users/${GOOD_USER}/notifications/unread-count`,
+      undefined,
+      auth(GOOD_USER),
+    );
+    check(count.body.count === mentions + reactions, 'unread count differs from the good events', count.body);
+    await eventually(
+      'one email per good mention',
+      () => smtp.mails.filter((m) => m.to.includes(GOOD_EMAIL)).length >= mentions,
+      30_000,
+      250,
+    );
+    // No email can still be on its way: every delivery is final in email-service's ledger and no queue
+    // holds a message (a second email needs one or the other), so the count below is the final one.
+    await eventually(
+      'every email delivery final and every queue empty',
+      async () => {
+        const open = await sql<{ n: number }>(
+          db.url,
+          "SELECT count(*)::int AS n FROM email_deliveries WHERE state IN ('pending', 'sending')",
+        );
+        return open[0].n === 0 && [...(await queueDepths())].every(([, n]) => n === 0);
+      },
+      30_000,
+      250,
+    );
+    check(
+      smtp.mails.filter((m) => m.to.includes(GOOD_EMAIL)).length === mentions,
+      'good mentions emailed other than once',
+    );
+    check((await inbox(VICTIM)).length === 0, "a bad message reached the victim's inbox");
+    const strayMail = smtp.mails.filter((m) => !m.to.includes(GOOD_EMAIL));
+    check(
+      strayMail.length === 0,
+      'a bad message caused an email',
+      strayMail.map((m) => m.to),
+    );
+
+    const byDefect: Record<string, number> = {};
+    for (const m of messages) byDefect[m.defect] = (byDefect[m.defect] ?? 0) + 1;
+    figures.messages = {
+      bad: MESSAGES,
+      good: mentions + reactions,
+      deadLettered: Object.fromEntries([...expected].map(([q, ns]) => [q, ns.length])),
+      byDefect,
+      publishMs: published - started,
+      toAllDeadLetteredMs: deadLettered - started,
+    };
+    for (const app of Object.values(apps))
+      check(app.proc.exitCode === null, `${app.name} exited`, app.output.slice(-20));
+  },
+  budgetMs(MESSAGES),
+);
+
+it(
+  `${REQUESTS} bad HTTP requests all answer 4xx with a reason, never 5xx`,
+  async () => {
+    const started = Date.now();
+    const ctx = { secret: SECRET, owner: OWNER, other: OTHER, ownerEmail: OWNER_EMAIL };
+    const requests: BadRequest[] = Array.from({ length: REQUESTS }, (_, n) => badRequest(rng, canaries, ctx, n));
+    const answers = await pool(requests, 8, (req) => send(apps[req.app].url, req));
+
+    const byStatus: Record<string, number> = {};
+    const wrong: Array<{
+      req: Omit<BadRequest, 'body' | 'raw'> & { body?: string };
+      status: number;
+      body: string;
+      transportError?: string;
+    }> = [];
+    answers.forEach((a, i) => {
+      byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
+      // Node's HTTP layer answers a request without Host itself (400, empty body) before the app sees it.
+      const reasonOk = hasReason(a.body) || requests[i].category === 'raw:no-host';
+      if (a.status < 400 || a.status > 499 || !reasonOk) {
+        const { body, raw, ...req } = requests[i];
+        wrong.push({
+          req: { ...req, body: (raw ?? body)?.toString().slice(0, 300) },
+          status: a.status,
+          body: a.body.slice(0, 300),
+          transportError: a.transportError,
+        });
+      }
     });
-    check(dead.length === want.length && new Set(ids).size === ids.length, `${queue}.dlq holds ${dead.length} copies of ${new Set(ids).size} distinct messages for ${want.length} bad ones`);
-    const reasonless = dead.filter((d) => !d.headers['x-error-class'] || !d.headers['x-error-message'] || d.headers['x-original-queue'] !== queue);
-    check(reasonless.length === 0, `${queue}.dlq has messages without a reason`, reasonless.slice(0, 5));
-    const transient = dead.filter((d) => d.headers['x-error-kind'] !== 'permanent');
-    check(transient.length === 0, `${queue}: bad input must be dead-lettered as permanent at once, not retried`, transient.slice(0, 5).map((d) => d.headers));
-  }
-  const deadLettered = Date.now();
-
-  // Nothing left behind: work, retry and dead-letter queues empty (a bad message in a retry tier
-  // was misclassified as transient). (A quorum queue's count lags a moment behind its consumers,
-  // hence the polling.)
-  const depths = await eventually('every queue drained', async () => {
-    const all = await queueDepths();
-    return [...all].every(([, n]) => n === 0) ? all : undefined;
-  }, 30_000, 500).catch(async () => queueDepths());
-  const leftover = [...depths].filter(([, n]) => n > 0);
-  check(leftover.length === 0, 'messages left behind', Object.fromEntries(leftover));
-
-  // The good events, exactly once each; the victim got nothing.
-  const items = await eventually('good events in the inbox', async () => {
-    const got = await inbox(GOOD_USER);
-    return got.length >= mentions + reactions ? got : undefined;
-  }, 30_000, 250);
-  check(items.filter((i) => i.type === 'mention').length === mentions && items.length === mentions + reactions, 'good events not processed exactly once', { mentions, reactions, got: items.length });
-  const count = await http<{ count: number }>('GET', `${apps.notifications.url}/v1/users/${GOOD_USER}/notifications/unread-count`, undefined, auth(GOOD_USER));
-  check(count.body.count === mentions + reactions, 'unread count differs from the good events', count.body);
-  await eventually('one email per good mention', () => smtp.mails.filter((m) => m.to.includes(GOOD_EMAIL)).length >= mentions, 30_000, 250);
-  // No email can still be on its way: every delivery is final in email-service's ledger and no queue
-  // holds a message (a second email needs one or the other), so the count below is the final one.
-  await eventually('every email delivery final and every queue empty', async () => {
-    const open = await sql<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM email_deliveries WHERE state IN ('pending', 'sending')");
-    return open[0].n === 0 && [...(await queueDepths())].every(([, n]) => n === 0);
-  }, 30_000, 250);
-  check(smtp.mails.filter((m) => m.to.includes(GOOD_EMAIL)).length === mentions, 'good mentions emailed other than once');
-  check((await inbox(VICTIM)).length === 0, 'a bad message reached the victim\'s inbox');
-  const strayMail = smtp.mails.filter((m) => !m.to.includes(GOOD_EMAIL));
-  check(strayMail.length === 0, 'a bad message caused an email', strayMail.map((m) => m.to));
-
-  const byDefect: Record<string, number> = {};
-  for (const m of messages) byDefect[m.defect] = (byDefect[m.defect] ?? 0) + 1;
-  figures.messages = {
-    bad: MESSAGES,
-    good: mentions + reactions,
-    deadLettered: Object.fromEntries([...expected].map(([q, ns]) => [q, ns.length])),
-    byDefect,
-    publishMs: published - started,
-    toAllDeadLetteredMs: deadLettered - started,
-  };
-  for (const app of Object.values(apps)) check(app.proc.exitCode === null, `${app.name} exited`, app.output.slice(-20));
-}, budgetMs(MESSAGES));
-
-it(`${REQUESTS} bad HTTP requests all answer 4xx with a reason, never 5xx`, async () => {
-  const started = Date.now();
-  const ctx = { secret: SECRET, owner: OWNER, other: OTHER, ownerEmail: OWNER_EMAIL };
-  const requests: BadRequest[] = Array.from({ length: REQUESTS }, (_, n) => badRequest(rng, canaries, ctx, n));
-  const answers = await pool(requests, 8, (req) => send(apps[req.app].url, req));
-
-  const byStatus: Record<string, number> = {};
-  const wrong: Array<{ req: Omit<BadRequest, 'body' | 'raw'> & { body?: string }; status: number; body: string; transportError?: string }> = [];
-  answers.forEach((a, i) => {
-    byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
-    // Node's HTTP layer answers a request without Host itself (400, empty body) before the app sees it.
-    const reasonOk = hasReason(a.body) || requests[i].category === 'raw:no-host';
-    if (a.status < 400 || a.status > 499 || !reasonOk) {
-      const { body, raw, ...req } = requests[i];
-      wrong.push({ req: { ...req, body: (raw ?? body)?.toString().slice(0, 300) }, status: a.status, body: a.body.slice(0, 300), transportError: a.transportError });
-    }
-  });
-  const byCategory: Record<string, number> = {};
-  for (const r of requests) byCategory[r.category.split(':').slice(0, 2).join(':')] = (byCategory[r.category.split(':').slice(0, 2).join(':')] ?? 0) + 1;
-  figures.requests = { bad: REQUESTS, byStatus, byApp: countBy(requests.map((r) => r.app)), categories: Object.keys(byCategory).length, earlyCloseRetries: fuzzSend.earlyCloseRetries, ms: Date.now() - started };
-  // Which ways of failing to prove an identity were sent (docs/SECURITY.md's principals, each token
-  // form with one defect). A full-size run sends every one; a reduced one may miss a few.
-  const authKinds = countBy(requests.map((r) => /^(?:auth|feed-auth|rc-auth|api-auth):([^:]+)/.exec(r.category)?.[1]).filter((k): k is string => k !== undefined));
-  (figures.requests as Record<string, unknown>).authKinds = Object.keys(authKinds).length;
-  const unsent = badAuthKinds({ service: 'reconciler' }).filter((k) => !(k in authKinds));
-  if (REQUESTS >= 5_000) check(unsent.length === 0, `${unsent.length} kinds of bad authorization were never sent`, unsent);
-  // One example per status and category, so every distinct failure shows.
-  const examples = new Map(wrong.map((w) => [`${w.status} ${w.req.category}`, w]));
-  check(wrong.length === 0, `${wrong.length} of ${REQUESTS} bad requests were not a 4xx with a reason (by status: ${JSON.stringify(byStatus)})`, [...examples.values()].slice(0, 12));
-  for (const app of Object.values(apps)) check(app.proc.exitCode === null, `${app.name} exited`, app.output.slice(-20));
-}, budgetMs(REQUESTS));
+    const byCategory: Record<string, number> = {};
+    for (const r of requests)
+      byCategory[r.category.split(':').slice(0, 2).join(':')] =
+        (byCategory[r.category.split(':').slice(0, 2).join(':')] ?? 0) + 1;
+    figures.requests = {
+      bad: REQUESTS,
+      byStatus,
+      byApp: countBy(requests.map((r) => r.app)),
+      categories: Object.keys(byCategory).length,
+      earlyCloseRetries: fuzzSend.earlyCloseRetries,
+      ms: Date.now() - started,
+    };
+    // Which ways of failing to prove an identity were sent (docs/SECURITY.md's principals, each token
+    // form with one defect). A full-size run sends every one; a reduced one may miss a few.
+    const authKinds = countBy(
+      requests
+        .map((r) => /^(?:auth|feed-auth|rc-auth|api-auth):([^:]+)/.exec(r.category)?.[1])
+        .filter((k): k is string => k !== undefined),
+    );
+    (figures.requests as Record<string, unknown>).authKinds = Object.keys(authKinds).length;
+    const unsent = badAuthKinds({ service: 'reconciler' }).filter((k) => !(k in authKinds));
+    if (REQUESTS >= 5_000)
+      check(unsent.length === 0, `${unsent.length} kinds of bad authorization were never sent`, unsent);
+    // One example per status and category, so every distinct failure shows.
+    const examples = new Map(wrong.map((w) => [`${w.status} ${w.req.category}`, w]));
+    check(
+      wrong.length === 0,
+      `${wrong.length} of ${REQUESTS} bad requests were not a 4xx with a reason (by status: ${JSON.stringify(byStatus)})`,
+      [...examples.values()].slice(0, 12),
+    );
+    for (const app of Object.values(apps))
+      check(app.proc.exitCode === null, `${app.name} exited`, app.output.slice(-20));
+  },
+  budgetMs(REQUESTS),
+);
 
 it('no PII canary appears in any log line of any app, and every app is still ready', async () => {
   const lines = Object.values(apps).flatMap((a) => a.output.join('').split('\n'));
   figures.logLines = lines.length;
   figures.canaries = { emails: canaries.emails.length, tokens: canaries.tokens.length };
-  check(canaries.emails.length > 100 && canaries.tokens.length > 100, 'too few canaries seeded to mean anything', figures.canaries);
+  check(
+    canaries.emails.length > 100 && canaries.tokens.length > 100,
+    'too few canaries seeded to mean anything',
+    figures.canaries,
+  );
   const leaks = leakedCanaries(lines, canaries);
   // One example per kind of line (service and message), so every leaking site shows.
   const examples = new Map<string, { canary: string; line: string }>();
@@ -254,7 +386,9 @@ it('no PII canary appears in any log line of any app, and every app is still rea
   // A crash-only app logs "fatal" before it exits; none may have come close.
   const fatal = lines.filter((l) => l.includes('"level":"fatal"') || /uncaught|unhandled rejection/i.test(l));
   check(fatal.length === 0, 'an app logged a fatal error', fatal.slice(0, 5));
-  figures.errorLines = countBy(lines.filter((l) => l.includes('"level":"error"')).map((l) => /"service":"([^"]+)"/.exec(l)?.[1] ?? 'unknown'));
+  figures.errorLines = countBy(
+    lines.filter((l) => l.includes('"level":"error"')).map((l) => /"service":"([^"]+)"/.exec(l)?.[1] ?? 'unknown'),
+  );
   for (const app of Object.values(apps)) {
     check(app.proc.exitCode === null, `${app.name} exited`, app.output.slice(-20));
     check((await fetch(`${app.url}/readyz`)).status === 200, `${app.name} is not ready after the fuzz`);
@@ -264,7 +398,13 @@ it('no PII canary appears in any log line of any app, and every app is still rea
 /** Messages (ready + unacked) of every queue in the vhost, exact (rabbitmqctl, not the lagging stats). */
 async function queueDepths(): Promise<Map<string, number>> {
   const out = await rabbitmqctl('list_queues', '-q', '--no-table-headers', '-p', vhost.vhost, 'name', 'messages');
-  return new Map(out.split('\n').map((l) => l.trim().split(/\s+/)).filter((c) => c.length === 2).map(([q, n]) => [q, Number(n)]));
+  return new Map(
+    out
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .filter((c) => c.length === 2)
+      .map(([q, n]) => [q, Number(n)]),
+  );
 }
 
 function countBy(keys: string[]): Record<string, number> {

@@ -4,7 +4,12 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
-import { DEFAULT_USER_TOKEN_AUDIENCE, DEFAULT_USER_TOKEN_ISSUER, DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY } from '@community/config';
+import {
+  DEFAULT_USER_TOKEN_AUDIENCE,
+  DEFAULT_USER_TOKEN_ISSUER,
+  DEV_ADMIN_KEY_ID,
+  DEV_ADMIN_SIGNING_KEY,
+} from '@community/config';
 import { adminTokenSigner } from '@community/observability';
 import { eventually, freePort } from '@community/testing';
 
@@ -21,7 +26,6 @@ export interface App {
   url: string;
   output: string[];
 }
-
 
 /**
  * How an app process starts: `npm test` bundles every app once (esbuild) and names the folder in
@@ -40,7 +44,12 @@ function appArgs(name: string): string[] {
  * with no rate limit, how the apps reach each other, and no demo traffic. A test adds its broker
  * and database URLs (and whatever else it needs) on top.
  */
-export function appsEnv(o: { secret: string; smtpPort: number; notificationsPort: number; emailPort: number }): Record<string, string> {
+export function appsEnv(o: {
+  secret: string;
+  smtpPort: number;
+  notificationsPort: number;
+  emailPort: number;
+}): Record<string, string> {
   return {
     JWT_SECRET: o.secret,
     SMTP_URL: `smtp://127.0.0.1:${o.smtpPort}`,
@@ -54,18 +63,29 @@ export function appsEnv(o: { secret: string; smtpPort: number; notificationsPort
 export async function startApp(name: string, port: number, env: Record<string, string>): Promise<App> {
   const proc = spawn(process.execPath, appArgs(name), {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'test', LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn', PORT: String(port), ...env },
+    env: {
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'warn',
+      PORT: String(port),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
   proc.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
   proc.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
   const app = { name, port, proc, url: `http://127.0.0.1:${port}`, output };
-  await eventually(`${name} ready`, async () => {
-    if (proc.exitCode !== null) throw new Error(`${name} exited ${proc.exitCode}: ${output.join('').slice(-2000)}`);
-    const res = await fetch(`${app.url}/readyz`).catch(() => undefined);
-    return res?.status === 200;
-  }, 60_000, 200); // generous: a loaded 2-core machine has taken over 30 s to compile and start an app
+  await eventually(
+    `${name} ready`,
+    async () => {
+      if (proc.exitCode !== null) throw new Error(`${name} exited ${proc.exitCode}: ${output.join('').slice(-2000)}`);
+      const res = await fetch(`${app.url}/readyz`).catch(() => undefined);
+      return res?.status === 200;
+    },
+    60_000,
+    200,
+  ); // generous: a loaded 2-core machine has taken over 30 s to compile and start an app
   return app;
 }
 
@@ -119,15 +139,27 @@ export async function startSmtpSink(): Promise<SmtpSink> {
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', () => {
           // Deterministic share: every message whose running number falls under the fraction.
-          if (fraction > 0 && (seen++ % 100) < fraction * 100) {
+          if (fraction > 0 && seen++ % 100 < fraction * 100) {
             const code = seen % 2 === 0 ? 421 : 451;
             refused.set(code, (refused.get(code) ?? 0) + 1);
-            callback(Object.assign(new Error(code === 421 ? 'Service not available, closing channel (storm)' : 'Local error in processing (storm)'), { responseCode: code }));
+            callback(
+              Object.assign(
+                new Error(
+                  code === 421 ? 'Service not available, closing channel (storm)' : 'Local error in processing (storm)',
+                ),
+                { responseCode: code },
+              ),
+            );
             return;
           }
           const raw = Buffer.concat(chunks).toString('utf8');
           const header = (name: string) => raw.match(new RegExp(`^${name}:\\s*(.+)$`, 'mi'))?.[1]?.trim();
-          mails.push({ to: session.envelope.rcptTo.map((r) => r.address), raw, messageId: header('Message-ID'), subject: header('Subject') });
+          mails.push({
+            to: session.envelope.rcptTo.map((r) => r.address),
+            raw,
+            messageId: header('Message-ID'),
+            subject: header('Subject'),
+          });
           callback();
         });
       },
@@ -179,11 +211,19 @@ export function jwt(secret: string, claims: Record<string, unknown>): string {
  * An operator's admin token for `audience` (a service name), signed with the development operator's
  * key that the apps' default ADMIN_KEYS trusts; or with a key of the test's own (libs/testing `testOperators`).
  */
-export function adminJwt(audience: string, key: { kid: string; privateKeyPem: string } = { kid: DEV_ADMIN_KEY_ID, privateKeyPem: DEV_ADMIN_SIGNING_KEY }): string {
+export function adminJwt(
+  audience: string,
+  key: { kid: string; privateKeyPem: string } = { kid: DEV_ADMIN_KEY_ID, privateKeyPem: DEV_ADMIN_SIGNING_KEY },
+): string {
   return adminTokenSigner({ signingKey: key.privateKeyPem, kid: key.kid, audience })();
 }
 
-export async function http<T = unknown>(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T }> {
+export async function http<T = unknown>(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: T }> {
   const res = await fetch(url, {
     method,
     headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },

@@ -3,7 +3,14 @@ import { Registry } from 'prom-client';
 import { SMTPServer } from 'smtp-server';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createMessaging, type Messaging } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { notificationCreated, userUpserted } from '../apps/email-service/test/support/harness';
 import { evaluateStatus, findDeadHolderLeases } from '../apps/reconciler/src';
 import { appsEnv, freePort, startApp, stopApp, type App } from './harness';
@@ -75,7 +82,14 @@ beforeAll(async () => {
   smtp = gatedSmtp();
   smtpPort = await freePort();
   await new Promise<void>((r) => smtp.server.listen(smtpPort, '127.0.0.1', r));
-  producer = createMessaging({ url: vhost.url, service: 'test-producer', topology: COMMUNITY_TOPOLOGY, logger: testLogger(), registry: new Registry(), classifiers: [] });
+  producer = createMessaging({
+    url: vhost.url,
+    service: 'test-producer',
+    topology: COMMUNITY_TOPOLOGY,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+  });
   await producer.start();
   observer = new pg.Client({ connectionString: db.url });
   await observer.connect();
@@ -107,14 +121,24 @@ async function startEmail(): Promise<App> {
 }
 
 const rows = async () =>
-  (await observer.query<{ state: string; takeover: string | null; lease_until: Date | null; updated_at: Date; attempts: number; holder: string | null }>(
-    `SELECT state, takeover, lease_until, updated_at, attempts, lease_holder::text AS holder FROM email_deliveries WHERE channel = 'immediate'`,
-  )).rows;
+  (
+    await observer.query<{
+      state: string;
+      takeover: string | null;
+      lease_until: Date | null;
+      updated_at: Date;
+      attempts: number;
+      holder: string | null;
+    }>(
+      `SELECT state, takeover, lease_until, updated_at, attempts, lease_holder::text AS holder FROM email_deliveries WHERE channel = 'immediate'`,
+    )
+  ).rows;
 
 it('takes over the leases of a killed process at once, and every email arrives exactly once', async () => {
   const first = await startEmail();
   await producer.publisher.publish(userUpserted('ada', 'ada@example.test', 'Ada'));
-  for (let i = 0; i < EMAILS; i++) await producer.publisher.publish(notificationCreated({ userId: 'ada', excerpt: `message ${i}` }));
+  for (let i = 0; i < EMAILS; i++)
+    await producer.publisher.publish(notificationCreated({ userId: 'ada', excerpt: `message ${i}` }));
   // Every email is mid-send: its whole message is at the provider, the answer held back.
   await eventually('16 sends in flight', () => smtp.held.length === EMAILS, 60_000, 50);
   const firstHolder = (await rows())[0].holder;
@@ -128,19 +152,35 @@ it('takes over the leases of a killed process at once, and every email arrives e
   smtp.release();
 
   // Before a restart: the reconciler's stale-leases line says what waits, and until when.
-  const dead = await eventually('the dead holder is seen as dead', async () => {
-    const d = await findDeadHolderLeases(observer as unknown as pg.Pool);
-    return d.count === EMAILS ? d : undefined;
-  }, 30_000, 100);
+  const dead = await eventually(
+    'the dead holder is seen as dead',
+    async () => {
+      const d = await findDeadHolderLeases(observer as unknown as pg.Pool);
+      return d.count === EMAILS ? d : undefined;
+    },
+    30_000,
+    100,
+  );
   const leaseEnd = Math.max(...(await rows()).map((r) => r.lease_until?.getTime() ?? 0));
   expect(dead.until?.getTime()).toBe(leaseEnd);
   const line = evaluateStatus({
-    now: new Date(), startedAt: new Date(0), workQueues: [], queues: [], watchdog: [], lastRecount: null, lastRuns: [], jobIntervalsMs: {}, breakers: [],
+    now: new Date(),
+    startedAt: new Date(0),
+    workQueues: [],
+    queues: [],
+    watchdog: [],
+    lastRecount: null,
+    lastRuns: [],
+    jobIntervalsMs: {},
+    breakers: [],
     stuck: { outboxUnsent: 0, outboxLagSeconds: 0, outboxProducers: [], emailLeasesExpired: 0, fanoutChunks: 0 },
     deadHolderLeases: dead,
     thresholds: { fanoutAfterMs: 1, backlogMax: 1, oldestMessageMaxMs: 1, outboxLagMaxMs: 1 },
   }).checks.find((c) => c.name === 'stale-leases');
-  expect(line).toMatchObject({ ok: false, detail: `16 messages wait for leases of a dead process until ${new Date(leaseEnd).toISOString().slice(11, 16)} UTC (a live email-service takes each over at its next delivery)` });
+  expect(line).toMatchObject({
+    ok: false,
+    detail: `16 messages wait for leases of a dead process until ${new Date(leaseEnd).toISOString().slice(11, 16)} UTC (a live email-service takes each over at its next delivery)`,
+  });
 
   const second = await startEmail();
   await eventually('every email accepted', () => new Set(smtp.accepted).size === EMAILS, 60_000, 100);
@@ -152,15 +192,26 @@ it('takes over the leases of a killed process at once, and every email arrives e
   // would have expired (a lease_expired takeover would say so), and counted.
   const after = await rows();
   expect(after.map((r) => r.takeover)).toEqual(Array(EMAILS).fill('holder_dead'));
-  expect(after.every((r) => r.updated_at.getTime() < leaseEnd && r.attempts === 2 && r.holder !== firstHolder)).toBe(true);
+  expect(after.every((r) => r.updated_at.getTime() < leaseEnd && r.attempts === 2 && r.holder !== firstHolder)).toBe(
+    true,
+  );
   const metrics = await (await fetch(`${second.url}/metrics`)).text();
   expect(metrics).toMatch(new RegExp(`^email_lease_takeovers_total\\{reason="holder_dead"[^}]*\\} ${EMAILS}$`, 'm'));
   // The restarted process said it, in its log and /readyz, when it found them (before taking over).
-  expect(second.output.join('')).toMatch(/16 messages wait for leases of a dead process until \d\d:\d\d UTC; each is taken over at its next delivery/);
+  expect(second.output.join('')).toMatch(
+    /16 messages wait for leases of a dead process until \d\d:\d\d UTC; each is taken over at its next delivery/,
+  );
   // /readyz's figure is refreshed by the heartbeat (every 300 ms here): the tick after the last takeover says 0.
-  await eventually('/readyz says nothing waits for a dead process any more', async () => {
-    const ready = (await (await fetch(`${second.url}/readyz`)).json()) as { details: { leases: { waitingOnDeadHolders: { count: number } } } };
-    return ready.details.leases.waitingOnDeadHolders.count === 0;
-  }, 30_000, 100);
+  await eventually(
+    '/readyz says nothing waits for a dead process any more',
+    async () => {
+      const ready = (await (await fetch(`${second.url}/readyz`)).json()) as {
+        details: { leases: { waitingOnDeadHolders: { count: number } } };
+      };
+      return ready.details.leases.waitingOnDeadHolders.count === 0;
+    },
+    30_000,
+    100,
+  );
   await stopApp(second);
 }, 180_000);

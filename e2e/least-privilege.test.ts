@@ -24,7 +24,12 @@ const amqpUrlFor = (service: string): string => {
 
 beforeAll(async () => {
   [vhost, db, smtp] = await Promise.all([createTestVhost('e2e-lp'), createTestDatabase('e2e_lp'), startSmtpSink()]);
-  const imported = await managementRequest(vhost.management, 'POST', '/definitions', buildDefinitions({ vhost: vhost.vhost, userPrefix: prefix }));
+  const imported = await managementRequest(
+    vhost.management,
+    'POST',
+    '/definitions',
+    buildDefinitions({ vhost: vhost.vhost, userPrefix: prefix }),
+  );
   if (!imported.ok) throw new Error(`definitions import: HTTP ${imported.status} ${await imported.text()}`);
   const [api, notifications, email, reconciler] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const env = {
@@ -51,25 +56,59 @@ afterAll(async () => {
 });
 
 it('each app connects as its own user (all ready), and a mention reaches the inbox and the mailbox', async () => {
-  const connections = await eventually('every app connected', async () => {
-    const res = await managementRequest(vhost.management, 'GET', `/vhosts/${encodeURIComponent(vhost.vhost)}/connections`);
-    const rows = (await res.json()) as Array<{ user: string; client_properties?: { connection_name?: string } }>;
-    return new Set(rows.map((r) => r.user)).size >= 4 ? rows : undefined;
-  }, 15_000);
-  expect(new Set(connections.map((c) => c.user))).toEqual(new Set(['demo-community-api', 'notification-service', 'email-service', 'reconciler'].map((s) => prefix + s)));
+  const connections = await eventually(
+    'every app connected',
+    async () => {
+      const res = await managementRequest(
+        vhost.management,
+        'GET',
+        `/vhosts/${encodeURIComponent(vhost.vhost)}/connections`,
+      );
+      const rows = (await res.json()) as Array<{ user: string; client_properties?: { connection_name?: string } }>;
+      return new Set(rows.map((r) => r.user)).size >= 4 ? rows : undefined;
+    },
+    15_000,
+  );
+  expect(new Set(connections.map((c) => c.user))).toEqual(
+    new Set(['demo-community-api', 'notification-service', 'email-service', 'reconciler'].map((s) => prefix + s)),
+  );
 
-  for (const [id, name] of [['ada', 'Ada'], ['bob', 'Bob']]) {
-    expect((await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status).toBe(201);
+  for (const [id, name] of [
+    ['ada', 'Ada'],
+    ['bob', 'Bob'],
+  ]) {
+    expect(
+      (await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status,
+    ).toBe(201);
   }
-  const post = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts`, { title: 'Least privilege', body: 'Who may publish?' }, { 'x-user-id': 'bob' });
-  const comment = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts/${post.body.id}/comments`, { body: 'Ask @ada' }, { 'x-user-id': 'bob' });
+  const post = await http<{ id: string }>(
+    'POST',
+    `${apps.api.url}/v1/posts`,
+    { title: 'Least privilege', body: 'Who may publish?' },
+    { 'x-user-id': 'bob' },
+  );
+  const comment = await http<{ id: string }>(
+    'POST',
+    `${apps.api.url}/v1/posts/${post.body.id}/comments`,
+    { body: 'Ask @ada' },
+    { 'x-user-id': 'bob' },
+  );
   expect(comment.status).toBe(201);
 
-  await eventually('the mention in ada\'s inbox', async () => {
-    const inbox = await http<{ items: Array<{ type: string; resourceId: string }> }>('GET', `${apps.notifications.url}/v1/users/ada/notifications?limit=10`, undefined, {
-      authorization: `Bearer ${jwt(SECRET, { sub: 'ada' })}`,
-    });
-    return inbox.body.items.some((n) => n.type === 'mention' && n.resourceId === comment.body.id);
-  }, 30_000);
+  await eventually(
+    "the mention in ada's inbox",
+    async () => {
+      const inbox = await http<{ items: Array<{ type: string; resourceId: string }> }>(
+        'GET',
+        `${apps.notifications.url}/v1/users/ada/notifications?limit=10`,
+        undefined,
+        {
+          authorization: `Bearer ${jwt(SECRET, { sub: 'ada' })}`,
+        },
+      );
+      return inbox.body.items.some((n) => n.type === 'mention' && n.resourceId === comment.body.id);
+    },
+    30_000,
+  );
   await eventually('an email to ada', () => smtp.mails.some((m) => m.to.includes('ada@example.test')), 30_000);
 });

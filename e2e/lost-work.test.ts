@@ -9,9 +9,21 @@ import { buildEvent, COMMUNITY_TOPOLOGY, type AnyEvent } from '@community/contra
 import { withTransaction } from '@community/db';
 import { managementRequest } from '@community/messaging';
 import { createRelay, enqueueEvents, type OutboxRelay } from '@community/outbox';
-import { createTestDatabase, createTestVhost, eventually, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  testOperators,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createEmailService, loadEmailConfig } from '../apps/email-service/src';
-import { createNotificationService, loadNotificationConfig, type NotificationService } from '../apps/notification-service/src';
+import {
+  createNotificationService,
+  loadNotificationConfig,
+  type NotificationService,
+} from '../apps/notification-service/src';
 import { createReconcilerService, loadReconcilerConfig, type ReconcilerService } from '../apps/reconciler/src';
 import { main as ops } from '../scripts/ops/ops';
 import { startSmtpSink } from './harness';
@@ -19,7 +31,10 @@ import { startSmtpSink } from './harness';
 const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 const OPERATORS = testOperators(['volunteer']);
 const PRODUCER = 'community-api';
-const WATCHED = { ...COMMUNITY_TOPOLOGY, queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !q.name.startsWith('feed-service.')) };
+const WATCHED = {
+  ...COMMUNITY_TOPOLOGY,
+  queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !q.name.startsWith('feed-service.')),
+};
 /** Longer than the management API's statistics interval (5 s) plus the relay's transit: the rule's grace. */
 const GRACE_MS = 10_000;
 const EMAIL_QUEUE = 'email-service.send';
@@ -42,22 +57,56 @@ async function runOps(...args: string[]): Promise<{ code: number; out: string }>
 }
 
 beforeAll(async () => {
-  [db, vhost, smtp] = await Promise.all([createTestDatabase('e2e_lost_work'), createTestVhost('e2e-lost-work'), startSmtpSink()]);
-  const common = { DATABASE_URL: db.url, AMQP_URL: vhost.url, JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys, PORT: '0', LOG_LEVEL: 'silent', SHUTDOWN_TIMEOUT_MS: '3000' };
-  ns = createNotificationService(loadNotificationConfig({ ...common }), { logger: testLogger('ns'), registry: new Registry() });
-  // 25 emails a second: a burst of a few hundred waits in email-service.send long enough to be purged.
-  es = createEmailService(loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '25' }), { logger: testLogger('es'), registry: new Registry(), runTicker: false });
-  rc = createReconcilerService(loadReconcilerConfig({ ...common, BREAKER_METRICS_URLS: 'none', LOST_WORK_GRACE_MS: String(GRACE_MS), WATCHDOG_SAMPLES: '2' }), {
-    logger: testLogger('rc'),
+  [db, vhost, smtp] = await Promise.all([
+    createTestDatabase('e2e_lost_work'),
+    createTestVhost('e2e-lost-work'),
+    startSmtpSink(),
+  ]);
+  const common = {
+    DATABASE_URL: db.url,
+    AMQP_URL: vhost.url,
+    JWT_SECRET,
+    ADMIN_KEYS: OPERATORS.adminKeys,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    SHUTDOWN_TIMEOUT_MS: '3000',
+  };
+  ns = createNotificationService(loadNotificationConfig({ ...common }), {
+    logger: testLogger('ns'),
     registry: new Registry(),
-    topology: WATCHED,
-    runScheduler: false,
   });
+  // 25 emails a second: a burst of a few hundred waits in email-service.send long enough to be purged.
+  es = createEmailService(
+    loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '25' }),
+    { logger: testLogger('es'), registry: new Registry(), runTicker: false },
+  );
+  rc = createReconcilerService(
+    loadReconcilerConfig({
+      ...common,
+      BREAKER_METRICS_URLS: 'none',
+      LOST_WORK_GRACE_MS: String(GRACE_MS),
+      WATCHDOG_SAMPLES: '2',
+    }),
+    {
+      logger: testLogger('rc'),
+      registry: new Registry(),
+      topology: WATCHED,
+      runScheduler: false,
+    },
+  );
   pool = rc.pool;
   await Promise.all([ns.start(), es.start(), rc.start()]);
   rcUrl = await rc.app.listen({ port: 0, host: '127.0.0.1' });
   if (!rc.messaging) throw new Error('the reconciler was built without messaging');
-  relay = createRelay({ pool, publisher: rc.messaging.publisher, producer: PRODUCER, logger: testLogger('relay'), registry: new Registry(), databaseUrl: db.url, pollIntervalMs: 100 });
+  relay = createRelay({
+    pool,
+    publisher: rc.messaging.publisher,
+    producer: PRODUCER,
+    logger: testLogger('relay'),
+    registry: new Registry(),
+    databaseUrl: db.url,
+    pollIntervalMs: 100,
+  });
   await relay.start();
 });
 
@@ -72,7 +121,13 @@ afterAll(async () => {
 });
 
 async function produce(events: AnyEvent[]): Promise<void> {
-  await withTransaction(pool, (tx) => enqueueEvents(tx, PRODUCER, events.map((event) => ({ event, aggregateId: event.id }))));
+  await withTransaction(pool, (tx) =>
+    enqueueEvents(
+      tx,
+      PRODUCER,
+      events.map((event) => ({ event, aggregateId: event.id })),
+    ),
+  );
 }
 const lostLine = (out: string) => out.split('\n').find((l) => l.includes('lost-work')) ?? '';
 const keysWithoutLedger = async () =>
@@ -89,22 +144,53 @@ describe('a purge of email-service.send in the middle of a burst', () => {
   const MENTIONS = 600;
 
   it('turns lost-work red naming the queue, and the re-drive delivers exactly one email per key', async () => {
-    await produce([buildEvent('user.upserted', { userId: 'actor', email: 'actor@example.test', displayName: 'Actor' }, { producer: PRODUCER }), ...users.map((u) => buildEvent('user.upserted', { userId: u, email: `${u}@example.test`, displayName: u }, { producer: PRODUCER }))]);
-    await eventually('addresses projected', async () => Number((await pool.query('SELECT count(*) AS n FROM email_users')).rows[0].n) === users.length + 1, 20_000);
+    await produce([
+      buildEvent(
+        'user.upserted',
+        { userId: 'actor', email: 'actor@example.test', displayName: 'Actor' },
+        { producer: PRODUCER },
+      ),
+      ...users.map((u) =>
+        buildEvent('user.upserted', { userId: u, email: `${u}@example.test`, displayName: u }, { producer: PRODUCER }),
+      ),
+    ]);
+    await eventually(
+      'addresses projected',
+      async () => Number((await pool.query('SELECT count(*) AS n FROM email_users')).rows[0].n) === users.length + 1,
+      20_000,
+    );
 
     const since = new Date(Date.now() - 1000).toISOString();
     const mentions = Array.from({ length: MENTIONS }, (_, i) =>
-      buildEvent('user.mentioned', { commentId: `c-${i}`, postId: 'p1', actorId: 'actor', mentionedUserId: users[i % users.length], excerpt: `hi ${i}` }, { producer: PRODUCER }),
+      buildEvent(
+        'user.mentioned',
+        {
+          commentId: `c-${i}`,
+          postId: 'p1',
+          actorId: 'actor',
+          mentionedUserId: users[i % users.length],
+          excerpt: `hi ${i}`,
+        },
+        { producer: PRODUCER },
+      ),
     );
     await produce(mentions);
     // The burst is queued and being sent.
-    await eventually('the burst waits in email-service.send', async () => (await vhost.depth(EMAIL_QUEUE)).ready >= 200 && smtp.mails.length > 0, 30_000);
+    await eventually(
+      'the burst waits in email-service.send',
+      async () => (await vhost.depth(EMAIL_QUEUE)).ready >= 200 && smtp.mails.length > 0,
+      30_000,
+    );
 
     // Queued, not lost: the line is green while the queue holds the burst, though many rows are past the grace.
     const before = await runOps('lost-work');
     expect([before.code, before.out]).toEqual([0, expect.stringContaining('OK   lost-work')]);
 
-    const purged = await managementRequest(vhost.management, 'DELETE', `/queues/${encodeURIComponent(vhost.vhost)}/${EMAIL_QUEUE}/contents`);
+    const purged = await managementRequest(
+      vhost.management,
+      'DELETE',
+      `/queues/${encodeURIComponent(vhost.vhost)}/${EMAIL_QUEUE}/contents`,
+    );
     expect(purged.ok).toBe(true);
 
     // Red once the purged rows are older than the grace, naming the queue and how many are lost. Every
@@ -116,7 +202,12 @@ describe('a purge of email-service.send in the middle of a burst', () => {
       'ops status names the lost work',
       async () => {
         status = await runOps('status');
-        return status.code === 1 && /email-service\.send: \d[\d,]* immediate emails without their ledger row .* at least \d[\d,]* lost/.test(lostLine(status.out));
+        return (
+          status.code === 1 &&
+          /email-service\.send: \d[\d,]* immediate emails without their ledger row .* at least \d[\d,]* lost/.test(
+            lostLine(status.out),
+          )
+        );
       },
       GRACE_MS + 90_000,
     );
@@ -127,7 +218,11 @@ describe('a purge of email-service.send in the middle of a burst', () => {
     expect('counts' in run ? Number(run.counts?.lost_work) : 0).toBeGreaterThan(0);
 
     // `ops why` of a purged email says it is lost and names the re-drive, not "queued".
-    await eventually('the queue is drained of what the purge left', async () => (await vhost.depth(EMAIL_QUEUE)).total === 0, 30_000);
+    await eventually(
+      'the queue is drained of what the purge left',
+      async () => (await vhost.depth(EMAIL_QUEUE)).total === 0,
+      30_000,
+    );
     const missing = await keysWithoutLedger();
     expect(missing.length).toBeGreaterThan(100);
     const why = await runOps('why', '--user', missing[0].user_id, '--key', missing[0].idempotency_key);
@@ -144,7 +239,12 @@ describe('a purge of email-service.send in the middle of a burst', () => {
     expect(await keysWithoutLedger()).toHaveLength(missing.length);
 
     const applied = await runOps('email', 'redrive', '--since', since, '--apply');
-    expect([applied.code, applied.out]).toEqual([0, expect.stringContaining(`Re-published ${missing.length.toLocaleString('en-US')} email message(s) to email-service.send`)]);
+    expect([applied.code, applied.out]).toEqual([
+      0,
+      expect.stringContaining(
+        `Re-published ${missing.length.toLocaleString('en-US')} email message(s) to email-service.send`,
+      ),
+    ]);
 
     // At once a second re-drive of the same window: most of the first one's copies still wait in the
     // queue (25 emails a second), so their rows are due again and get a second message that was not
@@ -155,7 +255,13 @@ describe('a purge of email-service.send in the middle of a burst', () => {
     expect(second).toBeGreaterThan(0);
 
     // Every mention's email is sent, once.
-    await eventually('every email sent', async () => Number((await pool.query("SELECT count(*) AS n FROM email_deliveries WHERE state = 'sent'")).rows[0].n) === MENTIONS, 90_000);
+    await eventually(
+      'every email sent',
+      async () =>
+        Number((await pool.query("SELECT count(*) AS n FROM email_deliveries WHERE state = 'sent'")).rows[0].n) ===
+        MENTIONS,
+      90_000,
+    );
     await eventually('the duplicates consumed', async () => (await vhost.depth(EMAIL_QUEUE)).total === 0, 30_000);
     await eventually('the sink has them all', async () => smtp.mails.length >= MENTIONS, 10_000);
     const ids = smtp.mails.map((m) => m.messageId);
@@ -167,7 +273,10 @@ describe('a purge of email-service.send in the middle of a burst', () => {
     const again = await runOps('email', 'redrive', '--since', since, '--apply');
     expect(again.out).toContain('Re-published 0 email message(s)');
     const all = await runOps('lost-work');
-    expect([all.code, all.out]).toEqual([0, expect.stringContaining('OK   lost-work: every due row has its message in a queue')]);
+    expect([all.code, all.out]).toEqual([
+      0,
+      expect.stringContaining('OK   lost-work: every due row has its message in a queue'),
+    ]);
     expect(smtp.mails).toHaveLength(MENTIONS);
   }, 300_000);
 });

@@ -27,7 +27,10 @@ beforeAll(async () => {
   // email-service signs nothing with JWT_SECRET (its opt-out calls carry its own Ed25519 service
   // tokens, the local default key pair here): it starts without it.
   const { JWT_SECRET: _notForEmail, ...emailEnv } = env;
-  [apps.email, apps.api] = await Promise.all([startApp('email-service', email, emailEnv), startApp('demo-community-api', api, env)]);
+  [apps.email, apps.api] = await Promise.all([
+    startApp('email-service', email, emailEnv),
+    startApp('demo-community-api', api, env),
+  ]);
 }, 90_000);
 
 afterAll(async () => {
@@ -37,24 +40,49 @@ afterAll(async () => {
 });
 
 const inbox = async (userId: string) =>
-  (await http<{ items: Array<{ type: string; actorId: string; resourceId: string }> }>('GET', `${apps.notifications.url}/v1/users/${userId}/notifications?limit=100`, undefined, {
-    authorization: `Bearer ${jwt(SECRET, { sub: userId })}`,
-  })).body.items;
+  (
+    await http<{ items: Array<{ type: string; actorId: string; resourceId: string }> }>(
+      'GET',
+      `${apps.notifications.url}/v1/users/${userId}/notifications?limit=100`,
+      undefined,
+      {
+        authorization: `Bearer ${jwt(SECRET, { sub: userId })}`,
+      },
+    )
+  ).body.items;
 
 async function comment(postId: string, authorId: string, body: string): Promise<string> {
-  const res = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts/${postId}/comments`, { body }, { 'x-user-id': authorId });
+  const res = await http<{ id: string }>(
+    'POST',
+    `${apps.api.url}/v1/posts/${postId}/comments`,
+    { body },
+    { 'x-user-id': authorId },
+  );
   expect(res.status).toBe(201);
   return res.body.id;
 }
 
 it('a mention reaches the inbox and the mailbox once, and survives a SIGKILL of the notification service', async () => {
-  for (const [id, name] of [['ada', 'Ada'], ['bob', 'Bob'], ['cy', 'Cy']]) {
-    expect((await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status).toBe(201);
+  for (const [id, name] of [
+    ['ada', 'Ada'],
+    ['bob', 'Bob'],
+    ['cy', 'Cy'],
+  ]) {
+    expect(
+      (await http('POST', `${apps.api.url}/v1/users`, { id, email: `${id}@example.test`, displayName: name })).status,
+    ).toBe(201);
   }
-  const post = await http<{ id: string }>('POST', `${apps.api.url}/v1/posts`, { title: 'Queues', body: 'How do you retry?' }, { 'x-user-id': 'cy' });
+  const post = await http<{ id: string }>(
+    'POST',
+    `${apps.api.url}/v1/posts`,
+    { title: 'Queues', body: 'How do you retry?' },
+    { 'x-user-id': 'cy' },
+  );
   const first = await comment(post.body.id, 'bob', 'Good question, @ada knows');
 
-  await eventually('the mention in ada\'s inbox', async () => (await inbox('ada')).some((n) => n.type === 'mention' && n.resourceId === first));
+  await eventually("the mention in ada's inbox", async () =>
+    (await inbox('ada')).some((n) => n.type === 'mention' && n.resourceId === first),
+  );
   await eventually('one email to ada', () => smtp.mails.some((m) => m.to.includes('ada@example.test')), 30_000);
 
   // Fault: the notification service dies in the middle of a batch, without a chance to commit, ack
@@ -75,43 +103,65 @@ it('a mention reaches the inbox and the mailbox once, and survives a SIGKILL of 
 
   // The service's batch transactions waiting on the test's lock, by pid and transaction start.
   const blockedBatches = async () =>
-    (await observer.query<{ pid: number; xact: string; age_s: number }>(
-      `SELECT a.pid, a.xact_start::text AS xact, extract(epoch FROM now() - a.xact_start)::float AS age_s
+    (
+      await observer.query<{ pid: number; xact: string; age_s: number }>(
+        `SELECT a.pid, a.xact_start::text AS xact, extract(epoch FROM now() - a.xact_start)::float AS age_s
        FROM pg_stat_activity a
        WHERE a.datname = current_database() AND a.application_name = 'notification-service'
          AND a.wait_event_type = 'Lock' AND a.query LIKE 'WITH claimed AS%'
          AND $1 = ANY (pg_blocking_pids(a.pid))`,
-      [holderPid],
-    )).rows;
+        [holderPid],
+      )
+    ).rows;
   // Open batch, seen from both sides: the broker holds messages of the critical queue unacked by
   // the consumer, and PostgreSQL shows the batch's transaction inside its claim + lock statement.
   // (A batch past its 9 s transaction budget is cancelled and retried: the check picks one young
   // enough that it is still open a moment later, at the kill.)
   let open: Array<{ pid: number; xact: string }> = [];
-  const unacked = await eventually('a batch of the critical queue open and unacked', async () => {
-    const { unacked } = await vhost.depth('notification-service.critical');
-    open = (await blockedBatches()).filter((b) => b.age_s < 5);
-    return unacked > 0 && open.length > 0 && unacked;
-  }, 60_000, 200);
+  const unacked = await eventually(
+    'a batch of the critical queue open and unacked',
+    async () => {
+      const { unacked } = await vhost.depth('notification-service.critical');
+      open = (await blockedBatches()).filter((b) => b.age_s < 5);
+      return unacked > 0 && open.length > 0 && unacked;
+    },
+    60_000,
+    200,
+  );
   expect(unacked).toBeGreaterThan(0);
   expect(await stopApp(apps.notifications, 'SIGKILL')).toBe('SIGKILL');
   // The same transaction is still there after the kill (its backend has not noticed yet: it waits
   // on the lock): the batch was open at the moment of the kill, nothing of it committed.
   const after = await blockedBatches();
   expect(after.some((b) => open.some((o) => o.pid === b.pid && o.xact === b.xact))).toBe(true);
-  expect(Number((await observer.query(
-    "SELECT count(*) FROM notification_items WHERE user_id = 'ada' AND type = 'mention' AND resource_id = ANY ($1)", [during],
-  )).rows[0].count)).toBe(0);
+  expect(
+    Number(
+      (
+        await observer.query(
+          "SELECT count(*) FROM notification_items WHERE user_id = 'ada' AND type = 'mention' AND resource_id = ANY ($1)",
+          [during],
+        )
+      ).rows[0].count,
+    ),
+  ).toBe(0);
   // Release the lock: the orphaned transaction finishes its statement, finds its client gone and
   // rolls back. The restarted service gets the requeued messages again.
   await holder.query('ROLLBACK');
   await holder.end();
   apps.notifications = await startApp('notification-service', apps.notifications.port, env);
 
-  await eventually('every mention delivered after the restart', async () => {
-    const [ada, bob] = [await inbox('ada'), await inbox('bob')];
-    return during.every((c) => ada.some((n) => n.type === 'mention' && n.resourceId === c) && bob.some((n) => n.type === 'mention' && n.resourceId === c));
-  }, 60_000);
+  await eventually(
+    'every mention delivered after the restart',
+    async () => {
+      const [ada, bob] = [await inbox('ada'), await inbox('bob')];
+      return during.every(
+        (c) =>
+          ada.some((n) => n.type === 'mention' && n.resourceId === c) &&
+          bob.some((n) => n.type === 'mention' && n.resourceId === c),
+      );
+    },
+    60_000,
+  );
   // Exactly once, from the rows: one mention row per comment and person, one notification.created
   // per row in the outbox, and every counter equal to its rows.
   const perComment = await observer.query<{ user_id: string; resource_id: string; n: number }>(
@@ -128,24 +178,40 @@ it('a mention reaches the inbox and the mailbox once, and survives a SIGKILL of 
     `SELECT c.user_id, c.unread_count, (SELECT count(*)::int FROM notification_items i WHERE i.user_id = c.user_id AND i.in_app AND i.read_at IS NULL) AS rows
      FROM notification_counters c WHERE c.user_id IN ('ada', 'bob') ORDER BY 1`,
   );
-  expect(counters.rows.map((r) => [r.user_id, r.unread_count, r.rows])).toEqual([['ada', 6, 6], ['bob', 5, 5]]);
+  expect(counters.rows.map((r) => [r.user_id, r.unread_count, r.rows])).toEqual([
+    ['ada', 6, 6],
+    ['bob', 5, 5],
+  ]);
   await observer.end();
   const ada = await inbox('ada');
   const adaMentions = ada.filter((n) => n.type === 'mention');
   expect(adaMentions).toHaveLength(6); // nothing twice
-  const unread = await http<{ count: number }>('GET', `${apps.notifications.url}/v1/users/ada/notifications/unread-count`, undefined, {
-    authorization: `Bearer ${jwt(SECRET, { sub: 'ada' })}`,
-  });
+  const unread = await http<{ count: number }>(
+    'GET',
+    `${apps.notifications.url}/v1/users/ada/notifications/unread-count`,
+    undefined,
+    {
+      authorization: `Bearer ${jwt(SECRET, { sub: 'ada' })}`,
+    },
+  );
   expect(unread.body.count).toBe(ada.length); // the counter equals the rows
 
   // Mentions are immediate email by default: one email per mention, never two with one Message-ID.
-  await eventually('six mention emails to ada', () => smtp.mails.filter((m) => m.to.includes('ada@example.test') && /mention/i.test(m.subject ?? '')).length >= 6, 60_000);
+  await eventually(
+    'six mention emails to ada',
+    () => smtp.mails.filter((m) => m.to.includes('ada@example.test') && /mention/i.test(m.subject ?? '')).length >= 6,
+    60_000,
+  );
   const ids = smtp.mails.filter((m) => m.to.includes('ada@example.test')).map((m) => m.messageId);
   expect(new Set(ids).size).toBe(ids.length);
 }, 240_000);
 
 it('one-click unsubscribe from a mention email turns mention emails off in notification-service', async () => {
-  const mail = await eventually('a mention email to bob', () => smtp.mails.find((m) => m.to.includes('bob@example.test') && /mention/i.test(m.subject ?? '')), 30_000);
+  const mail = await eventually(
+    'a mention email to bob',
+    () => smtp.mails.find((m) => m.to.includes('bob@example.test') && /mention/i.test(m.subject ?? '')),
+    30_000,
+  );
   // RFC 8058: the mail client POSTs "List-Unsubscribe=One-Click" to the header's URL.
   const header = mail.raw.replace(/\r\n[ \t]+/g, ' ').match(/^List-Unsubscribe:\s*<([^>]+)>/im)?.[1];
   expect(header).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
@@ -156,8 +222,13 @@ it('one-click unsubscribe from a mention email turns mention emails off in notif
     body: 'List-Unsubscribe=One-Click',
   });
   expect(res.status).toBeLessThan(300);
-  const prefs = await http<{ preferences: Record<string, { inApp: boolean; email: string }> }>('GET', `${apps.notifications.url}/v1/users/bob/preferences`, undefined, {
-    authorization: `Bearer ${jwt(SECRET, { sub: 'bob' })}`,
-  });
+  const prefs = await http<{ preferences: Record<string, { inApp: boolean; email: string }> }>(
+    'GET',
+    `${apps.notifications.url}/v1/users/bob/preferences`,
+    undefined,
+    {
+      authorization: `Bearer ${jwt(SECRET, { sub: 'bob' })}`,
+    },
+  );
   expect(prefs.body.preferences.mention).toMatchObject({ email: 'off', inApp: true });
 }, 60_000);

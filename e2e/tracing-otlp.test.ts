@@ -36,7 +36,11 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      received.push({ path: req.url ?? '', contentType: req.headers['content-type'], body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpExport });
+      received.push({
+        path: req.url ?? '',
+        contentType: req.headers['content-type'],
+        body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpExport,
+      });
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -72,12 +76,16 @@ it('exports the request span and the relay publish span of its event over OTLP, 
 
   let request: OtlpSpan | undefined;
   let publish: OtlpSpan | undefined;
-  await eventually('both spans exported', () => {
-    const spans = spansOf('demo-community-api');
-    request = spans.find((s) => s.name === 'POST /v1/users');
-    publish = spans.find((s) => s.name === 'publish user.upserted');
-    return request !== undefined && publish !== undefined;
-  }, 20_000);
+  await eventually(
+    'both spans exported',
+    () => {
+      const spans = spansOf('demo-community-api');
+      request = spans.find((s) => s.name === 'POST /v1/users');
+      publish = spans.find((s) => s.name === 'publish user.upserted');
+      return request !== undefined && publish !== undefined;
+    },
+    20_000,
+  );
   expect(received.every((r) => r.path === '/v1/traces' && r.contentType === 'application/json')).toBe(true);
   expect(request?.kind).toBe(2); // SPAN_KIND_SERVER
   expect(publish?.kind).toBe(4); // SPAN_KIND_PRODUCER
@@ -88,7 +96,9 @@ it('exports the request span and the relay publish span of its event over OTLP, 
   const client = new Client({ connectionString: db.url });
   await client.connect();
   try {
-    const { rows } = await client.query<{ trace_context: { traceparent: string } }>(`SELECT trace_context FROM outbox_messages WHERE event_type = 'user.upserted'`);
+    const { rows } = await client.query<{ trace_context: { traceparent: string } }>(
+      `SELECT trace_context FROM outbox_messages WHERE event_type = 'user.upserted'`,
+    );
     expect(rows.map((r) => r.trace_context.traceparent)).toEqual([`00-${request?.traceId}-${request?.spanId}-01`]);
   } finally {
     await client.end();

@@ -3,9 +3,20 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { Registry } from 'prom-client';
 import { createDemoService, loadDemoConfig, type DemoService } from '../apps/demo-community-api/src';
 import { createEmailService, loadEmailConfig } from '../apps/email-service/src';
-import { createNotificationService, loadNotificationConfig, type NotificationService } from '../apps/notification-service/src';
+import {
+  createNotificationService,
+  loadNotificationConfig,
+  type NotificationService,
+} from '../apps/notification-service/src';
 import { startTracing, type Tracing } from '@community/observability/tracing';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { startSmtpSink } from './harness';
 
 /**
@@ -36,12 +47,23 @@ beforeAll(async () => {
     registry: new Registry(),
     relayPollIntervalMs: 200,
   });
-  email = createEmailService(loadEmailConfig({ ...common, SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SMTP_RATE_PER_SECOND: '0', USER_ADDRESS_GRACE_MS: '0' }), {
-    logger: testLogger('tracing-email'),
+  email = createEmailService(
+    loadEmailConfig({
+      ...common,
+      SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+      SMTP_RATE_PER_SECOND: '0',
+      USER_ADDRESS_GRACE_MS: '0',
+    }),
+    {
+      logger: testLogger('tracing-email'),
+      registry: new Registry(),
+      runTicker: false,
+    },
+  );
+  api = createDemoService(loadDemoConfig({ ...common, DEMO_TRAFFIC_RATE: '0' }), {
+    logger: testLogger('tracing-api'),
     registry: new Registry(),
-    runTicker: false,
   });
-  api = createDemoService(loadDemoConfig({ ...common, DEMO_TRAFFIC_RATE: '0' }), { logger: testLogger('tracing-api'), registry: new Registry() });
   // notification-service first: its queues must exist before the first event is published.
   await notifications.start();
   await Promise.all([email.start(), api.start()]);
@@ -60,8 +82,16 @@ afterAll(async () => {
   await tracing?.shutdown();
 });
 
-async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: { id?: string } }> {
-  const res = await fetch(`${apiUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: { id?: string } }> {
+  const res = await fetch(`${apiUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, body: (await res.json()) as { id?: string } };
 }
 
@@ -81,33 +111,46 @@ function ancestors(span: ReadableSpan, all: ReadableSpan[]): ReadableSpan[] {
 
 it('a mention is one trace: HTTP request → outbox → relay → notification-service → its outbox → email-service', async () => {
   for (const id of ['ada', 'bob']) {
-    expect((await post('/v1/users', { id, email: `${id}@example.test`, displayName: id.toUpperCase() })).status).toBe(201);
+    expect((await post('/v1/users', { id, email: `${id}@example.test`, displayName: id.toUpperCase() })).status).toBe(
+      201,
+    );
   }
   // Bob comments on his own post (a self-action notifies nobody), so the mention is ada's only notification.
   const created = await post('/v1/posts', { title: 'Tracing', body: 'Where did my event go?' }, { 'x-user-id': 'bob' });
   expect(created.status).toBe(201);
   // Ada's address must be in email-service's projection before the mention's email is due.
-  await eventually('ada known to email-service', async () => (await email.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'ada'`)).rowCount === 1);
+  await eventually(
+    'ada known to email-service',
+    async () => (await email.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'ada'`)).rowCount === 1,
+  );
 
   // The caller's own trace: the request span continues it (W3C traceparent in).
   const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
   const callerSpanId = '00f067aa0ba902b7';
-  const comment = await post(`/v1/posts/${created.body.id}/comments`, { body: 'ask @ada' }, { 'x-user-id': 'bob', traceparent: `00-${traceId}-${callerSpanId}-01` });
+  const comment = await post(
+    `/v1/posts/${created.body.id}/comments`,
+    { body: 'ask @ada' },
+    { 'x-user-id': 'bob', traceparent: `00-${traceId}-${callerSpanId}-01` },
+  );
   expect(comment.status).toBe(201);
   await eventually('the mention email', () => smtp.mails.some((m) => m.to.includes('ada@example.test')), 30_000);
 
   let spans: ReadableSpan[] = [];
   let emailConsumers: ReadableSpan[] = [];
-  await eventually('the email-service consumer span that sent it ended', () => {
-    spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-    emailConsumers = spans.filter(
-      (s) =>
-        s.kind === SpanKind.CONSUMER &&
-        String(s.attributes['messaging.consumer.group.name']).startsWith('email-service.') &&
-        s.attributes['messaging.rabbitmq.destination.routing_key'] === 'notification.created',
-    );
-    return emailConsumers.some((s) => s.attributes['messaging.outcome'] === 'processed');
-  }, 15_000);
+  await eventually(
+    'the email-service consumer span that sent it ended',
+    () => {
+      spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+      emailConsumers = spans.filter(
+        (s) =>
+          s.kind === SpanKind.CONSUMER &&
+          String(s.attributes['messaging.consumer.group.name']).startsWith('email-service.') &&
+          s.attributes['messaging.rabbitmq.destination.routing_key'] === 'notification.created',
+      );
+      return emailConsumers.some((s) => s.attributes['messaging.outcome'] === 'processed');
+    },
+    15_000,
+  );
 
   const request = spans.find((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/posts/:postId/comments');
   expect(request?.parentSpanContext?.spanId).toBe(callerSpanId);
@@ -130,7 +173,9 @@ it('a mention is one trace: HTTP request → outbox → relay → notification-s
   }
 
   // The users created before are other traces (one per request), not mixed into this one.
-  const otherRequests = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/users');
+  const otherRequests = exporter
+    .getFinishedSpans()
+    .filter((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/users');
   expect(otherRequests).toHaveLength(2);
   for (const r of otherRequests) expect(r.spanContext().traceId).not.toBe(traceId);
   expect(trace.getActiveSpan()).toBeUndefined();

@@ -25,9 +25,15 @@ async function publish(url: string, queue: string, n: number): Promise<void> {
  * follows its confirms within moments), else the last listing. The whole of it: the CLI's failure
  * showed as extra "queues" (`=ERROR`, `File`) beside the real ones.
  */
-async function listingOnce(list: () => Promise<Map<string, number>>, queue: string, n: number): Promise<Record<string, number>> {
+async function listingOnce(
+  list: () => Promise<Map<string, number>>,
+  queue: string,
+  n: number,
+): Promise<Record<string, number>> {
   let last = new Map<string, number>();
-  await eventually(`${queue} at ${n}`, async () => (last = await list()).get(queue) === n, 60_000, 250).catch(() => undefined);
+  await eventually(`${queue} at ${n}`, async () => (last = await list()).get(queue) === n, 60_000, 250).catch(
+    () => undefined,
+  );
   return Object.fromEntries(last);
 }
 
@@ -53,7 +59,11 @@ async function main(): Promise<void> {
   const vhost = await createTestVhost('any-folder');
   try {
     await publish(vhost.url, 'probe.shared', 2);
-    out.sharedQueues = await listingOnce(() => queueDepths((...args) => rabbitmqctl(...args), vhost.vhost), 'probe.shared', 2);
+    out.sharedQueues = await listingOnce(
+      () => queueDepths((...args) => rabbitmqctl(...args), vhost.vhost),
+      'probe.shared',
+      2,
+    );
   } finally {
     await vhost.delete();
   }

@@ -51,16 +51,25 @@ export function matrixRows(markdown: string): MatrixRow[] {
   const first = lines.findIndex((l) => l.startsWith('|'));
   const table: string[] = [];
   for (let i = first; i >= 0 && i < lines.length && lines[i].startsWith('|'); i++) table.push(lines[i]);
-  const cellsOf = (line: string) => line.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim().replace(/^`|`$/g, ''));
+  const cellsOf = (line: string) =>
+    line
+      .trim()
+      .replace(/^\||\|$/g, '')
+      .split('|')
+      .map((c) => c.trim().replace(/^`|`$/g, ''));
   if (table.length < 3) throw new Error('the authorization matrix table has no rows');
   const header = cellsOf(table[0]);
-  if (header.slice(0, 3).join(',') !== 'app,method,route') throw new Error(`the matrix's first columns must be app, method, route; got ${header.slice(0, 3).join(', ')}`);
+  if (header.slice(0, 3).join(',') !== 'app,method,route')
+    throw new Error(`the matrix's first columns must be app, method, route; got ${header.slice(0, 3).join(', ')}`);
   const principals = header.slice(3);
   return table.slice(2).map((line) => {
     const c = cellsOf(line);
-    if (c.length !== header.length) throw new Error(`matrix row with ${c.length} cells, the header has ${header.length}: ${line}`);
+    if (c.length !== header.length)
+      throw new Error(`matrix row with ${c.length} cells, the header has ${header.length}: ${line}`);
     const cells = Object.fromEntries(principals.map((p, i) => [p, c[i + 3]]));
-    for (const [p, v] of Object.entries(cells)) if (!CELL_VALUES.has(v)) throw new Error(`matrix cell ${c[0]} ${c[1]} ${c[2]} / ${p} is '${v}' (ok, 401 or 403 expected)`);
+    for (const [p, v] of Object.entries(cells))
+      if (!CELL_VALUES.has(v))
+        throw new Error(`matrix cell ${c[0]} ${c[1]} ${c[2]} / ${p} is '${v}' (ok, 401 or 403 expected)`);
     return { app: c[0], method: c[1], route: c[2], cells };
   });
 }

@@ -16,7 +16,10 @@ export interface Management {
 async function mgmt<T>(m: Management, method: string, path: string, body?: unknown): Promise<T> {
   const res = await fetch(`${m.url}/api${path}`, {
     method,
-    headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
     signal: AbortSignal.timeout(60_000),
   });
@@ -36,16 +39,20 @@ export interface BrokerMessage {
 /** Up to `count` messages of a queue through the management API, left where they were (the DLQs are read, not emptied). */
 export async function readQueue(m: Management, queue: string, count: number): Promise<BrokerMessage[]> {
   if (count <= 0) return [];
-  const rows = await mgmt<Array<{ payload: string; properties: { message_id?: string; type?: string; headers?: Record<string, unknown> } }>>(
-    m,
-    'POST',
-    `/queues/${encodeURIComponent(m.vhost)}/${encodeURIComponent(queue)}/get`,
-    { count, ackmode: 'reject_requeue_true', encoding: 'auto', truncate: 100_000 },
-  );
+  const rows = await mgmt<
+    Array<{ payload: string; properties: { message_id?: string; type?: string; headers?: Record<string, unknown> } }>
+  >(m, 'POST', `/queues/${encodeURIComponent(m.vhost)}/${encodeURIComponent(queue)}/get`, {
+    count,
+    ackmode: 'reject_requeue_true',
+    encoding: 'auto',
+    truncate: 100_000,
+  });
   return rows.map((r) => {
     const h = r.properties.headers ?? {};
     const death = Array.isArray(h['x-death']) ? (h['x-death'] as Array<{ reason?: string }>)[0]?.reason : undefined;
-    const reason = h['x-error-kind'] ? `${String(h['x-error-kind'])}: ${String(h['x-error-message'] ?? '')}` : death ?? (h['x-first-death-reason'] as string | undefined);
+    const reason = h['x-error-kind']
+      ? `${String(h['x-error-kind'])}: ${String(h['x-error-message'] ?? '')}`
+      : (death ?? (h['x-first-death-reason'] as string | undefined));
     return { queue, messageId: r.properties.message_id, type: r.properties.type, reason, body: r.payload };
   });
 }
@@ -57,7 +64,11 @@ export async function readQueue(m: Management, queue: string, count: number): Pr
  * start_app) has depth NaN: unknown, which the drain treats as busy, never as empty.
  */
 export async function queueDepthsFast(m: Management): Promise<Map<string, number>> {
-  const rows = await mgmt<Array<{ name: string; messages?: number }>>(m, 'GET', `/queues/${encodeURIComponent(m.vhost)}?columns=name,messages`);
+  const rows = await mgmt<Array<{ name: string; messages?: number }>>(
+    m,
+    'GET',
+    `/queues/${encodeURIComponent(m.vhost)}?columns=name,messages`,
+  );
   return new Map(rows.map((r) => [r.name, typeof r.messages === 'number' ? r.messages : NaN]));
 }
 
@@ -66,7 +77,10 @@ export async function queueDepthsFast(m: Management): Promise<Map<string, number
  * Erlang VM start each call). A queue whose `messages` column is empty or not a number (a quorum
  * queue whose leader is still being elected after start_app prints nothing there) has depth NaN.
  */
-export async function queueDepths(ctl: (...args: string[]) => Promise<string>, vhost: string): Promise<Map<string, number>> {
+export async function queueDepths(
+  ctl: (...args: string[]) => Promise<string>,
+  vhost: string,
+): Promise<Map<string, number>> {
   const stdout = await ctl('list_queues', '-q', '--no-table-headers', '-p', vhost, 'name', 'messages');
   const depths = new Map<string, number>();
   for (const line of stdout.split('\n')) {
@@ -163,12 +177,22 @@ export interface FeedReaders {
   readFeed(userId: string): Promise<string[]>;
 }
 
-export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: ReceivedMail[], feed: FeedReaders, dlqs: BrokerMessage[]): Promise<Figures> {
+export async function checkInvariants(
+  db: pg.Pool,
+  ledger: Ledger,
+  mails: ReceivedMail[],
+  feed: FeedReaders,
+  dlqs: BrokerMessage[],
+): Promise<Figures> {
   const examples: string[] = [];
-  const miss = (what: string) => { if (examples.length < 5) examples.push(what); };
+  const miss = (what: string) => {
+    if (examples.length < 5) examples.push(what);
+  };
 
   // Message id → ledger event id, through the outbox of every producer (API and notification-service).
-  const outbox = await db.query<{ event_id: string; event_type: string; payload: { data?: Record<string, string> } }>('SELECT event_id, event_type, payload FROM outbox_messages');
+  const outbox = await db.query<{ event_id: string; event_type: string; payload: { data?: Record<string, string> } }>(
+    'SELECT event_id, event_type, payload FROM outbox_messages',
+  );
   const eventOf = new Map<string, string>();
   for (const r of outbox.rows) {
     const key = r.payload?.data ? eventKey(r.event_type, r.payload.data) : undefined;
@@ -203,12 +227,20 @@ export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: Receiv
 
   // Notifications: one row per expected idempotency key (unique in the table; a second row for the
   // same fact would carry another key and show as unledgered).
-  const items = await db.query<{ idempotency_key: string; user_id: string; type: string; resource_id: string; created_at: Date }>('SELECT idempotency_key, user_id, type, resource_id, created_at FROM notification_items');
+  const items = await db.query<{
+    idempotency_key: string;
+    user_id: string;
+    type: string;
+    resource_id: string;
+    created_at: Date;
+  }>('SELECT idempotency_key, user_id, type, resource_id, created_at FROM notification_items');
   const rowsByKey = new Map<string, number>();
   for (const r of items.rows) rowsByKey.set(r.idempotency_key, (rowsByKey.get(r.idempotency_key) ?? 0) + 1);
   for (const n of ledger.notifications.values()) account(rowsByKey.get(n.key) ?? 0, n.cause, `notification ${n.key}`);
   // (The set-up's follows, before the ledger started, notify the posters: not the load's.)
-  const unledgeredRows = items.rows.filter((r) => !ledger.notifications.has(r.idempotency_key) && r.created_at >= ledger.startedAt);
+  const unledgeredRows = items.rows.filter(
+    (r) => !ledger.notifications.has(r.idempotency_key) && r.created_at >= ledger.startedAt,
+  );
   let unledgered = unledgeredRows.length;
   // The same fact notified twice under two keys: one user, one type, one resource, two rows (each
   // round's facts have resources of their own, so the load never asks for that legitimately).
@@ -241,7 +273,9 @@ export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: Receiv
   // feed_posts; each ledger follow edge once in feed_follows, in the state the ledger's last
   // acknowledged request left it (followed, or unfollowed after it); then every post in the feed
   // of every reader exactly once, through the feed API.
-  const feedPosts = await db.query<{ post_id: string; n: number }>('SELECT post_id, count(*)::int AS n FROM feed_posts GROUP BY post_id');
+  const feedPosts = await db.query<{ post_id: string; n: number }>(
+    'SELECT post_id, count(*)::int AS n FROM feed_posts GROUP BY post_id',
+  );
   const postRows = new Map(feedPosts.rows.map((r) => [r.post_id, r.n]));
   const edges = await db.query<{ edge: string; active: boolean; n: number }>(
     `SELECT follower_id || '/' || followee_id AS edge, bool_or(active) AS active, count(*)::int AS n FROM feed_follows GROUP BY 1`,
@@ -275,7 +309,9 @@ export async function checkInvariants(db: pg.Pool, ledger: Ledger, mails: Receiv
       + (SELECT count(*)::int FROM feed_fanout_jobs j
         WHERE j.chunks_done <> (SELECT count(*) FROM feed_fanout_chunks c WHERE c.post_id = j.post_id AND c.done_at IS NOT NULL)
            OR j.chunks_done > j.chunks_total) AS n`);
-  const chunkRetries = await db.query<{ n: number }>('SELECT coalesce(sum(attempts - 1), 0)::int AS n FROM feed_fanout_chunks WHERE attempts > 1');
+  const chunkRetries = await db.query<{ n: number }>(
+    'SELECT coalesce(sum(attempts - 1), 0)::int AS n FROM feed_fanout_chunks WHERE attempts > 1',
+  );
 
   // Fan-out, as a reader sees it: each ledger post once in each reader's feed (all of them follow
   // every poster). A post twice in one feed is a duplicate whatever wrote it (fan-out, rebuild, merge).

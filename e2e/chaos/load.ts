@@ -85,7 +85,10 @@ export class Ledger {
   }
 
   notify(n: Omit<ExpectedNotification, 'immediateEmail'>): void {
-    this.notifications.set(n.key, { ...n, immediateEmail: n.type === 'mention' || n.type === 'reply' || n.type === 'security_alert' });
+    this.notifications.set(n.key, {
+      ...n,
+      immediateEmail: n.type === 'mention' || n.type === 'reply' || n.type === 'security_alert',
+    });
     this.add('notification.created', n.key);
   }
 
@@ -112,7 +115,14 @@ export interface Cast {
 
 export function cast(prefix: string): Cast {
   const group = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${name}${i}`);
-  return { posters: group('poster', 5), commenters: group('commenter', 6), mentionable: group('user', 20), reactors: group('reactor', 3), followers: group('follower', 8), readers: group('reader', 2) };
+  return {
+    posters: group('poster', 5),
+    commenters: group('commenter', 6),
+    mentionable: group('user', 20),
+    reactors: group('reactor', 3),
+    followers: group('follower', 8),
+    readers: group('reader', 2),
+  };
 }
 
 export interface LoadOptions {
@@ -136,7 +146,14 @@ export async function runLoad(o: LoadOptions): Promise<{ started: number; comple
   const started = Date.now();
   const intervalMs = 1000 / o.roundsPerSecond;
   let done = false;
-  void o.until.then(() => { done = true; }, () => { done = true; });
+  void o.until.then(
+    () => {
+      done = true;
+    },
+    () => {
+      done = true;
+    },
+  );
   const inFlight = new Set<Promise<void>>();
   let n = 0;
   let completed = 0;
@@ -150,7 +167,11 @@ export async function runLoad(o: LoadOptions): Promise<{ started: number; comple
       await Promise.race(inFlight);
       continue;
     }
-    const p = round(o, o.firstRound + n++).then((ok) => { if (ok) completed++; }).finally(() => inFlight.delete(p));
+    const p = round(o, o.firstRound + n++)
+      .then((ok) => {
+        if (ok) completed++;
+      })
+      .finally(() => inFlight.delete(p));
     inFlight.add(p);
   }
   await Promise.all(inFlight);
@@ -167,10 +188,20 @@ async function round(o: LoadOptions, i: number): Promise<boolean> {
   const c2 = pick(commenters, i + 1);
   const reactor = pick(reactors, i);
   const follower = pick(followers, i);
-  const m = [pick(mentionable, i), pick(mentionable, i + 5), pick(mentionable, i + 10), pick(mentionable, i + 15), pick(mentionable, i * 7 + 3)];
+  const m = [
+    pick(mentionable, i),
+    pick(mentionable, i + 5),
+    pick(mentionable, i + 10),
+    pick(mentionable, i + 15),
+    pick(mentionable, i * 7 + 3),
+  ];
   const newUser = `${o.runId}-u${i}`;
 
-  const user = await call(o, 'POST', '/v1/users', { id: newUser, email: `${newUser}@example.test`, displayName: `User ${i}` });
+  const user = await call(o, 'POST', '/v1/users', {
+    id: newUser,
+    email: `${newUser}@example.test`,
+    displayName: `User ${i}`,
+  });
   if (!user) return false;
   L.users.add(newUser);
   L.add('user.upserted', newUser);
@@ -179,23 +210,61 @@ async function round(o: LoadOptions, i: number): Promise<boolean> {
   if (!post) return false;
   L.feed.add(L.add('post.published', post.id));
 
-  const comment = await call<{ id: string }>(o, 'POST', `/v1/posts/${post.id}/comments`, { body: `hi @${m[0]} and @${m[1]} (${i})` }, c1);
+  const comment = await call<{ id: string }>(
+    o,
+    'POST',
+    `/v1/posts/${post.id}/comments`,
+    { body: `hi @${m[0]} and @${m[1]} (${i})` },
+    c1,
+  );
   if (!comment) return false;
   const cause1 = L.add('comment.created', comment.id);
   L.notify({ key: commentOnPostKey(comment.id, poster), userId: poster, type: 'comment', cause: cause1 });
-  for (const u of [m[0], m[1]]) L.notify({ key: mentionKey(comment.id, u), userId: u, type: 'mention', cause: L.add('user.mentioned', `${comment.id}/${u}`) });
+  for (const u of [m[0], m[1]])
+    L.notify({
+      key: mentionKey(comment.id, u),
+      userId: u,
+      type: 'mention',
+      cause: L.add('user.mentioned', `${comment.id}/${u}`),
+    });
 
-  const reply = await call<{ id: string }>(o, 'POST', `/v1/posts/${post.id}/comments`, { body: `re: @${m[2]} @${m[3]} (${i})`, parentCommentId: comment.id }, c2);
+  const reply = await call<{ id: string }>(
+    o,
+    'POST',
+    `/v1/posts/${post.id}/comments`,
+    { body: `re: @${m[2]} @${m[3]} (${i})`, parentCommentId: comment.id },
+    c2,
+  );
   if (!reply) return false;
   const cause2 = L.add('comment.created', reply.id);
   L.notify({ key: replyKey(reply.id, c1), userId: c1, type: 'reply', cause: cause2 });
   L.notify({ key: commentOnPostKey(reply.id, poster), userId: poster, type: 'comment', cause: cause2 });
-  for (const u of [m[2], m[3]]) L.notify({ key: mentionKey(reply.id, u), userId: u, type: 'mention', cause: L.add('user.mentioned', `${reply.id}/${u}`) });
+  for (const u of [m[2], m[3]])
+    L.notify({
+      key: mentionKey(reply.id, u),
+      userId: u,
+      type: 'mention',
+      cause: L.add('user.mentioned', `${reply.id}/${u}`),
+    });
 
-  for (const [targetType, targetId, author] of [['comment', comment.id, c1], ['post', post.id, poster]] as const) {
-    const reaction = await call<{ id: string }>(o, 'POST', '/v1/reactions', { targetType, targetId, emoji: '👍' }, reactor);
+  for (const [targetType, targetId, author] of [
+    ['comment', comment.id, c1],
+    ['post', post.id, poster],
+  ] as const) {
+    const reaction = await call<{ id: string }>(
+      o,
+      'POST',
+      '/v1/reactions',
+      { targetType, targetId, emoji: '👍' },
+      reactor,
+    );
     if (!reaction) return false;
-    L.notify({ key: reactionKey(reaction.id), userId: author, type: 'reaction', cause: L.add('reaction.added', reaction.id) });
+    L.notify({
+      key: reactionKey(reaction.id),
+      userId: author,
+      type: 'reaction',
+      cause: L.add('reaction.added', reaction.id),
+    });
   }
 
   const followed = await call(o, 'POST', `/v1/users/${newUser}/follow`, undefined, follower);
@@ -210,18 +279,37 @@ async function round(o: LoadOptions, i: number): Promise<boolean> {
   L.feed.add(L.add('user.unfollowed', `${follower}/${newUser}`));
   L.follows.set(`${follower}/${newUser}`, 'unfollowed');
 
-  const alert = await call<{ id: string }>(o, 'POST', '/v1/security-alerts', { userId: m[4], kind: 'new_login', detail: `chaos round ${i}` });
+  const alert = await call<{ id: string }>(o, 'POST', '/v1/security-alerts', {
+    userId: m[4],
+    kind: 'new_login',
+    detail: `chaos round ${i}`,
+  });
   if (!alert) return false;
-  L.notify({ key: securityAlertKey(alert.id), userId: m[4], type: 'security_alert', cause: L.add('security.alert', alert.id) });
+  L.notify({
+    key: securityAlertKey(alert.id),
+    userId: m[4],
+    type: 'security_alert',
+    cause: L.add('security.alert', alert.id),
+  });
   return true;
 }
 
-async function call<T = unknown>(o: LoadOptions, method: string, path: string, body: unknown, actor?: string, ok = 201): Promise<T | undefined> {
+async function call<T = unknown>(
+  o: LoadOptions,
+  method: string,
+  path: string,
+  body: unknown,
+  actor?: string,
+  ok = 201,
+): Promise<T | undefined> {
   o.ledger.requests++;
   try {
     const res = await fetch(`${o.apiUrl()}${path}`, {
       method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(actor ? { 'x-user-id': actor } : {}) },
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(actor ? { 'x-user-id': actor } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(15_000),
     });

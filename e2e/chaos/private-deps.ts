@@ -31,9 +31,17 @@ const IS_ROOT = process.getuid?.() === 0;
 export const OTHER_USER_CWD = '/';
 
 /** Runs a command as `user` when we are root (the servers refuse to run as root), else as ourselves. */
-async function as(user: string, cmd: string, args: string[], env: Record<string, string> = {}, timeout = 120_000): Promise<string> {
+async function as(
+  user: string,
+  cmd: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeout = 120_000,
+): Promise<string> {
   const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
-  const [file, argv] = IS_ROOT ? ['runuser', ['-u', user, '--', 'env', ...envArgs, cmd, ...args]] : ['env', [...envArgs, cmd, ...args]];
+  const [file, argv] = IS_ROOT
+    ? ['runuser', ['-u', user, '--', 'env', ...envArgs, cmd, ...args]]
+    : ['env', [...envArgs, cmd, ...args]];
   try {
     const { stdout } = await run(file, argv, { timeout, maxBuffer: 16 * 1024 * 1024, cwd: OTHER_USER_CWD });
     return stdout;
@@ -136,17 +144,24 @@ export async function startPrivateRabbit(options: RabbitNodeOptions = {}): Promi
     RABBITMQ_CONFIG_FILE: path.join(dir, 'rabbitmq.conf'),
     RABBITMQ_ADVANCED_CONFIG_FILE: path.join(dir, 'advanced.config'),
   };
-  const cli = (tool: string, ...args: string[]) => as(user, path.join(RABBIT_BIN, tool), ['-n', node, ...args], { HOME: home });
+  const cli = (tool: string, ...args: string[]) =>
+    as(user, path.join(RABBIT_BIN, tool), ['-n', node, ...args], { HOME: home });
   const ctl = (...args: string[]) => cli('rabbitmqctl', ...args);
   const managementUrl = `http://127.0.0.1:${mgmtPort}`;
   const pid = async () => Number((await readFile(pidFile, 'utf8').catch(() => '')).trim());
   const start = async () => {
     await as(user, path.join(RABBIT_BIN, 'rabbitmq-server'), ['-detached'], env);
-    await waitFor(`RabbitMQ node ${node}`, async () => {
-      await ctl('await_startup', '--timeout', '5');
-      const res = await fetch(`${managementUrl}/api/overview`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } });
-      return res.ok;
-    }, 120_000);
+    await waitFor(
+      `RabbitMQ node ${node}`,
+      async () => {
+        await ctl('await_startup', '--timeout', '5');
+        const res = await fetch(`${managementUrl}/api/overview`, {
+          headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+        });
+        return res.ok;
+      },
+      120_000,
+    );
   };
   try {
     await start();
@@ -201,7 +216,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const dir = await ownedDir('chaos-pg-', user);
   const data = path.join(dir, 'data');
   const port = await freePort();
-  const pgCtl = (...args: string[]) => as(user, path.join(PG_BIN, 'pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), ...args]);
+  const pgCtl = (...args: string[]) =>
+    as(user, path.join(PG_BIN, 'pg_ctl'), ['-D', data, '-l', path.join(dir, 'server.log'), ...args]);
   await as(user, path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8']);
   // Test-only durability setting: fsync off. The faults kill the server, never the machine, so the
   // page cache keeps what was written and crash recovery after `-m immediate` still finds every
@@ -267,15 +283,45 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
   const pidfile = path.join(dir, 'redis.pid');
   const owner = IS_ROOT ? (await run('stat', ['-c', '%U', dir])).stdout.trim() : '';
   const up = async () => {
-    await as(owner || 'root', 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--dir', dir, '--pidfile', pidfile, '--logfile', path.join(dir, 'redis.log')]);
-    await waitFor('redis', async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG', 15_000);
+    await as(owner || 'root', 'redis-server', [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'yes',
+      '--dir',
+      dir,
+      '--pidfile',
+      pidfile,
+      '--logfile',
+      path.join(dir, 'redis.log'),
+    ]);
+    await waitFor(
+      'redis',
+      async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG',
+      15_000,
+    );
   };
   const down = async () => {
     await run('redis-cli', ['-p', String(port), 'shutdown', 'nosave']).catch(() => undefined);
-    await waitFor('redis down', async () => {
-      await run('redis-cli', ['-p', String(port), 'ping']).then(() => { throw new Error('still up'); }, () => undefined);
-      return true;
-    }, 15_000);
+    await waitFor(
+      'redis down',
+      async () => {
+        await run('redis-cli', ['-p', String(port), 'ping']).then(
+          () => {
+            throw new Error('still up');
+          },
+          () => undefined,
+        );
+        return true;
+      },
+      15_000,
+    );
   };
   await up();
   return {

@@ -6,9 +6,27 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { databaseFaults, eventually } from '@community/testing';
 import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App, type SmtpSink } from '../harness';
-import { checkInvariants, pendingWork, queueDepths, queueDepthsFast, readQueue, type BrokerMessage, type FeedReaders, type Figures, type Management } from './checks';
+import {
+  checkInvariants,
+  pendingWork,
+  queueDepths,
+  queueDepthsFast,
+  readQueue,
+  type BrokerMessage,
+  type FeedReaders,
+  type Figures,
+  type Management,
+} from './checks';
 import { cast as makeCast, EVENT_TYPES, Ledger, runLoad } from './load';
-import { createMigratedDatabase, startPrivatePostgres, startPrivateRabbit, startPrivateRedis, type PrivatePostgres, type PrivateRabbit, type PrivateRedis } from './private-deps';
+import {
+  createMigratedDatabase,
+  startPrivatePostgres,
+  startPrivateRabbit,
+  startPrivateRedis,
+  type PrivatePostgres,
+  type PrivateRabbit,
+  type PrivateRedis,
+} from './private-deps';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startCluster, type Cluster } from '../cluster/cluster';
 import { clusterFaults, leadersByNode } from '../cluster/faults';
@@ -66,11 +84,42 @@ const SHORT_TIMEOUTS = {
   SMTP_BREAKER_PROBE_MAX_MS: '2000',
 };
 const PROFILES: Record<string, Profile> = {
-  short: { rounds: 9, rate: 3, holdMs: 4_000, kills: 1, pgHoldMs: 6_000, closeForMs: 10_000, recoverMs: 120_000, drainMs: 240_000, appEnv: SHORT_TIMEOUTS },
-  mid: { rounds: 150, rate: 8, holdMs: 15_000, kills: 3, pgHoldMs: 30_000, closeForMs: 30_000, recoverMs: 300_000, drainMs: 600_000, appEnv: SHORT_TIMEOUTS },
+  short: {
+    rounds: 9,
+    rate: 3,
+    holdMs: 4_000,
+    kills: 1,
+    pgHoldMs: 6_000,
+    closeForMs: 10_000,
+    recoverMs: 120_000,
+    drainMs: 240_000,
+    appEnv: SHORT_TIMEOUTS,
+  },
+  mid: {
+    rounds: 150,
+    rate: 8,
+    holdMs: 15_000,
+    kills: 3,
+    pgHoldMs: 30_000,
+    closeForMs: 30_000,
+    recoverMs: 300_000,
+    drainMs: 600_000,
+    appEnv: SHORT_TIMEOUTS,
+  },
   // 10,400 rounds over the whole run (800 for each of 13 faults, 740 of 14), so that every event
   // type a round produces once reaches ≥ 10,000 whatever CHAOS_FAULTS selects; the holds of the issue; product defaults.
-  full: { rounds: 0, totalRounds: 10_400, rate: 10, holdMs: 30_000, kills: 3, pgHoldMs: 60_000, closeForMs: 60_000, recoverMs: 600_000, drainMs: 900_000, appEnv: {} },
+  full: {
+    rounds: 0,
+    totalRounds: 10_400,
+    rate: 10,
+    holdMs: 30_000,
+    kills: 3,
+    pgHoldMs: 60_000,
+    closeForMs: 60_000,
+    recoverMs: 600_000,
+    drainMs: 900_000,
+    appEnv: {},
+  },
 };
 const SUITE = process.env.CHAOS_SUITE ?? 'chaos';
 if (SUITE !== 'chaos' && SUITE !== 'cluster') throw new Error(`CHAOS_SUITE: "${SUITE}" is not chaos or cluster`);
@@ -109,13 +158,27 @@ interface AppSpec {
   env?: (ports: Record<string, number>) => Record<string, string>;
 }
 const APPS: AppSpec[] = [
-  { key: 'notifications', name: 'notification-service', amqpViaProxy: true, backlog: ['notification-service.critical', 'notification-service.standard'] },
+  {
+    key: 'notifications',
+    name: 'notification-service',
+    amqpViaProxy: true,
+    backlog: ['notification-service.critical', 'notification-service.standard'],
+  },
   { key: 'email', name: 'email-service', backlog: ['email-service.send', 'email-service.send-critical'] },
   { key: 'api', name: 'demo-community-api', backlog: 'outbox' },
   // Its recount jobs run against the live counters the invariants check; its queue is idle under this load.
-  { key: 'reconciler', name: 'reconciler', backlog: 'none', env: (p) => ({ BREAKER_METRICS_URLS: `http://127.0.0.1:${p.email}/metrics` }) },
+  {
+    key: 'reconciler',
+    name: 'reconciler',
+    backlog: 'none',
+    env: (p) => ({ BREAKER_METRICS_URLS: `http://127.0.0.1:${p.email}/metrics` }),
+  },
   // The feed projections, fan-out and the cache in the private Redis (docs/FEED.md).
-  { key: 'feed', name: 'feed-service', backlog: ['feed-service.activity', 'feed-service.fanout', 'feed-service.backfill'] },
+  {
+    key: 'feed',
+    name: 'feed-service',
+    backlog: ['feed-service.activity', 'feed-service.fanout', 'feed-service.backfill'],
+  },
 ];
 
 interface Deps {
@@ -144,7 +207,9 @@ let appEnv: Record<string, string> = {};
 const ports: Record<string, number> = {};
 
 async function launch(spec: AppSpec, deps: Deps): Promise<void> {
-  const amqp = deps.appAmqpUrl ?? (spec.amqpViaProxy ? `amqp://guest:guest@127.0.0.1:${deps.amqpProxy.port}` : deps.rabbit.amqpUrl);
+  const amqp =
+    deps.appAmqpUrl ??
+    (spec.amqpViaProxy ? `amqp://guest:guest@127.0.0.1:${deps.amqpProxy.port}` : deps.rabbit.amqpUrl);
   const app = await startApp(spec.name, ports[spec.key], { ...appEnv, AMQP_URL: amqp, ...(spec.env?.(ports) ?? {}) });
   app.proc.on('exit', (code, signal) => {
     if (killedOnPurpose.has(app) || cleaning) return;
@@ -155,7 +220,9 @@ async function launch(spec: AppSpec, deps: Deps): Promise<void> {
     unexpectedExits.push(what);
     console.error(`[chaos] UNEXPECTED EXIT (a breach; restarted as a supervisor would): ${what}`);
     // Restarted, as `npm start` and a Deployment would, so the rest of the run still measures something.
-    void sleep(1000).then(() => (cleaning ? undefined : launch(spec, deps))).catch((err: unknown) => console.error(`[chaos] restarting ${app.name}:`, err));
+    void sleep(1000)
+      .then(() => (cleaning ? undefined : launch(spec, deps)))
+      .catch((err: unknown) => console.error(`[chaos] restarting ${app.name}:`, err));
   });
   apps.set(spec.key, app);
 }
@@ -187,7 +254,10 @@ function faults(): Record<string, Fault> {
       const notes: string[] = [];
       for (let k = 0; k < P.kills; k++) {
         await sleep(Math.random() * (P.holdMs / P.kills));
-        if (spec.backlog !== 'none') await eventually(`${spec.name} has a backlog`, async () => (await backlog(deps, spec)) > 0, 10_000, 50).catch(() => undefined);
+        if (spec.backlog !== 'none')
+          await eventually(`${spec.name} has a backlog`, async () => (await backlog(deps, spec)) > 0, 10_000, 50).catch(
+            () => undefined,
+          );
         const depth = await backlog(deps, spec);
         const running = app(spec.key);
         killedOnPurpose.add(running);
@@ -272,14 +342,26 @@ function faults(): Record<string, Fault> {
     };
     await redis.down();
     const start = Date.now();
-    const seenDown = await eventually('feed-service /readyz reports Redis down', async () => ((await redisDetail()).startsWith('200 redis down') ? Date.now() : false), P.holdMs, 100).catch(() => NaN);
+    const seenDown = await eventually(
+      'feed-service /readyz reports Redis down',
+      async () => ((await redisDetail()).startsWith('200 redis down') ? Date.now() : false),
+      P.holdMs,
+      100,
+    ).catch(() => NaN);
     const whileDown = await redisDetail();
     await sleep(Math.max(0, start + P.holdMs - Date.now()));
     await redis.up();
     const up = Date.now();
-    const seenUp = await eventually('feed-service /readyz reports Redis up', async () => ((await redisDetail()).startsWith('200 redis up') ? Date.now() : false), P.recoverMs, 100).catch(() => NaN);
-    if (!Number.isFinite(seenDown)) faultBreaches.push(`feed-service /readyz did not report Redis down within ${P.holdMs} ms (${whileDown})`);
-    if (!Number.isFinite(seenUp)) faultBreaches.push(`feed-service /readyz did not report Redis up again (${await redisDetail()})`);
+    const seenUp = await eventually(
+      'feed-service /readyz reports Redis up',
+      async () => ((await redisDetail()).startsWith('200 redis up') ? Date.now() : false),
+      P.recoverMs,
+      100,
+    ).catch(() => NaN);
+    if (!Number.isFinite(seenDown))
+      faultBreaches.push(`feed-service /readyz did not report Redis down within ${P.holdMs} ms (${whileDown})`);
+    if (!Number.isFinite(seenUp))
+      faultBreaches.push(`feed-service /readyz did not report Redis up again (${await redisDetail()})`);
     return `feed-service /readyz while down: "${whileDown}" after ${((seenDown - start) / 1000).toFixed(1)} s; up again ${((seenUp - up) / 1000).toFixed(1)} s after the heal`;
   };
   return f;
@@ -287,11 +369,22 @@ function faults(): Record<string, Fault> {
 
 /** The cluster suite's faults (e2e/cluster/faults.ts), acting on the cluster the run starts. */
 function clusterSuiteFaults(): Record<string, Fault> {
-  const cluster = clusterFaults({ app, breaches: faultBreaches, holdMs: P.holdMs, kills: P.kills, recoverMs: P.recoverMs });
-  return Object.fromEntries(Object.entries(cluster).map(([name, fault]) => [name, (deps: Deps) => {
-    if (!deps.cluster) throw new Error('the cluster suite started no cluster');
-    return fault({ cluster: deps.cluster, management: deps.management });
-  }]));
+  const cluster = clusterFaults({
+    app,
+    breaches: faultBreaches,
+    holdMs: P.holdMs,
+    kills: P.kills,
+    recoverMs: P.recoverMs,
+  });
+  return Object.fromEntries(
+    Object.entries(cluster).map(([name, fault]) => [
+      name,
+      (deps: Deps) => {
+        if (!deps.cluster) throw new Error('the cluster suite started no cluster');
+        return fault({ cluster: deps.cluster, management: deps.management });
+      },
+    ]),
+  );
 }
 
 interface Row extends Omit<Figures, 'events' | 'examples'> {
@@ -312,19 +405,23 @@ interface Row extends Omit<Figures, 'events' | 'examples'> {
 /** Drained: no queue (DLQs aside) holds a message, no outbox row unsent, no email pending, no fan-out unfinished. */
 async function drainedNow(deps: Deps, db: pg.Pool): Promise<string | undefined> {
   // The management API's figures first (cheap, up to a second old); the exact count once they say empty.
-  const busyIn = (depths: Map<string, number>) => [...depths].filter(([q, n]) => !q.endsWith('.dlq') && n !== 0).map(([q, n]) => `${q}=${n}`);
+  const busyIn = (depths: Map<string, number>) =>
+    [...depths].filter(([q, n]) => !q.endsWith('.dlq') && n !== 0).map(([q, n]) => `${q}=${n}`);
   // The database first: a row the relay marks sent after this read has its message in a queue by
   // the queue reads below (it is marked only after the broker's confirm).
   const work = await pendingWork(db).catch((err: unknown) => err as Error);
   if (work instanceof Error) return `database: ${work.message}`;
-  if (work.outbox > 0 || work.emails > 0 || work.fanouts > 0) return `${work.outbox} outbox rows unsent, ${work.emails} emails pending, ${work.fanouts} fan-out jobs/chunks unfinished`;
+  if (work.outbox > 0 || work.emails > 0 || work.fanouts > 0)
+    return `${work.outbox} outbox rows unsent, ${work.emails} emails pending, ${work.fanouts} fan-out jobs/chunks unfinished`;
   const fast = await queueDepthsFast(deps.management).catch((err: unknown) => err as Error);
   if (fast instanceof Error) return `management API: ${fast.message}`;
   if (busyIn(fast).length > 0) return `queues ${busyIn(fast).join(', ')} (management API)`;
   const exact = await queueDepths(deps.rabbit.ctl, '/').catch((err: unknown) => err as Error);
   if (exact instanceof Error) return `rabbitmqctl: ${exact.message}`;
   // An unknown depth (NaN) is busy; so is a queue the management API lists and rabbitmqctl does not.
-  const busy = busyIn(exact).concat([...fast.keys()].filter((q) => !exact.has(q)).map((q) => `${q} missing from list_queues`));
+  const busy = busyIn(exact).concat(
+    [...fast.keys()].filter((q) => !exact.has(q)).map((q) => `${q} missing from list_queues`),
+  );
   if (busy.length > 0) return `queues ${busy.join(', ')} (rabbitmqctl)`;
   return undefined;
 }
@@ -343,18 +440,23 @@ async function drain(deps: Deps, db: pg.Pool, timeoutMs: number): Promise<number
   let emptySince: number | undefined;
   let last = '';
   try {
-    return await eventually('drained (queues, outbox, emails, fan-outs)', async () => {
-      const busy = await drainedNow(deps, db);
-      if (busy !== undefined) {
-        // An unknown depth is what an earlier version of this drain read as 0: worth seeing in the log.
-        if (/NaN|missing/.test(busy) && busy !== last) console.log(`[chaos]   drain: depth unknown: ${busy}`);
-        last = busy;
-        emptySince = undefined;
-        return false;
-      }
-      emptySince ??= Date.now();
-      return Date.now() - emptySince >= DRAIN_CONFIRM_MS ? emptySince : false;
-    }, timeoutMs, 250);
+    return await eventually(
+      'drained (queues, outbox, emails, fan-outs)',
+      async () => {
+        const busy = await drainedNow(deps, db);
+        if (busy !== undefined) {
+          // An unknown depth is what an earlier version of this drain read as 0: worth seeing in the log.
+          if (/NaN|missing/.test(busy) && busy !== last) console.log(`[chaos]   drain: depth unknown: ${busy}`);
+          last = busy;
+          emptySince = undefined;
+          return false;
+        }
+        emptySince ??= Date.now();
+        return Date.now() - emptySince >= DRAIN_CONFIRM_MS ? emptySince : false;
+      },
+      timeoutMs,
+      250,
+    );
   } catch (err) {
     throw new Error(`${(err as Error).message}; last seen busy: ${last}`);
   }
@@ -371,12 +473,21 @@ async function main(): Promise<number> {
   const all = faults();
   // The cluster suite's short profile (in `npm test`) takes the two faults that fit its budget; the
   // rolling restart (about 90 s of restarts) and the partition (about 30 s) are the full profile's (docs/TESTING.md).
-  const defaults = SUITE === 'cluster' && PROFILE_NAME === 'short' ? Object.keys(all).filter((f) => !f.startsWith('rolling restart') && !f.startsWith('minority partition')) : Object.keys(all);
+  const defaults =
+    SUITE === 'cluster' && PROFILE_NAME === 'short'
+      ? Object.keys(all).filter((f) => !f.startsWith('rolling restart') && !f.startsWith('minority partition'))
+      : Object.keys(all);
   const selected = process.env.CHAOS_FAULTS ? process.env.CHAOS_FAULTS.split(',').map((s) => s.trim()) : defaults;
   const unknown = selected.filter((f) => !all[f]);
-  if (unknown.length > 0) throw new Error(`CHAOS_FAULTS: unknown fault(s) ${JSON.stringify(unknown)}; known: ${Object.keys(all).join(' | ')}`);
-  if (process.env.CHAOS_ROUNDS === undefined && base.totalRounds) P.rounds = Math.ceil(base.totalRounds / selected.length);
-  console.log(`[chaos] profile ${PROFILE_NAME}: ${P.rounds} rounds per fault at ${P.rate}/s, holds ${P.holdMs} ms (Postgres unreachable ${P.pgHoldMs} ms), ${selected.length} faults`);
+  if (unknown.length > 0)
+    throw new Error(
+      `CHAOS_FAULTS: unknown fault(s) ${JSON.stringify(unknown)}; known: ${Object.keys(all).join(' | ')}`,
+    );
+  if (process.env.CHAOS_ROUNDS === undefined && base.totalRounds)
+    P.rounds = Math.ceil(base.totalRounds / selected.length);
+  console.log(
+    `[chaos] profile ${PROFILE_NAME}: ${P.rounds} rounds per fault at ${P.rate}/s, holds ${P.holdMs} ms (Postgres unreachable ${P.pgHoldMs} ms), ${selected.length} faults`,
+  );
 
   const t0 = Date.now();
   const rows: Row[] = [];
@@ -401,9 +512,23 @@ async function main(): Promise<number> {
     started.push({ stop: () => amqpProxy.close() }, { stop: () => pgProxy.close() });
     db = new pg.Pool({ connectionString: dbUrl, max: 3, application_name: 'chaos-checker' });
     db.on('error', () => undefined); // the Postgres faults hit this pool too; its queries are retried by the polling below
-    const deps: Deps = { rabbit, cluster: rabbit.cluster, appAmqpUrl: rabbit.appAmqpUrl, pgServer, redis, smtp, amqpProxy, pgProxy, dbUrl, db, management: { url: rabbit.managementUrl, vhost: '/' } };
+    const deps: Deps = {
+      rabbit,
+      cluster: rabbit.cluster,
+      appAmqpUrl: rabbit.appAmqpUrl,
+      pgServer,
+      redis,
+      smtp,
+      amqpProxy,
+      pgProxy,
+      dbUrl,
+      db,
+      management: { url: rabbit.managementUrl, vhost: '/' },
+    };
     if (rabbit.cluster) leaders.community = await importedLeaders(rabbit.cluster);
-    console.log(`[chaos] private RabbitMQ ${rabbit.node} (${rabbit.amqpUrl}), Postgres ${pgServer.url}, Redis ${redis.url}, SMTP :${smtp.port} — ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `[chaos] private RabbitMQ ${rabbit.node} (${rabbit.amqpUrl}), Postgres ${pgServer.url}, Redis ${redis.url}, SMTP :${smtp.port} — ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    );
 
     for (const spec of APPS) ports[spec.key] = await freePort();
     const appDbUrl = new URL(dbUrl);
@@ -453,8 +578,14 @@ async function main(): Promise<number> {
         for (let cursor: string | null = null, pages = 0; ; pages++) {
           if (pages > 10_000) throw new Error(`the feed of ${userId} did not end after ${pages} pages`);
           const qs: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-          const res = await http<{ items: Array<{ postId: string }>; nextCursor: string | null }>('GET', `${app('feed').url}/v1/users/${userId}/feed?limit=100${qs}`, undefined, { authorization: token(userId) });
-          if (res.status !== 200) throw new Error(`GET the feed of ${userId}: ${res.status} ${JSON.stringify(res.body)}`);
+          const res = await http<{ items: Array<{ postId: string }>; nextCursor: string | null }>(
+            'GET',
+            `${app('feed').url}/v1/users/${userId}/feed?limit=100${qs}`,
+            undefined,
+            { authorization: token(userId) },
+          );
+          if (res.status !== 200)
+            throw new Error(`GET the feed of ${userId}: ${res.status} ${JSON.stringify(res.body)}`);
           ids.push(...res.body.items.map((i) => i.postId));
           cursor = res.body.nextCursor;
           if (!cursor) return ids;
@@ -463,19 +594,37 @@ async function main(): Promise<number> {
     };
     for (const reader of cast.readers) await feed.readFeed(reader);
     const ledger = new Ledger();
-    for (const reader of cast.readers) for (const poster of cast.posters) ledger.follows.set(`${reader}/${poster}`, 'followed');
+    for (const reader of cast.readers)
+      for (const poster of cast.posters) ledger.follows.set(`${reader}/${poster}`, 'followed');
     let round = 0;
 
     for (const name of selected) {
       const inject = all[name];
-      const before = { refused: new Map(ledger.refused), transport: ledger.transportErrors, exits: unexpectedExits.length, requests: ledger.requests, events: ledger.events.size };
+      const before = {
+        refused: new Map(ledger.refused),
+        transport: ledger.transportErrors,
+        exits: unexpectedExits.length,
+        requests: ledger.requests,
+        events: ledger.events.size,
+      };
       let healedAt = 0;
       let note = '';
       let injected: () => void = () => undefined;
-      const injectAt = new Promise<void>((resolve) => { injected = resolve; });
+      const injectAt = new Promise<void>((resolve) => {
+        injected = resolve;
+      });
       const phaseStart = Date.now();
       const at = () => `${((Date.now() - phaseStart) / 1000).toFixed(1)} s`;
-      const faultDone = injectAt.then(() => { console.log(`[chaos]   injected at ${at()}`); return inject(deps); }).then((n) => { note = n; healedAt = Date.now(); console.log(`[chaos]   healed at ${at()}`); });
+      const faultDone = injectAt
+        .then(() => {
+          console.log(`[chaos]   injected at ${at()}`);
+          return inject(deps);
+        })
+        .then((n) => {
+          note = n;
+          healedAt = Date.now();
+          console.log(`[chaos]   healed at ${at()}`);
+        });
       let completed = 0;
       // A third of the phase's rounds acknowledged (24 ledger events each), or the time they should take.
       const watcher = (async () => {
@@ -486,19 +635,41 @@ async function main(): Promise<number> {
       // Recovered end to end: a notification created and an email received since the heal.
       const recovered = faultDone.then(async () => {
         const mailsAtHeal = smtp.mails.length;
-        const since = async () => (await deps.db.query<{ n: number }>('SELECT count(*)::int AS n FROM notification_items WHERE created_at > to_timestamp($1 / 1000.0)', [healedAt])).rows[0].n;
-        return eventually('a first effect after the heal', async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false), P.recoverMs, 100).catch(() => NaN);
+        const since = async () =>
+          (
+            await deps.db.query<{ n: number }>(
+              'SELECT count(*)::int AS n FROM notification_items WHERE created_at > to_timestamp($1 / 1000.0)',
+              [healedAt],
+            )
+          ).rows[0].n;
+        return eventually(
+          'a first effect after the heal',
+          async () => (smtp.mails.length > mailsAtHeal && (await since().catch(() => 0)) > 0 ? Date.now() : false),
+          P.recoverMs,
+          100,
+        ).catch(() => NaN);
       });
       console.log(`[chaos] ${name}: ${P.rounds} rounds at ${P.rate}/s`);
       // The load goes on until the first effect after the heal is seen (or that wait times out):
       // a load that ended at the heal would leave nothing to recover with.
-      const load = await runLoad({ apiUrl: api, cast, runId, roundsPerSecond: P.rate, rounds: P.rounds, until: recovered, ledger, firstRound: round });
+      const load = await runLoad({
+        apiUrl: api,
+        cast,
+        runId,
+        roundsPerSecond: P.rate,
+        rounds: P.rounds,
+        until: recovered,
+        ledger,
+        firstRound: round,
+      });
       round += load.started;
       completed = load.completed;
       const loadEnded = Date.now();
       await Promise.all([watcher, faultDone]);
       const firstEffect = await recovered;
-      console.log(`[chaos]   load ended at ${((loadEnded - phaseStart) / 1000).toFixed(1)} s, first effect after the heal at ${at()}`);
+      console.log(
+        `[chaos]   load ended at ${((loadEnded - phaseStart) / 1000).toFixed(1)} s, first effect after the heal at ${at()}`,
+      );
       const drained = await drain(deps, db, P.drainMs).catch((err: unknown) => {
         console.error(`[chaos] ${name}: ${(err as Error).message}`);
         return NaN;
@@ -506,27 +677,42 @@ async function main(): Promise<number> {
       console.log(`[chaos]   drained at ${at()}`);
       await sleep(500); // the sink's last messages
       const figures = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps));
-      const notReady = (await Promise.all([...apps.values()].map(async (a) => {
-        // "Returns to 200 by itself": an idle app (the reconciler, whose queue this load leaves
-        // empty) may still be in its reconnect backoff (up to 15 s plus jitter, libs/messaging
-        // connection.ts) when the queues have drained, so each app gets READY_WITHIN_MS to get there.
-        const ready = await eventually(`${a.name} ready`, async () => (await fetch(`${a.url}/readyz`).catch(() => undefined))?.status === 200, READY_WITHIN_MS, 250).catch(() => false);
-        if (ready) return [];
-        const res = await fetch(`${a.url}/readyz`).catch((err: unknown) => err as Error);
-        if (!(res instanceof Error) && res.status === 200) return [];
-        // What it says, and its log, for whoever reads the failure.
-        const said = res instanceof Error ? res.message : `${res.status} ${await res.text().catch(() => '')}`;
-        const file = path.join(tmpdir(), `chaos-notready-${a.name}-${Date.now()}.log`);
-        await writeFile(file, a.output.join('')).catch(() => undefined);
-        console.error(`[chaos] ${name}: ${a.name} not ready after the drain: /readyz ${said}; its log in ${file}; tail: ${a.output.join('').slice(-2000)}`);
-        return [`${a.name} (${said.slice(0, 300)})`];
-      }))).flat();
+      const notReady = (
+        await Promise.all(
+          [...apps.values()].map(async (a) => {
+            // "Returns to 200 by itself": an idle app (the reconciler, whose queue this load leaves
+            // empty) may still be in its reconnect backoff (up to 15 s plus jitter, libs/messaging
+            // connection.ts) when the queues have drained, so each app gets READY_WITHIN_MS to get there.
+            const ready = await eventually(
+              `${a.name} ready`,
+              async () => (await fetch(`${a.url}/readyz`).catch(() => undefined))?.status === 200,
+              READY_WITHIN_MS,
+              250,
+            ).catch(() => false);
+            if (ready) return [];
+            const res = await fetch(`${a.url}/readyz`).catch((err: unknown) => err as Error);
+            if (!(res instanceof Error) && res.status === 200) return [];
+            // What it says, and its log, for whoever reads the failure.
+            const said = res instanceof Error ? res.message : `${res.status} ${await res.text().catch(() => '')}`;
+            const file = path.join(tmpdir(), `chaos-notready-${a.name}-${Date.now()}.log`);
+            await writeFile(file, a.output.join('')).catch(() => undefined);
+            console.error(
+              `[chaos] ${name}: ${a.name} not ready after the drain: /readyz ${said}; its log in ${file}; tail: ${a.output.join('').slice(-2000)}`,
+            );
+            return [`${a.name} (${said.slice(0, 300)})`];
+          }),
+        )
+      ).flat();
       if (figures.lost + figures.emailsMissing > 0) {
         // Late or lost? The breach stands either way; a second look 15 s later tells which, for the diagnosis.
         await sleep(15_000);
-        const again = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps)).catch((err: unknown) => err as Error);
+        const again = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps)).catch(
+          (err: unknown) => err as Error,
+        );
         const state = await drainedNow(deps, db);
-        console.error(`[chaos] ${name}: 15 s after the check: ${again instanceof Error ? again.message : `${again.lost} lost, ${again.emailsMissing} emails missing (${again.examples.join('; ')})`}; drained now: ${state ?? 'yes'}`);
+        console.error(
+          `[chaos] ${name}: 15 s after the check: ${again instanceof Error ? again.message : `${again.lost} lost, ${again.emailsMissing} emails missing (${again.examples.join('; ')})`}; drained now: ${state ?? 'yes'}`,
+        );
       }
       const { events, examples, ...rest } = figures;
       rows.push({
@@ -535,7 +721,17 @@ async function main(): Promise<number> {
         ...rest,
         rounds: completed,
         requests: ledger.requests - before.requests,
-        refused: [...ledger.refused].map(([s, n]) => [s, n - (before.refused.get(s) ?? 0)] as const).filter(([, n]) => n > 0).map(([s, n]) => `${n}×${s}`).concat(ledger.transportErrors > before.transport ? [`${ledger.transportErrors - before.transport}×no answer`] : []).join(', ') || 'none',
+        refused:
+          [...ledger.refused]
+            .map(([s, n]) => [s, n - (before.refused.get(s) ?? 0)] as const)
+            .filter(([, n]) => n > 0)
+            .map(([s, n]) => `${n}×${s}`)
+            .concat(
+              ledger.transportErrors > before.transport
+                ? [`${ledger.transportErrors - before.transport}×no answer`]
+                : [],
+            )
+            .join(', ') || 'none',
         firstEffectMs: firstEffect - healedAt,
         drainedMs: drained - healedAt,
         backlogMs: drained - loadEnded,
@@ -549,8 +745,27 @@ async function main(): Promise<number> {
       console.log(`[chaos]   ledger events by type so far: ${EVENT_TYPES.map((t) => `${t} ${events[t]}`).join(', ')}`);
     }
     const totals = ledger.countByType();
-    console.log(`\n[chaos] ${PROFILE_NAME} profile: ${ledger.requests} requests, ${ledger.events.size} ledger events in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${EVENT_TYPES.map((t) => `${t} ${totals[t]}`).join(', ')}`);
-    if (process.env.CHAOS_REPORT) await writeFile(process.env.CHAOS_REPORT, JSON.stringify({ suite: SUITE, ...(SUITE === 'cluster' ? { access: ACCESS, leaders } : {}), profile: PROFILE_NAME, settings: P, totals, rows, unexpectedExits, setupBreaches }, null, 2));
+    console.log(
+      `\n[chaos] ${PROFILE_NAME} profile: ${ledger.requests} requests, ${ledger.events.size} ledger events in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${EVENT_TYPES.map((t) => `${t} ${totals[t]}`).join(', ')}`,
+    );
+    if (process.env.CHAOS_REPORT)
+      await writeFile(
+        process.env.CHAOS_REPORT,
+        JSON.stringify(
+          {
+            suite: SUITE,
+            ...(SUITE === 'cluster' ? { access: ACCESS, leaders } : {}),
+            profile: PROFILE_NAME,
+            settings: P,
+            totals,
+            rows,
+            unexpectedExits,
+            setupBreaches,
+          },
+          null,
+          2,
+        ),
+      );
   } finally {
     await cleanup();
     await db?.end().catch(() => undefined);
@@ -561,7 +776,12 @@ async function main(): Promise<number> {
   for (const r of failed) console.error(`[chaos] FAILED ${r.fault}: ${breaches(r).join(', ')}`);
   if (SUITE === 'cluster') console.log(`[chaos] quorum queue leaders by node: ${JSON.stringify(leaders)}`);
   for (const b of setupBreaches) console.error(`[chaos] FAILED: ${b}`);
-  return failed.length === 0 && unexpectedExits.length === 0 && setupBreaches.length === 0 && rows.length === selected.length ? 0 : 1;
+  return failed.length === 0 &&
+    unexpectedExits.length === 0 &&
+    setupBreaches.length === 0 &&
+    rows.length === selected.length
+    ? 0
+    : 1;
 }
 
 type BrokerOfSuite = Deps['rabbit'] & { node: string; cluster?: Cluster; appAmqpUrl?: string; stop(): Promise<void> };
@@ -600,16 +820,24 @@ async function importedLeaders(cluster: Cluster): Promise<Record<string, number>
   const definitions = await readFile(path.resolve(__dirname, '../../infra/rabbitmq/definitions.json'), 'utf8');
   const res = await fetch(`${cluster.nodes[0].managementUrl}/api/definitions`, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`, 'content-type': 'application/json' },
+    headers: {
+      authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}`,
+      'content-type': 'application/json',
+    },
     body: definitions,
   });
   if (!res.ok) throw new Error(`importing infra/rabbitmq/definitions.json: ${res.status} ${await res.text()}`);
   const m = { url: cluster.nodes[0].managementUrl, vhost: 'community' };
   // The management API lists a quorum queue's leader once the queue's first statistics are in.
-  const byNode = await eventually('every imported quorum queue with a leader', async () => {
-    const counts = await leadersByNode(m);
-    return counts['?'] === undefined && Object.values(counts).reduce((a, b) => a + b, 0) > 0 ? counts : false;
-  }, 60_000, 500);
+  const byNode = await eventually(
+    'every imported quorum queue with a leader',
+    async () => {
+      const counts = await leadersByNode(m);
+      return counts['?'] === undefined && Object.values(counts).reduce((a, b) => a + b, 0) > 0 ? counts : false;
+    },
+    60_000,
+    500,
+  );
   return checkSpread('community', byNode);
 }
 
@@ -622,7 +850,8 @@ async function importedLeaders(cluster: Cluster): Promise<Record<string, number>
 function checkSpread(vhost: string, byNode: Record<string, number>): Record<string, number> {
   const counts = cluster3(byNode);
   const even = counts.reduce((a, b) => a + b, 0) / counts.length;
-  if (counts.some((n) => Math.abs(n - even) > 0.3 * even)) setupBreaches.push(`quorum queue leaders of vhost ${vhost} not spread over the nodes: ${JSON.stringify(byNode)}`);
+  if (counts.some((n) => Math.abs(n - even) > 0.3 * even))
+    setupBreaches.push(`quorum queue leaders of vhost ${vhost} not spread over the nodes: ${JSON.stringify(byNode)}`);
   console.log(`[chaos] quorum queue leaders of vhost ${vhost} by node: ${JSON.stringify(byNode)}`);
   return byNode;
 }
@@ -654,10 +883,14 @@ function breaches(r: Row): string[] {
 
 function printTable(rows: Row[]): void {
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-  console.log('\n| Fault | Rounds (requests; failed) | Ledger events, cumulative (effects checked) | Lost | In DLQ (DLQ msgs, unmatched) | Duplicated | Unledgered | Emails missing / dup / crash window | Counters off (unread / feed) | Exits | First effect after heal | Drained after heal | Drained after last request | Note |');
+  console.log(
+    '\n| Fault | Rounds (requests; failed) | Ledger events, cumulative (effects checked) | Lost | In DLQ (DLQ msgs, unmatched) | Duplicated | Unledgered | Emails missing / dup / crash window | Counters off (unread / feed) | Exits | First effect after heal | Drained after heal | Drained after last request | Note |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.fault} | ${r.rounds} (${r.requests}; ${r.refused}) | ${r.ledgerEvents} (${r.effects}) | ${r.lost} | ${r.inDlq} (${r.dlq}, ${r.dlqUnmatched}) | ${r.duplicated} | ${r.unledgered} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} / ${r.feedCountersOff} | ${r.exits} | ${s(r.firstEffectMs)} | ${s(r.drainedMs)} | ${s(r.backlogMs)} | ${r.note} |`);
+    console.log(
+      `| ${r.fault} | ${r.rounds} (${r.requests}; ${r.refused}) | ${r.ledgerEvents} (${r.effects}) | ${r.lost} | ${r.inDlq} (${r.dlq}, ${r.dlqUnmatched}) | ${r.duplicated} | ${r.unledgered} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} / ${r.feedCountersOff} | ${r.exits} | ${s(r.firstEffectMs)} | ${s(r.drainedMs)} | ${s(r.backlogMs)} | ${r.note} |`,
+    );
   }
 }
 
@@ -666,7 +899,12 @@ const started: Array<{ stop(): Promise<void> }> = [];
 let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    await Promise.all([...apps.values()].map((a) => { killedOnPurpose.add(a); return stopApp(a); }));
+    await Promise.all(
+      [...apps.values()].map((a) => {
+        killedOnPurpose.add(a);
+        return stopApp(a);
+      }),
+    );
     for (const s of started.reverse()) await s.stop().catch((err: unknown) => console.error('[chaos] cleanup:', err));
   })();
   return cleaning;
@@ -683,7 +921,12 @@ process.on('exit', () => {
   for (const a of apps.values()) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
 });
 
-main().then((code) => { process.exitCode = code; }, (err: unknown) => {
-  console.error('[chaos] failed:', err, ...unexpectedExits);
-  process.exitCode = 1;
-});
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    console.error('[chaos] failed:', err, ...unexpectedExits);
+    process.exitCode = 1;
+  },
+);

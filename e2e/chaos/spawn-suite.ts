@@ -57,5 +57,19 @@ export async function runFaultSuite(env: Record<string, string>): Promise<SuiteR
 
 /** The rows that break an invariant (the suite's own exit code says so too; this names them). */
 export function breachedRows(report: SuiteReport): SuiteRow[] {
-  return report.rows.filter((r) => r.lost + r.duplicated + r.emailsMissing + r.emailsDuplicated + r.counterMismatches + r.feedCountersOff + r.exits + r.dlqUnmatched + r.dlqWithoutReason > 0 || r.notReady !== 'none' || r.faultBreaches.length > 0);
+  return report.rows.filter(
+    (r) =>
+      r.lost +
+        r.duplicated +
+        r.emailsMissing +
+        r.emailsDuplicated +
+        r.counterMismatches +
+        r.feedCountersOff +
+        r.exits +
+        r.dlqUnmatched +
+        r.dlqWithoutReason >
+        0 ||
+      r.notReady !== 'none' ||
+      r.faultBreaches.length > 0,
+  );
 }

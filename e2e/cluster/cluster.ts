@@ -71,10 +71,15 @@ export async function startCluster(): Promise<Cluster> {
     // All three at once (each registered for the cleanup as soon as it is up): booting is mostly
     // waiting, and together they are up in about the time of one and a half.
     const booting = Array.from({ length: CLUSTER_SIZE }, (_, i) =>
-      startPrivateRabbit({ node: `cluster-${process.pid}-${i + 1}@localhost`, dirPrefix: `cluster-${process.pid}-rabbit${i + 1}-`, conf: CLUSTER_CONF }).then((n) => {
+      startPrivateRabbit({
+        node: `cluster-${process.pid}-${i + 1}@localhost`,
+        dirPrefix: `cluster-${process.pid}-rabbit${i + 1}-`,
+        conf: CLUSTER_CONF,
+      }).then((n) => {
         started[i] = n;
         return n;
-      }));
+      }),
+    );
     const settled = await Promise.allSettled(booting);
     const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
@@ -86,7 +91,8 @@ export async function startCluster(): Promise<Cluster> {
     }
     const members = await seed.ctl('cluster_status', '--formatter', 'json');
     const running = (JSON.parse(members) as { running_nodes: string[] }).running_nodes;
-    if (running.length !== CLUSTER_SIZE) throw new Error(`cluster formed with ${running.length} running nodes: ${running.join(', ')}`);
+    if (running.length !== CLUSTER_SIZE)
+      throw new Error(`cluster formed with ${running.length} running nodes: ${running.join(', ')}`);
 
     dir = await mkdtemp(path.join(tmpdir(), `cluster-${process.pid}-haproxy-`));
     const [amqpPort, mgmtPort] = [await freePort(), await freePort()];
@@ -98,27 +104,30 @@ export async function startCluster(): Promise<Cluster> {
       '  option tcp-check',
       ...started.map((n, i) => `  server rabbit${i + 1} 127.0.0.1:${port(n)} check inter 1s fall 2 rise 2`),
     ];
-    await writeFile(cfg, [
-      'global',
-      '  maxconn 4096',
-      'defaults',
-      '  mode tcp',
-      '  timeout connect 5s',
-      // Longer than any heartbeat (60 s by default): an idle AMQP connection is the broker's and the client's to close.
-      '  timeout client 3h',
-      '  timeout server 3h',
-      // A server that left the pool takes its connections with it, as a Service endpoint removed does.
-      '  option redispatch',
-      `frontend amqp`,
-      `  bind 127.0.0.1:${amqpPort}`,
-      '  default_backend rabbit_amqp',
-      `frontend management`,
-      `  bind 127.0.0.1:${mgmtPort}`,
-      '  default_backend rabbit_management',
-      ...backend('rabbit_amqp', (n) => n.amqpPort),
-      ...backend('rabbit_management', (n) => n.managementPort),
-      '',
-    ].join('\n'));
+    await writeFile(
+      cfg,
+      [
+        'global',
+        '  maxconn 4096',
+        'defaults',
+        '  mode tcp',
+        '  timeout connect 5s',
+        // Longer than any heartbeat (60 s by default): an idle AMQP connection is the broker's and the client's to close.
+        '  timeout client 3h',
+        '  timeout server 3h',
+        // A server that left the pool takes its connections with it, as a Service endpoint removed does.
+        '  option redispatch',
+        `frontend amqp`,
+        `  bind 127.0.0.1:${amqpPort}`,
+        '  default_backend rabbit_amqp',
+        `frontend management`,
+        `  bind 127.0.0.1:${mgmtPort}`,
+        '  default_backend rabbit_management',
+        ...backend('rabbit_amqp', (n) => n.amqpPort),
+        ...backend('rabbit_management', (n) => n.managementPort),
+        '',
+      ].join('\n'),
+    );
     // In the foreground (-db), a child of this process: it ends with the suite's cleanup, and the
     // leftovers sweep finds it by its config path if the suite was killed.
     haproxy = spawn('haproxy', ['-db', '-f', cfg], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -131,7 +140,9 @@ export async function startCluster(): Promise<Cluster> {
       // Up once it forwards to a node: the management API's overview through it.
       void (async () => {
         for (let i = 0; i < 100; i++) {
-          const res = await fetch(`http://127.0.0.1:${mgmtPort}/api/overview`, { headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` } }).catch(() => undefined);
+          const res = await fetch(`http://127.0.0.1:${mgmtPort}/api/overview`, {
+            headers: { authorization: `Basic ${Buffer.from('guest:guest').toString('base64')}` },
+          }).catch(() => undefined);
           if (res?.ok) return resolve();
           await sleep(100);
         }

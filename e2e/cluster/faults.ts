@@ -49,7 +49,11 @@ interface QueueInfo {
 }
 
 export async function queueInfo(m: Management, queue: string): Promise<QueueInfo | undefined> {
-  const { status, body } = await mgmt<QueueInfo>(m, 'GET', `/queues/${encodeURIComponent(m.vhost)}/${encodeURIComponent(queue)}`);
+  const { status, body } = await mgmt<QueueInfo>(
+    m,
+    'GET',
+    `/queues/${encodeURIComponent(m.vhost)}/${encodeURIComponent(queue)}`,
+  );
   return status === 200 ? body : undefined;
 }
 
@@ -64,9 +68,14 @@ async function leaderOf(m: Management, queue: string): Promise<string | undefine
  * the management API, which lists `leader` (`node` on older versions) for each quorum queue.
  */
 export async function leadersByNode(m: Management): Promise<Record<string, number>> {
-  const { body } = await mgmt<Array<{ type?: string; leader?: string; node?: string }>>(m, 'GET', `/queues/${encodeURIComponent(m.vhost)}?columns=name,type,leader,node`);
+  const { body } = await mgmt<Array<{ type?: string; leader?: string; node?: string }>>(
+    m,
+    'GET',
+    `/queues/${encodeURIComponent(m.vhost)}?columns=name,type,leader,node`,
+  );
   const out: Record<string, number> = {};
-  for (const q of body ?? []) if (q.type === 'quorum') out[q.leader ?? q.node ?? '?'] = (out[q.leader ?? q.node ?? '?'] ?? 0) + 1;
+  for (const q of body ?? [])
+    if (q.type === 'quorum') out[q.leader ?? q.node ?? '?'] = (out[q.leader ?? q.node ?? '?'] ?? 0) + 1;
   return out;
 }
 
@@ -83,11 +92,22 @@ async function rejoined(m: Management, node: PrivateRabbit, recoverMs: number): 
 }
 
 async function allOnline(m: Management, recoverMs: number): Promise<void> {
-  await eventually('every quorum queue with all its members online', async () => {
-    const { body } = await mgmt<Array<{ type?: string; members?: string[]; online?: string[] }>>(m, 'GET', `/queues/${encodeURIComponent(m.vhost)}?columns=name,type,members,online`);
-    const quorum = (body ?? []).filter((q) => q.type === 'quorum');
-    return quorum.length > 0 && quorum.every((q) => (q.members?.length ?? 0) > 0 && q.online?.length === q.members?.length);
-  }, recoverMs, 250);
+  await eventually(
+    'every quorum queue with all its members online',
+    async () => {
+      const { body } = await mgmt<Array<{ type?: string; members?: string[]; online?: string[] }>>(
+        m,
+        'GET',
+        `/queues/${encodeURIComponent(m.vhost)}?columns=name,type,members,online`,
+      );
+      const quorum = (body ?? []).filter((q) => q.type === 'quorum');
+      return (
+        quorum.length > 0 && quorum.every((q) => (q.members?.length ?? 0) > 0 && q.online?.length === q.members?.length)
+      );
+    },
+    recoverMs,
+    250,
+  );
 }
 
 export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target: ClusterTarget) => Promise<string>> {
@@ -104,17 +124,24 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
       const node = cluster.byName(leader);
       const killedAt = Date.now();
       await node.kill();
-      const next = await eventually(`a new leader of ${CRITICAL} after ${leader} died`, async () => {
-        const l = await leaderOf(m, CRITICAL);
-        return l && l !== leader ? l : false;
-      }, ctx.recoverMs, 100).catch(() => undefined);
+      const next = await eventually(
+        `a new leader of ${CRITICAL} after ${leader} died`,
+        async () => {
+          const l = await leaderOf(m, CRITICAL);
+          return l && l !== leader ? l : false;
+        },
+        ctx.recoverMs,
+        100,
+      ).catch(() => undefined);
       const electedMs = Date.now() - killedAt;
       if (!next) ctx.breaches.push(`no new leader of ${CRITICAL} within ${secs(ctx.recoverMs)} of killing ${leader}`);
       await sleep(Math.max(0, killedAt + ctx.holdMs / ctx.kills - Date.now()));
       const restartAt = Date.now();
       await node.start();
       await rejoined(m, node, ctx.recoverMs);
-      notes.push(`${short(leader)} killed: leader ${next ? short(next) : 'none'} after ${secs(electedMs)}; restarted and every queue fully online ${secs(Date.now() - restartAt)} after the restart`);
+      notes.push(
+        `${short(leader)} killed: leader ${next ? short(next) : 'none'} after ${secs(electedMs)}; restarted and every queue fully online ${secs(Date.now() - restartAt)} after the restart`,
+      );
     }
     return notes.join('; ');
   };
@@ -126,7 +153,12 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
     const notes: string[] = [];
     for (const node of cluster.nodes) {
       const t = Date.now();
-      await node.cli('rabbitmq-upgrade', 'await_online_quorum_plus_one', '--timeout', String(Math.ceil(ctx.recoverMs / 1000)));
+      await node.cli(
+        'rabbitmq-upgrade',
+        'await_online_quorum_plus_one',
+        '--timeout',
+        String(Math.ceil(ctx.recoverMs / 1000)),
+      );
       await node.cli('rabbitmq-upgrade', 'drain');
       const drained = Date.now();
       await node.shutdown();
@@ -148,17 +180,30 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
   f[`delete and re-declare ${CRITICAL} under its consumer`] = async ({ cluster, management: m }) => {
     const vhost = encodeURIComponent(m.vhost);
     const q = encodeURIComponent(CRITICAL);
-    const { body: bindings } = await mgmt<Array<{ source: string; properties_key: string }>>(m, 'GET', `/queues/${vhost}/${q}/bindings`);
+    const { body: bindings } = await mgmt<Array<{ source: string; properties_key: string }>>(
+      m,
+      'GET',
+      `/queues/${vhost}/${q}/bindings`,
+    );
     for (const b of (bindings ?? []).filter((x) => x.source === EVENTS_EXCHANGE)) {
-      const del = await mgmt(m, 'DELETE', `/bindings/${vhost}/e/${encodeURIComponent(b.source)}/q/${q}/${encodeURIComponent(b.properties_key)}`);
+      const del = await mgmt(
+        m,
+        'DELETE',
+        `/bindings/${vhost}/e/${encodeURIComponent(b.source)}/q/${q}/${encodeURIComponent(b.properties_key)}`,
+      );
       if (del.status >= 300) throw new Error(`unbinding ${CRITICAL}: ${del.status}`);
     }
     const unbound = Date.now();
     // Exact depth (ready + unacknowledged) from the broker itself, not the management API's cached figure.
-    await eventually(`${CRITICAL} empty`, async () => {
-      const out = await cluster.ctl('list_queues', '-q', '--no-table-headers', 'name', 'messages');
-      return out.split('\n').some((l) => l.trim().split(/\s+/)[0] === CRITICAL && l.trim().split(/\s+/)[1] === '0');
-    }, ctx.recoverMs, 100);
+    await eventually(
+      `${CRITICAL} empty`,
+      async () => {
+        const out = await cluster.ctl('list_queues', '-q', '--no-table-headers', 'name', 'messages');
+        return out.split('\n').some((l) => l.trim().split(/\s+/)[0] === CRITICAL && l.trim().split(/\s+/)[1] === '0');
+      },
+      ctx.recoverMs,
+      100,
+    );
     const before = await queueInfo(m, CRITICAL);
     if (!before?.consumers) ctx.breaches.push(`${CRITICAL} had no consumer before the delete`);
     const notifications = ctx.app('notifications');
@@ -183,18 +228,34 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
     // metadata store). Then its consumer, in the new queue's statistics (before the re-declare the
     // management API may still show the deleted queue's consumer for up to a second; not after).
     const wanted = (bindings ?? []).filter((x) => x.source === EVENTS_EXCHANGE).length;
-    const rebound = await eventually(`${CRITICAL} declared again with its bindings`, async () => {
-      const res = await mgmt<Array<{ source: string }>>(m, 'GET', `/queues/${vhost}/${q}/bindings`).catch(() => undefined);
-      return res?.status === 200 && (res.body ?? []).filter((x) => x.source === EVENTS_EXCHANGE).length === wanted ? Date.now() : false;
-    }, ctx.recoverMs, 50).catch(() => undefined);
-    const consuming = await eventually(`${CRITICAL} consumed again`, async () => {
-      const info = await queueInfo(m, CRITICAL).catch(() => undefined);
-      return (info?.consumers ?? 0) > 0 ? Date.now() : false;
-    }, ctx.recoverMs, 100).catch(() => undefined);
+    const rebound = await eventually(
+      `${CRITICAL} declared again with its bindings`,
+      async () => {
+        const res = await mgmt<Array<{ source: string }>>(m, 'GET', `/queues/${vhost}/${q}/bindings`).catch(
+          () => undefined,
+        );
+        return res?.status === 200 && (res.body ?? []).filter((x) => x.source === EVENTS_EXCHANGE).length === wanted
+          ? Date.now()
+          : false;
+      },
+      ctx.recoverMs,
+      50,
+    ).catch(() => undefined);
+    const consuming = await eventually(
+      `${CRITICAL} consumed again`,
+      async () => {
+        const info = await queueInfo(m, CRITICAL).catch(() => undefined);
+        return (info?.consumers ?? 0) > 0 ? Date.now() : false;
+      },
+      ctx.recoverMs,
+      100,
+    ).catch(() => undefined);
     polling = false;
     await poller;
     if (!rebound || !consuming) {
-      ctx.breaches.push(`${CRITICAL} not ${rebound ? 'consumed' : 'declared'} again within ${secs(ctx.recoverMs)} of its delete (notification-service /readyz ${lastStatus})`);
+      ctx.breaches.push(
+        `${CRITICAL} not ${rebound ? 'consumed' : 'declared'} again within ${secs(ctx.recoverMs)} of its delete (notification-service /readyz ${lastStatus})`,
+      );
       return 'not re-declared';
     }
     const info = await queueInfo(m, CRITICAL).catch(() => undefined);
@@ -205,7 +266,9 @@ export function clusterFaults(ctx: ClusterFaultContext): Record<string, (target:
     const { note, problems } = await minorityPartition(cluster, ctx.holdMs, ctx.recoverMs);
     ctx.breaches.push(...problems);
     const t = Date.now();
-    await allOnline(m, ctx.recoverMs).catch(() => ctx.breaches.push(`quorum queues not all online again within ${secs(ctx.recoverMs)} of the heal`));
+    await allOnline(m, ctx.recoverMs).catch(() =>
+      ctx.breaches.push(`quorum queues not all online again within ${secs(ctx.recoverMs)} of the heal`),
+    );
     return `${note}; every quorum queue fully online ${secs(Date.now() - t)} after that`;
   };
   return f;

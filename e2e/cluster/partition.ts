@@ -28,30 +28,80 @@ import type { Cluster } from './cluster';
  * the majority's quorum queues elect leaders among themselves, and once the peers are back the node
  * resumes by itself.
  */
-export async function minorityPartition(cluster: Cluster, holdMs: number, recoverMs: number): Promise<{ note: string; problems: string[] }> {
+export async function minorityPartition(
+  cluster: Cluster,
+  holdMs: number,
+  recoverMs: number,
+): Promise<{ note: string; problems: string[] }> {
   const [a, b, cut] = cluster.nodes;
   const peers = `['${a.node}', '${b.node}']`;
   const startedAt = Date.now();
   // Not awaited: the CLI's answer can take as long as the hold (its tool node is refused too once
   // the cut is in place); the cut is observed from the majority's side instead.
-  const cutting = cut.ctl('eval', `Peers = ${peers}, ok = net_kernel:allow([node()]), [erlang:disconnect_node(P) || P <- Peers], Me = node(), spawn(fun() -> timer:sleep(${Math.round(holdMs)}), sys:replace_state(net_kernel, fun(S) -> list_to_tuple([case E of [Me | _] -> []; _ -> E end || E <- tuple_to_list(S)]) end) end), ok.`).then(() => undefined, (err: unknown) => err as Error);
-  const inMajority = async (node: string) => (await a.ctl('eval', `lists:member('${node}', nodes()).`)).trim() === 'true';
-  const seenCut = await eventually('the majority sees the cut node gone', async () => ((await inMajority(cut.node)) ? false : Date.now()), recoverMs, 200).catch(() => NaN);
+  const cutting = cut
+    .ctl(
+      'eval',
+      `Peers = ${peers}, ok = net_kernel:allow([node()]), [erlang:disconnect_node(P) || P <- Peers], Me = node(), spawn(fun() -> timer:sleep(${Math.round(holdMs)}), sys:replace_state(net_kernel, fun(S) -> list_to_tuple([case E of [Me | _] -> []; _ -> E end || E <- tuple_to_list(S)]) end) end), ok.`,
+    )
+    .then(
+      () => undefined,
+      (err: unknown) => err as Error,
+    );
+  const inMajority = async (node: string) =>
+    (await a.ctl('eval', `lists:member('${node}', nodes()).`)).trim() === 'true';
+  const seenCut = await eventually(
+    'the majority sees the cut node gone',
+    async () => ((await inMajority(cut.node)) ? false : Date.now()),
+    recoverMs,
+    200,
+  ).catch(() => NaN);
   // Paused: its AMQP listener closed (pause_minority stops the broker application).
-  const paused = await eventually('the cut node paused (AMQP port closed)', async () => ((await accepts(cut.amqpPort)) ? false : Date.now()), recoverMs, 200).catch(() => NaN);
+  const paused = await eventually(
+    'the cut node paused (AMQP port closed)',
+    async () => ((await accepts(cut.amqpPort)) ? false : Date.now()),
+    recoverMs,
+    200,
+  ).catch(() => NaN);
   await sleep(Math.max(0, startedAt + holdMs - Date.now()));
   const healAt = Date.now();
   // Healed: back among the majority's nodes, serving AMQP again, no partition recorded, and every quorum queue with all its members online.
-  const rejoinedAt = await eventually('the cut node back in the cluster', async () => ((await inMajority(cut.node)) ? Date.now() : false), recoverMs, 250).catch(() => NaN);
-  const servingAt = await eventually('the cut node serving AMQP again', async () => ((await accepts(cut.amqpPort)) ? Date.now() : false), recoverMs, 250).catch(() => NaN);
-  const partitions = await eventually('no partition recorded', async () => {
-    const status = JSON.parse(await a.ctl('cluster_status', '--formatter', 'json')) as { partitions?: Record<string, unknown> };
-    return Object.keys(status.partitions ?? {}).length === 0 ? Date.now() : false;
-  }, recoverMs, 500).catch(() => NaN);
+  const rejoinedAt = await eventually(
+    'the cut node back in the cluster',
+    async () => ((await inMajority(cut.node)) ? Date.now() : false),
+    recoverMs,
+    250,
+  ).catch(() => NaN);
+  const servingAt = await eventually(
+    'the cut node serving AMQP again',
+    async () => ((await accepts(cut.amqpPort)) ? Date.now() : false),
+    recoverMs,
+    250,
+  ).catch(() => NaN);
+  const partitions = await eventually(
+    'no partition recorded',
+    async () => {
+      const status = JSON.parse(await a.ctl('cluster_status', '--formatter', 'json')) as {
+        partitions?: Record<string, unknown>;
+      };
+      return Object.keys(status.partitions ?? {}).length === 0 ? Date.now() : false;
+    },
+    recoverMs,
+    500,
+  ).catch(() => NaN);
   const cutError = await cutting;
   const s = (t: number, from: number) => (Number.isFinite(t) ? `${((t - from) / 1000).toFixed(1)} s` : 'never');
   const note = `node 3 cut off for ${(holdMs / 1000).toFixed(0)} s: the majority saw it gone after ${s(seenCut, startedAt)}, it paused after ${s(paused, startedAt)}; after the heal back in the cluster ${s(rejoinedAt, healAt)}, serving AMQP ${s(servingAt, healAt)}, no partition recorded ${s(partitions, healAt)}`;
-  const missing = ([[seenCut, 'the majority never saw the cut'], [paused, 'the minority node never paused'], [rejoinedAt, 'the node never rejoined'], [servingAt, 'the node never served AMQP again'], [partitions, 'a partition stayed recorded']] as Array<[number, string]>).filter(([t]) => !Number.isFinite(t)).map(([, what]) => what);
+  const missing = (
+    [
+      [seenCut, 'the majority never saw the cut'],
+      [paused, 'the minority node never paused'],
+      [rejoinedAt, 'the node never rejoined'],
+      [servingAt, 'the node never served AMQP again'],
+      [partitions, 'a partition stayed recorded'],
+    ] as Array<[number, string]>
+  )
+    .filter(([t]) => !Number.isFinite(t))
+    .map(([, what]) => what);
   // The eval's own error (its answer lost with the cut) matters only if the cut never happened.
   if (!Number.isFinite(seenCut) && cutError) missing.push(`the cut: ${cutError.message.slice(0, 300)}`);
   return { note, problems: missing };

@@ -52,7 +52,13 @@ export interface DeadLetter {
  * listening `lingerMs` more, so a copy beyond the expected ones shows up too. Auto-ack: an explicit
  * ack racing the connection close could leave a taken message behind, miscounted as an extra copy.
  */
-export async function drain(url: string, queue: string, count: number, timeoutMs: number, lingerMs = 1000): Promise<DeadLetter[]> {
+export async function drain(
+  url: string,
+  queue: string,
+  count: number,
+  timeoutMs: number,
+  lingerMs = 1000,
+): Promise<DeadLetter[]> {
   const conn = await amqplib.connect(url);
   try {
     const ch = await conn.createChannel();

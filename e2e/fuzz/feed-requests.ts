@@ -37,20 +37,56 @@ export function feedRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): 
   const kind = rng.pick(['auth', 'auth', 'path', 'unstorable-user', 'limit', 'cursor', 'method']);
   if (kind === 'auth') {
     const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other, { service: 'feed-service' });
-    return { category: `feed-auth:${auth.kind}`, method: 'GET', path: own, headers: auth.header === undefined ? {} : { authorization: auth.header } };
+    return {
+      category: `feed-auth:${auth.kind}`,
+      method: 'GET',
+      path: own,
+      headers: auth.header === undefined ? {} : { authorization: auth.header },
+    };
   }
   if (kind === 'path') {
     // The owner's valid token, someone else's feed: 403 FS_FORBIDDEN_USER (or 400 for a bad id).
-    const user = enc(rng.pick([ctx.other, canaries.email(), rng.pick(INJECTIONS.filter((s) => s.length > 0)), `${ctx.owner} `, ctx.owner.toUpperCase()]));
+    const user = enc(
+      rng.pick([
+        ctx.other,
+        canaries.email(),
+        rng.pick(INJECTIONS.filter((s) => s.length > 0)),
+        `${ctx.owner} `,
+        ctx.owner.toUpperCase(),
+      ]),
+    );
     return { category: 'feed-path:other-user', method: 'GET', path: `/v1/users/${user}/feed`, headers: bearer };
   }
   if (kind === 'unstorable-user') {
     // Authorised for the path (an admin token, or the user's own), but no id the store can hold.
     const user = rng.pick(['a\u0000b', '\u0000', 'u'.repeat(rng.int(257, 1000))]);
     const token = rng.chance(0.5) ? adminToken('feed-service') : goodToken(ctx.secret, user);
-    return { category: 'feed-unstorable-user', method: 'GET', path: `/v1/users/${enc(user)}/feed`, headers: { authorization: `Bearer ${token}` } };
+    return {
+      category: 'feed-unstorable-user',
+      method: 'GET',
+      path: `/v1/users/${enc(user)}/feed`,
+      headers: { authorization: `Bearer ${token}` },
+    };
   }
-  if (kind === 'limit') return { category: 'feed-input:limit', method: 'GET', path: `${own}?limit=${enc(rng.pick(BAD_LIMITS))}`, headers: bearer };
-  if (kind === 'cursor') return { category: 'feed-input:cursor', method: 'GET', path: `${own}?cursor=${enc(badFeedCursor(rng))}`, headers: bearer };
-  return { category: 'feed-method', method: rng.pick(['POST', 'PUT', 'DELETE', 'PATCH']), path: own, headers: { ...bearer, 'content-type': 'application/json' }, body: json({ items: [] }) };
+  if (kind === 'limit')
+    return {
+      category: 'feed-input:limit',
+      method: 'GET',
+      path: `${own}?limit=${enc(rng.pick(BAD_LIMITS))}`,
+      headers: bearer,
+    };
+  if (kind === 'cursor')
+    return {
+      category: 'feed-input:cursor',
+      method: 'GET',
+      path: `${own}?cursor=${enc(badFeedCursor(rng))}`,
+      headers: bearer,
+    };
+  return {
+    category: 'feed-method',
+    method: rng.pick(['POST', 'PUT', 'DELETE', 'PATCH']),
+    path: own,
+    headers: { ...bearer, 'content-type': 'application/json' },
+    body: json({ items: [] }),
+  };
 }

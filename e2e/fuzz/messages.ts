@@ -31,7 +31,14 @@ const ROUTING_HEADERS: Record<string, Record<string, string>> = {
 };
 
 /** Queues that have a consumer in the run: every queue a bad message reaches. */
-export const CONSUMED_QUEUES = ['notification-service.critical', 'notification-service.standard', 'email-service.users', 'email-service.send', 'email-service.send-critical', 'feed-service.activity'];
+export const CONSUMED_QUEUES = [
+  'notification-service.critical',
+  'notification-service.standard',
+  'email-service.users',
+  'email-service.send',
+  'email-service.send-critical',
+  'feed-service.activity',
+];
 
 /** The user every bad message is about: nothing may ever reach their inbox or mailbox. */
 export const VICTIM = 'fuzz-victim';
@@ -51,17 +58,38 @@ const TYPES: Record<string, TypeSpec> = {
     optional: ['locale'],
   },
   'user.mentioned': {
-    data: (r, c) => ({ commentId: r.uuid(), postId: r.uuid(), actorId: ACTOR, mentionedUserId: VICTIM, excerpt: `ping ${c.email()}` }),
+    data: (r, c) => ({
+      commentId: r.uuid(),
+      postId: r.uuid(),
+      actorId: ACTOR,
+      mentionedUserId: VICTIM,
+      excerpt: `ping ${c.email()}`,
+    }),
     required: ['commentId', 'postId', 'actorId', 'mentionedUserId', 'excerpt'],
     optional: [],
   },
   'comment.created': {
-    data: (r) => ({ commentId: r.uuid(), postId: r.uuid(), postAuthorId: VICTIM, authorId: ACTOR, parentCommentId: r.uuid(), parentAuthorId: VICTIM, excerpt: 'a reply' }),
+    data: (r) => ({
+      commentId: r.uuid(),
+      postId: r.uuid(),
+      postAuthorId: VICTIM,
+      authorId: ACTOR,
+      parentCommentId: r.uuid(),
+      parentAuthorId: VICTIM,
+      excerpt: 'a reply',
+    }),
     required: ['commentId', 'postId', 'postAuthorId', 'authorId', 'excerpt'],
     optional: ['parentCommentId', 'parentAuthorId'],
   },
   'reaction.added': {
-    data: (r) => ({ reactionId: r.uuid(), actorId: ACTOR, targetType: 'post', targetId: r.uuid(), targetAuthorId: VICTIM, emoji: 'heart' }),
+    data: (r) => ({
+      reactionId: r.uuid(),
+      actorId: ACTOR,
+      targetType: 'post',
+      targetId: r.uuid(),
+      targetAuthorId: VICTIM,
+      emoji: 'heart',
+    }),
     required: ['reactionId', 'actorId', 'targetType', 'targetId', 'targetAuthorId', 'emoji'],
     optional: [],
   },
@@ -81,7 +109,12 @@ const TYPES: Record<string, TypeSpec> = {
     optional: [],
   },
   'security.alert': {
-    data: (r, c) => ({ alertId: r.uuid(), userId: VICTIM, kind: 'new_login', detail: `session ${c.token()} from ${c.email()}` }),
+    data: (r, c) => ({
+      alertId: r.uuid(),
+      userId: VICTIM,
+      kind: 'new_login',
+      detail: `session ${c.token()} from ${c.email()}`,
+    }),
     required: ['alertId', 'userId', 'kind', 'detail'],
     optional: [],
   },
@@ -108,8 +141,18 @@ const TYPES: Record<string, TypeSpec> = {
 const ENVELOPE_FIELDS = ['id', 'type', 'version', 'occurredAt', 'producer', 'correlationId', 'data'];
 /** Upper bounds of the contract's string fields (ids 256, excerpt 500, …): one past each is invalid. */
 const MAX_LENGTH: Record<string, number> = {
-  excerpt: 500, detail: 2000, displayName: 200, title: 300, kind: 100, emoji: 64, locale: 35, resourceType: 64, idempotencyKey: 1024, email: 254,
-  producer: 128, correlationId: 256,
+  excerpt: 500,
+  detail: 2000,
+  displayName: 200,
+  title: 300,
+  kind: 100,
+  emoji: 64,
+  locale: 35,
+  resourceType: 64,
+  idempotencyKey: 1024,
+  email: 254,
+  producer: 128,
+  correlationId: 256,
 };
 
 export interface BadMessage {
@@ -118,7 +161,13 @@ export interface BadMessage {
   defect: string;
   routingKey: string;
   body: Buffer;
-  properties: { messageId?: string; contentType?: string; type?: string; headers: Record<string, unknown>; persistent: true };
+  properties: {
+    messageId?: string;
+    contentType?: string;
+    type?: string;
+    headers: Record<string, unknown>;
+    persistent: true;
+  };
   /** The queues a copy is routed to. */
   queues: string[];
 }
@@ -138,7 +187,12 @@ export function validEnvelope(rng: Rng, canaries: Canaries, type: string, n: num
 const WRONG_VALUES: unknown[] = [0, -1, 1.5, true, false, null, [], ['a', 'b'], {}, { nested: 'x' }, 1e308];
 const NON_OBJECTS = ['[]', '[1,2]', '42', '"a string"', 'null', 'true', '""'];
 
-type Defect = (rng: Rng, e: Data, spec: TypeSpec, c: Canaries) => { body: string | Buffer; props?: Partial<BadMessage['properties']>; omitMessageId?: boolean };
+type Defect = (
+  rng: Rng,
+  e: Data,
+  spec: TypeSpec,
+  c: Canaries,
+) => { body: string | Buffer; props?: Partial<BadMessage['properties']>; omitMessageId?: boolean };
 
 /** Each defect breaks the contract in one way. Weighted by repetition. */
 const DEFECTS: Record<string, Defect> = {
@@ -168,7 +222,12 @@ const DEFECTS: Record<string, Defect> = {
       (e.data as Data)[field] = rng.pick(WRONG_VALUES);
     } else {
       const field = rng.pick(ENVELOPE_FIELDS.filter((f) => f !== 'type'));
-      e[field] = field === 'version' ? rng.pick(['1', 1.5, null, true, [1]]) : field === 'data' ? rng.pick(['x', 1, null, [], true]) : rng.pick(WRONG_VALUES);
+      e[field] =
+        field === 'version'
+          ? rng.pick(['1', 1.5, null, true, [1]])
+          : field === 'data'
+            ? rng.pick(['x', 1, null, [], true])
+            : rng.pick(WRONG_VALUES);
     }
     return { body: JSON.stringify(e) };
   },
@@ -178,11 +237,22 @@ const DEFECTS: Record<string, Defect> = {
     return { body: JSON.stringify(e) };
   },
   'extra-envelope-field': (rng, e, _s, c) => {
-    e[rng.pick(['extra', 'payload', '__proto__x', 'userId', 'Data', 'ID'])] = rng.chance(0.5) ? c.email() : rng.int(0, 9);
+    e[rng.pick(['extra', 'payload', '__proto__x', 'userId', 'Data', 'ID'])] = rng.chance(0.5)
+      ? c.email()
+      : rng.int(0, 9);
     return { body: JSON.stringify(e) };
   },
   'unknown-type': (rng, e, _s, c) => {
-    e.type = rng.pick(['user.exploded', 'USER.MENTIONED', 'user.mentioned ', '', 'user.*', '#', c.email(), rng.pick(INJECTIONS)]);
+    e.type = rng.pick([
+      'user.exploded',
+      'USER.MENTIONED',
+      'user.mentioned ',
+      '',
+      'user.*',
+      '#',
+      c.email(),
+      rng.pick(INJECTIONS),
+    ]);
     return { body: JSON.stringify(e) };
   },
   'unknown-version': (rng, e) => {
@@ -191,10 +261,13 @@ const DEFECTS: Record<string, Defect> = {
   },
   'bad-format': (rng, e, _s, c) => {
     const which = rng.pick(['id', 'occurredAt', 'producer', 'email']);
-    if (which === 'id') e.id = rng.pick(['not-a-uuid', '', '00000000-0000-0000-0000-00000000000g', rng.pick(INJECTIONS)]);
-    else if (which === 'occurredAt') e.occurredAt = rng.pick(['2026-02-30T10:00:00Z', 'yesterday', '2026-11-29 10:00:00', '2026-11-29T25:00:00Z', '']);
+    if (which === 'id')
+      e.id = rng.pick(['not-a-uuid', '', '00000000-0000-0000-0000-00000000000g', rng.pick(INJECTIONS)]);
+    else if (which === 'occurredAt')
+      e.occurredAt = rng.pick(['2026-02-30T10:00:00Z', 'yesterday', '2026-11-29 10:00:00', '2026-11-29T25:00:00Z', '']);
     else if (which === 'producer') e.producer = '';
-    else if (e.type === 'user.upserted') (e.data as Data).email = rng.pick(['not-an-email', `${c.email()}>`, '@canary-mail.test', `<${c.email()}>`]);
+    else if (e.type === 'user.upserted')
+      (e.data as Data).email = rng.pick(['not-an-email', `${c.email()}>`, '@canary-mail.test', `<${c.email()}>`]);
     else (e.data as Data)[Object.keys(e.data as Data)[0]] = '';
     return { body: JSON.stringify(e) };
   },
@@ -214,7 +287,10 @@ const DEFECTS: Record<string, Defect> = {
   'deep-nul': (rng, e) => {
     // An extra data field (allowed) nested past any recursion limit, with a NUL at the bottom.
     const depth = rng.int(1_000, 50_000);
-    const text = JSON.stringify(e).replace('"data":{', `"data":{"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},`);
+    const text = JSON.stringify(e).replace(
+      '"data":{',
+      `"data":{"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},`,
+    );
     return { body: text };
   },
   'oversized-field': (rng, e, spec) => {
@@ -231,7 +307,16 @@ const DEFECTS: Record<string, Defect> = {
   },
   'wrong-content-type': (rng, e) => ({
     body: JSON.stringify(e),
-    props: { contentType: rng.pick(['text/plain', 'application/xml', 'application/octet-stream', 'text/html; charset=utf-8', 'application/x-www-form-urlencoded', 'application/jsonx']) },
+    props: {
+      contentType: rng.pick([
+        'text/plain',
+        'application/xml',
+        'application/octet-stream',
+        'text/html; charset=utf-8',
+        'application/x-www-form-urlencoded',
+        'application/jsonx',
+      ]),
+    },
   }),
   'missing-message-id': (_rng, e) => ({ body: JSON.stringify(e), omitMessageId: true }),
 };
@@ -254,7 +339,9 @@ const ROUTING_KEYS = Object.keys(ROUTES);
 export function badMessage(rng: Rng, canaries: Canaries, n: number): BadMessage {
   const routingKey = rng.pick(ROUTING_KEYS);
   // A big payload is rare (1 in 200): the rest of the run stays fast.
-  const defect = rng.chance(0.005) ? 'oversized-payload' : rng.pick(DEFECT_NAMES.filter((d) => d !== 'oversized-payload'));
+  const defect = rng.chance(0.005)
+    ? 'oversized-payload'
+    : rng.pick(DEFECT_NAMES.filter((d) => d !== 'oversized-payload'));
   const envelope = validEnvelope(rng, canaries, routingKey, n);
   // The id as the producer set it, before the defect (which may break the body's id).
   const eventId = envelope.id as string;
@@ -269,7 +356,12 @@ export function badMessage(rng: Rng, canaries: Canaries, n: number): BadMessage 
       contentType: 'application/json',
       type: routingKey,
       persistent: true,
-      headers: { 'x-schema-version': 1, ...ROUTING_HEADERS[routingKey], ...(rng.chance(0.1) ? forgedHeaders(rng) : {}), 'x-fuzz-id': n },
+      headers: {
+        'x-schema-version': 1,
+        ...ROUTING_HEADERS[routingKey],
+        ...(rng.chance(0.1) ? forgedHeaders(rng) : {}),
+        'x-fuzz-id': n,
+      },
       ...made.props,
     },
     queues: ROUTES[routingKey],
@@ -294,11 +386,24 @@ const good = (rng: Rng, type: string, n: number, data: Data): GoodEvent => ({
 });
 
 /** A valid event that must be processed exactly once, interleaved with the bad ones. */
-export function goodEvent(rng: Rng, type: 'user.mentioned' | 'reaction.added', userId: string, actorId: string, n: number): GoodEvent {
+export function goodEvent(
+  rng: Rng,
+  type: 'user.mentioned' | 'reaction.added',
+  userId: string,
+  actorId: string,
+  n: number,
+): GoodEvent {
   const data =
     type === 'user.mentioned'
       ? { commentId: rng.uuid(), postId: rng.uuid(), actorId, mentionedUserId: userId, excerpt: `good mention ${n}` }
-      : { reactionId: rng.uuid(), actorId, targetType: 'post', targetId: rng.uuid(), targetAuthorId: userId, emoji: 'tada' };
+      : {
+          reactionId: rng.uuid(),
+          actorId,
+          targetType: 'post',
+          targetId: rng.uuid(),
+          targetAuthorId: userId,
+          emoji: 'tada',
+        };
   return good(rng, type, n, data);
 }
 

@@ -28,11 +28,27 @@ const INBOX_ENDPOINTS: Endpoint[] = [
   { name: 'read-all', method: 'POST', path: (u) => `/v1/users/${u}/notifications/read-all` },
   { name: 'stream', method: 'GET', path: (u) => `/v1/users/${u}/notifications/stream` },
   { name: 'preferences-get', method: 'GET', path: (u) => `/v1/users/${u}/preferences` },
-  { name: 'preferences-put', method: 'PUT', path: (u) => `/v1/users/${u}/preferences`, body: json({ preferences: { mention: { email: 'off' } } }) },
+  {
+    name: 'preferences-put',
+    method: 'PUT',
+    path: (u) => `/v1/users/${u}/preferences`,
+    body: json({ preferences: { mention: { email: 'off' } } }),
+  },
 ];
 
 const BAD_LIMITS = ['0', '101', '-1', 'abc', '1.5', '1e3', '99999999999999999999', '', '%00', 'NaN'];
-const BAD_VERSION_BODIES = ['[]', '"x"', '42', 'true', json({ version: -1 }), json({ version: '1' }), json({ version: 1.5 }), json({ extra: 1 }), json({ version: 1, x: 2 }), '{"version":1e400}'];
+const BAD_VERSION_BODIES = [
+  '[]',
+  '"x"',
+  '42',
+  'true',
+  json({ version: -1 }),
+  json({ version: '1' }),
+  json({ version: 1.5 }),
+  json({ extra: 1 }),
+  json({ version: 1, x: 2 }),
+  '{"version":1e400}',
+];
 const BAD_PREFERENCES = [
   {},
   { x: 1 },
@@ -69,18 +85,25 @@ function badCursor(rng: Rng): string {
 function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<BadRequest, 'n' | 'app'> {
   const ep = rng.pick(INBOX_ENDPOINTS);
   const category = rng.pick(['auth', 'auth', 'auth', 'input', 'input', 'body', 'path', 'unstorable-user']);
-  const withBody = (body: string | undefined, type = 'application/json') => (body === undefined ? {} : { body, ctype: type });
+  const withBody = (body: string | undefined, type = 'application/json') =>
+    body === undefined ? {} : { body, ctype: type };
 
   if (category === 'auth') {
     // Mostly the owner's own inbox, sometimes someone else's path: either way, no valid proof.
     const user = rng.chance(0.8) ? ctx.owner : enc(rng.pick([canaries.email(), rng.pick(INJECTIONS)]));
-    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other, { service: 'notification-service', takesEmailServiceToken: ep.name.startsWith('preferences-') });
+    const auth = badAuth(rng, canaries, ctx.secret, ctx.owner, ctx.other, {
+      service: 'notification-service',
+      takesEmailServiceToken: ep.name.startsWith('preferences-'),
+    });
     const b = withBody(ep.body);
     return {
       category: `auth:${auth.kind}:${ep.name}`,
       method: ep.method,
       path: ep.path(user, rng),
-      headers: { ...(auth.header === undefined ? {} : { authorization: auth.header }), ...('ctype' in b ? { 'content-type': b.ctype } : {}) },
+      headers: {
+        ...(auth.header === undefined ? {} : { authorization: auth.header }),
+        ...('ctype' in b ? { 'content-type': b.ctype } : {}),
+      },
       body: b.body,
     };
   }
@@ -91,26 +114,75 @@ function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<B
     const token = rng.chance(0.5) ? adminToken('notification-service') : goodToken(ctx.secret, user);
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (ep.body !== undefined) headers['content-type'] = 'application/json';
-    return { category: `unstorable-user:${ep.name}`, method: ep.method, path: ep.path(enc(user), rng), headers, body: ep.body };
+    return {
+      category: `unstorable-user:${ep.name}`,
+      method: ep.method,
+      path: ep.path(enc(user), rng),
+      headers,
+      body: ep.body,
+    };
   }
   if (category === 'path') {
     // The owner's valid token, another inbox in the path (or a hostile one): 403, or 400/404.
-    const user = enc(rng.pick([ctx.other, canaries.email(), rng.pick(INJECTIONS), `${ctx.owner} `, ctx.owner.toUpperCase()]));
-    const path = rng.chance(0.5) ? ep.path(user, rng) : `/v1/users/${rng.pick([enc(ctx.owner)])}/notifications/${enc(rng.pick(INJECTIONS))}/${rng.pick(['read', 'unread'])}`;
-    return { category: `path:${ep.name}`, method: path.endsWith('read') ? 'POST' : ep.method, path, headers: { ...bearer(ctx), ...(ep.body ? { 'content-type': 'application/json' } : {}) }, body: path.endsWith('read') ? undefined : ep.body };
+    const user = enc(
+      rng.pick([ctx.other, canaries.email(), rng.pick(INJECTIONS), `${ctx.owner} `, ctx.owner.toUpperCase()]),
+    );
+    const path = rng.chance(0.5)
+      ? ep.path(user, rng)
+      : `/v1/users/${rng.pick([enc(ctx.owner)])}/notifications/${enc(rng.pick(INJECTIONS))}/${rng.pick(['read', 'unread'])}`;
+    return {
+      category: `path:${ep.name}`,
+      method: path.endsWith('read') ? 'POST' : ep.method,
+      path,
+      headers: { ...bearer(ctx), ...(ep.body ? { 'content-type': 'application/json' } : {}) },
+      body: path.endsWith('read') ? undefined : ep.body,
+    };
   }
   const auth = bearer(ctx);
   if (category === 'input') {
     const kind = rng.pick(['limit', 'cursor', 'unreadOnly', 'unknown-id', 'last-event-id']);
-    if (kind === 'limit') return { category: 'input:limit', method: 'GET', path: `/v1/users/${ctx.owner}/notifications?limit=${enc(rng.pick(BAD_LIMITS))}`, headers: auth };
-    if (kind === 'cursor') return { category: 'input:cursor', method: 'GET', path: `/v1/users/${ctx.owner}/notifications?cursor=${enc(badCursor(rng))}`, headers: auth };
-    if (kind === 'unreadOnly') return { category: 'input:unreadOnly', method: 'GET', path: `/v1/users/${ctx.owner}/notifications?unreadOnly=${enc(rng.pick(['maybe', '2', 'yes please', '%00', 'TRUE!']))}`, headers: auth };
-    if (kind === 'unknown-id') return { category: 'input:unknown-id', method: 'POST', path: `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/${rng.pick(['read', 'unread'])}`, headers: auth };
+    if (kind === 'limit')
+      return {
+        category: 'input:limit',
+        method: 'GET',
+        path: `/v1/users/${ctx.owner}/notifications?limit=${enc(rng.pick(BAD_LIMITS))}`,
+        headers: auth,
+      };
+    if (kind === 'cursor')
+      return {
+        category: 'input:cursor',
+        method: 'GET',
+        path: `/v1/users/${ctx.owner}/notifications?cursor=${enc(badCursor(rng))}`,
+        headers: auth,
+      };
+    if (kind === 'unreadOnly')
+      return {
+        category: 'input:unreadOnly',
+        method: 'GET',
+        path: `/v1/users/${ctx.owner}/notifications?unreadOnly=${enc(rng.pick(['maybe', '2', 'yes please', '%00', 'TRUE!']))}`,
+        headers: auth,
+      };
+    if (kind === 'unknown-id')
+      return {
+        category: 'input:unknown-id',
+        method: 'POST',
+        path: `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/${rng.pick(['read', 'unread'])}`,
+        headers: auth,
+      };
     return {
       category: 'input:last-event-id',
       method: 'GET',
       path: `/v1/users/${ctx.owner}/notifications/stream`,
-      headers: { ...auth, 'last-event-id': rng.pick([...HEADER_SAFE.filter((s) => !/^\d{1,15}$/.test(s.trim()) && s !== ''), '-5', 'abc', '1e5', '9'.repeat(16)]) },
+      headers: {
+        ...auth,
+        'last-event-id': rng.pick([
+          ...HEADER_SAFE.filter((s) => !/^\d{1,15}$/.test(s.trim()) && s !== ''),
+          '-5',
+          'abc',
+          '1e5',
+          '9'.repeat(16),
+        ]),
+      },
     };
   }
   // category === 'body'
@@ -119,32 +191,93 @@ function inboxRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): Omit<B
     const nest = (depth: number, leaf: string) => `${'['.repeat(depth)}${leaf}${']'.repeat(depth)}`;
     const depth = rng.int(1_000, 50_000);
     const [op, method, path, body] = rng.pick<[string, string, string, string]>([
-      ['preferences', 'PUT', `/v1/users/${ctx.owner}/preferences`, `{"preferences":{"mention":${nest(depth, '"\\u0000"')}}}`],
+      [
+        'preferences',
+        'PUT',
+        `/v1/users/${ctx.owner}/preferences`,
+        `{"preferences":{"mention":${nest(depth, '"\\u0000"')}}}`,
+      ],
       ['read-all', 'POST', `/v1/users/${ctx.owner}/notifications/read-all`, `{"version":${nest(depth, '1')}}`],
       ['read', 'POST', `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/read`, nest(depth, '{}')],
     ]);
-    return { category: `body:deep:${op}`, method, path, headers: { ...auth, 'content-type': 'application/json' }, body };
+    return {
+      category: `body:deep:${op}`,
+      method,
+      path,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body,
+    };
   }
   if (kind === 'version') {
     const op = rng.pick(['read', 'unread', 'read-all']);
-    const path = op === 'read-all' ? `/v1/users/${ctx.owner}/notifications/read-all` : `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/${op}`;
-    return { category: `body:version:${op}`, method: 'POST', path, headers: { ...auth, 'content-type': 'application/json' }, body: rng.pick(BAD_VERSION_BODIES) };
+    const path =
+      op === 'read-all'
+        ? `/v1/users/${ctx.owner}/notifications/read-all`
+        : `/v1/users/${ctx.owner}/notifications/${rng.uuid()}/${op}`;
+    return {
+      category: `body:version:${op}`,
+      method: 'POST',
+      path,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: rng.pick(BAD_VERSION_BODIES),
+    };
   }
   const prefs = `/v1/users/${ctx.owner}/preferences`;
   if (kind === 'preferences') {
-    const body = rng.chance(0.8) ? json(rng.pick(BAD_PREFERENCES)) : json({ preferences: { [rng.pick(INJECTIONS)]: { email: 'off' } } });
-    return { category: 'body:preferences', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body };
+    const body = rng.chance(0.8)
+      ? json(rng.pick(BAD_PREFERENCES))
+      : json({ preferences: { [rng.pick(INJECTIONS)]: { email: 'off' } } });
+    return {
+      category: 'body:preferences',
+      method: 'PUT',
+      path: prefs,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body,
+    };
   }
   if (kind === 'content-type') {
-    return { category: 'body:content-type', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': rng.pick(['text/plain', 'application/xml', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded']) }, body: json({ preferences: { mention: { email: 'off' } } }) };
+    return {
+      category: 'body:content-type',
+      method: 'PUT',
+      path: prefs,
+      headers: {
+        ...auth,
+        'content-type': rng.pick([
+          'text/plain',
+          'application/xml',
+          'multipart/form-data; boundary=x',
+          'application/x-www-form-urlencoded',
+        ]),
+      },
+      body: json({ preferences: { mention: { email: 'off' } } }),
+    };
   }
   if (kind === 'malformed') {
     const text = json({ preferences: { mention: { email: 'off' } } });
-    return { category: 'body:malformed', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body: text.slice(0, rng.int(1, text.length - 1)) };
+    return {
+      category: 'body:malformed',
+      method: 'PUT',
+      path: prefs,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: text.slice(0, rng.int(1, text.length - 1)),
+    };
   }
-  if (kind === 'empty-json') return { category: 'body:empty-json', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body: '' };
+  if (kind === 'empty-json')
+    return {
+      category: 'body:empty-json',
+      method: 'PUT',
+      path: prefs,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '',
+    };
   // Past fastify's default 1 MiB body limit.
-  return { category: 'body:oversized', method: 'PUT', path: prefs, headers: { ...auth, 'content-type': 'application/json' }, body: json({ preferences: { mention: { email: 'off' } }, pad: 'x'.repeat(1_100_000) }) };
+  return {
+    category: 'body:oversized',
+    method: 'PUT',
+    path: prefs,
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: json({ preferences: { mention: { email: 'off' } }, pad: 'x'.repeat(1_100_000) }),
+  };
 }
 
 // ---- email-service ---------------------------------------------------------------------------------
@@ -170,7 +303,12 @@ function unsubscribeRequest(rng: Rng, canaries: Canaries, ctx: RequestContext): 
     method,
     path: `/v1/unsubscribe${query()}`,
     headers: method === 'POST' ? { 'content-type': 'application/x-www-form-urlencoded' } : {},
-    body: method === 'POST' ? (oversized ? `List-Unsubscribe=One-Click&pad=${'x'.repeat(10_000)}` : 'List-Unsubscribe=One-Click') : undefined,
+    body:
+      method === 'POST'
+        ? oversized
+          ? `List-Unsubscribe=One-Click&pad=${'x'.repeat(10_000)}`
+          : 'List-Unsubscribe=One-Click'
+        : undefined,
   };
 }
 

@@ -23,7 +23,8 @@ export let earlyCloseRetries = 0;
 
 export async function send(baseUrl: string, req: BadRequest): Promise<Answer> {
   if (req.raw) return sendRaw(baseUrl, req.raw);
-  const large = typeof req.body === 'string' ? Buffer.byteLength(req.body) > LARGE_BODY : (req.body?.length ?? 0) > LARGE_BODY;
+  const large =
+    typeof req.body === 'string' ? Buffer.byteLength(req.body) > LARGE_BODY : (req.body?.length ?? 0) > LARGE_BODY;
   let answer = await sendOnce(baseUrl, req);
   for (let retry = 0; large && retry < 3 && answer.transportError && EARLY_CLOSE.test(answer.transportError); retry++) {
     earlyCloseRetries++;
@@ -59,7 +60,11 @@ function sendRaw(baseUrl: string, bytes: Buffer): Promise<Answer> {
       const text = Buffer.concat(chunks).toString('latin1');
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
       const body = text.slice(text.indexOf('\r\n\r\n') + 4);
-      resolve(m ? { status: Number(m[1]), body } : { status: 0, body: text, transportError: transportError ?? 'no HTTP status line in the answer' });
+      resolve(
+        m
+          ? { status: Number(m[1]), body }
+          : { status: 0, body: text, transportError: transportError ?? 'no HTTP status line in the answer' },
+      );
     };
     const timer = setTimeout(() => done('timed out'), TIMEOUT_MS);
     socket.on('data', (c: Buffer) => chunks.push(c));
@@ -87,7 +92,11 @@ export function hasReason(body: string): boolean {
 }
 
 /** Runs `work` over `items` with at most `concurrency` in flight, in order of the items. */
-export async function pool<T, R>(items: readonly T[], concurrency: number, work: (item: T) => Promise<R>): Promise<R[]> {
+export async function pool<T, R>(
+  items: readonly T[],
+  concurrency: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   await Promise.all(

@@ -40,9 +40,10 @@ export function enc(s: string): string {
   let out = '';
   for (const ch of s) {
     const cu = ch.charCodeAt(0);
-    out += ch.length === 1 && cu >= 0xd800 && cu <= 0xdfff
-      ? `%ED%${(0x80 | ((cu >> 6) & 0x3f)).toString(16).toUpperCase()}%${(0x80 | (cu & 0x3f)).toString(16).toUpperCase()}`
-      : encodeURIComponent(ch);
+    out +=
+      ch.length === 1 && cu >= 0xd800 && cu <= 0xdfff
+        ? `%ED%${(0x80 | ((cu >> 6) & 0x3f)).toString(16).toUpperCase()}%${(0x80 | (cu & 0x3f)).toString(16).toUpperCase()}`
+        : encodeURIComponent(ch);
   }
   return out;
 }

@@ -10,7 +10,13 @@
  */
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { buildEvent, COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, NOTIFICATION_TYPES, notificationHeaders } from '@community/contracts';
+import {
+  buildEvent,
+  COMMUNITY_TOPOLOGY,
+  EVENTS_EXCHANGE,
+  NOTIFICATION_TYPES,
+  notificationHeaders,
+} from '@community/contracts';
 import { createMessaging, type Topology } from '@community/messaging';
 import { createTestVhost, eventually } from '@community/testing';
 
@@ -21,12 +27,22 @@ const REGULAR = 'email-service.send';
 /** The lane as it was: a second queue on the routing key, receiving every notification.created. */
 const BASELINE: Topology = {
   ...COMMUNITY_TOPOLOGY,
-  queues: COMMUNITY_TOPOLOGY.queues.map((q) => (q.name === LANE ? { ...q, bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }] } : q)),
+  queues: COMMUNITY_TOPOLOGY.queues.map((q) =>
+    q.name === LANE ? { ...q, bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }] } : q,
+  ),
 };
 
 async function run(label: string, topology: Topology): Promise<{ lane: number; regular: number; security: number }> {
   const vhost = await createTestVhost(`bench-lane-${label}`);
-  const producer = createMessaging({ url: vhost.url, service: 'bench-producer', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [], defaultExchange: EVENTS_EXCHANGE });
+  const producer = createMessaging({
+    url: vhost.url,
+    service: 'bench-producer',
+    topology,
+    logger: pino({ level: 'warn' }),
+    registry: new Registry(),
+    classifiers: [],
+    defaultExchange: EVENTS_EXCHANGE,
+  });
   try {
     await producer.start();
     let security = 0;
@@ -34,7 +50,17 @@ async function run(label: string, topology: Topology): Promise<{ lane: number; r
       Array.from({ length: N }, (_, i) => {
         const type = NOTIFICATION_TYPES[i % NOTIFICATION_TYPES.length];
         if (type === 'security_alert') security++;
-        const data = { notificationId: `n-${i}`, userId: `u-${i % 50}`, type, idempotencyKey: `${type}:r-${i}`, actorId: 'u-7', resourceType: 'comment', resourceId: `r-${i}`, emailChannel: 'immediate' as const, excerpt: 'x' };
+        const data = {
+          notificationId: `n-${i}`,
+          userId: `u-${i % 50}`,
+          type,
+          idempotencyKey: `${type}:r-${i}`,
+          actorId: 'u-7',
+          resourceType: 'comment',
+          resourceId: `r-${i}`,
+          emailChannel: 'immediate' as const,
+          excerpt: 'x',
+        };
         const event = buildEvent('notification.created', data, { producer: 'bench' });
         const headers = notificationHeaders(event);
         return producer.publisher.publish(event, headers ? { headers } : {});
@@ -52,9 +78,12 @@ async function main(): Promise<void> {
   const before = await run('baseline', BASELINE);
   const after = await run('now', COMMUNITY_TOPOLOGY);
   console.log(`notifications published: ${N} (${after.security} security alerts)`);
-  console.log(`${LANE} received — baseline (routing-key binding): ${before.lane}; now (headers exchange): ${after.lane}`);
+  console.log(
+    `${LANE} received — baseline (routing-key binding): ${before.lane}; now (headers exchange): ${after.lane}`,
+  );
   console.log(`${REGULAR} received — baseline: ${before.regular}; now: ${after.regular}`);
-  if (after.lane !== after.security) throw new Error(`the lane received ${after.lane}, expected only the ${after.security} security alerts`);
+  if (after.lane !== after.security)
+    throw new Error(`the lane received ${after.lane}, expected only the ${after.security} security alerts`);
 }
 
 main().catch((err) => {

@@ -21,7 +21,15 @@ import { createMessaging } from '@community/messaging';
 import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createTestDatabase, createTestVhost, median } from '@community/testing';
 // The app's public entry only: the sender path below is the one the service builds for itself.
-import { createComposer, createEmailService, createSmtpStack, emailMetrics, loadEmailConfig, UnsubscribeTokens, type Sender } from '../../apps/email-service/src';
+import {
+  createComposer,
+  createEmailService,
+  createSmtpStack,
+  emailMetrics,
+  loadEmailConfig,
+  UnsubscribeTokens,
+  type Sender,
+} from '../../apps/email-service/src';
 
 const N = Number(process.env.BENCH_EMAILS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -59,7 +67,10 @@ function runSink(): void {
 }
 
 function startSink(): Promise<{ child: ChildProcess; port: number; count(): Promise<number> }> {
-  const child = fork(__filename, [], { env: { ...process.env, BENCH_ROLE: 'sink' }, execArgv: ['-r', '@swc-node/register'] });
+  const child = fork(__filename, [], {
+    env: { ...process.env, BENCH_ROLE: 'sink' },
+    execArgv: ['-r', '@swc-node/register'],
+  });
   return new Promise((resolve) => {
     child.once('message', (m: { port: number }) =>
       resolve({
@@ -104,10 +115,30 @@ async function drive(count: number, job: (i: number) => Promise<unknown>): Promi
 }
 
 async function rawNodemailer(port: number, n: number): Promise<number> {
-  const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port, secure: false, ignoreTLS: true, maxConnections: POOL, maxMessages: Infinity });
-  const mail = composer.notification(recipient, { type: 'mention', notificationId: 'n-1', actorName: 'Grace', resourceType: 'comment', excerpt: 'x'.repeat(200) }, 'k');
+  const transport = nodemailer.createTransport({
+    pool: true,
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    ignoreTLS: true,
+    maxConnections: POOL,
+    maxMessages: Infinity,
+  });
+  const mail = composer.notification(
+    recipient,
+    { type: 'mention', notificationId: 'n-1', actorName: 'Grace', resourceType: 'comment', excerpt: 'x'.repeat(200) },
+    'k',
+  );
   const t0 = performance.now();
-  await drive(n, () => transport.sendMail({ from: 'Community <notifications@community.local>', to: mail.to, subject: mail.subject, text: mail.text, html: mail.html }));
+  await drive(n, () =>
+    transport.sendMail({
+      from: 'Community <notifications@community.local>',
+      to: mail.to,
+      subject: mail.subject,
+      text: mail.text,
+      html: mail.html,
+    }),
+  );
   const rate = n / ((performance.now() - t0) / 1000);
   transport.close();
   return rate;
@@ -119,7 +150,13 @@ async function servicePath(port: number, n: number, ratePerSecond: number): Prom
   const render = (i: number) =>
     composer.notification(
       recipient,
-      { type: 'mention', notificationId: `n-${i}`, actorName: 'Grace <Hopper>', resourceType: 'comment', excerpt: 'x'.repeat(200) },
+      {
+        type: 'mention',
+        notificationId: `n-${i}`,
+        actorName: 'Grace <Hopper>',
+        resourceType: 'comment',
+        excerpt: 'x'.repeat(200),
+      },
       `mention:c-${i}:u-42`,
     );
   // One send first, so the timed run does not include opening a pooled connection.
@@ -139,10 +176,27 @@ async function runPipeline(port: number, emails: number, received: () => Promise
   const silent = pino({ level: 'silent' });
   const [vhost, db] = await Promise.all([createTestVhost('bench-email'), createTestDatabase('bench_email')]);
   try {
-    const producer = createMessaging({ url: vhost.url, service: 'bench-producer', topology: COMMUNITY_TOPOLOGY, logger: silent, registry: new Registry(), classifiers: [] });
+    const producer = createMessaging({
+      url: vhost.url,
+      service: 'bench-producer',
+      topology: COMMUNITY_TOPOLOGY,
+      logger: silent,
+      registry: new Registry(),
+      classifiers: [],
+    });
     await producer.start();
     for (let i = 0; i < emails; i++) {
-      const data = { notificationId: `n-${i}`, userId: 'u-42', type: 'mention' as const, idempotencyKey: `mention:c-${i}:u-42`, actorId: 'u-7', resourceType: 'comment', resourceId: `c-${i}`, emailChannel: 'immediate' as const, excerpt: 'x'.repeat(200) };
+      const data = {
+        notificationId: `n-${i}`,
+        userId: 'u-42',
+        type: 'mention' as const,
+        idempotencyKey: `mention:c-${i}:u-42`,
+        actorId: 'u-7',
+        resourceType: 'comment',
+        resourceId: `c-${i}`,
+        emailChannel: 'immediate' as const,
+        excerpt: 'x'.repeat(200),
+      };
       await producer.publisher.publish(buildEvent('notification.created', data, { producer: 'bench' }));
     }
     await producer.stop();
@@ -183,7 +237,9 @@ async function main(): Promise<void> {
 }
 
 async function measure(sink: { port: number; count(): Promise<number> }): Promise<void> {
-  console.log(`email bench: ${N} emails per round, ${ROUNDS} rounds, pool ${POOL} connections, ${CONCURRENCY} sends in flight; sink: smtp-server in a child process`);
+  console.log(
+    `email bench: ${N} emails per round, ${ROUNDS} rounds, pool ${POOL} connections, ${CONCURRENCY} sends in flight; sink: smtp-server in a child process`,
+  );
   await rawNodemailer(sink.port, 300); // warm-up (JIT, connections)
   await servicePath(sink.port, 300, 0);
 
@@ -194,7 +250,10 @@ async function measure(sink: { port: number; count(): Promise<number> }): Promis
     svc.push((await servicePath(sink.port, N, 0)).rate);
     console.log(`  round ${r}: raw nodemailer ${fmt(raw[r - 1])}/s   service sender path ${fmt(svc[r - 1])}/s`);
   }
-  if (ROUNDS > 0) console.log(`unthrottled, median: raw nodemailer ${fmt(median(raw))} emails/s | service sender path ${fmt(median(svc))} emails/s (${((median(svc) / median(raw)) * 100).toFixed(0)} % of raw)`);
+  if (ROUNDS > 0)
+    console.log(
+      `unthrottled, median: raw nodemailer ${fmt(median(raw))} emails/s | service sender path ${fmt(median(svc))} emails/s (${((median(svc) / median(raw)) * 100).toFixed(0)} % of raw)`,
+    );
 
   console.log(`rate limit (SMTP_RATE_PER_SECOND), ${RATE_SECONDS} s each, measured from first to last completed send:`);
   for (const rate of RATES) {
@@ -202,13 +261,17 @@ async function measure(sink: { port: number; count(): Promise<number> }): Promis
     const { done } = await servicePath(sink.port, n, rate);
     const achieved = (n - 1) / ((done[done.length - 1] - done[0]) / 1000);
     const deviation = (achieved / rate - 1) * 100;
-    console.log(`  configured ${fmt(rate)}/s  achieved ${achieved.toFixed(1).padStart(7)}/s  (${deviation >= 0 ? '+' : ''}${deviation.toFixed(2)} %) ${Math.abs(deviation) <= 5 ? 'within ±5 %' : 'OUTSIDE ±5 %'}`);
+    console.log(
+      `  configured ${fmt(rate)}/s  achieved ${achieved.toFixed(1).padStart(7)}/s  (${deviation >= 0 ? '+' : ''}${deviation.toFixed(2)} %) ${Math.abs(deviation) <= 5 ? 'within ±5 %' : 'OUTSIDE ±5 %'}`,
+    );
   }
 
   if (PIPELINE) {
     const emails = Math.min(N, 2000);
     const rate = await runPipeline(sink.port, emails, () => sink.count());
-    console.log(`whole service (RabbitMQ → handler → ledger in Postgres → SMTP), ${emails} emails, consumer concurrency ${CONCURRENCY}: ${fmt(rate)} emails/s`);
+    console.log(
+      `whole service (RabbitMQ → handler → ledger in Postgres → SMTP), ${emails} emails, consumer concurrency ${CONCURRENCY}: ${fmt(rate)} emails/s`,
+    );
   }
 }
 

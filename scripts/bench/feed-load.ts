@@ -56,7 +56,16 @@ async function run(job: Run): Promise<void> {
     const r = new Redis(job.redisUrl!, { keyPrefix: job.prefix });
     redis = r;
     call = async (i) => {
-      const ids = await r.zrange(`f:${job.users[i % job.users.length]}`, '+inf', '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, 20);
+      const ids = await r.zrange(
+        `f:${job.users[i % job.users.length]}`,
+        '+inf',
+        '-inf',
+        'BYSCORE',
+        'REV',
+        'LIMIT',
+        0,
+        20,
+      );
       const bodies = await r.mget(ids.map((x) => `p:${x}`));
       if (bodies.length !== 20) throw new Error(`page of ${bodies.length}`);
     };

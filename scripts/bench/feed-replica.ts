@@ -61,7 +61,10 @@ Client.prototype.query = function (this: Client, ...args: unknown[]) {
 } as typeof Client.prototype.query;
 const redisSend = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (this: Redis, ...args: Parameters<Redis['sendCommand']>) {
-  return timed(redisSend.apply(this, args), (ms) => ((waits.redisMs += ms), waits.redisCalls++, waitTimes.redis.push(ms)));
+  return timed(
+    redisSend.apply(this, args),
+    (ms) => ((waits.redisMs += ms), waits.redisCalls++, waitTimes.redis.push(ms)),
+  );
 };
 
 /** Garbage-collection pauses of this process (count, total, longest): beside the event-loop delay, what stalls it. */
@@ -118,11 +121,19 @@ async function main(): Promise<void> {
         Object.assign(gc, { count: 0, ms: 0, maxMs: 0 });
         waitTimes = { pg: [], redis: [] };
         pgConnects = 0;
-        if (process.env.BENCH_TRACE) writeFileSync(`${process.env.BENCH_TRACE}.${process.pid}.${Date.now()}.json`, JSON.stringify(trace.splice(0)));
+        if (process.env.BENCH_TRACE)
+          writeFileSync(
+            `${process.env.BENCH_TRACE}.${process.pid}.${Date.now()}.json`,
+            JSON.stringify(trace.splice(0)),
+          );
         send({ type: 'reset' });
       } else if (m.type === 'stats') {
-        const reads = Object.fromEntries((await service.metrics.cacheReads.get()).values.map((v) => [v.labels.result, v.value]));
-        const yielded = Object.fromEntries((await service.metrics.fanoutYield.get()).values.map((v) => [v.labels.outcome, v.value]));
+        const reads = Object.fromEntries(
+          (await service.metrics.cacheReads.get()).values.map((v) => [v.labels.result, v.value]),
+        );
+        const yielded = Object.fromEntries(
+          (await service.metrics.fanoutYield.get()).values.map((v) => [v.labels.outcome, v.value]),
+        );
         send({
           type: 'stats',
           eldP50: eld.percentile(50) / 1e6,

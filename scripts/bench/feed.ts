@@ -111,11 +111,31 @@ function cpuSeconds(before: CpuSnapshot, after: CpuSnapshot): Record<string, num
 }
 
 async function privateRedis(port: number): Promise<ChildProcess> {
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--slowlog-log-slower-than', '1000', '--slowlog-max-len', '100000'], { stdio: 'ignore' });
+  const proc = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--slowlog-log-slower-than',
+      '1000',
+      '--slowlog-max-len',
+      '100000',
+    ],
+    { stdio: 'ignore' },
+  );
   for (let i = 0; i < 100; i++) {
     const c = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     c.on('error', () => undefined);
-    const ok = await c.connect().then(() => c.ping(), () => undefined);
+    const ok = await c.connect().then(
+      () => c.ping(),
+      () => undefined,
+    );
     c.disconnect();
     if (ok === 'PONG') return proc;
     await sleep(50);
@@ -136,13 +156,19 @@ async function benchVhost(): Promise<{ url: string; delete(): Promise<void> }> {
   const call = (method: string, path: string, body?: unknown) =>
     fetch(`${m.baseUrl}/api${path}`, {
       method,
-      headers: { authorization: `Basic ${Buffer.from(`${m.username}:${m.password}`).toString('base64')}`, 'content-type': 'application/json' },
+      headers: {
+        authorization: `Basic ${Buffer.from(`${m.username}:${m.password}`).toString('base64')}`,
+        'content-type': 'application/json',
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(180_000),
     });
   const v = encodeURIComponent(name);
   // PUT is idempotent: when the management server drops a slow request, look whether it took effect, else ask again.
-  for (const [path, body] of [[`/vhosts/${v}`, {}], [`/permissions/${v}/${encodeURIComponent(m.username)}`, { configure: '.*', write: '.*', read: '.*' }]] as const) {
+  for (const [path, body] of [
+    [`/vhosts/${v}`, {}],
+    [`/permissions/${v}/${encodeURIComponent(m.username)}`, { configure: '.*', write: '.*', read: '.*' }],
+  ] as const) {
     for (let attempt = 1; ; attempt++) {
       const res = await call('PUT', path, body).catch((err: Error) => err);
       if (!(res instanceof Error) && res.ok) break;
@@ -161,7 +187,11 @@ interface Child {
 }
 
 function forkChild(script: string, env: Record<string, string | undefined>): Child {
-  const proc = fork(script, [], { env, execArgv: ['-r', '@swc-node/register'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const proc = fork(script, [], {
+    env,
+    execArgv: ['-r', '@swc-node/register'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return {
     proc,
     ask<T>(message: Record<string, unknown>, answer: string) {
@@ -200,14 +230,17 @@ interface Stats {
   pgConnects: number;
   redisP99: number;
 }
-const eldText = (name: string, s: Stats) => `${name} event-loop delay p99 ${ms(s.eldP99)} (max ${ms(s.eldMax)}), GC ${s.gc.count}× ${ms(s.gc.ms)} (longest ${ms(s.gc.maxMs)})`;
+const eldText = (name: string, s: Stats) =>
+  `${name} event-loop delay p99 ${ms(s.eldP99)} (max ${ms(s.eldMax)}), GC ${s.gc.count}× ${ms(s.gc.ms)} (longest ${ms(s.gc.maxMs)})`;
 
 async function main(): Promise<void> {
   const redisPort = await freePort();
   let redisProc = await privateRedis(redisPort);
   const redisUrl = `redis://127.0.0.1:${redisPort}`;
   // BENCH_AMQP_URL: an existing vhost of the bench's (kept), when the shared broker is too slow to create one.
-  const vhost = process.env.BENCH_AMQP_URL ? { url: process.env.BENCH_AMQP_URL, delete: async () => undefined } : await benchVhost();
+  const vhost = process.env.BENCH_AMQP_URL
+    ? { url: process.env.BENCH_AMQP_URL, delete: async () => undefined }
+    : await benchVhost();
   const db = await createTestDatabase('bench_feed');
   const env = {
     ...process.env,
@@ -222,7 +255,14 @@ async function main(): Promise<void> {
   const config = loadFeedConfig(env);
   const logger = pino({ level: 'error' });
   // This process publishes (as the upstream services would) and watches; it consumes nothing.
-  const messaging = createMessaging({ url: vhost.url, service: 'feed-bench', topology: COMMUNITY_TOPOLOGY, logger, registry: new Registry(), classifiers: [] });
+  const messaging = createMessaging({
+    url: vhost.url,
+    service: 'feed-bench',
+    topology: COMMUNITY_TOPOLOGY,
+    logger,
+    registry: new Registry(),
+    classifiers: [],
+  });
   await messaging.start();
   const publisher = messaging.publisher;
   const pool = createPgPool(db.url, { max: 4, applicationName: 'feed-bench', logger });
@@ -247,25 +287,37 @@ async function main(): Promise<void> {
     await admin.call('SLOWLOG', 'RESET');
     const byCommand = new Map<string, number[]>();
     for (const [, , micros, args] of entries) {
-      const name = String(args[0]).toUpperCase() === 'EVALSHA' ? `EVALSHA(${Number(args[2])} keys)` : String(args[0]).toUpperCase();
+      const name =
+        String(args[0]).toUpperCase() === 'EVALSHA'
+          ? `EVALSHA(${Number(args[2])} keys)`
+          : String(args[0]).toUpperCase();
       byCommand.set(name, [...(byCommand.get(name) ?? []), micros / 1000]);
     }
     const parts = [...byCommand].map(([c, xs]) => `${c} ×${xs.length} max ${ms(Math.max(...xs))}`);
     log(`redis SLOWLOG (> 1 ms) during ${what}: ${entries.length === 0 ? 'none' : parts.join(', ')}`);
   }
-  log(`feed-service replicas: ${replicas.map((r) => `${r.name} (${r.address})`).join(', ')}; private redis :${redisPort}; chunk ${config.FEED_FANOUT_CHUNK_SIZE}, fan-out concurrency ${config.FEED_FANOUT_CONCURRENCY}, small-lane pre-emption ${config.FEED_FANOUT_YIELD_MAX_MS > 0 ? `on (≤ ${config.FEED_FANOUT_YIELD_MAX_MS} ms per chunk)` : 'off'}`);
+  log(
+    `feed-service replicas: ${replicas.map((r) => `${r.name} (${r.address})`).join(', ')}; private redis :${redisPort}; chunk ${config.FEED_FANOUT_CHUNK_SIZE}, fan-out concurrency ${config.FEED_FANOUT_CONCURRENCY}, small-lane pre-emption ${config.FEED_FANOUT_YIELD_MAX_MS > 0 ? `on (≤ ${config.FEED_FANOUT_YIELD_MAX_MS} ms per chunk)` : 'off'}`,
+  );
 
   try {
     // ---- seed ----------------------------------------------------------------------------
     const t0 = performance.now();
     const id = (p: string, i: number) => `${p}-${String(i).padStart(7, '0')}`;
     async function seed(author: string, p: string, n: number) {
-      await pool.query(`INSERT INTO feed_follows SELECT $1 || '-' || lpad(i::text, 7, '0'), $2, true, now() - interval '1 day' FROM generate_series(1, $3::int) i`, [p, author, n]);
-      await pool.query(`INSERT INTO feed_user_activity SELECT $1 || '-' || lpad(i::text, 7, '0'), now() FROM generate_series(1, $2::int) i ON CONFLICT DO NOTHING`, [p, n]);
+      await pool.query(
+        `INSERT INTO feed_follows SELECT $1 || '-' || lpad(i::text, 7, '0'), $2, true, now() - interval '1 day' FROM generate_series(1, $3::int) i`,
+        [p, author, n],
+      );
+      await pool.query(
+        `INSERT INTO feed_user_activity SELECT $1 || '-' || lpad(i::text, 7, '0'), now() FROM generate_series(1, $2::int) i ON CONFLICT DO NOTHING`,
+        [p, n],
+      );
       await pool.query(`INSERT INTO feed_authors (author_id, follower_count) VALUES ($1, $2)`, [author, n]);
       for (let i = 1; i <= n; i += 10_000) {
         const pipe = redis.pipeline();
-        for (let j = i; j < Math.min(n + 1, i + 10_000); j++) pipe.set(`live:${id(p, j)}`, '1', 'PX', ttl).set(`ready:${id(p, j)}`, '1', 'PX', ttl);
+        for (let j = i; j < Math.min(n + 1, i + 10_000); j++)
+          pipe.set(`live:${id(p, j)}`, '1', 'PX', ttl).set(`ready:${id(p, j)}`, '1', 'PX', ttl);
         await pipe.exec();
       }
     }
@@ -280,11 +332,16 @@ async function main(): Promise<void> {
     const tb = performance.now();
     for (let i = 1; i <= FOLLOWERS; i += chunk) {
       const pipe = redis.pipeline();
-      for (let j = i; j < Math.min(FOLLOWERS + 1, i + chunk); j++) pipe.zadd(`raw:${id('bf', j)}`, at, 'raw-post').zremrangebyrank(`raw:${id('bf', j)}`, 0, -(config.FEED_CAP + 1));
+      for (let j = i; j < Math.min(FOLLOWERS + 1, i + chunk); j++)
+        pipe
+          .zadd(`raw:${id('bf', j)}`, at, 'raw-post')
+          .zremrangebyrank(`raw:${id('bf', j)}`, 0, -(config.FEED_CAP + 1));
       await pipe.exec();
     }
     const rawSeconds = (performance.now() - tb) / 1000;
-    log(`raw baseline: ${FOLLOWERS.toLocaleString()} entries in ${rawSeconds.toFixed(2)} s = ${Math.round(FOLLOWERS / rawSeconds).toLocaleString()} entries/s`);
+    log(
+      `raw baseline: ${FOLLOWERS.toLocaleString()} entries in ${rawSeconds.toFixed(2)} s = ${Math.round(FOLLOWERS / rawSeconds).toLocaleString()} entries/s`,
+    );
 
     // ---- lanes, idle ----------------------------------------------------------------------
     const smallFollowers = Array.from({ length: 10 }, (_, i) => id('sf', i + 1));
@@ -292,7 +349,9 @@ async function main(): Promise<void> {
     async function smallPostLatency(): Promise<number> {
       const postId = `small-${++seq}`;
       const start = performance.now();
-      await publisher.publish(buildEvent('post.published', { postId, authorId: 'small', title: 't', excerpt: 'e' }, { producer: 'bench' }));
+      await publisher.publish(
+        buildEvent('post.published', { postId, authorId: 'small', title: 't', excerpt: 'e' }, { producer: 'bench' }),
+      );
       for (;;) {
         const pipe = redis.pipeline();
         for (const u of smallFollowers) pipe.zscore(`f:${u}`, postId);
@@ -312,17 +371,29 @@ async function main(): Promise<void> {
     if (SPLIT) {
       const st = await statsOf(front);
       const n = LANE_SAMPLES + 1;
-      log(`  per small post on the activity replica, idle: Postgres ${(st.pgCalls / n).toFixed(0)} calls ${ms(st.pgMs / n)}, Redis ${(st.redisCalls / n).toFixed(0)} calls ${ms(st.redisMs / n)}`);
+      log(
+        `  per small post on the activity replica, idle: Postgres ${(st.pgCalls / n).toFixed(0)} calls ${ms(st.pgMs / n)}, Redis ${(st.redisCalls / n).toFixed(0)} calls ${ms(st.redisMs / n)}`,
+      );
     }
     await admin.call('SLOWLOG', 'RESET');
     await resetAll();
 
     // ---- fan-out of the big post, with small posts during it --------------------------------
     const bigId = 'big-post';
-    const cpuNamed = () => ({ ...Object.fromEntries(replicas.map((r) => [`feed-service ${r.name}`, r.child.proc.pid])), redis: redisProc.pid, bench: process.pid });
+    const cpuNamed = () => ({
+      ...Object.fromEntries(replicas.map((r) => [`feed-service ${r.name}`, r.child.proc.pid])),
+      redis: redisProc.pid,
+      bench: process.pid,
+    });
     const cpu0 = cpuSnapshot(cpuNamed());
     const tf = performance.now();
-    await publisher.publish(buildEvent('post.published', { postId: bigId, authorId: 'big', title: 'big', excerpt: 'to a million' }, { producer: 'bench' }));
+    await publisher.publish(
+      buildEvent(
+        'post.published',
+        { postId: bigId, authorId: 'big', title: 'big', excerpt: 'to a million' },
+        { producer: 'bench' },
+      ),
+    );
     const busy: number[] = [];
     let done = false;
     let fanoutSeconds = NaN;
@@ -337,7 +408,10 @@ async function main(): Promise<void> {
     })();
     // Small posts while chunks are being written (wait for the first checkpoint, so the fan-out is really running).
     for (;;) {
-      const { rows } = await pool.query(`SELECT count(*)::int AS n FROM feed_fanout_chunks WHERE post_id = $1 AND done_at IS NOT NULL`, [bigId]);
+      const { rows } = await pool.query(
+        `SELECT count(*)::int AS n FROM feed_fanout_chunks WHERE post_id = $1 AND done_at IS NOT NULL`,
+        [bigId],
+      );
       if (rows[0].n > 0 || done) break;
       await sleep(10);
     }
@@ -352,54 +426,109 @@ async function main(): Promise<void> {
     const cpu = cpuSeconds(cpu0, cpuSnapshot(cpuNamed()));
     // The service's work: everything but this process (its watchers and the small posts' polling).
     const coreSeconds = Object.entries(cpu).reduce((a, [k, v]) => (k === 'bench' ? a : a + v), 0);
-    const { rows: fin } = await pool.query(`SELECT sum(written)::int AS written, count(*)::int AS chunks, sum(attempts)::int AS attempts FROM feed_fanout_chunks WHERE post_id = $1`, [bigId]);
-    log(`fan-out: ${FOLLOWERS.toLocaleString()} followers in ${fanoutSeconds.toFixed(2)} s = ${Math.round(FOLLOWERS / fanoutSeconds).toLocaleString()} entries/s (written ${fin[0].written}, ${fin[0].chunks} chunks, ${fin[0].attempts} attempts)`);
+    const { rows: fin } = await pool.query(
+      `SELECT sum(written)::int AS written, count(*)::int AS chunks, sum(attempts)::int AS attempts FROM feed_fanout_chunks WHERE post_id = $1`,
+      [bigId],
+    );
+    log(
+      `fan-out: ${FOLLOWERS.toLocaleString()} followers in ${fanoutSeconds.toFixed(2)} s = ${Math.round(FOLLOWERS / fanoutSeconds).toLocaleString()} entries/s (written ${fin[0].written}, ${fin[0].chunks} chunks, ${fin[0].attempts} attempts)`,
+    );
     log(`fan-out vs raw baseline: ${(rawSeconds / fanoutSeconds).toFixed(2)}× (target ≥ 0.5×)`);
     log(
-      `  CPU during the fan-out: ${Object.entries(cpu).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ')}; ${coreSeconds.toFixed(1)} core-seconds without the bench's own ` +
+      `  CPU during the fan-out: ${Object.entries(cpu)
+        .map(([k, v]) => `${k} ${v.toFixed(1)} s`)
+        .join(', ')}; ${coreSeconds.toFixed(1)} core-seconds without the bench's own ` +
         `(${(coreSeconds / fanoutSeconds).toFixed(2)} cores busy): ${Math.round(FOLLOWERS / coreSeconds).toLocaleString()} followers per second per core (the small posts' work included)`,
     );
     for (const r of replicas) {
       const st = await statsOf(r);
-      const paused = Object.entries(st.yielded).map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ');
-      log(`  during the fan-out: ${eldText(r.name, st)}; waited on Postgres ${st.pgCalls} calls ${ms(st.pgMs)}, on Redis ${st.redisCalls} calls ${ms(st.redisMs)}${paused ? `; chunks paused for the small lane: ${paused}` : ''}`);
+      const paused = Object.entries(st.yielded)
+        .map(([k, v]) => `${k} ${v.toFixed(2)} s`)
+        .join(', ');
+      log(
+        `  during the fan-out: ${eldText(r.name, st)}; waited on Postgres ${st.pgCalls} calls ${ms(st.pgMs)}, on Redis ${st.redisCalls} calls ${ms(st.redisMs)}${paused ? `; chunks paused for the small lane: ${paused}` : ''}`,
+      );
     }
     if (SPLIT && busy.length > 0) {
       const st = await statsOf(front);
-      log(`  per small post on the activity replica: Postgres ${(st.pgCalls / busy.length).toFixed(0)} calls ${ms(st.pgMs / busy.length)}, Redis ${(st.redisCalls / busy.length).toFixed(0)} calls ${ms(st.redisMs / busy.length)}, of ${ms(busy.reduce((a, b) => a + b, 0) / busy.length)} mean latency`);
+      log(
+        `  per small post on the activity replica: Postgres ${(st.pgCalls / busy.length).toFixed(0)} calls ${ms(st.pgMs / busy.length)}, Redis ${(st.redisCalls / busy.length).toFixed(0)} calls ${ms(st.redisMs / busy.length)}, of ${ms(busy.reduce((a, b) => a + b, 0) / busy.length)} mean latency`,
+      );
     }
     await slowlog('the fan-out');
     if (busy.length > 0) {
-      log(`lanes, during the fan-out: p50 ${ms(pct(busy, 50))} (max ${ms(Math.max(...busy))}, ${busy.length} posts) vs idle p50 ${ms(pct(idle, 50))}: ${(pct(busy, 50) / pct(idle, 50)).toFixed(2)}× (target ≤ 2×)`);
-    } else log('lanes, during the fan-out: the fan-out ended before a small post could be measured (raise BENCH_FOLLOWERS)');
+      log(
+        `lanes, during the fan-out: p50 ${ms(pct(busy, 50))} (max ${ms(Math.max(...busy))}, ${busy.length} posts) vs idle p50 ${ms(pct(idle, 50))}: ${(pct(busy, 50) / pct(idle, 50)).toFixed(2)}× (target ≤ 2×)`,
+      );
+    } else
+      log('lanes, during the fan-out: the fan-out ended before a small post could be measured (raise BENCH_FOLLOWERS)');
 
     // ---- reads ------------------------------------------------------------------------------
     // READERS users following 'small' (materialised), 50 posts of 'small' in each feed.
-    await pool.query(`INSERT INTO feed_follows SELECT 'rd-' || lpad(i::text, 7, '0'), 'small', true, now() - interval '1 day' FROM generate_series(1, $1::int) i`, [READERS]);
-    await pool.query(`INSERT INTO feed_user_activity SELECT 'rd-' || lpad(i::text, 7, '0'), now() FROM generate_series(1, $1::int) i`, [READERS]);
+    await pool.query(
+      `INSERT INTO feed_follows SELECT 'rd-' || lpad(i::text, 7, '0'), 'small', true, now() - interval '1 day' FROM generate_series(1, $1::int) i`,
+      [READERS],
+    );
+    await pool.query(
+      `INSERT INTO feed_user_activity SELECT 'rd-' || lpad(i::text, 7, '0'), now() FROM generate_series(1, $1::int) i`,
+      [READERS],
+    );
     const readers = Array.from({ length: READERS }, (_, i) => id('rd', i + 1));
     for (const u of readers) await redis.set(`live:${u}`, '1', 'PX', ttl);
     for (let i = 0; i < 50; i++) {
-      await publisher.publish(buildEvent('post.published', { postId: `rp-${i}`, authorId: 'small', title: `read ${i}`, excerpt: 'x'.repeat(120) }, { producer: 'bench' }));
+      await publisher.publish(
+        buildEvent(
+          'post.published',
+          { postId: `rp-${i}`, authorId: 'small', title: `read ${i}`, excerpt: 'x'.repeat(120) },
+          { producer: 'bench' },
+        ),
+      );
     }
-    while ((await pool.query(`SELECT count(*)::int AS n FROM feed_fanout_jobs WHERE post_id LIKE 'rp-%' AND done_at IS NOT NULL`)).rows[0].n < 50) await sleep(50);
+    while (
+      (
+        await pool.query(
+          `SELECT count(*)::int AS n FROM feed_fanout_jobs WHERE post_id LIKE 'rp-%' AND done_at IS NOT NULL`,
+        )
+      ).rows[0].n < 50
+    )
+      await sleep(50);
     for (const u of readers) await redis.set(`ready:${u}`, '1', 'PX', ttl);
     const { tokens } = await front.child.ask<{ tokens: string[] }>({ type: 'sign', users: readers }, 'tokens');
 
     async function atRate(what: string, kind: 'api' | 'raw'): Promise<number[]> {
       await resetAll();
-      const res = await load.ask<{ latencies: number[]; errors: number; achieved: number; eldP99: number; eldMax: number }>(
-        { type: 'run', kind, rate: READ_RATE, seconds: READ_SECONDS, users: readers, tokens, address: front.address, redisUrl, prefix: PREFIX },
+      const res = await load.ask<{
+        latencies: number[];
+        errors: number;
+        achieved: number;
+        eldP99: number;
+        eldMax: number;
+      }>(
+        {
+          type: 'run',
+          kind,
+          rate: READ_RATE,
+          seconds: READ_SECONDS,
+          users: readers,
+          tokens,
+          address: front.address,
+          redisUrl,
+          prefix: PREFIX,
+        },
         'done',
       );
       const lat = res.latencies;
-      log(`${what}: ${READ_RATE * READ_SECONDS} at ${READ_RATE}/s (achieved ${res.achieved.toFixed(0)}/s, ${res.errors} errors): p50 ${ms(Math.max(0, pct(lat, 50)))}, p99 ${ms(pct(lat, 99))}, max ${ms(Math.max(...lat))}`);
+      log(
+        `${what}: ${READ_RATE * READ_SECONDS} at ${READ_RATE}/s (achieved ${res.achieved.toFixed(0)}/s, ${res.errors} errors): p50 ${ms(Math.max(0, pct(lat, 50)))}, p99 ${ms(pct(lat, 99))}, max ${ms(Math.max(...lat))}`,
+      );
       const st = await statsOf(front);
       const server =
         kind === 'api'
           ? `, server-side p50 ${ms(st.serverP50)} p99 ${ms(st.serverP99)} (${st.requests} requests; waits p99: Postgres ${ms(st.pgP99)} of ${st.pgCalls} calls (${st.pgConnects} new connections), Redis ${ms(st.redisP99)} of ${st.redisCalls}); `
           : '; ';
-      log(`  load process event-loop delay p99 ${ms(res.eldP99)} (max ${ms(res.eldMax)})${server}${eldText(front.name, st)}`);
+      log(
+        `  load process event-loop delay p99 ${ms(res.eldP99)} (max ${ms(res.eldMax)})${server}${eldText(front.name, st)}`,
+      );
       return lat;
     }
     const reads = async () => (await statsOf(front)).reads;
@@ -412,7 +541,9 @@ async function main(): Promise<void> {
     await slowlog('the reads');
     const hits = (after.hit ?? 0) - (before.hit ?? 0);
     const all = Object.keys(after).reduce((n, k) => n + (after[k] ?? 0) - (before[k] ?? 0), 0);
-    log(`hit ratio ${(hits / all).toFixed(3)}; API p99 vs raw p99: ${(pct(apiLat, 99) / pct(rawLat, 99)).toFixed(2)}× (target ≤ 3×)`);
+    log(
+      `hit ratio ${(hits / all).toFixed(3)}; API p99 vs raw p99: ${(pct(apiLat, 99) / pct(rawLat, 99)).toFixed(2)}× (target ≤ 3×)`,
+    );
 
     redisProc.kill('SIGKILL');
     await once(redisProc, 'exit');

@@ -57,14 +57,25 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
 function mentionBody(i: number, user: string, run: string): Buffer {
   const e = buildEvent(
     'user.mentioned',
-    { commentId: `c-${run}-${i}`, postId: 'post-42', actorId: 'actor-1', mentionedUserId: user, excerpt: 'x'.repeat(80) },
+    {
+      commentId: `c-${run}-${i}`,
+      postId: 'post-42',
+      actorId: 'actor-1',
+      mentionedUserId: user,
+      excerpt: 'x'.repeat(80),
+    },
     { producer: 'bench' },
   );
   return Buffer.from(JSON.stringify(e));
 }
 
 /** Publishes every body with confirms, at most WINDOW unconfirmed at a time. */
-async function publishAll(ch: amqplib.ConfirmChannel, exchange: string, routingKey: string, bodies: Buffer[]): Promise<void> {
+async function publishAll(
+  ch: amqplib.ConfirmChannel,
+  exchange: string,
+  routingKey: string,
+  bodies: Buffer[],
+): Promise<void> {
   let outstanding = 0;
   let wake: (() => void) | undefined;
   let failed: Error | undefined;
@@ -73,11 +84,23 @@ async function publishAll(ch: amqplib.ConfirmChannel, exchange: string, routingK
     if (failed) throw failed;
     outstanding++;
     // A messageId is required (consumers dead-letter a message without one); the index, as below.
-    const ok = ch.publish(exchange, routingKey, body, { persistent: true, contentType: 'application/json', type: routingKey, messageId: String(i), userId: PUBLISHER_USER }, (err) => {
-      if (err) failed = err;
-      outstanding--;
-      wake?.();
-    });
+    const ok = ch.publish(
+      exchange,
+      routingKey,
+      body,
+      {
+        persistent: true,
+        contentType: 'application/json',
+        type: routingKey,
+        messageId: String(i),
+        userId: PUBLISHER_USER,
+      },
+      (err) => {
+        if (err) failed = err;
+        outstanding--;
+        wake?.();
+      },
+    );
     if (!ok) await new Promise((r) => ch.once('drain', r));
   }
   await ch.waitForConfirms();
@@ -89,11 +112,26 @@ async function declareBare(url: string): Promise<void> {
   const topology: Topology = {
     exchanges: [{ name: 'community.events', type: 'topic' }],
     queues: [
-      { name: 'bench.bare', bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare'] }], retryDelaysMs: [1000] },
-      { name: 'bench.bare.latency', bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare.latency'] }], retryDelaysMs: [1000] },
+      {
+        name: 'bench.bare',
+        bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare'] }],
+        retryDelaysMs: [1000],
+      },
+      {
+        name: 'bench.bare.latency',
+        bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare.latency'] }],
+        retryDelaysMs: [1000],
+      },
     ],
   };
-  const setup = createMessaging({ url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [] });
+  const setup = createMessaging({
+    url,
+    service: 'bench-setup',
+    topology,
+    logger: pino({ level: 'warn' }),
+    registry: new Registry(),
+    classifiers: [],
+  });
   await setup.start();
   await setup.stop();
 }
@@ -158,9 +196,16 @@ async function pipeline(url: string, pool: pg.Pool): Promise<number> {
   await publishing;
   await conn.close();
   // The invariant the rate is about: every row counted, every row announced in the outbox.
-  const counters = await count(pool, "SELECT coalesce(sum(unread_count), 0) AS n FROM notification_counters WHERE user_id LIKE 'user-%'");
-  const outbox = await count(pool, "SELECT count(*) AS n FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id LIKE 'user-%'");
-  if (counters !== N || outbox !== N) throw new Error(`invariant broken: rows ${N}, counters ${counters}, outbox rows ${outbox}`);
+  const counters = await count(
+    pool,
+    "SELECT coalesce(sum(unread_count), 0) AS n FROM notification_counters WHERE user_id LIKE 'user-%'",
+  );
+  const outbox = await count(
+    pool,
+    "SELECT count(*) AS n FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id LIKE 'user-%'",
+  );
+  if (counters !== N || outbox !== N)
+    throw new Error(`invariant broken: rows ${N}, counters ${counters}, outbox rows ${outbox}`);
   return N / ((tLast - t0) / 1000);
 }
 
@@ -206,7 +251,9 @@ async function latency(
  * (prefetch 100) that parses and acks each; latency = publish → delivered to that consumer. What
  * the broker and this machine cost before any service work.
  */
-async function bareLatency(url: string): Promise<{ p50: number; p99: number; max: number; offered: number; samples: number }> {
+async function bareLatency(
+  url: string,
+): Promise<{ p50: number; p99: number; max: number; offered: number; samples: number }> {
   const total = RATE * LATENCY_SECONDS;
   const bodies = Array.from({ length: total }, (_, i) => mentionBody(i, `lat-${i}`, 'bare-lat'));
   const sentAt = new Float64Array(total);
@@ -238,7 +285,12 @@ async function bareLatency(url: string): Promise<{ p50: number; p99: number; max
  * caught up, not dropped), recording each publish time; messageId = the index. Returns the rate
  * achieved once every confirm arrived.
  */
-async function publishPaced(ch: amqplib.ConfirmChannel, routingKey: string, bodies: Buffer[], sentAt: Float64Array): Promise<number> {
+async function publishPaced(
+  ch: amqplib.ConfirmChannel,
+  routingKey: string,
+  bodies: Buffer[],
+  sentAt: Float64Array,
+): Promise<number> {
   const total = bodies.length;
   const t0 = performance.now();
   let next = 0;
@@ -322,7 +374,12 @@ function pidsOf(comm: string): number[] {
 /** CPU seconds of the service, the broker, every postgres process (whatever database) and this script. */
 function cpuSnapshot(servicePid: number): Record<string, number> {
   const sum = (pids: number[]) => pids.reduce((a, p) => a + cpuSeconds(p), 0);
-  return { service: cpuSeconds(servicePid), rabbitmq: sum(pidsOf('beam.smp')), postgres: sum(pidsOf('postgres')), bench: cpuSeconds(process.pid) };
+  return {
+    service: cpuSeconds(servicePid),
+    rabbitmq: sum(pidsOf('beam.smp')),
+    postgres: sum(pidsOf('postgres')),
+    bench: cpuSeconds(process.pid),
+  };
 }
 
 /** Runs `fn` and says where the CPU went meanwhile (percent of one core), and how busy the machine was. */
@@ -332,7 +389,10 @@ async function measured<T>(pid: number, fn: () => Promise<T>): Promise<{ result:
   const [c1, m1, seconds] = [cpuSnapshot(pid), machineCpu(), (performance.now() - t0) / 1000];
   const parts = Object.keys(c0).map((k) => `${k} ${(((c1[k] - c0[k]) / seconds) * 100).toFixed(0)}%`);
   const machine = ((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100;
-  return { result, usage: `CPU (% of one core): ${parts.join(', ')}; machine ${machine.toFixed(0)}% busy over both cores` };
+  return {
+    result,
+    usage: `CPU (% of one core): ${parts.join(', ')}; machine ${machine.toFixed(0)}% busy over both cores`,
+  };
 }
 
 /** Waits until the machine is under QUIET_PERCENT busy over a second (at most 120 s); returns seconds waited. */
@@ -352,14 +412,19 @@ async function settle(): Promise<number> {
  * (tsconfig paths) in one file, npm packages external (resolved from the repository's node_modules).
  */
 async function bundle(): Promise<string> {
-  const { bundleApp } = (await import(path.join(ROOT, 'scripts/dev/setup/bundle.mjs'))) as { bundleApp: (name: string) => Promise<string> };
+  const { bundleApp } = (await import(path.join(ROOT, 'scripts/dev/setup/bundle.mjs'))) as {
+    bundleApp: (name: string) => Promise<string>;
+  };
   return bundleApp('notification-service');
 }
 
 async function startService(env: Record<string, string>): Promise<ChildProcess> {
   // BENCH_NODE_ARGS: extra node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const args = [...nodeArgs, ...(RUNNER === 'swc' ? ['-r', '@swc-node/register', 'apps/notification-service/src/main.ts'] : [await bundle()])];
+  const args = [
+    ...nodeArgs,
+    ...(RUNNER === 'swc' ? ['-r', '@swc-node/register', 'apps/notification-service/src/main.ts'] : [await bundle()]),
+  ];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
@@ -394,12 +459,18 @@ function consumerDelta(a: (n: string, f?: string) => number, b: (n: string, f?: 
   const q = 'queue="notification-service.critical"';
   const batches = d('messaging_batch_size_count', q);
   const size = d('messaging_batch_size_sum', q) / Math.max(1, batches);
-  const tx = (d('messaging_handler_duration_seconds_sum', q) / Math.max(1, d('messaging_handler_duration_seconds_count', q))) * 1000;
+  const tx =
+    (d('messaging_handler_duration_seconds_sum', q) / Math.max(1, d('messaging_handler_duration_seconds_count', q))) *
+    1000;
   return `${batches} batches, ${size.toFixed(0)} events/batch, batch transaction ${tx.toFixed(1)} ms avg`;
 }
 
 async function main(): Promise<void> {
-  const [svcVhost, bareVhost, db] = await Promise.all([createTestVhost('bench-ns'), createTestVhost('bench-bare'), createTestDatabase('bench_ns')]);
+  const [svcVhost, bareVhost, db] = await Promise.all([
+    createTestVhost('bench-ns'),
+    createTestVhost('bench-bare'),
+    createTestDatabase('bench_ns'),
+  ]);
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   let child: ChildProcess | undefined;
   const peaks = { started: 0, throughput: 0, relayDrain: 0, latency: 0 };
@@ -424,7 +495,9 @@ async function main(): Promise<void> {
     const settled = await settle();
     console.log(`latency: ${RATE} events/s offered for ${LATENCY_SECONDS} s ...`);
     const m2 = await scrape(port);
-    const { result: lat, usage: usage2 } = await measured(pid, () => latency(svcVhost.url, db.url, 'lat', LATENCY_SECONDS));
+    const { result: lat, usage: usage2 } = await measured(pid, () =>
+      latency(svcVhost.url, db.url, 'lat', LATENCY_SECONDS),
+    );
     const m3 = await scrape(port);
 
     console.log(`bare amqplib pipeline: ${N} messages ...`);
@@ -443,13 +516,23 @@ async function main(): Promise<void> {
     console.log(`    consumer, throughput phase: ${consumerDelta(m0, m1)}`);
     console.log(`    ${usage1}`);
     console.log(`  ratio service / bare                         : ${(svcRate / bareRate).toFixed(2)} (target >= 0.5)`);
-    console.log(`  relay backlog of the throughput phase, sent in: ${drain.seconds.toFixed(1)} s (${drain.rate.toFixed(0)} rows/s while draining)`);
-    console.log(`  latency at ${lat.offered.toFixed(0)} events/s offered (${lat.samples} events): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms (target p99 <= 50)`);
-    console.log(`    after the warm-up, waited ${settled.toFixed(0)} s for a quiet machine (< ${QUIET_PERCENT}% busy over 1 s)`);
-    console.log(`    bare baseline, same rate and run: p50 ${bareLat.p50.toFixed(1)} ms, p99 ${bareLat.p99.toFixed(1)} ms, max ${bareLat.max.toFixed(1)} ms (publish -> delivered to a bare consumer)`);
+    console.log(
+      `  relay backlog of the throughput phase, sent in: ${drain.seconds.toFixed(1)} s (${drain.rate.toFixed(0)} rows/s while draining)`,
+    );
+    console.log(
+      `  latency at ${lat.offered.toFixed(0)} events/s offered (${lat.samples} events): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms (target p99 <= 50)`,
+    );
+    console.log(
+      `    after the warm-up, waited ${settled.toFixed(0)} s for a quiet machine (< ${QUIET_PERCENT}% busy over 1 s)`,
+    );
+    console.log(
+      `    bare baseline, same rate and run: p50 ${bareLat.p50.toFixed(1)} ms, p99 ${bareLat.p99.toFixed(1)} ms, max ${bareLat.max.toFixed(1)} ms (publish -> delivered to a bare consumer)`,
+    );
     console.log(`    consumer, latency phase: ${consumerDelta(m2, m3)}`);
     console.log(`    ${usage2}`);
-    console.log(`  service RSS peak (${RUNNER} runner): started ${peaks.started.toFixed(0)} MB, latency ${peaks.latency.toFixed(0)} MB, throughput ${peaks.throughput.toFixed(0)} MB, relay drain ${peaks.relayDrain.toFixed(0)} MB (target <= 250)`);
+    console.log(
+      `  service RSS peak (${RUNNER} runner): started ${peaks.started.toFixed(0)} MB, latency ${peaks.latency.toFixed(0)} MB, throughput ${peaks.throughput.toFixed(0)} MB, relay drain ${peaks.relayDrain.toFixed(0)} MB (target <= 250)`,
+    );
   } finally {
     clearInterval(sampler);
     if (child && child.exitCode === null) {

@@ -28,7 +28,8 @@ const BATCH = Number(process.env.COUNTER_BATCH_SIZE ?? 1_000);
 const WRITERS = Number(process.env.BENCH_LIVE_WRITERS ?? 2);
 
 const ms = (t: number) => `${t.toFixed(0)} ms`;
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
 
 async function main(): Promise<void> {
   const db = await createTestDatabase('bench_reconcile');
@@ -51,10 +52,14 @@ async function main(): Promise<void> {
       [PER_USER],
     );
     // 1 % drifted, by a few either way.
-    await pool.query(`UPDATE notification_counters SET unread_count = unread_count + (hashtext(user_id) % 5) + 3 WHERE hashtext(user_id) % 100 = 0`);
+    await pool.query(
+      `UPDATE notification_counters SET unread_count = unread_count + (hashtext(user_id) % 5) + 3 WHERE hashtext(user_id) % 100 = 0`,
+    );
     await pool.query('VACUUM ANALYZE notification_items');
     await pool.query('VACUUM ANALYZE notification_counters');
-    const injected = Number((await pool.query(`SELECT count(*) FROM notification_counters WHERE hashtext(user_id) % 100 = 0`)).rows[0].count);
+    const injected = Number(
+      (await pool.query(`SELECT count(*) FROM notification_counters WHERE hashtext(user_id) % 100 = 0`)).rows[0].count,
+    );
     console.log(`${ms(performance.now() - t)}; ${injected} counters drifted`);
 
     // Baseline: the single set-based recount, twice (the first warms the cache), rolled back.
@@ -78,7 +83,9 @@ async function main(): Promise<void> {
       }
     }
     const base = Math.min(...baseline);
-    console.log(`baseline  single UPDATE … FROM (GROUP BY): ${baseline.map(ms).join(', ')} (best ${ms(base)}); ${baselineFixed} counters it would fix`);
+    console.log(
+      `baseline  single UPDATE … FROM (GROUP BY): ${baseline.map(ms).join(', ')} (best ${ms(base)}); ${baselineFixed} counters it would fix`,
+    );
 
     // Warm-up of the reconciler's path: a dry run (reads the same rows, changes nothing).
     const metrics = reconcilerMetrics(new Registry());
@@ -100,11 +107,20 @@ async function main(): Promise<void> {
     // 1. The sweep alone, as the baseline ran: the ratio.
     let batches: number[] = [];
     t = performance.now();
-    const alone = await recount(pool, metrics, { batchSize: BATCH, dryRun: false, source: 'bench', onBatch: (b) => batches.push(b.ms) });
+    const alone = await recount(pool, metrics, {
+      batchSize: BATCH,
+      dryRun: false,
+      source: 'bench',
+      onBatch: (b) => batches.push(b.ms),
+    });
     const ours = performance.now() - t;
     let left = await stillOff();
-    console.log(`reconciler sweep (batches of ${BATCH}): ${ms(ours)}; ${alone.checked} users, ${alone.repaired} repaired, ${left} counters still off`);
-    console.log(`           batches: ${batches.length}, mean ${ms(batches.reduce((a, b) => a + b, 0) / batches.length)}, longest ${ms(Math.max(...batches))}`);
+    console.log(
+      `reconciler sweep (batches of ${BATCH}): ${ms(ours)}; ${alone.checked} users, ${alone.repaired} repaired, ${left} counters still off`,
+    );
+    console.log(
+      `           batches: ${batches.length}, mean ${ms(batches.reduce((a, b) => a + b, 0) / batches.length)}, longest ${ms(Math.max(...batches))}`,
+    );
     console.log(`ratio: baseline / reconciler = ${(base / ours).toFixed(2)}× (target ≥ 0.5×)`);
 
     // 2. The same drift again, swept while live writers do what notification-service does per
@@ -120,13 +136,18 @@ async function main(): Promise<void> {
         const user = `u${String(1 + Math.floor(Math.random() * USERS)).padStart(7, '0')}`;
         const start = performance.now();
         await client.query('BEGIN');
-        const v = await client.query<{ version: string }>('UPDATE notification_counters SET version = version + 1, updated_at = now() WHERE user_id = $1 RETURNING version', [user]);
+        const v = await client.query<{ version: string }>(
+          'UPDATE notification_counters SET version = version + 1, updated_at = now() WHERE user_id = $1 RETURNING version',
+          [user],
+        );
         await client.query(
           `INSERT INTO notification_items (user_id, type, idempotency_key, slot_key, resource_type, resource_id, email_channel, source_event_id, created_version, state_version)
            VALUES ($1, 'reaction', $2, $2, 'post', 'p', 'off', gen_random_uuid()::text, $3, $3)`,
           [user, `live:${w}:${n++}`, v.rows[0].version],
         );
-        await client.query('UPDATE notification_counters SET unread_count = unread_count + 1 WHERE user_id = $1', [user]);
+        await client.query('UPDATE notification_counters SET unread_count = unread_count + 1 WHERE user_id = $1', [
+          user,
+        ]);
         await client.query('COMMIT');
         latencies.push(performance.now() - start);
       }
@@ -135,15 +156,26 @@ async function main(): Promise<void> {
     });
     batches = [];
     t = performance.now();
-    const busy = await recount(pool, metrics, { batchSize: BATCH, dryRun: false, source: 'bench', onBatch: (b) => batches.push(b.ms) });
+    const busy = await recount(pool, metrics, {
+      batchSize: BATCH,
+      dryRun: false,
+      source: 'bench',
+      onBatch: (b) => batches.push(b.ms),
+    });
     const busyMs = performance.now() - t;
     live = false;
     const writes = (await Promise.all(writers)).reduce((a, b) => a + b, 0);
     left = await stillOff();
     const audited = Number((await pool.query(`SELECT count(*) FROM counter_repairs`)).rows[0].count);
-    console.log(`with live writes: sweep ${ms(busyMs)}, ${busy.repaired} repaired (${audited} audit rows in all), ${left} counters still off`);
-    console.log(`           batches: ${batches.length}, mean ${ms(batches.reduce((a, b) => a + b, 0) / batches.length)}, longest ${ms(Math.max(...batches))}`);
-    console.log(`live writes during the sweep: ${writes} by ${WRITERS} writers; latency p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms, max ${pct(latencies, 100).toFixed(1)} ms (longest batch ${ms(Math.max(...batches))})`);
+    console.log(
+      `with live writes: sweep ${ms(busyMs)}, ${busy.repaired} repaired (${audited} audit rows in all), ${left} counters still off`,
+    );
+    console.log(
+      `           batches: ${batches.length}, mean ${ms(batches.reduce((a, b) => a + b, 0) / batches.length)}, longest ${ms(Math.max(...batches))}`,
+    );
+    console.log(
+      `live writes during the sweep: ${writes} by ${WRITERS} writers; latency p50 ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms, max ${pct(latencies, 100).toFixed(1)} ms (longest batch ${ms(Math.max(...batches))})`,
+    );
     if (left !== 0) process.exitCode = 1;
   } finally {
     await pool.end();

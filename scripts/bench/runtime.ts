@@ -20,15 +20,29 @@ const PREFETCH = Number(process.env.BENCH_PREFETCH ?? 100);
 const topology: Topology = {
   exchanges: [{ name: 'community.events', type: 'topic' }],
   queues: [
-    { name: 'bench.bare', bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare'] }], retryDelaysMs: [1000] },
-    { name: 'bench.runtime', bindings: [{ exchange: 'community.events', routingKeys: ['bench.runtime'] }], retryDelaysMs: [1000] },
+    {
+      name: 'bench.bare',
+      bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare'] }],
+      retryDelaysMs: [1000],
+    },
+    {
+      name: 'bench.runtime',
+      bindings: [{ exchange: 'community.events', routingKeys: ['bench.runtime'] }],
+      retryDelaysMs: [1000],
+    },
   ],
 };
 
 function body(i: number): Buffer {
   const e = buildEvent(
     'user.mentioned',
-    { commentId: `comment-${i}`, postId: 'post-42', actorId: 'user-1', mentionedUserId: 'user-2', excerpt: 'x'.repeat(80) },
+    {
+      commentId: `comment-${i}`,
+      postId: 'post-42',
+      actorId: 'user-1',
+      mentionedUserId: 'user-2',
+      excerpt: 'x'.repeat(80),
+    },
     { producer: 'bench' },
   );
   return Buffer.from(JSON.stringify(e));
@@ -38,7 +52,12 @@ async function fill(url: string, queue: string): Promise<void> {
   const conn = await amqplib.connect(url);
   const ch = await conn.createConfirmChannel();
   for (let i = 0; i < N; i++) {
-    const ok = ch.publish('', queue, body(i), { persistent: true, contentType: 'application/json', messageId: `m-${i}`, type: 'user.mentioned' });
+    const ok = ch.publish('', queue, body(i), {
+      persistent: true,
+      contentType: 'application/json',
+      messageId: `m-${i}`,
+      type: 'user.mentioned',
+    });
     if (!ok) await new Promise((r) => ch.once('drain', r));
     if (i % 2000 === 1999) await ch.waitForConfirms();
   }
@@ -66,7 +85,14 @@ async function bare(url: string): Promise<number> {
 }
 
 async function runtime(url: string): Promise<number> {
-  const messaging = createMessaging({ url, service: 'bench', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [] });
+  const messaging = createMessaging({
+    url,
+    service: 'bench',
+    topology,
+    logger: pino({ level: 'warn' }),
+    registry: new Registry(),
+    classifiers: [],
+  });
   let n = 0;
   let done!: () => void;
   const finished = new Promise<void>((r) => (done = r));
@@ -92,12 +118,18 @@ async function runtime(url: string): Promise<number> {
   return rate;
 }
 
-
 async function main() {
   const vhost = await createTestVhost('bench-runtime');
   try {
     // declare the queues (and policies) once
-    const setup = createMessaging({ url: vhost.url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [] });
+    const setup = createMessaging({
+      url: vhost.url,
+      service: 'bench-setup',
+      topology,
+      logger: pino({ level: 'warn' }),
+      registry: new Registry(),
+      classifiers: [],
+    });
     await setup.start();
     await setup.stop();
     const bares: number[] = [];

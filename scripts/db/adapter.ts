@@ -35,7 +35,9 @@ type RowDescriptionHandler = { _handleRowDescription(msg: RowDescription): void 
 const maybeBaseHandler = (pg.Client.prototype as unknown as Partial<RowDescriptionHandler>)._handleRowDescription;
 if (typeof maybeBaseHandler !== 'function') {
   // Workaround 1 hooks a pg internal; fail loudly if a pg upgrade removed it rather than misbehave.
-  throw new Error('pg.Client#_handleRowDescription is missing: the "char" (OID 18) workaround in scripts/db/adapter.ts needs updating for this pg version');
+  throw new Error(
+    'pg.Client#_handleRowDescription is missing: the "char" (OID 18) workaround in scripts/db/adapter.ts needs updating for this pg version',
+  );
 }
 const baseHandler: RowDescriptionHandler['_handleRowDescription'] = maybeBaseHandler;
 

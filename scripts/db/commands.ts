@@ -61,9 +61,15 @@ export async function deploy(options: MigrateOptions = {}, out: Reporter = conso
 
   return withEngine(config, async ({ engine }) => {
     // Native `migrate deploy` only warns about edited migrations; so do we (status exits non-zero on them).
-    const diagnosis = await engine.diagnoseMigrationHistory({ migrationsList: list, optInToShadowDatabase: false, filters: config.filters });
+    const diagnosis = await engine.diagnoseMigrationHistory({
+      migrationsList: list,
+      optInToShadowDatabase: false,
+      filters: config.filters,
+    });
     if (diagnosis.editedMigrationNames.length > 0) {
-      out.warn(`Warning: migration(s) modified after they were applied (checksum mismatch):\n${bullet(diagnosis.editedMigrationNames)}`);
+      out.warn(
+        `Warning: migration(s) modified after they were applied (checksum mismatch):\n${bullet(diagnosis.editedMigrationNames)}`,
+      );
     }
     // The engine serialises concurrent deployers itself (pg_advisory_lock) and refuses to continue past a
     // failed migration (P3009), exactly like native `prisma migrate deploy`.
@@ -93,13 +99,19 @@ export async function status(
   const list = await readMigrationsList(config.migrationsDir, config.shadowDbInitScript);
   out.info(describeFolder(config, list));
   if ((await probeDatabase(config.databaseUrl)) === 'missing') {
-    out.warn(`Database "${databaseName(config.databaseUrl)}" does not exist. Run \`npm run db:migrate\` to create it and apply all migrations.`);
+    out.warn(
+      `Database "${databaseName(config.databaseUrl)}" does not exist. Run \`npm run db:migrate\` to create it and apply all migrations.`,
+    );
     return 1;
   }
 
   return withEngine(config, async ({ engine }) => {
     const problems: string[] = [];
-    const diagnosis = await engine.diagnoseMigrationHistory({ migrationsList: list, optInToShadowDatabase: false, filters: config.filters });
+    const diagnosis = await engine.diagnoseMigrationHistory({
+      migrationsList: list,
+      optInToShadowDatabase: false,
+      filters: config.filters,
+    });
 
     if (!diagnosis.hasMigrationsTable) {
       out.warn('The database has no _prisma_migrations table: it is not managed by migrations yet.');
@@ -115,10 +127,14 @@ export async function status(
 
     const history = diagnosis.history;
     if (history?.diagnostic === 'databaseIsBehind') {
-      out.warn(`Pending (not yet applied):\n${bullet(history.unappliedMigrationNames)}\nRun \`npm run db:migrate\` to apply them.`);
+      out.warn(
+        `Pending (not yet applied):\n${bullet(history.unappliedMigrationNames)}\nRun \`npm run db:migrate\` to apply them.`,
+      );
       problems.push('pending migrations');
     } else if (history?.diagnostic === 'migrationsDirectoryIsBehind') {
-      out.warn(`Applied in the database but missing from the migrations folder:\n${bullet(history.unpersistedMigrationNames)}`);
+      out.warn(
+        `Applied in the database but missing from the migrations folder:\n${bullet(history.unpersistedMigrationNames)}`,
+      );
       problems.push('migrations folder is behind the database');
     } else if (history?.diagnostic === 'historiesDiverge') {
       out.warn(
@@ -153,7 +169,9 @@ export async function status(
       try {
         const { action } = await engine.devDiagnostic({ migrationsList: list, filters: config.filters });
         if (action.tag === 'reset') {
-          out.warn(`The schema engine reports the database out of sync with its migration history:\n${action.reason.trim()}`);
+          out.warn(
+            `The schema engine reports the database out of sync with its migration history:\n${action.reason.trim()}`,
+          );
           problems.push('drift');
         } else {
           out.info('Drift: none (the database schema matches its applied migrations).');
@@ -248,7 +266,10 @@ export async function create(
       out.info('No schema change found: the migrations folder already matches the Prisma schema. Nothing created.');
       return 0;
     }
-    const file = await writeMigration(config.migrationsDir, { ...generated, migrationScript: generated.migrationScript });
+    const file = await writeMigration(config.migrationsDir, {
+      ...generated,
+      migrationScript: generated.migrationScript,
+    });
     out.info(`Created ${path.relative(process.cwd(), file)}`);
 
     if (options.apply) {

@@ -49,7 +49,9 @@ export async function resolveConfig(options: MigrateOptions = {}): Promise<Resol
   const loaded = await loadConfigFromFile({ configRoot: cwd, configFile: options.configFile });
   if (loaded.error) {
     const detail = 'error' in loaded.error ? `: ${loaded.error.error.message}` : '';
-    throw new Error(`Could not load the Prisma config (${loaded.error._tag}) from ${loaded.resolvedPath ?? cwd}${detail}`);
+    throw new Error(
+      `Could not load the Prisma config (${loaded.error._tag}) from ${loaded.resolvedPath ?? cwd}${detail}`,
+    );
   }
   const { config } = loaded;
   // Relative paths in the config are relative to the config file, as in the Prisma CLI.
@@ -69,7 +71,9 @@ export async function resolveConfig(options: MigrateOptions = {}): Promise<Resol
 
   const databaseUrl = options.databaseUrl ?? config.datasource?.url;
   if (!databaseUrl) {
-    throw new Error(`No database URL: set DATABASE_URL (read by ${loaded.resolvedPath ?? 'prisma.config.ts'} as datasource.url)`);
+    throw new Error(
+      `No database URL: set DATABASE_URL (read by ${loaded.resolvedPath ?? 'prisma.config.ts'} as datasource.url)`,
+    );
   }
   parseDatabaseUrl(databaseUrl); // fail before any output on a malformed URL
 

@@ -13,13 +13,19 @@ export function parseDatabaseUrl(url: string): URL {
   try {
     parsed = new URL(url);
   } catch {
-    throw new DatabaseSetupError(`DATABASE_URL is not a valid URL: "${url}". Expected postgresql://user[:password]@host:port/database`);
+    throw new DatabaseSetupError(
+      `DATABASE_URL is not a valid URL: "${url}". Expected postgresql://user[:password]@host:port/database`,
+    );
   }
   if (parsed.protocol !== 'postgresql:' && parsed.protocol !== 'postgres:') {
-    throw new DatabaseSetupError(`DATABASE_URL must use the postgresql:// scheme, got "${parsed.protocol}//" in ${redactUrl(url)}`);
+    throw new DatabaseSetupError(
+      `DATABASE_URL must use the postgresql:// scheme, got "${parsed.protocol}//" in ${redactUrl(url)}`,
+    );
   }
   if (databaseName(url) === '') {
-    throw new DatabaseSetupError(`DATABASE_URL names no database: ${redactUrl(url)}. Expected postgresql://user@host:port/database`);
+    throw new DatabaseSetupError(
+      `DATABASE_URL names no database: ${redactUrl(url)}. Expected postgresql://user@host:port/database`,
+    );
   }
   return parsed;
 }

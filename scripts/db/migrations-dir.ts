@@ -45,9 +45,22 @@ export async function readMigrationsList(migrationsDir: string, shadowDbInitScri
 export function orderedMigrationName(generated: string, existing: readonly string[]): string {
   const stamp = /^(\d{14})_(.*)$/.exec(generated);
   if (!stamp) return generated;
-  const latest = existing.map((n) => /^(\d{14})_/.exec(n)?.[1]).filter((s): s is string => s !== undefined).sort().at(-1);
+  const latest = existing
+    .map((n) => /^(\d{14})_/.exec(n)?.[1])
+    .filter((s): s is string => s !== undefined)
+    .sort()
+    .at(-1);
   if (latest === undefined || stamp[1] > latest) return generated;
-  const t = new Date(Date.UTC(+latest.slice(0, 4), +latest.slice(4, 6) - 1, +latest.slice(6, 8), +latest.slice(8, 10), +latest.slice(10, 12), +latest.slice(12, 14)) + 1000);
+  const t = new Date(
+    Date.UTC(
+      +latest.slice(0, 4),
+      +latest.slice(4, 6) - 1,
+      +latest.slice(6, 8),
+      +latest.slice(8, 10),
+      +latest.slice(10, 12),
+      +latest.slice(12, 14),
+    ) + 1000,
+  );
   const next = t.toISOString().replace(/\D/g, '').slice(0, 14);
   return `${next}_${stamp[2]}`;
 }
@@ -57,7 +70,9 @@ export async function writeMigration(
   migrationsDir: string,
   generated: { generatedMigrationName: string; migrationScript: string; extension: string; connectorType: string },
 ): Promise<string> {
-  const existing = (await readdir(path.resolve(migrationsDir), { withFileTypes: true }).catch(() => [])).filter((e) => e.isDirectory()).map((e) => e.name);
+  const existing = (await readdir(path.resolve(migrationsDir), { withFileTypes: true }).catch(() => []))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   const dir = path.join(path.resolve(migrationsDir), orderedMigrationName(generated.generatedMigrationName, existing));
   if (existsSync(dir)) throw new Error(`The migration directory already exists at ${dir}`);
   await mkdir(dir, { recursive: true });
@@ -70,4 +85,3 @@ export async function writeMigration(
   );
   return file;
 }
-

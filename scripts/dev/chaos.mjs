@@ -14,7 +14,10 @@ runMain(async () => {
   process.env.NODE_ENV = 'test';
   process.env.CHAOS_PROFILE ??= 'full';
   await setup({ services: false });
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'e2e/chaos/run.ts'], { cwd: ROOT, stdio: 'inherit' });
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'e2e/chaos/run.ts'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   // Ctrl-C reaches the child too (same process group); it stops its private servers before exiting.
   const [code, signal] = await new Promise((resolve) => child.on('exit', (c, s) => resolve([c, s])));
   return signal ? 1 : code;

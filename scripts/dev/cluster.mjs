@@ -22,10 +22,24 @@ runMain(async () => {
   const runs = access === 'both' ? ['haproxy', 'urls'] : [access];
   let failed = 0;
   for (const a of runs) {
-    log.step(`cluster fault suite, ${process.env.CHAOS_PROFILE} profile, apps through ${a === 'urls' ? 'a list of node URLs' : 'haproxy'}`);
-    const report = process.env.CHAOS_REPORT && runs.length > 1 ? process.env.CHAOS_REPORT.replace(/(\.json)?$/, `.${a}.json`) : process.env.CHAOS_REPORT;
-    const env = { ...process.env, CHAOS_SUITE: 'cluster', CLUSTER_ACCESS: a, ...(report ? { CHAOS_REPORT: report } : {}) };
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', 'e2e/chaos/run.ts'], { cwd: ROOT, stdio: 'inherit', env });
+    log.step(
+      `cluster fault suite, ${process.env.CHAOS_PROFILE} profile, apps through ${a === 'urls' ? 'a list of node URLs' : 'haproxy'}`,
+    );
+    const report =
+      process.env.CHAOS_REPORT && runs.length > 1
+        ? process.env.CHAOS_REPORT.replace(/(\.json)?$/, `.${a}.json`)
+        : process.env.CHAOS_REPORT;
+    const env = {
+      ...process.env,
+      CHAOS_SUITE: 'cluster',
+      CLUSTER_ACCESS: a,
+      ...(report ? { CHAOS_REPORT: report } : {}),
+    };
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', 'e2e/chaos/run.ts'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+      env,
+    });
     // Ctrl-C reaches the child too (same process group); it stops its private servers before exiting.
     const [code, signal] = await new Promise((resolve) => child.on('exit', (c, s) => resolve([c, s])));
     if (signal) return 1;

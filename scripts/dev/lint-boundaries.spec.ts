@@ -46,7 +46,9 @@ describe('structural lint', () => {
   it('the tree breaks no boundary and no entry-point rule', async () => {
     const results = await structuralLint();
     const errors = results.flatMap((r) =>
-      r.messages.filter((m) => m.severity === 2).map((m) => `${path.relative(ROOT, r.filePath)}:${m.line} ${m.ruleId ?? 'parse'}: ${m.message}`),
+      r.messages
+        .filter((m) => m.severity === 2)
+        .map((m) => `${path.relative(ROOT, r.filePath)}:${m.line} ${m.ruleId ?? 'parse'}: ${m.message}`),
     );
     expect(errors).toEqual([]);
   });

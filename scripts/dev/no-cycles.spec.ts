@@ -41,10 +41,19 @@ describe('import cycles', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'no-cycles-'));
     try {
       mkdirSync(path.join(dir, 'lib'));
-      writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { '@fixture/lib': ['lib/index.ts'] } } }));
-      writeFileSync(path.join(dir, 'app.ts'), "import { route } from './route';\nexport interface Deps { name: string }\nexport const app = route;\n");
-      writeFileSync(path.join(dir, 'route.ts'), "import type { Deps } from './app';\nimport { helper } from '@fixture/lib';\nexport const route = (d: Deps) => helper(d.name);\n");
-      writeFileSync(path.join(dir, 'lib', 'index.ts'), "export const helper = (s: string) => s;\n");
+      writeFileSync(
+        path.join(dir, 'tsconfig.json'),
+        JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { '@fixture/lib': ['lib/index.ts'] } } }),
+      );
+      writeFileSync(
+        path.join(dir, 'app.ts'),
+        "import { route } from './route';\nexport interface Deps { name: string }\nexport const app = route;\n",
+      );
+      writeFileSync(
+        path.join(dir, 'route.ts'),
+        "import type { Deps } from './app';\nimport { helper } from '@fixture/lib';\nexport const route = (d: Deps) => helper(d.name);\n",
+      );
+      writeFileSync(path.join(dir, 'lib', 'index.ts'), 'export const helper = (s: string) => s;\n');
       const graph = await graphOf([dir], dir, path.join(dir, 'tsconfig.json'));
       expect(graph.circular()).toEqual([['app.ts', 'route.ts']]);
       expect(graph.obj()['route.ts']).toContain('lib/index.ts');

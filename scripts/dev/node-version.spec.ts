@@ -14,17 +14,24 @@ import { NODE_IMAGE } from '../../infra/tools/src/docker';
 const ROOT = path.resolve(__dirname, '../..');
 const readJson = (file: string) => JSON.parse(readFileSync(path.join(ROOT, file), 'utf8'));
 const pkg = readJson('package.json') as { engines: { node: string }; devDependencies: Record<string, string> };
-const runtime = readJson('scripts/dev/node-runtime/package.json') as { version: string; optionalDependencies: Record<string, string> };
+const runtime = readJson('scripts/dev/node-runtime/package.json') as {
+  version: string;
+  optionalDependencies: Record<string, string>;
+};
 const engines = pkg.engines.node;
 const major = semver.major(runtime.version);
 
 describe('the Node the tests run on', () => {
   it('satisfies package.json engines', () => {
-    const verdict = semver.satisfies(process.versions.node, engines) ? 'ok' : 'outside it: run the suite with npm test or npx jest (they use node_modules/.bin/node)';
-    expect(`node v${process.versions.node}, engines ${engines}: ${verdict}`).toBe(`node v${process.versions.node}, engines ${engines}: ok`);
+    const verdict = semver.satisfies(process.versions.node, engines)
+      ? 'ok'
+      : 'outside it: run the suite with npm test or npx jest (they use node_modules/.bin/node)';
+    expect(`node v${process.versions.node}, engines ${engines}: ${verdict}`).toBe(
+      `node v${process.versions.node}, engines ${engines}: ok`,
+    );
   });
 
-  it('is the project\'s own node_modules/.bin/node where npm installed one, and `node` on PATH is the same', () => {
+  it("is the project's own node_modules/.bin/node where npm installed one, and `node` on PATH is the same", () => {
     const bin = path.join(ROOT, 'node_modules', '.bin', 'node');
     // Platforms without a registry build (macOS) use their own Node 22: the engines check above holds.
     if (!existsSync(bin)) return;
@@ -43,7 +50,8 @@ describe('every Node version pin agrees with the project runtime', () => {
 
   it('each platform package is the runtime version', () => {
     expect(Object.keys(runtime.optionalDependencies).length).toBeGreaterThan(0);
-    for (const [name, version] of Object.entries(runtime.optionalDependencies)) expect(`${name}@${version}`).toBe(`${name}@${runtime.version}`);
+    for (const [name, version] of Object.entries(runtime.optionalDependencies))
+      expect(`${name}@${version}`).toBe(`${name}@${runtime.version}`);
   });
 
   it('.nvmrc (for platforms without a registry build) names the runtime version', () => {
@@ -53,7 +61,9 @@ describe('every Node version pin agrees with the project runtime', () => {
   it('the images run the same major.minor', () => {
     expect(NODE_IMAGE).toBe(`node:${major}.${semver.minor(runtime.version)}-bookworm-slim`);
     for (const file of readdirSync(path.join(ROOT, 'infra/docker')).filter((f) => f.endsWith('.Dockerfile'))) {
-      expect(`${file}: ${readFileSync(path.join(ROOT, 'infra/docker', file), 'utf8').match(/^ARG NODE_IMAGE=(.*)$/m)?.[1]}`).toBe(`${file}: ${NODE_IMAGE}`);
+      expect(
+        `${file}: ${readFileSync(path.join(ROOT, 'infra/docker', file), 'utf8').match(/^ARG NODE_IMAGE=(.*)$/m)?.[1]}`,
+      ).toBe(`${file}: ${NODE_IMAGE}`);
     }
   });
 
@@ -69,12 +79,15 @@ describe('every Node version pin agrees with the project runtime', () => {
         const rel = `${dir}/${entry.name}`;
         if (entry.isDirectory()) walk(rel);
         else if (/\.(m?js|cjs|ts|json)$/.test(entry.name)) {
-          for (const m of readFileSync(path.join(ROOT, rel), 'utf8').matchAll(/target:\s*'(node\d+)'/g)) targets.push(`${rel}: ${m[1]}`);
+          for (const m of readFileSync(path.join(ROOT, rel), 'utf8').matchAll(/target:\s*'(node\d+)'/g))
+            targets.push(`${rel}: ${m[1]}`);
         }
       }
     };
     for (const dir of ['apps', 'libs', 'scripts', 'infra', 'e2e']) walk(dir);
     expect(targets.length).toBeGreaterThan(0); // the scan finds bundle.mjs at least
-    expect(targets.filter((t) => !t.endsWith(`: node${major}`) && !t.startsWith('scripts/dev/node-version.spec.ts'))).toEqual([]);
+    expect(
+      targets.filter((t) => !t.endsWith(`: node${major}`) && !t.startsWith('scripts/dev/node-version.spec.ts')),
+    ).toEqual([]);
   });
 });

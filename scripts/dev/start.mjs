@@ -71,7 +71,12 @@ runMain(async () => {
     await bundleApp(name, ROOT);
     const { command, args } = appCommand(name);
     log.step(`starting ${name}: node ${args.join(' ')}`);
-    supervisor.spawn(name, command, args, { cwd: ROOT, env: { ...appEnv, ...broker.envFor(name) }, restart: true, format });
+    supervisor.spawn(name, command, args, {
+      cwd: ROOT,
+      env: { ...appEnv, ...broker.envFor(name) },
+      restart: true,
+      format,
+    });
   }
 
   printSummary(apps, mail, supervisor, broker);
@@ -97,19 +102,29 @@ function printSummary(apps, mail, supervisor, broker) {
       const port = appPort(name);
       const restarts = supervisor.restarts(name);
       const note = restarts ? c.yellow(`  restarted ${restarts}× (see its log lines)`) : '';
-      line(name, `${port ? `http://127.0.0.1:${port}  (/healthz, /readyz, /metrics)` : 'port: see its log lines'}${note}`);
+      line(
+        name,
+        `${port ? `http://127.0.0.1:${port}  (/healthz, /readyz, /metrics)` : 'port: see its log lines'}${note}`,
+      );
     }
   } else {
     line('apps', 'none yet: no apps/*/src/main.ts in this checkout');
   }
   const ui = `http://127.0.0.1:15672/#/queues`;
   if (broker?.monitoringLogin) {
-    line('RabbitMQ management', `${ui}  (log in as ${broker.monitoringLogin.user} / ${broker.monitoringLogin.password}: sees everything, cannot purge or delete)`);
+    line(
+      'RabbitMQ management',
+      `${ui}  (log in as ${broker.monitoringLogin.user} / ${broker.monitoringLogin.password}: sees everything, cannot purge or delete)`,
+    );
     line('', 'guest / guest is the administrator: only to change the broker itself');
   } else {
     line('RabbitMQ management', `${ui}  (guest / guest)`);
   }
-  if (broker?.vhost) line('RabbitMQ vhost', `${broker.vhost}: each app as its own user (infra/rabbitmq/dev-credentials.json); volunteer sees only its queues`);
+  if (broker?.vhost)
+    line(
+      'RabbitMQ vhost',
+      `${broker.vhost}: each app as its own user (infra/rabbitmq/dev-credentials.json); volunteer sees only its queues`,
+    );
   line('RabbitMQ metrics', 'http://127.0.0.1:15692/metrics');
   if (mail) line('MailDev (emails)', `${mail.webUrl}  (REST: ${mail.webUrl}/api/email)`);
   else line('SMTP', process.env.SMTP_URL);
@@ -143,4 +158,3 @@ async function watchHealth(apps, supervisor) {
   }
   for (const name of pending) log.warn(`${name}: /healthz on port ${appPort(name)} has not answered after 2 minutes`);
 }
-

@@ -14,7 +14,9 @@ export function layoutViolations(files: readonly string[]): string[] {
   for (const file of files) {
     const dirs = file.split('/').slice(0, -1);
     if (file.endsWith('.test.ts') && dirs.includes('src')) {
-      out.push(`${file}: an integration test (*.test.ts) under src/; move it to the project's test/, or rename it *.spec.ts if it needs no broker or database`);
+      out.push(
+        `${file}: an integration test (*.test.ts) under src/; move it to the project's test/, or rename it *.spec.ts if it needs no broker or database`,
+      );
     } else if (file.endsWith('.spec.ts') && dirs.includes('test')) {
       out.push(`${file}: a unit spec (*.spec.ts) under test/; put it next to the code it tests in src/`);
     }

@@ -27,11 +27,29 @@ const INFO_ONLY = new Set(['--listTests', '--showConfig', '--help', '-h', '--ver
 // testPathIgnorePatterns derived from the root jest.config.js). Each run starts when the runs it waits for (`after`) are done.
 const SUITES = [
   { name: 'regular suite', config: 'scripts/dev/setup/jest.regular.config.cjs', how: 'parallel', flags: [], after: [] },
-  { name: 'isolated suite', config: 'scripts/dev/setup/jest.isolated.config.cjs', how: '--runInBand, beside the regular suite', flags: ['--runInBand'], after: [] },
+  {
+    name: 'isolated suite',
+    config: 'scripts/dev/setup/jest.isolated.config.cjs',
+    how: '--runInBand, beside the regular suite',
+    flags: ['--runInBand'],
+    after: [],
+  },
   // After the regular suite: its CPU is free then, while the isolated suite's fault suite still runs
   // for minutes; started at the beginning it would slow both other runs down as much as it gains.
-  { name: 'cluster suite', config: 'scripts/dev/setup/jest.cluster.config.cjs', how: '--runInBand, once the regular suite is done', flags: ['--runInBand'], after: ['regular suite'] },
-  { name: 'disruptive suite', config: 'scripts/dev/setup/jest.disruptive.config.cjs', how: '--runInBand, after the regular and isolated suites', flags: ['--runInBand'], after: ['regular suite', 'isolated suite'] },
+  {
+    name: 'cluster suite',
+    config: 'scripts/dev/setup/jest.cluster.config.cjs',
+    how: '--runInBand, once the regular suite is done',
+    flags: ['--runInBand'],
+    after: ['regular suite'],
+  },
+  {
+    name: 'disruptive suite',
+    config: 'scripts/dev/setup/jest.disruptive.config.cjs',
+    how: '--runInBand, after the regular and isolated suites',
+    flags: ['--runInBand'],
+    after: ['regular suite', 'isolated suite'],
+  },
 ];
 let interrupted = null; // the signal that stopped a jest run, if any
 const files = (n) => `${n} file${n === 1 ? '' : 's'}`;
@@ -44,7 +62,8 @@ runMain(async () => {
 
   if (infoOnly) {
     const codes = [];
-    for (const suite of SUITES) codes.push(await jest(['--config', suite.config, ...suite.flags, '--passWithNoTests', ...args]));
+    for (const suite of SUITES)
+      codes.push(await jest(['--config', suite.config, ...suite.flags, '--passWithNoTests', ...args]));
     return codes.some((code) => code !== 0) ? 1 : 0;
   }
 
@@ -74,7 +93,9 @@ async function bundleAppsForTests() {
   const dir = path.join(ROOT, 'dist', 'test-bundles', String(process.pid));
   const started = Date.now();
   await Promise.all(discoverApps(ROOT).map((name) => bundleApp(name, ROOT, path.join(dir, name, 'main.js'))));
-  log.ok(`apps bundled for the e2e tests in ${((Date.now() - started) / 1000).toFixed(1)} s (${path.relative(ROOT, dir)})`);
+  log.ok(
+    `apps bundled for the e2e tests in ${((Date.now() - started) / 1000).toFixed(1)} s (${path.relative(ROOT, dir)})`,
+  );
   return dir;
 }
 

@@ -39,12 +39,25 @@ export interface ClientConfig {
 export function operatorToken(env: NodeJS.ProcessEnv, audience = RECONCILER_AUDIENCE): { token: string; kid: string } {
   const file = env.OPS_ADMIN_KEY_FILE;
   const kid = env.OPS_ADMIN_KEY_ID;
-  if (!file !== !kid) throw new UsageError('set both OPS_ADMIN_KEY_FILE (your private key) and OPS_ADMIN_KEY_ID (its kid in ADMIN_KEYS), or neither');
+  if (!file !== !kid)
+    throw new UsageError(
+      'set both OPS_ADMIN_KEY_FILE (your private key) and OPS_ADMIN_KEY_ID (its kid in ADMIN_KEYS), or neither',
+    );
   if (!file || !kid) {
     if (env.NODE_ENV === 'production') {
-      throw new UsageError('set OPS_ADMIN_KEY_FILE and OPS_ADMIN_KEY_ID (your own admin key: `npm run ops -- keygen`), or OPS_TOKEN; NODE_ENV=production has no default');
+      throw new UsageError(
+        'set OPS_ADMIN_KEY_FILE and OPS_ADMIN_KEY_ID (your own admin key: `npm run ops -- keygen`), or OPS_TOKEN; NODE_ENV=production has no default',
+      );
     }
-    return { token: adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience, ttlMs: OPS_TOKEN_TTL_MS })(), kid: DEV_ADMIN_KEY_ID };
+    return {
+      token: adminTokenSigner({
+        signingKey: DEV_ADMIN_SIGNING_KEY,
+        kid: DEV_ADMIN_KEY_ID,
+        audience,
+        ttlMs: OPS_TOKEN_TTL_MS,
+      })(),
+      kid: DEV_ADMIN_KEY_ID,
+    };
   }
   let pem: string;
   try {
@@ -95,17 +108,30 @@ export interface Client {
 }
 
 export function createClient(config: ClientConfig): Client {
-  async function call<T>(method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<T> {
+  async function call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<T> {
     let res: Response;
     try {
       res = await fetch(`${config.baseUrl}${path}`, {
         method,
-        headers: { ...extraHeaders, authorization: `Bearer ${config.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          ...extraHeaders,
+          authorization: `Bearer ${config.token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(30_000),
       });
     } catch (err) {
-      throw new ApiError(0, null, `cannot reach the reconciler at ${config.baseUrl} (${(err as Error).cause ? String((err as { cause: Error }).cause.message) : (err as Error).message}); is it running? RECONCILER_URL?`);
+      throw new ApiError(
+        0,
+        null,
+        `cannot reach the reconciler at ${config.baseUrl} (${(err as Error).cause ? String((err as { cause: Error }).cause.message) : (err as Error).message}); is it running? RECONCILER_URL?`,
+      );
     }
     const text = await res.text();
     let parsed: unknown = text;
@@ -116,8 +142,16 @@ export function createClient(config: ClientConfig): Client {
     }
     if (!res.ok) {
       const message = (parsed as { message?: string } | null)?.message ?? text.slice(0, 200);
-      if (res.status === 404 && (parsed as { code?: string } | null)?.code === undefined && /Route .* not found/.test(message)) {
-        throw new ApiError(404, parsed, `the reconciler at ${config.baseUrl} does not serve ${method} ${path.split('?')[0]} (an older version?)`);
+      if (
+        res.status === 404 &&
+        (parsed as { code?: string } | null)?.code === undefined &&
+        /Route .* not found/.test(message)
+      ) {
+        throw new ApiError(
+          404,
+          parsed,
+          `the reconciler at ${config.baseUrl} does not serve ${method} ${path.split('?')[0]} (an older version?)`,
+        );
       }
       throw new ApiError(res.status, parsed, `${method} ${path.split('?')[0]}: HTTP ${res.status}: ${message}`);
     }

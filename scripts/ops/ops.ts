@@ -128,22 +128,42 @@ export function renderDlqMessage(m: Record<string, unknown>): string {
     `#${t(m.id)} message ${t(m.messageId)} (${t(m.messageType ?? '?')}) — ${t(m.state)}, replayed ${t(m.replayCount)} time(s)`,
     `original queue ${t(m.originalQueue)}, DLQ ${t(m.queue)}, handler ${t(m.handler ?? '?')}, ${t(m.attempts)} attempt(s), dead-lettered ${t(when(m.deadLetteredAt as string))}`,
     `error: ${t(m.errorClass)} (${t(m.errorKind)}): ${t(m.errorMessage)}`,
-    ...(m.discardedAt ? [`discarded by ${t(m.discardedBy)} at ${t(when(m.discardedAt as string))}; restorable until ${t(when(m.restorableUntil as string))}`] : []),
+    ...(m.discardedAt
+      ? [
+          `discarded by ${t(m.discardedBy)} at ${t(when(m.discardedAt as string))}; restorable until ${t(when(m.restorableUntil as string))}`,
+        ]
+      : []),
     'payload:',
     m.bodyJson ? terminalBlock(JSON.stringify(m.bodyJson, null, 2)) : t(m.body),
     'headers:',
     terminalBlock(JSON.stringify(m.headers, null, 2)),
     'history:',
-    ...(history.length ? history.map((h) => `  #${t(h.operationId)} ${t(h.action)} by ${t(h.requestedBy)}: ${t(h.result)}${h.detail ? ` (${t(h.detail)})` : ''} ${t(when(h.at))}`) : ['  none']),
+    ...(history.length
+      ? history.map(
+          (h) =>
+            `  #${t(h.operationId)} ${t(h.action)} by ${t(h.requestedBy)}: ${t(h.result)}${h.detail ? ` (${t(h.detail)})` : ''} ${t(when(h.at))}`,
+        )
+      : ['  none']),
   ].join('\n');
 }
 
 /** Generic human rendering for the recon endpoints whose shape this CLI does not own. */
 function renderGeneric(value: unknown, indent = ''): string {
   if (value === null || typeof value !== 'object') return `${indent}${String(value)}`;
-  if (Array.isArray(value)) return value.map((v) => (typeof v === 'object' && v !== null ? `${indent}-\n${renderGeneric(v, `${indent}  `)}` : `${indent}- ${String(v)}`)).join('\n');
+  if (Array.isArray(value))
+    return value
+      .map((v) =>
+        typeof v === 'object' && v !== null
+          ? `${indent}-\n${renderGeneric(v, `${indent}  `)}`
+          : `${indent}- ${String(v)}`,
+      )
+      .join('\n');
   return Object.entries(value as Record<string, unknown>)
-    .map(([k, v]) => (typeof v === 'object' && v !== null ? `${indent}${k}:\n${renderGeneric(v, `${indent}  `)}` : `${indent}${k}: ${String(v)}`))
+    .map(([k, v]) =>
+      typeof v === 'object' && v !== null
+        ? `${indent}${k}:\n${renderGeneric(v, `${indent}  `)}`
+        : `${indent}${k}: ${String(v)}`,
+    )
     .join('\n');
 }
 
@@ -152,16 +172,35 @@ interface FeedRebuildAnswer {
   checked: number;
   mismatched: number;
   rebuilt: number;
-  feeds: Array<{ userId: string; missing: Array<{ postId: string }>; extra: Array<{ postId: string }>; rebuilt: boolean }>;
+  feeds: Array<{
+    userId: string;
+    missing: Array<{ postId: string }>;
+    extra: Array<{ postId: string }>;
+    rebuilt: boolean;
+  }>;
 }
 
 /** `ops feed rebuild`: the counts, then each feed that differed (or was rebuilt) with what differed. */
 export function renderFeedRebuild(r: FeedRebuildAnswer): string {
-  const ids = (xs: Array<{ postId: string }>) => (xs.length ? ` (${xs.slice(0, 5).map((x) => x.postId).join(', ')}${xs.length > 5 ? ', …' : ''})` : '');
+  const ids = (xs: Array<{ postId: string }>) =>
+    xs.length
+      ? ` (${xs
+          .slice(0, 5)
+          .map((x) => x.postId)
+          .join(', ')}${xs.length > 5 ? ', …' : ''})`
+      : '';
   const head = `${r.dryRun ? 'dry run: ' : ''}${r.checked} feeds checked, ${r.mismatched} differ, ${r.rebuilt} rebuilt`;
-  const lines = r.feeds.map((f) => `  ${f.userId}: ${f.missing.length} missing${ids(f.missing)}, ${f.extra.length} extra${ids(f.extra)}${f.rebuilt ? ' → rebuilt' : ''}`);
+  const lines = r.feeds.map(
+    (f) =>
+      `  ${f.userId}: ${f.missing.length} missing${ids(f.missing)}, ${f.extra.length} extra${ids(f.extra)}${f.rebuilt ? ' → rebuilt' : ''}`,
+  );
   const more = r.feeds.length < Math.max(r.mismatched, r.rebuilt) ? [`  … (${r.feeds.length} shown)`] : [];
-  return [head, ...lines, ...more, ...(r.dryRun && r.mismatched > 0 ? ['run again without --dry-run to rebuild'] : [])].join('\n');
+  return [
+    head,
+    ...lines,
+    ...more,
+    ...(r.dryRun && r.mismatched > 0 ? ['run again without --dry-run to rebuild'] : []),
+  ].join('\n');
 }
 
 interface Preview {
@@ -188,9 +227,16 @@ interface Operation {
   error: string | null;
 }
 
-async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard' | 'restore', v: Values, ids: string[]): Promise<number> {
+async function dlqAction(
+  client: Client,
+  io: Io,
+  action: 'replay' | 'discard' | 'restore',
+  v: Values,
+  ids: string[],
+): Promise<number> {
   const rate = v.rate === undefined ? undefined : Number(v.rate);
-  if (rate !== undefined && (!Number.isInteger(rate) || rate < 1)) throw new UsageError('--rate must be a positive integer (messages per second)');
+  if (rate !== undefined && (!Number.isInteger(rate) || rate < 1))
+    throw new UsageError('--rate must be a positive integer (messages per second)');
   const selection = ids.length > 0 ? { ids } : { filter: filterOf(v) };
   const extra = action === 'replay' && rate !== undefined ? { ratePerSecond: rate } : {};
   const preview = await client.post<Preview>(`/v1/admin/dlq/${action}`, { ...selection, dryRun: true, ...extra });
@@ -201,18 +247,26 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard' | 
   if (!v.json) {
     io.out(`Dry run: ${action} would act on ${preview.matched} message(s).`);
     for (const q of preview.byQueue) io.out(`  ${String(q.count).padStart(5)} → ${q.originalQueue}`);
-    for (const g of preview.byGroup) io.out(`  ${String(g.count).padStart(5)}× ${t(g.errorClass)} (${t(g.fingerprint)})`);
-    for (const m of preview.sample.slice(0, 5)) io.out(`  e.g. #${t(m.id)} ${t(m.messageId)}: ${t(m.errorClass)}: ${t(m.errorMessage.slice(0, 100))}`);
-    for (const w of preview.warnings ?? []) io.out(`${w.permanence === 'fails-again' ? 'Will fail again' : 'Likely to fail again'}: ${t(w.message)}`);
+    for (const g of preview.byGroup)
+      io.out(`  ${String(g.count).padStart(5)}× ${t(g.errorClass)} (${t(g.fingerprint)})`);
+    for (const m of preview.sample.slice(0, 5))
+      io.out(`  e.g. #${t(m.id)} ${t(m.messageId)}: ${t(m.errorClass)}: ${t(m.errorMessage.slice(0, 100))}`);
+    for (const w of preview.warnings ?? [])
+      io.out(`${w.permanence === 'fails-again' ? 'Will fail again' : 'Likely to fail again'}: ${t(w.message)}`);
   }
   const beyondBound = action === 'discard' && preview.needsAll === true;
   if (!v.yes) {
-    if (beyondBound && !v.json) io.out(`That is more than the ${preview.maxPerCall} messages one discard may take: narrow the filter, or add --all (with --yes) to discard exactly these ${preview.matched}.`);
+    if (beyondBound && !v.json)
+      io.out(
+        `That is more than the ${preview.maxPerCall} messages one discard may take: narrow the filter, or add --all (with --yes) to discard exactly these ${preview.matched}.`,
+      );
     io.out(preview.matched > 0 ? 'Nothing changed. Run the same command with --yes to do it.' : 'Nothing to do.');
     return 0;
   }
   if (beyondBound && !v.all) {
-    io.err(`refused: ${preview.matched} messages is more than the ${preview.maxPerCall} one discard may take; narrow the filter, or add --all to discard exactly these ${preview.matched}`);
+    io.err(
+      `refused: ${preview.matched} messages is more than the ${preview.maxPerCall} one discard may take; narrow the filter, or add --all to discard exactly these ${preview.matched}`,
+    );
     return 1;
   }
   if (preview.matched === 0) {
@@ -224,12 +278,20 @@ async function dlqAction(client: Client, io: Io, action: 'replay' | 'discard' | 
   const pinned = 'filter' in selection ? { filter: { ...selection.filter, asOf: preview.asOf ?? '0' } } : selection;
   // --all: the dry run's count goes back as the count expected; the reconciler refuses any other.
   const bulk = action === 'discard' && v.all ? { all: true, expectedCount: preview.matched } : {};
-  const started = await client.post<{ operationId: string; matched: number }>(`/v1/admin/dlq/${action}`, { ...pinned, dryRun: false, ...extra, ...bulk });
+  const started = await client.post<{ operationId: string; matched: number }>(`/v1/admin/dlq/${action}`, {
+    ...pinned,
+    dryRun: false,
+    ...extra,
+    ...bulk,
+  });
   let op: Operation;
   for (;;) {
     op = await client.get<Operation>(`/v1/admin/dlq/operations/${started.operationId}`);
     const done = op.succeeded + op.failed + op.skipped;
-    if (!v.json) io.out(`operation #${op.id} ${op.action}: ${op.state} ${done}/${op.matched} (${op.succeeded} ok, ${op.failed} failed, ${op.skipped} skipped)${op.error ? ` — ${op.error}` : ''}`);
+    if (!v.json)
+      io.out(
+        `operation #${op.id} ${op.action}: ${op.state} ${done}/${op.matched} (${op.succeeded} ok, ${op.failed} failed, ${op.skipped} skipped)${op.error ? ` — ${op.error}` : ''}`,
+      );
     if (op.state !== 'running') break;
     await sleep(1000);
   }
@@ -257,18 +319,26 @@ interface ErasureAnswer {
 async function userErase(client: Client, io: Io, v: Values, rest: string[]): Promise<number> {
   if (v.status !== undefined) {
     if (rest.length > 0) throw new UsageError('user erase --status <erasureId> takes no user id');
-    const s = await client.get<ErasureAnswer & { consumers: Array<{ consumer: string; processedAt: string | null }> }>(`/v1/admin/erasures/${encodeURIComponent(v.status)}`);
+    const s = await client.get<ErasureAnswer & { consumers: Array<{ consumer: string; processedAt: string | null }> }>(
+      `/v1/admin/erasures/${encodeURIComponent(v.status)}`,
+    );
     const p = io.out;
     if (v.json) p(terminalBlock(JSON.stringify(s, null, 2)));
     else {
-      p(`erasure #${t(s.erasureId)} of user ${t(s.userId)}, requested by ${t(s.requestedBy)} at ${when(s.requestedAt)}`);
-      p(`user.erased ${t(s.eventId)}: ${s.publishedAt ? `published ${when(s.publishedAt)}` : 'not published yet (in the reconciler\'s outbox)'}`);
-      for (const c of s.consumers) p(`  ${t(c.consumer).padEnd(32)} ${c.processedAt ? `erased ${when(c.processedAt)}` : 'pending'}`);
+      p(
+        `erasure #${t(s.erasureId)} of user ${t(s.userId)}, requested by ${t(s.requestedBy)} at ${when(s.requestedAt)}`,
+      );
+      p(
+        `user.erased ${t(s.eventId)}: ${s.publishedAt ? `published ${when(s.publishedAt)}` : "not published yet (in the reconciler's outbox)"}`,
+      );
+      for (const c of s.consumers)
+        p(`  ${t(c.consumer).padEnd(32)} ${c.processedAt ? `erased ${when(c.processedAt)}` : 'pending'}`);
       p(s.done ? 'done: every service has erased the user.' : 'not done yet.');
     }
     return s.done ? 0 : 1;
   }
-  if (rest.length !== 1 || !rest[0]) throw new UsageError('user erase <userId> [--key K]   or   user erase --status <erasureId>');
+  if (rest.length !== 1 || !rest[0])
+    throw new UsageError('user erase <userId> [--key K]   or   user erase --status <erasureId>');
   const userId = rest[0];
   const key = v.key ?? randomUUID();
   const path = `/v1/admin/users/${encodeURIComponent(userId)}/erasure`;
@@ -284,8 +354,12 @@ async function userErase(client: Client, io: Io, v: Values, rest: string[]): Pro
     io.out(terminalBlock(JSON.stringify({ ...answer, idempotencyKey: key }, null, 2)));
     return 0;
   }
-  io.out(`${answer.replayed ? 'Already requested' : 'Requested'}: erasure of user ${t(answer.userId)} (${(answer.consumers ?? []).map(t).join(', ')})`);
-  io.out(`audit id ${t(answer.erasureId)}, requested by ${t(answer.requestedBy)} at ${when(answer.requestedAt)}, event ${t(answer.eventId)}, key ${t(key)}`);
+  io.out(
+    `${answer.replayed ? 'Already requested' : 'Requested'}: erasure of user ${t(answer.userId)} (${(answer.consumers ?? []).map(t).join(', ')})`,
+  );
+  io.out(
+    `audit id ${t(answer.erasureId)}, requested by ${t(answer.requestedBy)} at ${when(answer.requestedAt)}, event ${t(answer.eventId)}, key ${t(key)}`,
+  );
   io.out(`progress: npm run ops -- user erase --status ${t(answer.erasureId)}`);
   return 0;
 }
@@ -293,13 +367,16 @@ async function userErase(client: Client, io: Io, v: Values, rest: string[]): Pro
 /** `keygen`: needs no reconciler and no key of its own, so it runs before any client is configured. */
 function keygen(v: Values, io: Io): number {
   if (!v.operator || !v.out) throw new UsageError('keygen --operator <name> --out <file> [--kid <kid>]');
-  const kid = v.kid ?? `${v.operator.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 48)}-${new Date().toISOString().slice(0, 10)}`;
+  const kid =
+    v.kid ?? `${v.operator.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, 48)}-${new Date().toISOString().slice(0, 10)}`;
   const { privateKeyPem, entry } = operatorKeygen(v.operator, kid);
   try {
     // 'wx': an existing key is never overwritten (it may be the one the services trust today).
     writeFileSync(v.out, privateKeyPem, { mode: 0o600, flag: 'wx' });
   } catch (err) {
-    throw new UsageError(`keygen: cannot write ${v.out} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new UsageError(
+      `keygen: cannot write ${v.out} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   if (v.json) {
     io.out(JSON.stringify({ kid, operator: v.operator, keyFile: v.out, entry: JSON.parse(entry) as unknown }, null, 2));
@@ -328,7 +405,8 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
     return cmd || v.help ? 0 : 2;
   }
   // --json too: JSON.stringify leaves C1 controls and bidi overrides raw, terminalBlock escapes them.
-  const print = (value: unknown, human: () => string) => io.out(v.json ? terminalBlock(JSON.stringify(value, null, 2)) : human());
+  const print = (value: unknown, human: () => string) =>
+    io.out(v.json ? terminalBlock(JSON.stringify(value, null, 2)) : human());
   try {
     if (cmd === 'keygen') return keygen(v, io);
     if (cmd === 'token' && v.audience && !env.OPS_TOKEN) {
@@ -357,28 +435,43 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
             print(s, () =>
               [
                 'DLQ                                           pending  oldest    not yet read',
-                ...s.queues.map((q) => `${q.queue.padEnd(45)} ${String(q.pending).padStart(7)}  ${age(q.oldestAgeSeconds).padEnd(8)}  ${q.inBroker ?? '?'}`),
+                ...s.queues.map(
+                  (q) =>
+                    `${q.queue.padEnd(45)} ${String(q.pending).padStart(7)}  ${age(q.oldestAgeSeconds).padEnd(8)}  ${q.inBroker ?? '?'}`,
+                ),
               ].join('\n'),
             );
             return 0;
           }
           case 'groups': {
-            const { groups } = await client.get<{ groups: Array<DlqPart['topCauses'][number] & { firstSeen: string; lastSeen: string }> }>(`/v1/admin/dlq/groups${qs(filterOf(v))}`);
+            const { groups } = await client.get<{
+              groups: Array<DlqPart['topCauses'][number] & { firstSeen: string; lastSeen: string }>;
+            }>(`/v1/admin/dlq/groups${qs(filterOf(v))}`);
             print({ groups }, () =>
               groups.length === 0
                 ? 'No dead letters match.'
-                : groups.map((g) => `${String(g.count).padStart(5)}× ${t(g.errorClass)}: ${t(g.normalized)}\n       ${t(g.fingerprint)}  ${t(g.handler ?? '?')} / ${t(g.messageType ?? '?')}  first ${when(g.firstSeen)}  last ${when(g.lastSeen)}  ${t(g.queues.join(', '))}`).join('\n'),
+                : groups
+                    .map(
+                      (g) =>
+                        `${String(g.count).padStart(5)}× ${t(g.errorClass)}: ${t(g.normalized)}\n       ${t(g.fingerprint)}  ${t(g.handler ?? '?')} / ${t(g.messageType ?? '?')}  first ${when(g.firstSeen)}  last ${when(g.lastSeen)}  ${t(g.queues.join(', '))}`,
+                    )
+                    .join('\n'),
             );
             return 0;
           }
           case 'list': {
-            const page = await client.get<{ items: Array<Record<string, string>>; total: number; nextCursor: string | null }>(
-              `/v1/admin/dlq/messages${qs({ ...filterOf(v), limit: v.limit, cursor: v.cursor })}`,
-            );
+            const page = await client.get<{
+              items: Array<Record<string, string>>;
+              total: number;
+              nextCursor: string | null;
+            }>(`/v1/admin/dlq/messages${qs({ ...filterOf(v), limit: v.limit, cursor: v.cursor })}`);
             print(page, () =>
               [
                 `${page.total} message(s) match.`,
-                ...page.items.map((m) => `#${String(m.id).padEnd(6)} ${when(m.deadLetteredAt)}  ${t(m.originalQueue)}  ${t(m.messageType ?? '?')}  ${t(m.state)}  ${t(m.errorClass)}: ${t(String(m.errorMessage).slice(0, 120))}`),
+                ...page.items.map(
+                  (m) =>
+                    `#${String(m.id).padEnd(6)} ${when(m.deadLetteredAt)}  ${t(m.originalQueue)}  ${t(m.messageType ?? '?')}  ${t(m.state)}  ${t(m.errorClass)}: ${t(String(m.errorMessage).slice(0, 120))}`,
+                ),
                 ...(page.nextCursor ? [`more: --cursor ${page.nextCursor}`] : []),
               ].join('\n'),
             );
@@ -386,7 +479,9 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
           }
           case 'show': {
             if (!rest[0]) throw new UsageError('dlq show <id>');
-            const m = await client.get<Record<string, unknown>>(`/v1/admin/dlq/messages/${encodeURIComponent(rest[0])}`);
+            const m = await client.get<Record<string, unknown>>(
+              `/v1/admin/dlq/messages/${encodeURIComponent(rest[0])}`,
+            );
             print(m, () => renderDlqMessage(m));
             return 0;
           }
@@ -401,25 +496,36 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
             return 0;
           }
           default:
-            throw new UsageError(`unknown dlq command '${sub ?? ''}' (summary, groups, list, show, replay, discard, restore, operation)`);
+            throw new UsageError(
+              `unknown dlq command '${sub ?? ''}' (summary, groups, list, show, replay, discard, restore, operation)`,
+            );
         }
       }
       case 'recount': {
-        const r = await client.post('/v1/admin/recount', { ...(v.user ? { userId: v.user } : {}), dryRun: v['dry-run'] ?? false });
+        const r = await client.post('/v1/admin/recount', {
+          ...(v.user ? { userId: v.user } : {}),
+          dryRun: v['dry-run'] ?? false,
+        });
         print(r, () => renderGeneric(r));
         return 0;
       }
       case 'feed': {
-        if (sub !== 'rebuild') throw new UsageError("feed rebuild (--user U | --all) [--dry-run]");
+        if (sub !== 'rebuild') throw new UsageError('feed rebuild (--user U | --all) [--dry-run]');
         if (!v.user === !v.all) throw new UsageError('feed rebuild needs exactly one of --user U or --all');
-        const r = await client.post<FeedRebuildAnswer>('/v1/admin/feeds/rebuild', { ...(v.user ? { userId: v.user } : { all: true }), dryRun: v['dry-run'] ?? false });
+        const r = await client.post<FeedRebuildAnswer>('/v1/admin/feeds/rebuild', {
+          ...(v.user ? { userId: v.user } : { all: true }),
+          dryRun: v['dry-run'] ?? false,
+        });
         print(r, () => renderFeedRebuild(r));
         return 0;
       }
       case 'jobs': {
         if (sub === 'run') {
           if (!rest[0]) throw new UsageError('jobs run <job> [--dry-run]');
-          const r = await client.post(`/v1/admin/jobs/${encodeURIComponent(rest[0])}/run?dryRun=${v['dry-run'] ? 'true' : 'false'}`, {});
+          const r = await client.post(
+            `/v1/admin/jobs/${encodeURIComponent(rest[0])}/run?dryRun=${v['dry-run'] ? 'true' : 'false'}`,
+            {},
+          );
           print(r, () => renderGeneric(r));
           return 0;
         }
@@ -429,13 +535,16 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
       }
       case 'why': {
         const keys = [v.event, v.comment, v.key].filter(Boolean).length;
-        if (!v.user || keys !== 1) throw new UsageError('why --user U and exactly one of --event E, --comment C, --key K');
-        const r = await client.get(`/v1/admin/why${qs({ userId: v.user, eventId: v.event, commentId: v.comment, idempotencyKey: v.key })}`);
+        if (!v.user || keys !== 1)
+          throw new UsageError('why --user U and exactly one of --event E, --comment C, --key K');
+        const r = await client.get(
+          `/v1/admin/why${qs({ userId: v.user, eventId: v.event, commentId: v.comment, idempotencyKey: v.key })}`,
+        );
         print(r, () => renderGeneric(r));
         return 0;
       }
       case 'user': {
-        if (sub !== 'erase') throw new UsageError("unknown user command (erase)");
+        if (sub !== 'erase') throw new UsageError('unknown user command (erase)');
         return await userErase(client, io, v, rest);
       }
       case 'lost-work': {
@@ -458,7 +567,11 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
       return 2;
     }
     if (err instanceof ApiError) {
-      io.err(v.json ? terminalBlock(JSON.stringify({ error: err.message, status: err.status, body: err.body })) : `error: ${t(err.message)}`);
+      io.err(
+        v.json
+          ? terminalBlock(JSON.stringify({ error: err.message, status: err.status, body: err.body }))
+          : `error: ${t(err.message)}`,
+      );
       return 1;
     }
     throw err;
@@ -466,7 +579,10 @@ export async function main(argv: string[], io: Io, env: NodeJS.ProcessEnv = proc
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2), { out: (t) => process.stdout.write(`${t}\n`), err: (t) => process.stderr.write(`${t}\n`) }).then(
+  main(process.argv.slice(2), {
+    out: (t) => process.stdout.write(`${t}\n`),
+    err: (t) => process.stderr.write(`${t}\n`),
+  }).then(
     (code) => {
       process.exitCode = code;
     },

@@ -19,7 +19,14 @@ const anchors = new Set(headings.map((h) => anchor(h).split('#')[1]));
 const RULES_DIR = path.resolve(__dirname, '../../infra/prometheus/rules');
 const ALERTS: Array<{ alert: string; runbookUrl: string | undefined }> = readdirSync(RULES_DIR)
   .filter((f) => f.endsWith('.rules.yml'))
-  .flatMap((f) => (parse(readFileSync(path.join(RULES_DIR, f), 'utf8')) as { groups: Array<{ rules: Array<{ alert?: string; annotations?: { runbook_url?: string } }> }> }).groups)
+  .flatMap(
+    (f) =>
+      (
+        parse(readFileSync(path.join(RULES_DIR, f), 'utf8')) as {
+          groups: Array<{ rules: Array<{ alert?: string; annotations?: { runbook_url?: string } }> }>;
+        }
+      ).groups,
+  )
   .flatMap((g) => g.rules)
   .filter((r): r is { alert: string; annotations?: { runbook_url?: string } } => typeof r.alert === 'string')
   .map((r) => ({ alert: r.alert, runbookUrl: r.annotations?.runbook_url }));
@@ -69,7 +76,10 @@ describe('docs/RUNBOOK.md', () => {
   });
 
   it('says what it means, how to confirm and what to do in each section', () => {
-    const sections = text.split(/^## /m).slice(1).filter((s) => !s.startsWith('Your tools'));
+    const sections = text
+      .split(/^## /m)
+      .slice(1)
+      .filter((s) => !s.startsWith('Your tools'));
     for (const s of sections) {
       const name = s.split('\n')[0];
       expect([name, /\*\*Means\.\*\*/.test(s)]).toEqual([name, true]);

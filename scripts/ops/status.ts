@@ -16,7 +16,15 @@ export interface Check {
 export interface DlqPart {
   queues: Array<{ queue: string; pending: number; oldestAgeSeconds: number | null; inBroker: number | null }>;
   totalPending: number;
-  topCauses: Array<{ count: number; errorClass: string; normalized: string; handler: string | null; messageType: string | null; queues: string[]; fingerprint: string }>;
+  topCauses: Array<{
+    count: number;
+    errorClass: string;
+    normalized: string;
+    handler: string | null;
+    messageType: string | null;
+    queues: string[];
+    fingerprint: string;
+  }>;
   check: Check;
 }
 
@@ -36,7 +44,12 @@ export const anchor = (section: string): string =>
 export function composeStatus(recon: { ok?: boolean; checks?: Check[] } | Error, dlq: DlqPart | Error): StatusReport {
   const checks: Check[] = [];
   if (recon instanceof Error) {
-    checks.push({ name: 'reconciler-status', ok: false, detail: recon.message, runbook: anchor('check: reconciler-status') });
+    checks.push({
+      name: 'reconciler-status',
+      ok: false,
+      detail: recon.message,
+      runbook: anchor('check: reconciler-status'),
+    });
   } else {
     for (const c of recon.checks ?? []) checks.push({ ...c, runbook: c.runbook ?? anchor(`check: ${c.name}`) });
   }
@@ -46,7 +59,9 @@ export function composeStatus(recon: { ok?: boolean; checks?: Check[] } | Error,
     const worst = [...dlq.queues].filter((q) => q.pending > 0).sort((a, b) => b.pending - a.pending);
     checks.push({
       ...dlq.check,
-      detail: worst.length ? worst.map((q) => `${q.queue} ${q.pending} (oldest ${age(q.oldestAgeSeconds)})`).join(', ') : undefined,
+      detail: worst.length
+        ? worst.map((q) => `${q.queue} ${q.pending} (oldest ${age(q.oldestAgeSeconds)})`).join(', ')
+        : undefined,
     });
   }
   return { ok: checks.every((c) => c.ok), checks, dlq: dlq instanceof Error ? null : dlq };
@@ -67,7 +82,9 @@ export function renderStatus(report: StatusReport): string {
   const width = Math.max(...report.checks.map((c) => c.name.length), 10);
   const lines: string[] = [];
   for (const c of report.checks) {
-    const value = [show(c.value), show(c.threshold) === '' ? '' : `(threshold ${show(c.threshold)})`].filter(Boolean).join(' ');
+    const value = [show(c.value), show(c.threshold) === '' ? '' : `(threshold ${show(c.threshold)})`]
+      .filter(Boolean)
+      .join(' ');
     let line = `${c.ok ? 'OK  ' : 'FAIL'}  ${c.name.padEnd(width)}  ${value}`.trimEnd();
     if (c.detail) line += ` — ${c.detail}`;
     if (!c.ok) line += `  → see ${c.runbook ?? anchor(`check: ${c.name}`)}`;
@@ -76,7 +93,9 @@ export function renderStatus(report: StatusReport): string {
   if (report.dlq && report.dlq.topCauses.length > 0) {
     lines.push('', 'Top DLQ causes (ops dlq list --group <fingerprint>):');
     for (const g of report.dlq.topCauses) {
-      lines.push(`  ${String(g.count).padStart(5)}× ${g.errorClass}: ${g.normalized}  [${g.handler ?? '?'} / ${g.messageType ?? '?'}] ${g.queues.join(', ')}  ${g.fingerprint}`);
+      lines.push(
+        `  ${String(g.count).padStart(5)}× ${g.errorClass}: ${g.normalized}  [${g.handler ?? '?'} / ${g.messageType ?? '?'}] ${g.queues.join(', ')}  ${g.fingerprint}`,
+      );
     }
   }
   lines.push('', report.ok ? 'All checks pass.' : `${report.checks.filter((c) => !c.ok).length} check(s) failing.`);

@@ -42,7 +42,16 @@ describe('ops dlq show (renderDlqMessage)', () => {
     bodyJson: { data: { excerpt: hostile } },
     body: hostile,
     headers: { 'x-error-message': hostile },
-    history: [{ operationId: '1', action: 'replay', requestedBy: `ops:${hostile}`, result: 'replayed', detail: hostile, at: '2026-12-01T10:01:00.000Z' }],
+    history: [
+      {
+        operationId: '1',
+        action: 'replay',
+        requestedBy: `ops:${hostile}`,
+        result: 'replayed',
+        detail: hostile,
+        at: '2026-12-01T10:01:00.000Z',
+      },
+    ],
   };
 
   it('prints no control character a terminal would act on, in any field', () => {

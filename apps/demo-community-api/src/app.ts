@@ -5,7 +5,13 @@ import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { CorrelationIdSchema } from '@community/contracts';
 import { pgUnavailable } from '@community/db';
-import { buildServer, registerAuth, type AuthSettings, type Logger, type ReadinessProbe } from '@community/observability';
+import {
+  buildServer,
+  registerAuth,
+  type AuthSettings,
+  type Logger,
+  type ReadinessProbe,
+} from '@community/observability';
 import { actorHooks } from './http/actor';
 import { registerContentRoutes } from './http/content-routes';
 import { registerSecurityAlertRoutes } from './http/security-alert-routes';
@@ -79,7 +85,12 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       timeWindow: windowMs,
       // One budget per actor across every write route; the actor hook runs first (route onRequest).
       keyGenerator: (request) => request.actor?.rateKey ?? `ip:${request.ip}`,
-      errorResponseBuilder: (_request, context) => ERRORS.RATE_LIMITED(String(context.max), `${windowMs / 1000} s`, String(Math.max(1, Math.ceil(context.ttl / 1000)))),
+      errorResponseBuilder: (_request, context) =>
+        ERRORS.RATE_LIMITED(
+          String(context.max),
+          `${windowMs / 1000} s`,
+          String(Math.max(1, Math.ceil(context.ttl / 1000))),
+        ),
     });
     const limit = api.rateLimit() as unknown as onRequestHookHandler;
     const hooks = actorHooks({ production: deps.production, securityAlerts: deps.securityAlerts });
@@ -94,4 +105,3 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
   return app;
 }
-

@@ -26,13 +26,22 @@ const production = {
 describe('loadDemoConfig', () => {
   it('leaves the traffic generator off and limits writes unless told otherwise', () => {
     const config = loadDemoConfig({});
-    expect([config.DEMO_TRAFFIC_RATE, config.DEMO_WRITE_RATE_LIMIT, config.DEMO_WRITE_RATE_WINDOW_MS, config.production]).toEqual([0, 120, 60_000, false]);
+    expect([
+      config.DEMO_TRAFFIC_RATE,
+      config.DEMO_WRITE_RATE_LIMIT,
+      config.DEMO_WRITE_RATE_WINDOW_MS,
+      config.production,
+    ]).toEqual([0, 120, 60_000, false]);
     expect(loadDemoConfig({ DEMO_TRAFFIC_RATE: '2' }).DEMO_TRAFFIC_RATE).toBe(2);
   });
 
   it('starts in production with the security-alert issuer’s public key', () => {
     const config = loadDemoConfig(production);
-    expect([config.production, config.SECURITY_ALERTS_ISSUER, config.SECURITY_ALERTS_VERIFY_KEY]).toEqual([true, 'community-platform', publicPem.trim()]);
+    expect([config.production, config.SECURITY_ALERTS_ISSUER, config.SECURITY_ALERTS_VERIFY_KEY]).toEqual([
+      true,
+      'community-platform',
+      publicPem.trim(),
+    ]);
   });
 
   it('fails in production without SECURITY_ALERTS_VERIFY_KEY, naming it', () => {
@@ -45,13 +54,21 @@ describe('loadDemoConfig', () => {
 
   it('refuses a private key or a non-key as SECURITY_ALERTS_VERIFY_KEY, anywhere', () => {
     const privatePem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    expect(issuesOf(() => loadDemoConfig({ SECURITY_ALERTS_VERIFY_KEY: privatePem }))).toEqual(['SECURITY_ALERTS_VERIFY_KEY']);
-    expect(issuesOf(() => loadDemoConfig({ SECURITY_ALERTS_VERIFY_KEY: 'not a key' }))).toEqual(['SECURITY_ALERTS_VERIFY_KEY']);
+    expect(issuesOf(() => loadDemoConfig({ SECURITY_ALERTS_VERIFY_KEY: privatePem }))).toEqual([
+      'SECURITY_ALERTS_VERIFY_KEY',
+    ]);
+    expect(issuesOf(() => loadDemoConfig({ SECURITY_ALERTS_VERIFY_KEY: 'not a key' }))).toEqual([
+      'SECURITY_ALERTS_VERIFY_KEY',
+    ]);
   });
 
   it('reports its own rules with the shared variables’ problems, in one error', () => {
     const weak = { ...production, JWT_SECRET: undefined, SECURITY_ALERTS_VERIFY_KEY: '', DEMO_TRAFFIC_RATE: '2' };
-    expect(issuesOf(() => loadDemoConfig(weak)).sort()).toEqual(['DEMO_TRAFFIC_RATE', 'JWT_SECRET', 'SECURITY_ALERTS_VERIFY_KEY']);
+    expect(issuesOf(() => loadDemoConfig(weak)).sort()).toEqual([
+      'DEMO_TRAFFIC_RATE',
+      'JWT_SECRET',
+      'SECURITY_ALERTS_VERIFY_KEY',
+    ]);
   });
 
   it('refuses the traffic generator in production', () => {

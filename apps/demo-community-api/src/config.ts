@@ -1,4 +1,12 @@
-import { commonConfig, ConfigError, ed25519KeyIssue, loadConfig, type ConfigIssue, type ConfigOf, type ConfigSpec } from '@community/config';
+import {
+  commonConfig,
+  ConfigError,
+  ed25519KeyIssue,
+  loadConfig,
+  type ConfigIssue,
+  type ConfigOf,
+  type ConfigSpec,
+} from '@community/config';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
 export const SERVICE_NAME = 'demo-community-api';
@@ -23,13 +31,15 @@ export const DEMO_CONFIG = [
     name: 'SECURITY_ALERTS_ISSUER',
     kind: 'string',
     default: 'community-platform',
-    description: "The service whose Ed25519 service tokens may raise security alerts (their `iss`; `aud` must be demo-community-api)",
+    description:
+      'The service whose Ed25519 service tokens may raise security alerts (their `iss`; `aud` must be demo-community-api)',
   },
   {
     name: 'SECURITY_ALERTS_VERIFY_KEY',
     kind: 'string',
     optional: true,
-    description: "SECURITY_ALERTS_ISSUER's Ed25519 public key (SPKI PEM). Required in production; unset elsewhere: alerts need no token",
+    description:
+      "SECURITY_ALERTS_ISSUER's Ed25519 public key (SPKI PEM). Required in production; unset elsewhere: alerts need no token",
   },
   {
     name: 'DEMO_WRITE_RATE_LIMIT',
@@ -37,11 +47,32 @@ export const DEMO_CONFIG = [
     default: 120,
     min: 1,
     max: 1_000_000,
-    description: 'Writes per acting user (or per client IP when anonymous) in each DEMO_WRITE_RATE_WINDOW_MS; more are answered 429',
+    description:
+      'Writes per acting user (or per client IP when anonymous) in each DEMO_WRITE_RATE_WINDOW_MS; more are answered 429',
   },
-  { name: 'DEMO_WRITE_RATE_WINDOW_MS', kind: 'duration-ms', default: 60_000, min: 1000, max: 86_400_000, description: 'The window of DEMO_WRITE_RATE_LIMIT' },
-  { name: 'OUTBOX_POLL_INTERVAL_MS', kind: 'duration-ms', default: 1000, min: 10, description: 'Relay polling fallback when no NOTIFY arrives' },
-  { name: 'OUTBOX_BATCH_SIZE', kind: 'int', default: 200, min: 1, max: 5000, description: 'Outbox rows per relay cycle' },
+  {
+    name: 'DEMO_WRITE_RATE_WINDOW_MS',
+    kind: 'duration-ms',
+    default: 60_000,
+    min: 1000,
+    max: 86_400_000,
+    description: 'The window of DEMO_WRITE_RATE_LIMIT',
+  },
+  {
+    name: 'OUTBOX_POLL_INTERVAL_MS',
+    kind: 'duration-ms',
+    default: 1000,
+    min: 10,
+    description: 'Relay polling fallback when no NOTIFY arrives',
+  },
+  {
+    name: 'OUTBOX_BATCH_SIZE',
+    kind: 'int',
+    default: 200,
+    min: 1,
+    max: 5000,
+    description: 'Outbox rows per relay cycle',
+  },
 ] as const satisfies ConfigSpec;
 
 export type DemoConfig = ConfigOf<typeof DEMO_CONFIG> & {

@@ -4,7 +4,14 @@ import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, authSettingsFrom, brokerDetails, readinessState, type Logger, type ReadinessState } from '@community/observability';
+import {
+  answers,
+  authSettingsFrom,
+  brokerDetails,
+  readinessState,
+  type Logger,
+  type ReadinessState,
+} from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
 import { buildApp } from './app';
@@ -43,7 +50,17 @@ export interface DemoService {
 export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): DemoService {
   const { logger, registry } = deps;
   const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE_NAME, logger });
-  const messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY, producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID } });
+  const messaging = createMessaging({
+    url: config.AMQP_URL,
+    managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+    service: SERVICE_NAME,
+    topology: deps.topology ?? COMMUNITY_TOPOLOGY,
+    logger,
+    registry,
+    classifiers: [classifyPgError],
+    provisioning: config.AMQP_TOPOLOGY,
+    producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
+  });
   const relay = createRelay({
     pool,
     publisher: messaging.publisher,
@@ -86,8 +103,15 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
       await relay.start();
       if (config.DEMO_TRAFFIC_RATE > 0) {
         const { port } = app.server.address() as AddressInfo;
-        traffic = startTraffic({ baseUrl: `http://127.0.0.1:${port}`, rate: config.DEMO_TRAFFIC_RATE, logger: logger.child({ component: 'traffic' }) });
-        logger.info({ rate: config.DEMO_TRAFFIC_RATE }, 'demo traffic started (DEMO_TRAFFIC_RATE=0, the default, turns it off)');
+        traffic = startTraffic({
+          baseUrl: `http://127.0.0.1:${port}`,
+          rate: config.DEMO_TRAFFIC_RATE,
+          logger: logger.child({ component: 'traffic' }),
+        });
+        logger.info(
+          { rate: config.DEMO_TRAFFIC_RATE },
+          'demo traffic started (DEMO_TRAFFIC_RATE=0, the default, turns it off)',
+        );
       }
     },
     async stop() {

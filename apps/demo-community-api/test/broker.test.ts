@@ -3,7 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY, validate } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import type { DemoService } from '../src/service';
 import { startTraffic } from '../src/traffic/generator';
 import { createUsers, testService } from './helpers';
@@ -13,7 +20,10 @@ const TAP = 'test.tap';
 // The system's topology plus a queue that sees every event, so types nobody consumes yet show up too.
 const topology: Topology = {
   ...COMMUNITY_TOPOLOGY,
-  queues: [...COMMUNITY_TOPOLOGY.queues, { name: TAP, bindings: [{ exchange: 'community.events', routingKeys: ['#'] }], retryDelaysMs: [] }],
+  queues: [
+    ...COMMUNITY_TOPOLOGY.queues,
+    { name: TAP, bindings: [{ exchange: 'community.events', routingKeys: ['#'] }], retryDelaysMs: [] },
+  ],
 };
 
 let vhost: TestVhost;
@@ -38,17 +48,30 @@ afterAll(async () => {
 });
 
 async function drained(): Promise<void> {
-  await eventually('outbox drained', async () => (await pool.query('SELECT 1 FROM outbox_messages WHERE sent_at IS NULL LIMIT 1')).rowCount === 0, 60_000);
+  await eventually(
+    'outbox drained',
+    async () => (await pool.query('SELECT 1 FROM outbox_messages WHERE sent_at IS NULL LIMIT 1')).rowCount === 0,
+    60_000,
+  );
 }
 
 it('is ready when the database answers, the broker is connected and the relay runs', async () => {
   const res = await app.inject({ method: 'GET', url: '/readyz' });
   expect(res.statusCode).toBe(200);
-  expect(res.json()).toEqual({ status: 'ready', checks: { accepting: true, database: true, amqp: true, relay: true }, details: { broker: { publishes: 'flowing' } } });
+  expect(res.json()).toEqual({
+    status: 'ready',
+    checks: { accepting: true, database: true, amqp: true, relay: true },
+    details: { broker: { publishes: 'flowing' } },
+  });
 });
 
 it('delivers a mention to notification-service.critical with the contract properties', async () => {
-  const postRes = await app.inject({ method: 'POST', url: '/v1/posts', headers: { 'x-user-id': 'bob' }, payload: { title: 'Queues', body: 'On separation.' } });
+  const postRes = await app.inject({
+    method: 'POST',
+    url: '/v1/posts',
+    headers: { 'x-user-id': 'bob' },
+    payload: { title: 'Queues', body: 'On separation.' },
+  });
   const res = await app.inject({
     method: 'POST',
     url: `/v1/posts/${postRes.json().id}/comments`,
@@ -65,7 +88,13 @@ it('delivers a mention to notification-service.critical with the contract proper
   });
   const body = JSON.parse(message.body);
   expect(validate(body).ok).toBe(true);
-  expect(body).toMatchObject({ type: 'user.mentioned', version: 1, producer: 'community-api', correlationId: 'corr-mention-1', data: { mentionedUserId: 'ada', actorId: 'bob', commentId: res.json().id } });
+  expect(body).toMatchObject({
+    type: 'user.mentioned',
+    version: 1,
+    producer: 'community-api',
+    correlationId: 'corr-mention-1',
+    data: { mentionedUserId: 'ada', actorId: 'bob', commentId: res.json().id },
+  });
   expect(message.routingKey).toBe('user.mentioned');
   expect(message.properties).toMatchObject({
     message_id: body.id,
@@ -81,13 +110,36 @@ it('delivers a mention to notification-service.critical with the contract proper
 it('publishes every event type the API produces, in the order of each user', async () => {
   await vhost.take(TAP, 1000); // what the earlier tests published
   const as = { 'x-user-id': 'ada' };
-  const post = await app.inject({ method: 'POST', url: '/v1/posts', headers: as, payload: { title: 'Hello', body: 'World' } });
-  await app.inject({ method: 'POST', url: `/v1/posts/${post.json().id}/comments`, headers: { 'x-user-id': 'bob' }, payload: { body: 'hi @ada' } });
-  await app.inject({ method: 'POST', url: '/v1/reactions', headers: { 'x-user-id': 'bob' }, payload: { targetType: 'post', targetId: post.json().id, emoji: '👍' } });
+  const post = await app.inject({
+    method: 'POST',
+    url: '/v1/posts',
+    headers: as,
+    payload: { title: 'Hello', body: 'World' },
+  });
+  await app.inject({
+    method: 'POST',
+    url: `/v1/posts/${post.json().id}/comments`,
+    headers: { 'x-user-id': 'bob' },
+    payload: { body: 'hi @ada' },
+  });
+  await app.inject({
+    method: 'POST',
+    url: '/v1/reactions',
+    headers: { 'x-user-id': 'bob' },
+    payload: { targetType: 'post', targetId: post.json().id, emoji: '👍' },
+  });
   await app.inject({ method: 'POST', url: '/v1/users/ada/follow', headers: { 'x-user-id': 'bob' } });
   await app.inject({ method: 'DELETE', url: '/v1/users/ada/follow', headers: { 'x-user-id': 'bob' } });
-  await app.inject({ method: 'POST', url: '/v1/security-alerts', payload: { userId: 'ada', kind: 'new-login', detail: 'Safari' } });
-  await app.inject({ method: 'POST', url: '/v1/users', payload: { id: 'ada', email: 'ada@example.test', displayName: 'Ada Lovelace' } });
+  await app.inject({
+    method: 'POST',
+    url: '/v1/security-alerts',
+    payload: { userId: 'ada', kind: 'new-login', detail: 'Safari' },
+  });
+  await app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    payload: { id: 'ada', email: 'ada@example.test', displayName: 'Ada Lovelace' },
+  });
   await drained();
 
   const messages = await eventually('all events on the tap queue', async () => {
@@ -113,7 +165,12 @@ it('the traffic generator drives the API with a realistic mix, without errors, a
   const traffic = startTraffic({ baseUrl: `http://127.0.0.1:${port}`, rate: 60, logger: testLogger(), users: 8 });
   await traffic.seeded;
   // Until it has made more than 100 requests, however long the machine takes to serve them.
-  await eventually('the generator made more than 100 requests', () => traffic.stats().ok + traffic.stats().failed > 100, 60_000, 50);
+  await eventually(
+    'the generator made more than 100 requests',
+    () => traffic.stats().ok + traffic.stats().failed > 100,
+    60_000,
+    50,
+  );
   await traffic.stop();
   const stats = traffic.stats();
   expect(stats.failed).toBe(0);
@@ -121,7 +178,9 @@ it('the traffic generator drives the API with a realistic mix, without errors, a
   await drained();
   const { rows } = await pool.query<{ event_type: string }>('SELECT DISTINCT event_type FROM outbox_messages');
   const types = rows.map((r) => r.event_type);
-  expect(types).toEqual(expect.arrayContaining(['user.upserted', 'post.published', 'comment.created', 'reaction.added', 'user.followed']));
+  expect(types).toEqual(
+    expect.arrayContaining(['user.upserted', 'post.published', 'comment.created', 'reaction.added', 'user.followed']),
+  );
   const emails = await pool.query<{ email: string }>(`SELECT email FROM community_users WHERE id = 'grace'`);
   expect(emails.rows[0].email).toBe('grace@example.test');
 }, 90_000);

@@ -3,7 +3,15 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { databaseFaults, createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost, type DatabaseFaults } from '@community/testing';
+import {
+  databaseFaults,
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  type TestDatabase,
+  type TestVhost,
+  type DatabaseFaults,
+} from '@community/testing';
 import type { DemoService } from '../src/service';
 import { testService } from './helpers';
 
@@ -20,7 +28,10 @@ import { testService } from './helpers';
 const TAP = 'test.tap';
 const topology: Topology = {
   ...COMMUNITY_TOPOLOGY,
-  queues: [...COMMUNITY_TOPOLOGY.queues, { name: TAP, bindings: [{ exchange: 'community.events', routingKeys: ['user.upserted'] }], retryDelaysMs: [] }],
+  queues: [
+    ...COMMUNITY_TOPOLOGY.queues,
+    { name: TAP, bindings: [{ exchange: 'community.events', routingKeys: ['user.upserted'] }], retryDelaysMs: [] },
+  ],
 };
 
 let vhost: TestVhost;
@@ -59,7 +70,11 @@ it('survives terminated backends and refused connections under write load; readi
     for (let i = 0; writing; i++) {
       const id = `w${n}-${i}`;
       for (;;) {
-        const res = await app.inject({ method: 'POST', url: '/v1/users', payload: { id, email: `${id}@example.test`, displayName: `Writer ${n}` } });
+        const res = await app.inject({
+          method: 'POST',
+          url: '/v1/users',
+          payload: { id, email: `${id}@example.test`, displayName: `Writer ${n}` },
+        });
         if (res.statusCode < 300) break;
         expect(res.statusCode).toBeGreaterThanOrEqual(500); // a fault, never a 4xx for valid input
         refused++;
@@ -80,7 +95,11 @@ it('survives terminated backends and refused connections under write load; readi
     while (probing) {
       const startedIn = phase;
       const res = await app.inject({ url: '/readyz' });
-      readiness.push({ inOutage: startedIn === 'blocked' && phase === 'blocked', status: res.statusCode, database: res.json().checks?.database });
+      readiness.push({
+        inOutage: startedIn === 'blocked' && phase === 'blocked',
+        status: res.statusCode,
+        database: res.json().checks?.database,
+      });
       await sleep(100); // pacing
     }
   })();
@@ -90,7 +109,12 @@ it('survives terminated backends and refused connections under write load; readi
   const rounds: number[] = [];
   const terminateWhileWorking = async () => {
     const before = written.length;
-    await eventually('the API acknowledges writes again before the next fault', () => written.length > before, 60_000, 50);
+    await eventually(
+      'the API acknowledges writes again before the next fault',
+      () => written.length > before,
+      60_000,
+      50,
+    );
     rounds.push(await faults.terminateAll());
   };
   for (let i = 0; i < 4; i++) await terminateWhileWorking();
@@ -99,7 +123,12 @@ it('survives terminated backends and refused connections under write load; readi
   // The outage lasts until readiness has said so several times and writes have been refused in it,
   // not for a fixed time.
   const refusedAtBlock = refused;
-  await eventually('the outage seen by readiness and by writers', () => readiness.filter((r) => r.inOutage).length >= 3 && refused >= refusedAtBlock + 8, 60_000, 50);
+  await eventually(
+    'the outage seen by readiness and by writers',
+    () => readiness.filter((r) => r.inOutage).length >= 3 && refused >= refusedAtBlock + 8,
+    60_000,
+    50,
+  );
   phase = 'after';
   await faults.unblock();
   for (let i = 0; i < 3; i++) await terminateWhileWorking();
@@ -108,7 +137,12 @@ it('survives terminated backends and refused connections under write load; readi
   writing = false;
   await clients;
 
-  await eventually('/readyz 200 again on its own', async () => (await app.inject({ url: '/readyz' })).statusCode === 200, 20_000, 100);
+  await eventually(
+    '/readyz 200 again on its own',
+    async () => (await app.inject({ url: '/readyz' })).statusCode === 200,
+    20_000,
+    100,
+  );
   probing = false;
   await probe;
   process.off('unhandledRejection', onRejection);

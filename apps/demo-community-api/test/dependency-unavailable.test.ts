@@ -1,5 +1,13 @@
 import pg from 'pg';
-import { createTestDatabase, databaseFaults, eventually, tcpProxy, type DatabaseFaults, type TcpProxy, type TestDatabase } from '@community/testing';
+import {
+  createTestDatabase,
+  databaseFaults,
+  eventually,
+  tcpProxy,
+  type DatabaseFaults,
+  type TcpProxy,
+  type TestDatabase,
+} from '@community/testing';
 import { SERVICE_NAME } from '../src/config';
 import type { DemoService } from '../src/service';
 import { testService } from './helpers';
@@ -33,7 +41,12 @@ afterAll(async () => {
   await db.drop();
 });
 
-const createUser = (id: string) => service.app.inject({ method: 'POST', url: '/v1/users', payload: { id, email: `${id}@example.test`, displayName: 'Una Available' } });
+const createUser = (id: string) =>
+  service.app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    payload: { id, email: `${id}@example.test`, displayName: 'Una Available' },
+  });
 
 it('answers 503 + Retry-After + the contract body while Postgres is unreachable, and 2xx after it is back', async () => {
   expect((await createUser('before')).statusCode).toBeLessThan(300);
@@ -52,8 +65,15 @@ it('answers 503 + Retry-After + the contract body while Postgres is unreachable,
   }
 
   await proxy.open();
-  await eventually('2xx once the database is back', async () => (await createUser('after')).statusCode < 300, 30_000, 100);
-  const { rows } = await service.pool.query<{ id: string }>("SELECT id FROM community_users WHERE id IN ('before', 'during-1', 'during-2', 'after') ORDER BY id");
+  await eventually(
+    '2xx once the database is back',
+    async () => (await createUser('after')).statusCode < 300,
+    30_000,
+    100,
+  );
+  const { rows } = await service.pool.query<{ id: string }>(
+    "SELECT id FROM community_users WHERE id IN ('before', 'during-1', 'during-2', 'after') ORDER BY id",
+  );
   expect(rows.map((r) => r.id)).toEqual(['after', 'before']);
 });
 
@@ -76,16 +96,23 @@ it('answers 503, not 500, when its backend is terminated mid-request, and 2xx on
     expect((await holder.query("SELECT 1 FROM community_users WHERE id = 't-held' FOR UPDATE")).rowCount).toBe(1);
     const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const response = createUser('t-held');
-    const waiting = await eventually('the request waiting on the held row, inside its transaction', async () => {
-      const { rows } = await observer.query<{ pid: number }>(
-        `SELECT pid FROM pg_stat_activity
+    const waiting = await eventually(
+      'the request waiting on the held row, inside its transaction',
+      async () => {
+        const { rows } = await observer.query<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity
          WHERE datname = current_database() AND application_name = $1 AND xact_start IS NOT NULL
            AND wait_event_type = 'Lock' AND $2 = ANY (pg_blocking_pids(pid))`,
-        [SERVICE_NAME, holderPid],
-      );
-      return rows[0]?.pid;
-    }, 30_000, 50);
-    expect((await observer.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [waiting])).rows[0].ok).toBe(true);
+          [SERVICE_NAME, holderPid],
+        );
+        return rows[0]?.pid;
+      },
+      30_000,
+      50,
+    );
+    expect((await observer.query<{ ok: boolean }>('SELECT pg_terminate_backend($1) AS ok', [waiting])).rows[0].ok).toBe(
+      true,
+    );
     const res = await response;
     expect(res.statusCode).toBe(503); // never a 500
     expect(res.json()).toMatchObject({ code: 'DEPENDENCY_UNAVAILABLE' });

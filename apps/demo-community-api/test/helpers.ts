@@ -29,13 +29,20 @@ export function testService(
     DEMO_WRITE_RATE_LIMIT: '1000000',
     ...options.env,
   });
-  return createDemoService(config, { logger: options.logger ?? testLogger(), registry: new Registry(), topology: options.topology });
+  return createDemoService(config, {
+    logger: options.logger ?? testLogger(),
+    registry: new Registry(),
+    topology: options.topology,
+  });
 }
 
 /** A logger that keeps what it writes, to read a line back (parsed) instead of guessing from outside. */
 export function recordingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'info' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   return { logger, lines };
 }
 
@@ -46,7 +53,10 @@ export interface OutboxRow {
 }
 
 /** The outbox rows one request wrote: its correlation id (the x-correlation-id it answered with) is on each. */
-export async function eventsOf(pool: Pool, correlationId: string | string[] | number | undefined): Promise<OutboxRow[]> {
+export async function eventsOf(
+  pool: Pool,
+  correlationId: string | string[] | number | undefined,
+): Promise<OutboxRow[]> {
   const { rows } = await pool.query<OutboxRow>(
     `SELECT event_type, aggregate_id, payload FROM outbox_messages WHERE payload->>'correlationId' = $1 ORDER BY id`,
     [String(correlationId)],
@@ -62,7 +72,11 @@ export async function count(pool: Pool, table: string): Promise<number> {
 export async function createUsers(app: FastifyInstance, ids: string[]): Promise<void> {
   for (const id of ids) {
     const name = id.charAt(0).toUpperCase() + id.slice(1);
-    const res = await app.inject({ method: 'POST', url: '/v1/users', payload: { id, email: `${id}@example.test`, displayName: `${name} Tester` } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/users',
+      payload: { id, email: `${id}@example.test`, displayName: `${name} Tester` },
+    });
     if (res.statusCode >= 300) throw new Error(`creating ${id}: ${res.statusCode} ${res.body}`);
   }
 }

@@ -47,15 +47,32 @@ const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const userToken = (sub: string) => bearer(app.jwt.sign({ sub }));
 const profile = (id: string) => ({ id, email: `${id}@example.test`, displayName: `${id} Tester` });
 const alertToken = (options: { key?: typeof alertKeys.privateKey; issuer?: string; scope?: string } = {}) =>
-  bearer(serviceTokenSigner({ signingKey: options.key ?? alertKeys.privateKey, issuer: options.issuer ?? ISSUER, audience: 'demo-community-api', scope: options.scope ?? SECURITY_ALERT_SCOPE })());
+  bearer(
+    serviceTokenSigner({
+      signingKey: options.key ?? alertKeys.privateKey,
+      issuer: options.issuer ?? ISSUER,
+      audience: 'demo-community-api',
+      scope: options.scope ?? SECURITY_ALERT_SCOPE,
+    })(),
+  );
 
 async function written(): Promise<number[]> {
-  return [await count(pool, 'community_users'), await count(pool, 'community_posts'), await count(pool, 'community_security_alerts'), await count(pool, 'outbox_messages')];
+  return [
+    await count(pool, 'community_users'),
+    await count(pool, 'community_posts'),
+    await count(pool, 'community_security_alerts'),
+    await count(pool, 'outbox_messages'),
+  ];
 }
 
 it('refuses x-user-id with a 401 that says to send a user token, and a write with no identity at all', async () => {
   const before = await written();
-  const asHeader = await app.inject({ method: 'POST', url: '/v1/users', headers: { 'x-user-id': 'mallory' }, payload: profile('mallory') });
+  const asHeader = await app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    headers: { 'x-user-id': 'mallory' },
+    payload: profile('mallory'),
+  });
   expect(asHeader.statusCode).toBe(401);
   expect(asHeader.json()).toEqual({
     statusCode: 401,
@@ -79,10 +96,20 @@ it('refuses x-user-id with a 401 that says to send a user token, and a write wit
 });
 
 it('writes with a verified user token: your own profile (201), not someone else’s (403), and your own posts', async () => {
-  const created = await app.inject({ method: 'POST', url: '/v1/users', headers: userToken('ada'), payload: profile('ada') });
+  const created = await app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    headers: userToken('ada'),
+    payload: profile('ada'),
+  });
   expect(created.statusCode).toBe(201);
   const before = await written();
-  const takeover = await app.inject({ method: 'POST', url: '/v1/users', headers: userToken('mallory'), payload: { ...profile('ada'), email: 'mallory@example.test' } });
+  const takeover = await app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    headers: userToken('mallory'),
+    payload: { ...profile('ada'), email: 'mallory@example.test' },
+  });
   expect(takeover.statusCode).toBe(403);
   expect(takeover.json()).toEqual({
     statusCode: 403,
@@ -91,24 +118,51 @@ it('writes with a verified user token: your own profile (201), not someone else�
     message: 'User "mallory" may create or update only their own profile, not "ada" (an operator’s admin token may)',
   });
   // A token signed with another secret, or none at all, names nobody.
-  const forged = await app.inject({ method: 'POST', url: '/v1/users', headers: { authorization: 'Bearer not.a.jwt' }, payload: profile('ada') });
+  const forged = await app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    headers: { authorization: 'Bearer not.a.jwt' },
+    payload: profile('ada'),
+  });
   expect(forged.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
-  const otherSecret = userTokenSigner({ secret: 'another-secret-of-at-least-32-characters', issuer: 'community-site', audience: 'community-notifications' })('ada');
-  const signedElsewhere = await app.inject({ method: 'POST', url: '/v1/users', headers: bearer(otherSecret), payload: profile('ada') });
+  const otherSecret = userTokenSigner({
+    secret: 'another-secret-of-at-least-32-characters',
+    issuer: 'community-site',
+    audience: 'community-notifications',
+  })('ada');
+  const signedElsewhere = await app.inject({
+    method: 'POST',
+    url: '/v1/users',
+    headers: bearer(otherSecret),
+    payload: profile('ada'),
+  });
   expect(signedElsewhere.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
   expect(await written()).toEqual(before);
-  expect((await pool.query('SELECT email FROM community_users WHERE id = $1', ['ada'])).rows).toEqual([{ email: 'ada@example.test' }]);
+  expect((await pool.query('SELECT email FROM community_users WHERE id = $1', ['ada'])).rows).toEqual([
+    { email: 'ada@example.test' },
+  ]);
 
-  const post = await app.inject({ method: 'POST', url: '/v1/posts', headers: userToken('ada'), payload: { title: 'Signed', body: 'and sealed' } });
+  const post = await app.inject({
+    method: 'POST',
+    url: '/v1/posts',
+    headers: userToken('ada'),
+    payload: { title: 'Signed', body: 'and sealed' },
+  });
   expect(post.statusCode).toBe(201);
-  expect(await eventsOf(pool, post.headers['x-correlation-id'])).toMatchObject([{ event_type: 'post.published', aggregate_id: 'ada' }]);
+  expect(await eventsOf(pool, post.headers['x-correlation-id'])).toMatchObject([
+    { event_type: 'post.published', aggregate_id: 'ada' },
+  ]);
 });
 
 it('lets an operator’s admin token write any profile', async () => {
-  const admin = bearer(adminTokenSigner({ signingKey: operator.privateKeyPem, kid: operator.entry.kid, audience: 'demo-community-api' })());
+  const admin = bearer(
+    adminTokenSigner({ signingKey: operator.privateKeyPem, kid: operator.entry.kid, audience: 'demo-community-api' })(),
+  );
   const res = await app.inject({ method: 'POST', url: '/v1/users', headers: admin, payload: profile('bob') });
   expect(res.statusCode).toBe(201);
-  expect(await eventsOf(pool, res.headers['x-correlation-id'])).toMatchObject([{ event_type: 'user.upserted', aggregate_id: 'bob' }]);
+  expect(await eventsOf(pool, res.headers['x-correlation-id'])).toMatchObject([
+    { event_type: 'user.upserted', aggregate_id: 'bob' },
+  ]);
 });
 
 it('raises a security alert only with a service token of SECURITY_ALERTS_ISSUER holding the scope', async () => {
@@ -122,22 +176,58 @@ it('raises a security alert only with a service token of SECURITY_ALERTS_ISSUER 
     error: 'Unauthorized',
     message: `Security alerts are raised by ${ISSUER}: send Authorization: Bearer <its service token> (scope security-alerts:raise)`,
   });
-  const byHeader = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: { 'x-user-id': 'carol' }, payload });
+  const byHeader = await app.inject({
+    method: 'POST',
+    url: '/v1/security-alerts',
+    headers: { 'x-user-id': 'carol' },
+    payload,
+  });
   expect(byHeader.json()).toMatchObject({ statusCode: 401, code: 'SERVICE_TOKEN_REQUIRED' });
   const byUser = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: userToken('carol'), payload });
   expect(byUser.json()).toMatchObject({ statusCode: 403, code: 'SECURITY_ALERT_FORBIDDEN' });
-  const otherKey = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: alertToken({ key: otherKeys.privateKey }), payload });
+  const otherKey = await app.inject({
+    method: 'POST',
+    url: '/v1/security-alerts',
+    headers: alertToken({ key: otherKeys.privateKey }),
+    payload,
+  });
   expect(otherKey.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
-  const otherIssuer = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: alertToken({ issuer: 'email-service' }), payload });
+  const otherIssuer = await app.inject({
+    method: 'POST',
+    url: '/v1/security-alerts',
+    headers: alertToken({ issuer: 'email-service' }),
+    payload,
+  });
   expect(otherIssuer.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
-  const noScope = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: alertToken({ scope: 'preferences:opt-out' }), payload });
+  const noScope = await app.inject({
+    method: 'POST',
+    url: '/v1/security-alerts',
+    headers: alertToken({ scope: 'preferences:opt-out' }),
+    payload,
+  });
   expect(noScope.json()).toMatchObject({ statusCode: 403, code: 'SERVICE_FORBIDDEN' });
   // The service token raises alerts, and nothing else: it is no user token.
-  const asUser = await app.inject({ method: 'POST', url: '/v1/posts', headers: alertToken(), payload: { title: 't', body: 'b' } });
+  const asUser = await app.inject({
+    method: 'POST',
+    url: '/v1/posts',
+    headers: alertToken(),
+    payload: { title: 't', body: 'b' },
+  });
   expect(asUser.json()).toMatchObject({ statusCode: 401, code: 'TOKEN_INVALID' });
   expect(await written()).toEqual(before);
 
-  const raised = await app.inject({ method: 'POST', url: '/v1/security-alerts', headers: alertToken(), payload: { ...payload, detail: 'Firefox on Linux' } });
+  const raised = await app.inject({
+    method: 'POST',
+    url: '/v1/security-alerts',
+    headers: alertToken(),
+    payload: { ...payload, detail: 'Firefox on Linux' },
+  });
   expect(raised.statusCode).toBe(201);
-  expect(await eventsOf(pool, raised.headers['x-correlation-id'])).toMatchObject([{ event_type: 'security.alert', aggregate_id: 'carol', payload: { data: { userId: 'carol', kind: 'new-login', detail: 'Firefox on Linux' } } }]);
+  expect(await eventsOf(pool, raised.headers['x-correlation-id'])).toMatchObject([
+    {
+      event_type: 'security.alert',
+      aggregate_id: 'carol',
+      payload: { data: { userId: 'carol', kind: 'new-login', detail: 'Firefox on Linux' } },
+    },
+  ]);
 });

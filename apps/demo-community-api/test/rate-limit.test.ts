@@ -30,7 +30,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-const post = (headers: Record<string, string>, title = 'Backpressure') => app.inject({ method: 'POST', url: '/v1/posts', headers, payload: { title, body: 'on purpose' } });
+const post = (headers: Record<string, string>, title = 'Backpressure') =>
+  app.inject({ method: 'POST', url: '/v1/posts', headers, payload: { title, body: 'on purpose' } });
 
 it('answers the write past the limit 429 with a coded body and Retry-After, counted per acting user across routes', async () => {
   const ada = { 'x-user-id': 'ada' };
@@ -49,7 +50,9 @@ it('answers the write past the limit 429 with a coded body and Retry-After, coun
     statusCode: 429,
     code: 'RATE_LIMITED',
     error: 'Too Many Requests',
-    message: expect.stringMatching(/^Too many writes: at most 4 per 3600 s for one user \(or one address when anonymous\); retry after \d+ s$/),
+    message: expect.stringMatching(
+      /^Too many writes: at most 4 per 3600 s for one user \(or one address when anonymous\); retry after \d+ s$/,
+    ),
   });
   const retryAfter = Number(refused.headers['retry-after']);
   expect(retryAfter).toBeGreaterThan(0);
@@ -57,7 +60,16 @@ it('answers the write past the limit 429 with a coded body and Retry-After, coun
   expect(refused.json().message).toContain(`retry after ${retryAfter} s`);
   expect(refused.headers['x-ratelimit-limit']).toBe(String(LIMIT));
   // Another route spends the same budget; nothing was written past it.
-  expect((await app.inject({ method: 'POST', url: '/v1/reactions', headers: ada, payload: { targetType: 'post', targetId: 'x', emoji: '👍' } })).statusCode).toBe(429);
+  expect(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/reactions',
+        headers: ada,
+        payload: { targetType: 'post', targetId: 'x', emoji: '👍' },
+      })
+    ).statusCode,
+  ).toBe(429);
   expect(await count(pool, 'community_posts')).toBe(posts);
 
   // Bob's budget is his own, on the same address.
@@ -66,13 +78,27 @@ it('answers the write past the limit 429 with a coded body and Retry-After, coun
 
 it('counts anonymous writes per client address, apart from the users acting from it', async () => {
   // 2 of the address's 4 went on creating ada and bob.
-  const upsert = (id: string) => app.inject({ method: 'POST', url: '/v1/users', payload: { id, email: `${id}@example.test`, displayName: id } });
-  expect([(await upsert('carol')).statusCode, (await upsert('dave')).statusCode, (await upsert('erin')).statusCode]).toEqual([201, 201, 429]);
+  const upsert = (id: string) =>
+    app.inject({ method: 'POST', url: '/v1/users', payload: { id, email: `${id}@example.test`, displayName: id } });
+  expect([
+    (await upsert('carol')).statusCode,
+    (await upsert('dave')).statusCode,
+    (await upsert('erin')).statusCode,
+  ]).toEqual([201, 201, 429]);
   expect(await count(pool, 'community_users')).toBe(4);
   // Anonymous alerts (outside production) come out of the same address budget.
-  expect((await app.inject({ method: 'POST', url: '/v1/security-alerts', payload: { userId: 'bob', kind: 'new-login', detail: 'x' } })).json()).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED' });
+  expect(
+    (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/security-alerts',
+        payload: { userId: 'bob', kind: 'new-login', detail: 'x' },
+      })
+    ).json(),
+  ).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED' });
 });
 
 it('does not limit reads and ops routes', async () => {
-  for (let i = 0; i < LIMIT + 2; i++) expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  for (let i = 0; i < LIMIT + 2; i++)
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
 });

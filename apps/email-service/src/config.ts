@@ -1,4 +1,13 @@
-import { AUTH_VARIABLES, commonConfig, ConfigError, DEV_EMAIL_SERVICE_SIGNING_KEY, DEV_UNSUBSCRIBE_TOKEN_SECRET, ed25519KeyIssue, loadConfig, type ConfigOf } from '@community/config';
+import {
+  AUTH_VARIABLES,
+  commonConfig,
+  ConfigError,
+  DEV_EMAIL_SERVICE_SIGNING_KEY,
+  DEV_UNSUBSCRIBE_TOKEN_SECRET,
+  ed25519KeyIssue,
+  loadConfig,
+  type ConfigOf,
+} from '@community/config';
 import { emailRetentionIssues } from './retention/policy';
 
 const HTTP = ['http:', 'https:'];
@@ -10,10 +19,19 @@ export const SERVICE_NAME = 'email-service';
 export const EMAIL_CONFIG_SPEC = [
   // Every common variable but the bearer-token ones (JWT_SECRET, ADMIN_KEYS, …): email-service has
   // no authenticated route and signs nothing with JWT_SECRET (below).
-  ...commonConfig(SERVICE_NAME).filter((v): v is Exclude<typeof v, { name: (typeof AUTH_VARIABLES)[number] }> => !(AUTH_VARIABLES as readonly string[]).includes(v.name)),
+  ...commonConfig(SERVICE_NAME).filter(
+    (v): v is Exclude<typeof v, { name: (typeof AUTH_VARIABLES)[number] }> =>
+      !(AUTH_VARIABLES as readonly string[]).includes(v.name),
+  ),
   // Optional: only verifies version 1 unsubscribe links (docs/EMAIL.md "Secrets"). Retired once
   // UNSUBSCRIBE_LEGACY_TOKENS_UNTIL has passed: then leave it unset.
-  { name: 'JWT_SECRET', kind: 'string', optional: true, secret: true, description: 'verifies version 1 unsubscribe links only; signs nothing' },
+  {
+    name: 'JWT_SECRET',
+    kind: 'string',
+    optional: true,
+    secret: true,
+    description: 'verifies version 1 unsubscribe links only; signs nothing',
+  },
   // The private half of email-service's service-token key pair (Ed25519, PEM): signs the opt-out
   // calls to notification-service, which holds the public half (EMAIL_SERVICE_VERIFY_KEY).
   {
@@ -27,7 +45,14 @@ export const EMAIL_CONFIG_SPEC = [
   // Links in emails point to the community site; unsubscribe links to this service. The defaults
   // are a laptop's: in production both must be set, to absolute https URLs (checked below), or
   // every email would link to 127.0.0.1 and one-click unsubscribe (RFC 8058) would break.
-  { name: 'PUBLIC_BASE_URL', kind: 'url', default: 'http://127.0.0.1:3000', protocols: HTTP, refuseDefaultInProduction: true, description: 'the community site as users reach it (links to notifications); https in production' },
+  {
+    name: 'PUBLIC_BASE_URL',
+    kind: 'url',
+    default: 'http://127.0.0.1:3000',
+    protocols: HTTP,
+    refuseDefaultInProduction: true,
+    description: 'the community site as users reach it (links to notifications); https in production',
+  },
   {
     name: 'UNSUBSCRIBE_BASE_URL',
     kind: 'url',
@@ -41,11 +66,31 @@ export const EMAIL_CONFIG_SPEC = [
 
   // Unsubscribe links (docs/EMAIL.md "Unsubscribe"): signed with a key of their own, so signing
   // them needs no JWT_SECRET, and valid this many days after the email was composed.
-  { name: 'UNSUBSCRIBE_TOKEN_SECRET', kind: 'string', default: DEV_UNSUBSCRIBE_TOKEN_SECRET, minLength: 32, secret: true, refuseDefaultInProduction: true, description: 'HMAC key of unsubscribe links; not JWT_SECRET' },
-  { name: 'UNSUBSCRIBE_TOKEN_TTL_DAYS', kind: 'int', default: 60, min: 1, max: 3650, description: 'days an unsubscribe link works' },
+  {
+    name: 'UNSUBSCRIBE_TOKEN_SECRET',
+    kind: 'string',
+    default: DEV_UNSUBSCRIBE_TOKEN_SECRET,
+    minLength: 32,
+    secret: true,
+    refuseDefaultInProduction: true,
+    description: 'HMAC key of unsubscribe links; not JWT_SECRET',
+  },
+  {
+    name: 'UNSUBSCRIBE_TOKEN_TTL_DAYS',
+    kind: 'int',
+    default: 60,
+    min: 1,
+    max: 3650,
+    description: 'days an unsubscribe link works',
+  },
   // Links sent before links expired (version 1, no expiry) work until this instant (ISO 8601), then
   // answer "expired"; unset: they answer "expired" now.
-  { name: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL', kind: 'string', optional: true, description: 'ISO 8601 instant until which pre-expiry unsubscribe links are honoured' },
+  {
+    name: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL',
+    kind: 'string',
+    optional: true,
+    description: 'ISO 8601 instant until which pre-expiry unsubscribe links are honoured',
+  },
 
   // The provider's limits. 0 disables the rate limit (a local sink, benchmarks).
   { name: 'SMTP_RATE_PER_SECOND', kind: 'int', default: 20, min: 0 },
@@ -110,21 +155,37 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
     });
   }
   if (config.SMTP_BREAKER_PROBE_MAX_MS < config.SMTP_BREAKER_PROBE_MIN_MS) {
-    issues.push({ name: 'SMTP_BREAKER_PROBE_MAX_MS', message: 'SMTP_BREAKER_PROBE_MAX_MS: must be >= SMTP_BREAKER_PROBE_MIN_MS' });
+    issues.push({
+      name: 'SMTP_BREAKER_PROBE_MAX_MS',
+      message: 'SMTP_BREAKER_PROBE_MAX_MS: must be >= SMTP_BREAKER_PROBE_MIN_MS',
+    });
   }
   if (config.UNSUBSCRIBE_TOKEN_SECRET === config.JWT_SECRET) {
-    issues.push({ name: 'UNSUBSCRIBE_TOKEN_SECRET', message: 'UNSUBSCRIBE_TOKEN_SECRET: must differ from JWT_SECRET (a key of its own is the point of it)' });
+    issues.push({
+      name: 'UNSUBSCRIBE_TOKEN_SECRET',
+      message: 'UNSUBSCRIBE_TOKEN_SECRET: must differ from JWT_SECRET (a key of its own is the point of it)',
+    });
   }
   if (config.UNSUBSCRIBE_LEGACY_TOKENS_UNTIL !== undefined && legacyTokensUntil(config) === undefined) {
-    issues.push({ name: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL', message: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: expected an ISO 8601 instant such as 2027-02-01T00:00:00Z' });
+    issues.push({
+      name: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL',
+      message: 'UNSUBSCRIBE_LEGACY_TOKENS_UNTIL: expected an ISO 8601 instant such as 2027-02-01T00:00:00Z',
+    });
   }
   if (config.UNSUBSCRIBE_LEGACY_TOKENS_UNTIL !== undefined && config.JWT_SECRET === undefined) {
-    issues.push({ name: 'JWT_SECRET', message: 'JWT_SECRET: required while UNSUBSCRIBE_LEGACY_TOKENS_UNTIL is set (it verifies version 1 unsubscribe links); unset both once that date has passed' });
+    issues.push({
+      name: 'JWT_SECRET',
+      message:
+        'JWT_SECRET: required while UNSUBSCRIBE_LEGACY_TOKENS_UNTIL is set (it verifies version 1 unsubscribe links); unset both once that date has passed',
+    });
   }
   if (env['NODE_ENV'] === 'production') {
     for (const name of ['PUBLIC_BASE_URL', 'UNSUBSCRIBE_BASE_URL'] as const) {
       if (new URL(config[name]).protocol !== 'https:') {
-        issues.push({ name, message: `${name}: must be an https URL when NODE_ENV=production (it is written into every email: users open it, mail clients post one-click unsubscribes to it)` });
+        issues.push({
+          name,
+          message: `${name}: must be an https URL when NODE_ENV=production (it is written into every email: users open it, mail clients post one-click unsubscribes to it)`,
+        });
       }
     }
   }

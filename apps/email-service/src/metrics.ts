@@ -84,11 +84,33 @@ export function emailMetrics(registry: Registry): EmailMetrics {
       labelNames: ['reason'],
       registers,
     }),
-    deadHolderLeases: new Gauge({ name: 'email_dead_holder_leases', help: 'Deliveries in sending under the lease of a dead process, not taken over yet', registers }),
-    breakerOpen: new Gauge({ name: 'email_smtp_breaker_open', help: '1 while the SMTP circuit breaker is open (email queue paused)', registers }),
-    breakerTransitions: new Counter({ name: 'email_smtp_breaker_transitions_total', help: 'Circuit breaker state changes', labelNames: ['to'], registers }),
-    breakerProbes: new Counter({ name: 'email_smtp_breaker_probes_total', help: 'SMTP probes while open, by outcome', labelNames: ['outcome'], registers }),
-    breakerHeld: new Gauge({ name: 'email_smtp_breaker_held_messages', help: 'In-flight messages waiting for the breaker to close', registers }),
+    deadHolderLeases: new Gauge({
+      name: 'email_dead_holder_leases',
+      help: 'Deliveries in sending under the lease of a dead process, not taken over yet',
+      registers,
+    }),
+    breakerOpen: new Gauge({
+      name: 'email_smtp_breaker_open',
+      help: '1 while the SMTP circuit breaker is open (email queue paused)',
+      registers,
+    }),
+    breakerTransitions: new Counter({
+      name: 'email_smtp_breaker_transitions_total',
+      help: 'Circuit breaker state changes',
+      labelNames: ['to'],
+      registers,
+    }),
+    breakerProbes: new Counter({
+      name: 'email_smtp_breaker_probes_total',
+      help: 'SMTP probes while open, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    breakerHeld: new Gauge({
+      name: 'email_smtp_breaker_held_messages',
+      help: 'In-flight messages waiting for the breaker to close',
+      registers,
+    }),
     digestWindows: new Counter({
       name: 'email_digest_windows_total',
       help: 'Digest windows flushed, by outcome (flushed, empty)',

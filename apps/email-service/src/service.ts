@@ -3,7 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { COMMUNITY_TOPOLOGY, ContractError, QUEUES, validateOrThrow, type EventOf, type EventType } from '@community/contracts';
+import {
+  COMMUNITY_TOPOLOGY,
+  ContractError,
+  QUEUES,
+  validateOrThrow,
+  type EventOf,
+  type EventType,
+} from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
 import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
@@ -88,7 +95,12 @@ function only<T extends EventType>(...types: T[]) {
   return (body: Buffer): { [K in T]: EventOf<K> }[T] => {
     const event = validateOrThrow(body);
     if (!(types as EventType[]).includes(event.type)) {
-      throw new ContractError('UNKNOWN_TYPE', '/type', `unexpected event type '${event.type}' on this queue (expected '${types.join("' or '")}')`, { eventId: event.id, eventType: event.type });
+      throw new ContractError(
+        'UNKNOWN_TYPE',
+        '/type',
+        `unexpected event type '${event.type}' on this queue (expected '${types.join("' or '")}')`,
+        { eventId: event.id, eventType: event.type },
+      );
     }
     return event as { [K in T]: EventOf<K> }[T];
   };
@@ -103,14 +115,19 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const { logger, registry } = deps;
   const clock = deps.clock ?? (() => new Date());
   const metrics = emailMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4), applicationName: SERVICE_NAME, logger });
+  const pool = createPgPool(config.DATABASE_URL, {
+    max: Math.min(20, config.EMAIL_CONSUMER_CONCURRENCY + 4),
+    applicationName: SERVICE_NAME,
+    logger,
+  });
 
   const { breaker, sender } = createSmtpStack(config, { logger, metrics, rateLimitClock: deps.rateLimitClock });
   // Signed with UNSUBSCRIBE_TOKEN_SECRET; JWT_SECRET only verifies links from before they expired.
   const tokens = new UnsubscribeTokens(config.UNSUBSCRIBE_TOKEN_SECRET, {
     ttlMs: config.UNSUBSCRIBE_TOKEN_TTL_DAYS * 86_400_000,
     now: clock,
-    legacy: config.JWT_SECRET === undefined ? undefined : { jwtSecret: config.JWT_SECRET, until: legacyTokensUntil(config) },
+    legacy:
+      config.JWT_SECRET === undefined ? undefined : { jwtSecret: config.JWT_SECRET, until: legacyTokensUntil(config) },
   });
   const composer = createComposer(config, tokens);
 
@@ -146,7 +163,11 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     digestPeriod: config.DIGEST_PERIOD,
     now: clock,
   };
-  const handleNotification = refuseExpiredEvents(emailRetentionPolicy(config).maxEventAgeMs, clock, notificationCreatedHandler(handlerDeps));
+  const handleNotification = refuseExpiredEvents(
+    emailRetentionPolicy(config).maxEventAgeMs,
+    clock,
+    notificationCreatedHandler(handlerDeps),
+  );
   const sendConsumer = messaging.consume<EventOf<'notification.created'>>({
     queue: SEND_QUEUE,
     name: 'send-email',
@@ -227,12 +248,33 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     // that it went away until a message needs it, and /readyz must name the dependency that is down.
     checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
     // `leases.waitingOnDeadHolders`: "consuming" alone hid messages that waited for a dead process.
-    details: () => ({ smtpBreaker: breaker.describe(), emailQueue: breaker.isOpen() ? 'paused' : 'consuming', leases: heartbeat.describe(), ...brokerDetails(messaging.blocked()) }),
+    details: () => ({
+      smtpBreaker: breaker.describe(),
+      emailQueue: breaker.isOpen() ? 'paused' : 'consuming',
+      leases: heartbeat.describe(),
+      ...brokerDetails(messaging.blocked()),
+    }),
     flowControl: () => {
       const { state, openForMs, consecutiveFailures, lastError, lastErrorAt } = breaker.describe();
       return {
-        breakers: [{ series: 'email_smtp_breaker_open', state, openForMs, consecutiveFailures, lastError, lastErrorAt, pauses: [SEND_QUEUE, CRITICAL_SEND_QUEUE] }],
-        rateLimits: [{ name: 'SMTP rate limit', perSecond: config.SMTP_RATE_PER_SECOND, queues: [SEND_QUEUE, CRITICAL_SEND_QUEUE] }],
+        breakers: [
+          {
+            series: 'email_smtp_breaker_open',
+            state,
+            openForMs,
+            consecutiveFailures,
+            lastError,
+            lastErrorAt,
+            pauses: [SEND_QUEUE, CRITICAL_SEND_QUEUE],
+          },
+        ],
+        rateLimits: [
+          {
+            name: 'SMTP rate limit',
+            perSecond: config.SMTP_RATE_PER_SECOND,
+            queues: [SEND_QUEUE, CRITICAL_SEND_QUEUE],
+          },
+        ],
       };
     },
     unsubscribe: { ...syncDeps, tokens, now: clock, ttlDays: config.UNSUBSCRIBE_TOKEN_TTL_DAYS },

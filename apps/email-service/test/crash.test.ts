@@ -53,7 +53,10 @@ function startService(): { proc: ChildProcess; started: Promise<void> } {
 beforeAll(async () => {
   infra = await createInfra('email_crash');
   smtp = await new TestSmtp().start();
-  producer = createMessaging({ url: infra.vhost.url, service: 'test-producer', topology: COMMUNITY_TOPOLOGY,
+  producer = createMessaging({
+    url: infra.vhost.url,
+    service: 'test-producer',
+    topology: COMMUNITY_TOPOLOGY,
     logger: testLogger(),
     registry: new Registry(),
     classifiers: [classifyPgError],
@@ -81,17 +84,23 @@ it('sends one email per key across a kill -9 mid-send; the crash window re-sends
   smtp.behaviour.onMessage = async () => {
     if (smtp.received.length === KILL_AT && killedAfter < 0) {
       killedAfter = smtp.received.length;
-      exited = new Promise<void>((r) => (first.proc.exitCode !== null || first.proc.signalCode !== null ? r() : first.proc.once('exit', () => r())));
+      exited = new Promise<void>((r) =>
+        first.proc.exitCode !== null || first.proc.signalCode !== null ? r() : first.proc.once('exit', () => r()),
+      );
       first.proc.kill('SIGKILL');
     }
     if (exited && smtp.received.length >= KILL_AT) await exited;
     return undefined;
   };
-  const events = Array.from({ length: EMAILS }, (_, i) => notificationCreated({ userId: 'alice', excerpt: `message ${i}` }));
+  const events = Array.from({ length: EMAILS }, (_, i) =>
+    notificationCreated({ userId: 'alice', excerpt: `message ${i}` }),
+  );
   for (const e of events) await producer.publisher.publish(e);
 
   await eventually('the kill', () => killedAfter > 0, 20_000);
-  await new Promise<void>((r) => (first.proc.exitCode !== null || first.proc.signalCode !== null ? r() : first.proc.once('exit', () => r())));
+  await new Promise<void>((r) =>
+    first.proc.exitCode !== null || first.proc.signalCode !== null ? r() : first.proc.once('exit', () => r()),
+  );
   const beforeRestart = new Set(smtp.messageIds());
 
   const second = startService();

@@ -1,6 +1,14 @@
 import { eventually } from '@community/testing';
 import { messageIdFor } from '../src/message-id';
-import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
+import {
+  createInfra,
+  notificationCreated,
+  startService,
+  testConfig,
+  userUpserted,
+  type Infra,
+  type StartedService,
+} from './support/harness';
 import { TestSmtp } from './support/smtp';
 
 // The critical lane: a security alert published behind a backlog of other email is sent ahead of
@@ -17,8 +25,10 @@ let smtp: TestSmtp;
 let s: StartedService;
 let clockMs = 0;
 
-const permits = (priority?: 'critical' | 'regular') => s.metric('email_rate_limit_permits_total', priority ? { priority } : {});
-const waiting = (priority?: 'critical' | 'regular') => s.metric('email_rate_limit_waiting', priority ? { priority } : {});
+const permits = (priority?: 'critical' | 'regular') =>
+  s.metric('email_rate_limit_permits_total', priority ? { priority } : {});
+const waiting = (priority?: 'critical' | 'regular') =>
+  s.metric('email_rate_limit_waiting', priority ? { priority } : {});
 
 /** One slot of the limiter's clock: exactly one waiting send is let through, no more. */
 async function nextSlot(): Promise<void> {
@@ -46,9 +56,16 @@ async function slotsUntil(what: string, done: () => Promise<boolean> | boolean, 
 beforeAll(async () => {
   infra = await createInfra('email_critical');
   smtp = await new TestSmtp().start();
-  s = await startService(testConfig(infra, smtp, { SMTP_RATE_PER_SECOND: String(RATE), SMTP_RATE_BURST: '1', EMAIL_CONSUMER_CONCURRENCY: String(CONCURRENCY) }), {
-    rateLimitClock: () => clockMs,
-  });
+  s = await startService(
+    testConfig(infra, smtp, {
+      SMTP_RATE_PER_SECOND: String(RATE),
+      SMTP_RATE_BURST: '1',
+      EMAIL_CONSUMER_CONCURRENCY: String(CONCURRENCY),
+    }),
+    {
+      rateLimitClock: () => clockMs,
+    },
+  );
   await s.publish(userUpserted('alice', 'alice@example.test', 'Alice'));
   await eventually('user projected', async () => (await s.svc.pool.query('SELECT 1 FROM email_users')).rowCount === 1);
 });
@@ -61,7 +78,9 @@ afterAll(async () => {
 });
 
 it('a security alert overtakes a backlog of other email, sent once, and the rate limit holds for both lanes', async () => {
-  const mentions = Array.from({ length: BACKLOG }, () => notificationCreated({ userId: 'alice', type: 'mention', emailChannel: 'immediate', excerpt: 'hi' }));
+  const mentions = Array.from({ length: BACKLOG }, () =>
+    notificationCreated({ userId: 'alice', type: 'mention', emailChannel: 'immediate', excerpt: 'hi' }),
+  );
   for (const m of mentions) await s.publish(m);
   // The clock stands at 0: the idle limiter lets one send through (burst 1) and every other regular
   // handler in flight (prefetch = concurrency) queues behind it; the rest stays in the broker.
@@ -70,7 +89,12 @@ it('a security alert overtakes a backlog of other email, sent once, and the rate
   expect(await permits()).toBe(1);
   expect(smtp.received).toHaveLength(1);
 
-  const alert = notificationCreated({ userId: 'alice', type: 'security_alert', emailChannel: 'immediate', excerpt: 'New sign-in from 203.0.113.9' });
+  const alert = notificationCreated({
+    userId: 'alice',
+    type: 'security_alert',
+    emailChannel: 'immediate',
+    excerpt: 'New sign-in from 203.0.113.9',
+  });
   const alertId = messageIdFor('immediate', alert.data.idempotencyKey, 'community.local');
   await s.publish(alert);
   // The critical lane's consumer took it past the ~50 queued on email-service.send, to the limiter.
@@ -94,18 +118,30 @@ it('a security alert overtakes a backlog of other email, sent once, and the rate
 
   // Everything arrived; the alert exactly once although both lanes received it (the regular lane's
   // copy, reached at the end of the backlog, finds the ledger row sent: no permit, no email).
-  await eventually('regular copy of the alert acked as a duplicate', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) >= 1, 20_000);
+  await eventually(
+    'regular copy of the alert acked as a duplicate',
+    async () =>
+      (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) >= 1,
+    20_000,
+  );
   expect(smtp.received.filter((m) => m.messageId === alertId)).toHaveLength(1);
   expect(smtp.received).toHaveLength(BACKLOG + 1);
   expect(await permits()).toBe(BACKLOG + 1);
   // The critical lane received the alert and nothing else (the headers exchange passed on only the
   // security_alert notification.created): no copy of the 50 mentions crossed it. (Counted once
   // everything is delivered: the counter moves after the ack, a moment after the SMTP server has it.)
-  await eventually('critical lane acked the alert', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })) >= 1);
+  await eventually(
+    'critical lane acked the alert',
+    async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })) >= 1,
+  );
   expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' })).toBe(1);
-  expect(await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical', outcome: 'processed' })).toBe(1);
+  expect(
+    await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical', outcome: 'processed' }),
+  ).toBe(1);
   // The ledger marks a row sent after the SMTP server answered: the last row may still be on its way.
-  const sentRows = async () => (await s.svc.pool.query(`SELECT count(*)::int AS n FROM email_deliveries WHERE state = 'sent'`)).rows[0].n as number;
+  const sentRows = async () =>
+    (await s.svc.pool.query(`SELECT count(*)::int AS n FROM email_deliveries WHERE state = 'sent'`)).rows[0]
+      .n as number;
   await eventually('every delivery marked sent', async () => (await sentRows()) >= BACKLOG + 1);
   expect(await sentRows()).toBe(BACKLOG + 1);
 });
@@ -113,15 +149,33 @@ it('a security alert overtakes a backlog of other email, sent once, and the rate
 it('a security alert published without the notification-type header (before it existed) is emailed once by the regular lane', async () => {
   // Its own recipient: the count below is this alert's, whatever the first case left behind.
   await s.publish(userUpserted('carol', 'carol@example.test', 'Carol'));
-  await eventually('carol projected', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'carol'`)).rowCount === 1);
+  await eventually(
+    'carol projected',
+    async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'carol'`)).rowCount === 1,
+  );
   const criticalBefore = await s.metric('messaging_succeeded_total', { queue: 'email-service.send-critical' });
-  const processedBefore = await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'processed' });
-  const alert = notificationCreated({ userId: 'carol', type: 'security_alert', emailChannel: 'immediate', excerpt: 'Password changed' });
+  const processedBefore = await s.metric('messaging_succeeded_total', {
+    queue: 'email-service.send',
+    outcome: 'processed',
+  });
+  const alert = notificationCreated({
+    userId: 'carol',
+    type: 'security_alert',
+    emailChannel: 'immediate',
+    excerpt: 'Password changed',
+  });
   const alertId = messageIdFor('immediate', alert.data.idempotencyKey, 'community.local');
   await s.publishWithoutHeaders(alert);
   await slotsUntil('legacy alert received', () => smtp.received.some((m) => m.messageId === alertId), BACKLOG * 2);
-  await eventually('regular lane processed it', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'processed' })) >= processedBefore + 1);
-  const { rows } = await s.svc.pool.query(`SELECT state, attempts FROM email_deliveries WHERE idempotency_key = $1`, [alert.data.idempotencyKey]);
+  await eventually(
+    'regular lane processed it',
+    async () =>
+      (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'processed' })) >=
+      processedBefore + 1,
+  );
+  const { rows } = await s.svc.pool.query(`SELECT state, attempts FROM email_deliveries WHERE idempotency_key = $1`, [
+    alert.data.idempotencyKey,
+  ]);
   expect(rows).toEqual([{ state: 'sent', attempts: 1 }]);
   expect(smtp.received.filter((m) => m.messageId === alertId)).toHaveLength(1);
   expect(smtp.received.filter((m) => m.rcptTo.includes('carol@example.test'))).toHaveLength(1);

@@ -1,7 +1,15 @@
 import amqplib from 'amqplib';
 import { eventually, type PeekedMessage } from '@community/testing';
 import { messageIdFor } from '../src/message-id';
-import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
+import {
+  createInfra,
+  notificationCreated,
+  startService,
+  testConfig,
+  userUpserted,
+  type Infra,
+  type StartedService,
+} from './support/harness';
 import { smtpError, TestSmtp } from './support/smtp';
 
 // Immediate emails end to end: real RabbitMQ (own vhost), Postgres (own database), SMTP server.
@@ -13,9 +21,8 @@ const dlq: PeekedMessage[] = [];
 const idFor = (key: string) => messageIdFor('immediate', key, 'community.local');
 const emailsFor = (key: string) => smtp.received.filter((m) => m.messageId === idFor(key));
 const ledgerRow = async (key: string) =>
-  (await s.svc.pool.query(`SELECT state, attempts, last_error FROM email_deliveries WHERE idempotency_key = $1`, [key])).rows[0] as
-    | { state: string; attempts: number; last_error: string | null }
-    | undefined;
+  (await s.svc.pool.query(`SELECT state, attempts, last_error FROM email_deliveries WHERE idempotency_key = $1`, [key]))
+    .rows[0] as { state: string; attempts: number; last_error: string | null } | undefined;
 async function dlqFor(eventId: string): Promise<PeekedMessage | undefined> {
   dlq.push(...(await infra.vhost.take('email-service.send.dlq', 50)));
   return dlq.find((m) => m.properties.message_id === eventId);
@@ -45,33 +52,51 @@ afterAll(async () => {
 
 it('sends exactly one email per idempotency key under duplicate and concurrent deliveries', async () => {
   const event = notificationCreated({ userId: 'alice', actorId: 'bob', excerpt: 'hi @alice' });
-  const sameKeyNewId = notificationCreated({ userId: 'alice', actorId: 'bob', idempotencyKey: event.data.idempotencyKey, notificationId: event.data.notificationId });
+  const sameKeyNewId = notificationCreated({
+    userId: 'alice',
+    actorId: 'bob',
+    idempotencyKey: event.data.idempotencyKey,
+    notificationId: event.data.notificationId,
+  });
   await Promise.all([s.publish(event), s.publish(event), s.publish(event), s.publish(sameKeyNewId)]);
 
   await eventually('the email', () => emailsFor(event.data.idempotencyKey).length === 1);
   // Once the three others are acked as duplicates, no delivery of this key is left running: a
   // second email could only have come from one of them.
-  await eventually('all four deliveries handled', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) >= 3);
+  await eventually(
+    'all four deliveries handled',
+    async () =>
+      (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) >= 3,
+  );
   expect(emailsFor(event.data.idempotencyKey)).toHaveLength(1);
   expect(await ledgerSettles(event.data.idempotencyKey, 'sent')).toMatchObject({ attempts: 1 });
 
   // A redelivery long after the send is acked without a second email.
   await s.publish(event);
-  await eventually('redelivery handled', async () => (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) >= 4);
+  await eventually(
+    'redelivery handled',
+    async () =>
+      (await s.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) >= 4,
+  );
   expect(emailsFor(event.data.idempotencyKey)).toHaveLength(1);
 });
 
 it('neutralises CR/LF and <script> in names and excerpts; links and List-Unsubscribe headers are set', async () => {
   await s.publish(userUpserted('mallory', 'mallory@example.test', 'Mallory\r\nBcc: victim@evil.test'));
   await s.publish(userUpserted('eve', 'eve@example.test', 'Eve <script>alert(1)</script>\r\nX-Injected: yes'));
-  await eventually('users projected', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id IN ('mallory','eve')`)).rowCount === 2);
+  await eventually(
+    'users projected',
+    async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id IN ('mallory','eve')`)).rowCount === 2,
+  );
   const event = notificationCreated({
     userId: 'mallory',
     actorId: 'eve',
     excerpt: 'look <script>steal()</script> & "quotes"\r\nBcc: other@evil.test',
   });
   await s.publish(event);
-  const [mail] = await eventually('the email', () => (emailsFor(event.data.idempotencyKey).length ? emailsFor(event.data.idempotencyKey) : undefined));
+  const [mail] = await eventually('the email', () =>
+    emailsFor(event.data.idempotencyKey).length ? emailsFor(event.data.idempotencyKey) : undefined,
+  );
 
   expect(mail.rcptTo).toEqual(['mallory@example.test']);
   expect(mail.headerLines.filter((l) => /^(bcc|x-injected):/i.test(l))).toEqual([]);
@@ -79,7 +104,9 @@ it('neutralises CR/LF and <script> in names and excerpts; links and List-Unsubsc
   expect(mail.to).toContain('Mallory Bcc: victim@evil.test');
   expect(mail.html).not.toContain('<script>');
   expect(mail.html).toContain('Eve &lt;script&gt;alert(1)&lt;/script&gt;');
-  expect(mail.html).toContain('look &lt;script&gt;steal()&lt;/script&gt; &amp; &quot;quotes&quot;<br>Bcc: other@evil.test');
+  expect(mail.html).toContain(
+    'look &lt;script&gt;steal()&lt;/script&gt; &amp; &quot;quotes&quot;<br>Bcc: other@evil.test',
+  );
   expect(mail.text).toContain(`http://127.0.0.1:3000/notifications/${event.data.notificationId}`);
   expect(mail.html).toContain(`href="http://127.0.0.1:3000/notifications/${event.data.notificationId}"`);
   expect(mail.headers.get('list-unsubscribe')).toMatch(/^<http:\/\/127\.0\.0\.1:3002\/v1\/unsubscribe\?token=[^>]+>$/);
@@ -87,8 +114,10 @@ it('neutralises CR/LF and <script> in names and excerpts; links and List-Unsubsc
 });
 
 it('keeps the newest user.upserted: a stale update, handled after it, does not overwrite it', async () => {
-  const carol = async () => (await s.svc.pool.query(`SELECT email, display_name FROM email_users WHERE user_id = 'carol'`)).rows;
-  const staleRefused = () => s.metric('messaging_succeeded_total', { queue: 'email-service.users', outcome: 'duplicate' });
+  const carol = async () =>
+    (await s.svc.pool.query(`SELECT email, display_name FROM email_users WHERE user_id = 'carol'`)).rows;
+  const staleRefused = () =>
+    s.metric('messaging_succeeded_total', { queue: 'email-service.users', outcome: 'duplicate' });
   const t = Date.now();
   // One at a time, so the order in which they are handled is the order under test (consumed
   // concurrently, the stale one could be handled first, and then there is nothing to refuse).
@@ -96,16 +125,25 @@ it('keeps the newest user.upserted: a stale update, handled after it, does not o
   await eventually('the newer update is projected', async () => (await carol()).length === 1);
   const refusedBefore = await staleRefused();
   await s.publish(userUpserted('carol', 'carol-old@example.test', 'Carol Old', new Date(t - 60_000)));
-  await eventually('the stale update is handled, as a duplicate', async () => (await staleRefused()) === refusedBefore + 1);
+  await eventually(
+    'the stale update is handled, as a duplicate',
+    async () => (await staleRefused()) === refusedBefore + 1,
+  );
   expect(await carol()).toEqual([{ email: 'carol-new@example.test', display_name: 'Carol New' }]);
 });
 
 it('delivers after a retry when the server answers 4xx', async () => {
   await s.publish(userUpserted('dave', 'dave@example.test', 'Dave'));
   let refusals = 0;
-  smtp.behaviour.onRcpt = (address) => (address === 'dave@example.test' && refusals++ === 0 ? smtpError(451, '4.7.1 Greylisted, try again later') : undefined);
+  smtp.behaviour.onRcpt = (address) =>
+    address === 'dave@example.test' && refusals++ === 0
+      ? smtpError(451, '4.7.1 Greylisted, try again later')
+      : undefined;
   const event = notificationCreated({ userId: 'dave', actorId: 'bob' });
-  await eventually('dave projected', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'dave'`)).rowCount === 1);
+  await eventually(
+    'dave projected',
+    async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'dave'`)).rowCount === 1,
+  );
   await s.publish(event);
   await eventually('delivered after the retry', () => emailsFor(event.data.idempotencyKey).length === 1);
   expect(refusals).toBe(2);
@@ -116,8 +154,12 @@ it('delivers after a retry when the server answers 4xx', async () => {
 
 it('dead-letters a 5xx at once with the server reply, and records the row as failed', async () => {
   await s.publish(userUpserted('erin', 'erin@example.test', 'Erin'));
-  smtp.behaviour.onRcpt = (address) => (address === 'erin@example.test' ? smtpError(550, '5.1.1 <erin@example.test>: mailbox does not exist') : undefined);
-  await eventually('erin projected', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'erin'`)).rowCount === 1);
+  smtp.behaviour.onRcpt = (address) =>
+    address === 'erin@example.test' ? smtpError(550, '5.1.1 <erin@example.test>: mailbox does not exist') : undefined;
+  await eventually(
+    'erin projected',
+    async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'erin'`)).rowCount === 1,
+  );
   const event = notificationCreated({ userId: 'erin', actorId: 'bob' });
   await s.publish(event);
   const dead = await eventually('dead-lettered', () => dlqFor(event.id));
@@ -135,10 +177,16 @@ it('dead-letters a 5xx at once with the server reply, and records the row as fai
 it('dead-letters malformed messages with the reason', async () => {
   const conn = await amqplib.connect(infra.vhost.url);
   const ch = await conn.createConfirmChannel();
-  ch.publish('', 'email-service.send', Buffer.from('{not json'), { messageId: 'bad-json', type: 'notification.created' });
+  ch.publish('', 'email-service.send', Buffer.from('{not json'), {
+    messageId: 'bad-json',
+    type: 'notification.created',
+  });
   const missing = notificationCreated({ userId: 'alice' }) as unknown as { data: Record<string, unknown> };
   delete missing.data.idempotencyKey;
-  ch.publish('', 'email-service.send', Buffer.from(JSON.stringify(missing)), { messageId: 'missing-key', type: 'notification.created' });
+  ch.publish('', 'email-service.send', Buffer.from(JSON.stringify(missing)), {
+    messageId: 'missing-key',
+    type: 'notification.created',
+  });
   await ch.waitForConfirms();
   await conn.close();
 
@@ -154,7 +202,10 @@ it('waits for a late address within the grace period, then records "no address" 
   const retriedBefore = await s.metric('messaging_retried_total', { queue: 'email-service.send' });
   await s.publish(late);
   // The address arrives only after a first attempt found none and sent the message to a retry tier.
-  await eventually('first attempt found no address', async () => (await s.metric('messaging_retried_total', { queue: 'email-service.send' })) > retriedBefore);
+  await eventually(
+    'first attempt found no address',
+    async () => (await s.metric('messaging_retried_total', { queue: 'email-service.send' })) > retriedBefore,
+  );
   expect(emailsFor(late.data.idempotencyKey)).toHaveLength(0);
   await s.publish(userUpserted('frank', 'frank@example.test', 'Frank'));
   await eventually('delivered once the address arrived', () => emailsFor(late.data.idempotencyKey).length === 1);
@@ -169,10 +220,17 @@ it('waits for a late address within the grace period, then records "no address" 
 
 it('follows emailChannel "off", but always sends security alerts, without an unsubscribe link', async () => {
   const off = notificationCreated({ userId: 'alice', actorId: 'bob', emailChannel: 'off' });
-  const alert = notificationCreated({ userId: 'alice', type: 'security_alert', emailChannel: 'off', excerpt: 'New sign-in from 203.0.113.9' });
+  const alert = notificationCreated({
+    userId: 'alice',
+    type: 'security_alert',
+    emailChannel: 'off',
+    excerpt: 'New sign-in from 203.0.113.9',
+  });
   await s.publish(off);
   await s.publish(alert);
-  const [mail] = await eventually('the alert', () => (emailsFor(alert.data.idempotencyKey).length ? emailsFor(alert.data.idempotencyKey) : undefined));
+  const [mail] = await eventually('the alert', () =>
+    emailsFor(alert.data.idempotencyKey).length ? emailsFor(alert.data.idempotencyKey) : undefined,
+  );
   expect(mail.subject).toBe('Security alert on your account');
   expect(mail.text).toContain('New sign-in from 203.0.113.9');
   expect(mail.headers.has('list-unsubscribe')).toBe(false);
@@ -184,7 +242,11 @@ it('follows emailChannel "off", but always sends security alerts, without an uns
 it('reports readiness with the breaker state in the details, and metrics', async () => {
   const ready = await s.svc.app.inject({ method: 'GET', url: '/readyz' });
   expect(ready.statusCode).toBe(200);
-  expect(ready.json()).toMatchObject({ status: 'ready', checks: { accepting: true, amqp: true, consumers: true, database: true }, details: { smtpBreaker: { state: 'closed' }, emailQueue: 'consuming' } });
+  expect(ready.json()).toMatchObject({
+    status: 'ready',
+    checks: { accepting: true, amqp: true, consumers: true, database: true },
+    details: { smtpBreaker: { state: 'closed' }, emailQueue: 'consuming' },
+  });
   const metrics = await s.svc.app.inject({ method: 'GET', url: '/metrics' });
   expect(metrics.body).toContain('email_smtp_breaker_open');
   expect(metrics.body).toContain('email_sends_total');

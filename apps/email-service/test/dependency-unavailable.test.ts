@@ -1,5 +1,12 @@
 import { DEV_UNSUBSCRIBE_TOKEN_SECRET } from '@community/config';
-import { createTestDatabase, eventually, tcpProxy, testLogger, type TcpProxy, type TestDatabase } from '@community/testing';
+import {
+  createTestDatabase,
+  eventually,
+  tcpProxy,
+  testLogger,
+  type TcpProxy,
+  type TestDatabase,
+} from '@community/testing';
 import { Registry } from 'prom-client';
 import { loadEmailConfig } from '../src/config';
 import { createEmailService, type EmailService } from '../src/service';
@@ -20,8 +27,17 @@ beforeAll(async () => {
   const target = new URL(db.url);
   proxy = await tcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   await proxy.open();
-  const config = loadEmailConfig({ DATABASE_URL: proxy.rewrite(db.url), PORT: '0', LOG_LEVEL: 'silent', NOTIFICATION_SERVICE_URL: 'http://127.0.0.1:9' });
-  svc = createEmailService(config, { logger: testLogger('email-unavailable'), registry: new Registry(), runTicker: false });
+  const config = loadEmailConfig({
+    DATABASE_URL: proxy.rewrite(db.url),
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    NOTIFICATION_SERVICE_URL: 'http://127.0.0.1:9',
+  });
+  svc = createEmailService(config, {
+    logger: testLogger('email-unavailable'),
+    registry: new Registry(),
+    runTicker: false,
+  });
   await svc.app.ready();
 });
 
@@ -34,13 +50,23 @@ afterAll(async () => {
 it('answers a one-click unsubscribe 503 + Retry-After while Postgres is unreachable, and records it after', async () => {
   const token = new UnsubscribeTokens(DEV_UNSUBSCRIBE_TOKEN_SECRET).sign({ userId: 'erin', scope: 'mention' });
   const oneClick = () =>
-    svc.app.inject({ method: 'POST', url: `/v1/unsubscribe?token=${encodeURIComponent(token)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'List-Unsubscribe=One-Click' });
+    svc.app.inject({
+      method: 'POST',
+      url: `/v1/unsubscribe?token=${encodeURIComponent(token)}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'List-Unsubscribe=One-Click',
+    });
 
   await proxy.close();
   const res = await oneClick();
   expect(res.statusCode).toBe(503);
   expect(res.headers['retry-after']).toBe('5');
-  expect(res.json()).toEqual({ statusCode: 503, code: 'DEPENDENCY_UNAVAILABLE', error: 'Service Unavailable', message: 'database is unavailable for the moment; retry after 5 s' });
+  expect(res.json()).toEqual({
+    statusCode: 503,
+    code: 'DEPENDENCY_UNAVAILABLE',
+    error: 'Service Unavailable',
+    message: 'database is unavailable for the moment; retry after 5 s',
+  });
 
   await proxy.open();
   await eventually('2xx once the database is back', async () => (await oneClick()).statusCode < 300, 10_000, 100);

@@ -1,7 +1,15 @@
 import { eventually } from '@community/testing';
 import { messageIdFor } from '../src/message-id';
 import { digestKey, windowFor } from '../src/domain/digest-window';
-import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
+import {
+  createInfra,
+  notificationCreated,
+  startService,
+  testConfig,
+  userUpserted,
+  type Infra,
+  type StartedService,
+} from './support/harness';
 import { TestSmtp } from './support/smtp';
 
 // Digest windows with an injected clock: items collected "today", flushed "tomorrow" by two
@@ -15,8 +23,10 @@ let a: StartedService;
 let b: StartedService;
 const USERS = 12;
 
-const itemCount = async () => Number((await a.svc.pool.query('SELECT count(*)::int AS n FROM email_digest_items')).rows[0].n);
-const digestEmailsFor = (userId: string, start: Date) => smtp.received.filter((m) => m.messageId === messageIdFor('digest', digestKey(userId, start), 'community.local'));
+const itemCount = async () =>
+  Number((await a.svc.pool.query('SELECT count(*)::int AS n FROM email_digest_items')).rows[0].n);
+const digestEmailsFor = (userId: string, start: Date) =>
+  smtp.received.filter((m) => m.messageId === messageIdFor('digest', digestKey(userId, start), 'community.local'));
 
 beforeAll(async () => {
   infra = await createInfra('email_digest');
@@ -27,7 +37,10 @@ beforeAll(async () => {
   b = await startService(config, { clock: () => clockA });
   await a.publish(userUpserted('bob', 'bob@example.test', 'Bob <b>'));
   for (let i = 0; i < USERS; i++) await a.publish(userUpserted(`u${i}`, `u${i}@example.test`, `User ${i}`));
-  await eventually('users projected', async () => (await a.svc.pool.query('SELECT 1 FROM email_users')).rowCount === USERS + 1);
+  await eventually(
+    'users projected',
+    async () => (await a.svc.pool.query('SELECT 1 FROM email_users')).rowCount === USERS + 1,
+  );
 });
 
 afterAll(async () => {
@@ -42,7 +55,16 @@ it('collects digest items, and two flushers racing send exactly one digest per u
   const types = ['follow', 'reaction', 'comment'] as const;
   const events = [];
   for (let i = 0; i < USERS; i++) {
-    for (const type of types) events.push(notificationCreated({ userId: `u${i}`, type, actorId: 'bob', emailChannel: 'digest', excerpt: type === 'comment' ? 'Nice <i>post</i>' : undefined }));
+    for (const type of types)
+      events.push(
+        notificationCreated({
+          userId: `u${i}`,
+          type,
+          actorId: 'bob',
+          emailChannel: 'digest',
+          excerpt: type === 'comment' ? 'Nice <i>post</i>' : undefined,
+        }),
+      );
   }
   await Promise.all(events.map((e) => a.publish(e)));
   await a.publish(events[0]); // a duplicate delivery adds nothing
@@ -53,7 +75,12 @@ it('collects digest items, and two flushers racing send exactly one digest per u
   expect(smtp.received).toHaveLength(0);
 
   const tomorrow = new Date(today.end.getTime() + 60_000);
-  await Promise.all([a.svc.ticker.tick(tomorrow), b.svc.ticker.tick(tomorrow), a.svc.ticker.tick(tomorrow), b.svc.ticker.tick(tomorrow)]);
+  await Promise.all([
+    a.svc.ticker.tick(tomorrow),
+    b.svc.ticker.tick(tomorrow),
+    a.svc.ticker.tick(tomorrow),
+    b.svc.ticker.tick(tomorrow),
+  ]);
   await eventually('every digest sent', () => smtp.received.length >= USERS);
   await Promise.all([a.svc.ticker.tick(tomorrow), b.svc.ticker.tick(tomorrow)]);
   // The ticks are awaited, each until its sends had the server's answer, and nothing else sends
@@ -61,9 +88,19 @@ it('collects digest items, and two flushers racing send exactly one digest per u
 
   expect(smtp.received).toHaveLength(USERS);
   for (let i = 0; i < USERS; i++) expect(digestEmailsFor(`u${i}`, today.start)).toHaveLength(1);
-  const { rows } = await a.svc.pool.query(`SELECT status, count(*)::int AS n FROM email_digest_windows GROUP BY status`);
+  const { rows } = await a.svc.pool.query(
+    `SELECT status, count(*)::int AS n FROM email_digest_windows GROUP BY status`,
+  );
   expect(rows).toEqual([{ status: 'flushed', n: USERS }]);
-  await eventually('every digest recorded sent', async () => (await a.svc.pool.query(`SELECT count(*)::int AS n FROM email_deliveries WHERE channel = 'digest' AND state = 'sent'`)).rows[0].n === USERS);
+  await eventually(
+    'every digest recorded sent',
+    async () =>
+      (
+        await a.svc.pool.query(
+          `SELECT count(*)::int AS n FROM email_deliveries WHERE channel = 'digest' AND state = 'sent'`,
+        )
+      ).rows[0].n === USERS,
+  );
 
   const [mail] = digestEmailsFor('u0', today.start);
   expect(mail.subject).toBe('Your daily digest: 3 new notifications');
@@ -94,7 +131,15 @@ it('sends nothing for a window whose items were all opted out (an empty window)'
   const day = windowFor(clockA, 'daily');
   const item = notificationCreated({ userId: 'u2', type: 'reaction', actorId: 'bob', emailChannel: 'digest' });
   await a.publish(item);
-  await eventually('item stored', async () => (await a.svc.pool.query(`SELECT 1 FROM email_digest_items WHERE idempotency_key = $1`, [item.data.idempotencyKey])).rowCount === 1);
+  await eventually(
+    'item stored',
+    async () =>
+      (
+        await a.svc.pool.query(`SELECT 1 FROM email_digest_items WHERE idempotency_key = $1`, [
+          item.data.idempotencyKey,
+        ])
+      ).rowCount === 1,
+  );
   // The user unsubscribes from reaction emails before the window closes.
   await a.svc.pool.query(`INSERT INTO email_suppressions (user_id, scope) VALUES ('u2', 'reaction')`);
   await Promise.all([a.svc.ticker.tick(day.end), b.svc.ticker.tick(day.end)]);
@@ -103,9 +148,14 @@ it('sends nothing for a window whose items were all opted out (an empty window)'
   await eventually('the late window sent', () => digestEmailsFor('u1', today.end).length === 1);
   expect(digestEmailsFor('u2', day.start)).toHaveLength(0);
   expect(smtp.received.filter((m) => m.rcptTo.includes('u2@example.test'))).toHaveLength(1); // only yesterday's
-  const { rows } = await a.svc.pool.query(`SELECT status FROM email_digest_windows WHERE user_id = 'u2' AND window_start = $1`, [day.start]);
+  const { rows } = await a.svc.pool.query(
+    `SELECT status FROM email_digest_windows WHERE user_id = 'u2' AND window_start = $1`,
+    [day.start],
+  );
   expect(rows).toEqual([{ status: 'empty' }]);
   // Either replica may have claimed it; together they counted it once (no earlier window was empty).
-  const empties = (await a.metric('email_digest_windows_total', { outcome: 'empty' })) + (await b.metric('email_digest_windows_total', { outcome: 'empty' }));
+  const empties =
+    (await a.metric('email_digest_windows_total', { outcome: 'empty' })) +
+    (await b.metric('email_digest_windows_total', { outcome: 'empty' }));
   expect(empties).toBe(1);
 });

@@ -5,7 +5,15 @@
 import { buildEvent, type EventOf } from '@community/contracts';
 import { eventually } from '@community/testing';
 import { windowFor } from '../src/domain/digest-window';
-import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
+import {
+  createInfra,
+  notificationCreated,
+  startService,
+  testConfig,
+  userUpserted,
+  type Infra,
+  type StartedService,
+} from './support/harness';
 import { TestSmtp } from './support/smtp';
 
 const today = windowFor(new Date(), 'daily');
@@ -15,7 +23,8 @@ let smtp: TestSmtp;
 let es: StartedService;
 
 const rows = async (sql: string, values: unknown[] = []) => (await es.svc.pool.query(sql, values)).rows;
-const erased = (userId: string): EventOf<'user.erased'> => buildEvent('user.erased', { userId, erasureId: '7' }, { producer: 'reconciler' });
+const erased = (userId: string): EventOf<'user.erased'> =>
+  buildEvent('user.erased', { userId, erasureId: '7' }, { producer: 'reconciler' });
 
 beforeAll(async () => {
   infra = await createInfra('email_erasure');
@@ -33,11 +42,19 @@ afterAll(async () => {
   await infra?.close();
 });
 
-it('suppresses what is pending for the user, drops their digest, anonymises them in others\' digests, and a redelivery changes nothing', async () => {
+it("suppresses what is pending for the user, drops their digest, anonymises them in others' digests, and a redelivery changes nothing", async () => {
   // Digest items: ada's own (actor bob) and bob's (actor ada, with her words); a pending immediate
   // email for ada, as a breaker hold leaves it.
   await es.publish(notificationCreated({ userId: 'ada', type: 'follow', actorId: 'bob', emailChannel: 'digest' }));
-  await es.publish(notificationCreated({ userId: 'bob', type: 'comment', actorId: 'ada', emailChannel: 'digest', excerpt: "ada's words" }));
+  await es.publish(
+    notificationCreated({
+      userId: 'bob',
+      type: 'comment',
+      actorId: 'ada',
+      emailChannel: 'digest',
+      excerpt: "ada's words",
+    }),
+  );
   await eventually('both digest items', async () => (await rows('SELECT 1 FROM email_digest_items')).length === 2);
   await es.svc.pool.query(
     `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, notification_type, state, smtp_response, last_error)
@@ -46,15 +63,27 @@ it('suppresses what is pending for the user, drops their digest, anonymises them
   await es.svc.pool.query(`INSERT INTO email_suppressions (user_id, scope) VALUES ('ada', 'reaction')`);
 
   const event = erased('ada');
-  const processedBefore = await es.metric('messaging_succeeded_total', { message_type: 'user.erased', outcome: 'processed' });
+  const processedBefore = await es.metric('messaging_succeeded_total', {
+    message_type: 'user.erased',
+    outcome: 'processed',
+  });
   await es.publish(event);
-  await eventually('the erasure is processed', async () => (await es.metric('messaging_succeeded_total', { message_type: 'user.erased', outcome: 'processed' })) > processedBefore);
+  await eventually(
+    'the erasure is processed',
+    async () =>
+      (await es.metric('messaging_succeeded_total', { message_type: 'user.erased', outcome: 'processed' })) >
+      processedBefore,
+  );
 
-  expect(await rows(`SELECT email, display_name FROM email_users WHERE user_id = 'ada'`)).toEqual([{ email: '', display_name: 'a deleted user' }]);
+  expect(await rows(`SELECT email, display_name FROM email_users WHERE user_id = 'ada'`)).toEqual([
+    { email: '', display_name: 'a deleted user' },
+  ]);
   expect(await rows(`SELECT state, smtp_response, last_error FROM email_deliveries WHERE user_id = 'ada'`)).toEqual([
     { state: 'suppressed', smtp_response: null, last_error: 'erased: the user was erased before this email was sent' },
   ]);
-  expect(await rows(`SELECT user_id, actor_id, excerpt FROM email_digest_items`)).toEqual([{ user_id: 'bob', actor_id: null, excerpt: null }]);
+  expect(await rows(`SELECT user_id, actor_id, excerpt FROM email_digest_items`)).toEqual([
+    { user_id: 'bob', actor_id: null, excerpt: null },
+  ]);
   expect(await rows(`SELECT user_id FROM email_digest_windows`)).toEqual([{ user_id: 'bob' }]);
   expect(await rows(`SELECT 1 FROM email_suppressions WHERE user_id = 'ada'`)).toEqual([]);
 
@@ -70,9 +99,22 @@ it('suppresses what is pending for the user, drops their digest, anonymises them
 
   // ada comes back, then the same erasure is delivered again: the inbox has it, nothing changes.
   await es.publish(userUpserted('ada', 'ada-again@example.test', 'Ada', new Date(Date.now() + 60_000)));
-  await eventually('ada is back', async () => (await rows(`SELECT 1 FROM email_users WHERE email = 'ada-again@example.test'`)).length === 1);
-  const duplicatesBefore = await es.metric('messaging_succeeded_total', { message_type: 'user.erased', outcome: 'duplicate' });
+  await eventually(
+    'ada is back',
+    async () => (await rows(`SELECT 1 FROM email_users WHERE email = 'ada-again@example.test'`)).length === 1,
+  );
+  const duplicatesBefore = await es.metric('messaging_succeeded_total', {
+    message_type: 'user.erased',
+    outcome: 'duplicate',
+  });
   await es.publish(event);
-  await eventually('the redelivery is a duplicate', async () => (await es.metric('messaging_succeeded_total', { message_type: 'user.erased', outcome: 'duplicate' })) > duplicatesBefore);
-  expect(await rows(`SELECT email FROM email_users WHERE user_id = 'ada'`)).toEqual([{ email: 'ada-again@example.test' }]);
+  await eventually(
+    'the redelivery is a duplicate',
+    async () =>
+      (await es.metric('messaging_succeeded_total', { message_type: 'user.erased', outcome: 'duplicate' })) >
+      duplicatesBefore,
+  );
+  expect(await rows(`SELECT email FROM email_users WHERE user_id = 'ada'`)).toEqual([
+    { email: 'ada-again@example.test' },
+  ]);
 }, 60_000);

@@ -1,7 +1,15 @@
 import { buildEvent, validateOrThrow } from '@community/contracts';
 import { backoffDelay } from '@community/messaging';
 import { eventually } from '@community/testing';
-import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
+import {
+  createInfra,
+  notificationCreated,
+  startService,
+  testConfig,
+  userUpserted,
+  type Infra,
+  type StartedService,
+} from './support/harness';
 import { TestSmtp } from './support/smtp';
 
 // The provider goes down, with the breaker's timings set through configuration: threshold 3,
@@ -73,83 +81,126 @@ afterAll(async () => {
   await infra?.close();
 });
 
-it('opens the breaker, pauses only the email queue, spends no retries, and delivers everything after recovery', async () => {
-  const warm = notificationCreated({ userId: 'alice' });
-  await s.publish(warm);
-  // Wait for the ledger, not the server: cutting the connection between the server's copy and
-  // its 250 reply would be an ambiguous send, re-sent later (with the same Message-ID).
-  await eventually('warm-up email sent (pooled connections open)', async () => (await s.svc.pool.query(`SELECT 1 FROM email_deliveries WHERE state = 'sent'`)).rowCount === 1);
+it(
+  'opens the breaker, pauses only the email queue, spends no retries, and delivers everything after recovery',
+  async () => {
+    const warm = notificationCreated({ userId: 'alice' });
+    await s.publish(warm);
+    // Wait for the ledger, not the server: cutting the connection between the server's copy and
+    // its 250 reply would be an ambiguous send, re-sent later (with the same Message-ID).
+    await eventually(
+      'warm-up email sent (pooled connections open)',
+      async () => (await s.svc.pool.query(`SELECT 1 FROM email_deliveries WHERE state = 'sent'`)).rowCount === 1,
+    );
 
-  smtp.goDown();
-  const connectionsBefore = smtp.connections;
-  const retriedBefore = await s.metric('messaging_retried_total', { queue: 'email-service.send' });
-  const events = Array.from({ length: EMAILS }, () => notificationCreated({ userId: 'alice' }));
-  await Promise.all(events.map((e) => s.publish(e)));
+    smtp.goDown();
+    const connectionsBefore = smtp.connections;
+    const retriedBefore = await s.metric('messaging_retried_total', { queue: 'email-service.send' });
+    const events = Array.from({ length: EMAILS }, () => notificationCreated({ userId: 'alice' }));
+    await Promise.all(events.map((e) => s.publish(e)));
 
-  await eventually('breaker open', () => s.svc.breaker.isOpen(), 20_000, 20);
-  const ready = await s.svc.app.inject({ method: 'GET', url: '/readyz' });
-  expect(ready.statusCode).toBe(200); // a paused email queue does not make the pod unready
-  expect(ready.json().details).toMatchObject({ smtpBreaker: { state: 'open' }, emailQueue: 'paused' });
-  expect(await s.metric('email_smtp_breaker_open')).toBe(1);
-  // What the reconciler's `consumers` and `breakers` lines read: which queues are paused, and why.
-  const flow = await s.svc.app.inject({ method: 'GET', url: '/v1/flow-control' });
-  expect(flow.json()).toMatchObject({
-    breakers: [{ series: 'email_smtp_breaker_open', state: 'open', lastError: expect.stringMatching(/\S/), lastErrorAt: expect.any(String), pauses: ['email-service.send', 'email-service.send-critical'] }],
-    rateLimits: [{ name: 'SMTP rate limit', queues: ['email-service.send', 'email-service.send-critical'] }],
-  });
+    await eventually('breaker open', () => s.svc.breaker.isOpen(), 20_000, 20);
+    const ready = await s.svc.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(200); // a paused email queue does not make the pod unready
+    expect(ready.json().details).toMatchObject({ smtpBreaker: { state: 'open' }, emailQueue: 'paused' });
+    expect(await s.metric('email_smtp_breaker_open')).toBe(1);
+    // What the reconciler's `consumers` and `breakers` lines read: which queues are paused, and why.
+    const flow = await s.svc.app.inject({ method: 'GET', url: '/v1/flow-control' });
+    expect(flow.json()).toMatchObject({
+      breakers: [
+        {
+          series: 'email_smtp_breaker_open',
+          state: 'open',
+          lastError: expect.stringMatching(/\S/),
+          lastErrorAt: expect.any(String),
+          pauses: ['email-service.send', 'email-service.send-critical'],
+        },
+      ],
+      rateLimits: [{ name: 'SMTP rate limit', queues: ['email-service.send', 'email-service.send-critical'] }],
+    });
 
-  // Meanwhile mentions keep flowing on the same connection, and so do user updates: a batch at the
-  // start of the outage and one at its end, each consumed while the breaker is still open and
-  // none of the 30 queued emails is out (a paused consumer would never see them).
-  const mentionIds: string[] = [];
-  const publishMentions = async () => {
-    for (let i = 0; i < MENTIONS_PER_BATCH; i++) {
-      const mention = buildEvent('user.mentioned', { commentId: `c-${mentionIds.length}`, postId: 'p', actorId: 'bob', mentionedUserId: 'alice', excerpt: 'hey' }, { producer: 'test' });
-      mentionIds.push(mention.id);
-      await s.publish(mention);
-    }
-    await eventually('mentions consumed during the outage', () => mentionIds.every((id) => critical.some((c) => c.id === id)), 30_000);
-  };
-  await publishMentions();
-  await eventually('outage outlasts the retry schedule twice', () => s.svc.breaker.describe().openForMs >= OUTAGE_MS, OUTAGE_MS + 30_000, 250);
-  await eventually('probes while open', async () => (await s.metric('email_smtp_breaker_probes_total')) >= 3, 30_000);
-  await publishMentions();
-  await s.publish(userUpserted('zoe', 'zoe@example.test', 'Zoe'));
-  await eventually('user projection keeps consuming during the outage', async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'zoe'`)).rowCount === 1, 30_000);
-  expect(s.svc.breaker.isOpen()).toBe(true);
-  expect(critical).toHaveLength(2 * MENTIONS_PER_BATCH);
-  for (const c of critical) expect(c).toMatchObject({ breakerOpen: true, emailsReceived: 1 });
+    // Meanwhile mentions keep flowing on the same connection, and so do user updates: a batch at the
+    // start of the outage and one at its end, each consumed while the breaker is still open and
+    // none of the 30 queued emails is out (a paused consumer would never see them).
+    const mentionIds: string[] = [];
+    const publishMentions = async () => {
+      for (let i = 0; i < MENTIONS_PER_BATCH; i++) {
+        const mention = buildEvent(
+          'user.mentioned',
+          {
+            commentId: `c-${mentionIds.length}`,
+            postId: 'p',
+            actorId: 'bob',
+            mentionedUserId: 'alice',
+            excerpt: 'hey',
+          },
+          { producer: 'test' },
+        );
+        mentionIds.push(mention.id);
+        await s.publish(mention);
+      }
+      await eventually(
+        'mentions consumed during the outage',
+        () => mentionIds.every((id) => critical.some((c) => c.id === id)),
+        30_000,
+      );
+    };
+    await publishMentions();
+    await eventually(
+      'outage outlasts the retry schedule twice',
+      () => s.svc.breaker.describe().openForMs >= OUTAGE_MS,
+      OUTAGE_MS + 30_000,
+      250,
+    );
+    await eventually('probes while open', async () => (await s.metric('email_smtp_breaker_probes_total')) >= 3, 30_000);
+    await publishMentions();
+    await s.publish(userUpserted('zoe', 'zoe@example.test', 'Zoe'));
+    await eventually(
+      'user projection keeps consuming during the outage',
+      async () => (await s.svc.pool.query(`SELECT 1 FROM email_users WHERE user_id = 'zoe'`)).rowCount === 1,
+      30_000,
+    );
+    expect(s.svc.breaker.isOpen()).toBe(true);
+    expect(critical).toHaveLength(2 * MENTIONS_PER_BATCH);
+    for (const c of critical) expect(c).toMatchObject({ breakerOpen: true, emailsReceived: 1 });
 
-  // No retry storm: during the whole outage the SMTP server saw the few sends that tripped the
-  // breaker and then only the probes; at most THRESHOLD - 1 messages took a retry tier (the ones
-  // that failed before the breaker opened), the others were held or stayed in the queue.
-  const connectionsDuringOutage = smtp.connections - connectionsBefore;
-  const retriedDuringOutage = (await s.metric('messaging_retried_total', { queue: 'email-service.send' })) - retriedBefore;
-  const probes = await s.metric('email_smtp_breaker_probes_total');
-  // Read after the count, so the probes counted all fit in it.
-  const { openForMs } = s.svc.breaker.describe();
-  expect(retriedDuringOutage).toBeLessThanOrEqual(THRESHOLD - 1);
-  expect(probes).toBeGreaterThanOrEqual(3);
-  // Probes follow the backoff schedule, not a tight loop.
-  expect(probes).toBeLessThanOrEqual(maxProbesWithin(openForMs));
-  // Each failed send costs 2 connections (nodemailer requeues once). Without the breaker: 30 emails
-  // × 2 × 3 attempts within 5 s of 1 s/2 s tiers ≈ 180 connections, and the retry budget spent.
-  // With it: the sends in flight when it opened (8, plus the slots freed by the THRESHOLD - 1
-  // retried ones before the pause took effect), then one connection per probe, plus the probe that
-  // may be connecting right now (probes run one at a time; its outcome is not counted yet).
-  const failedSends = await s.metric('email_sends_total', { outcome: 'transient' });
-  expect(failedSends).toBeLessThanOrEqual(CONCURRENCY + THRESHOLD - 1);
-  expect(connectionsDuringOutage).toBeLessThanOrEqual(failedSends * 2 + probes + 1);
+    // No retry storm: during the whole outage the SMTP server saw the few sends that tripped the
+    // breaker and then only the probes; at most THRESHOLD - 1 messages took a retry tier (the ones
+    // that failed before the breaker opened), the others were held or stayed in the queue.
+    const connectionsDuringOutage = smtp.connections - connectionsBefore;
+    const retriedDuringOutage =
+      (await s.metric('messaging_retried_total', { queue: 'email-service.send' })) - retriedBefore;
+    const probes = await s.metric('email_smtp_breaker_probes_total');
+    // Read after the count, so the probes counted all fit in it.
+    const { openForMs } = s.svc.breaker.describe();
+    expect(retriedDuringOutage).toBeLessThanOrEqual(THRESHOLD - 1);
+    expect(probes).toBeGreaterThanOrEqual(3);
+    // Probes follow the backoff schedule, not a tight loop.
+    expect(probes).toBeLessThanOrEqual(maxProbesWithin(openForMs));
+    // Each failed send costs 2 connections (nodemailer requeues once). Without the breaker: 30 emails
+    // × 2 × 3 attempts within 5 s of 1 s/2 s tiers ≈ 180 connections, and the retry budget spent.
+    // With it: the sends in flight when it opened (8, plus the slots freed by the THRESHOLD - 1
+    // retried ones before the pause took effect), then one connection per probe, plus the probe that
+    // may be connecting right now (probes run one at a time; its outcome is not counted yet).
+    const failedSends = await s.metric('email_sends_total', { outcome: 'transient' });
+    expect(failedSends).toBeLessThanOrEqual(CONCURRENCY + THRESHOLD - 1);
+    expect(connectionsDuringOutage).toBeLessThanOrEqual(failedSends * 2 + probes + 1);
 
-  smtp.goUp();
-  await eventually('breaker closed', () => !s.svc.breaker.isOpen(), 20_000, 20);
-  await eventually('every email delivered after recovery', () => new Set(smtp.messageIds()).size === EMAILS + 1, 30_000);
-  expect(smtp.received).toHaveLength(EMAILS + 1); // and none twice
-  expect(await s.metric('email_smtp_breaker_open')).toBe(0);
-  expect(await s.metric('email_smtp_breaker_transitions_total', { to: 'open' })).toBe(1);
-  await eventually('every ledger row sent', async () => {
-    const { rows } = await s.svc.pool.query(`SELECT state, count(*)::int AS n FROM email_deliveries GROUP BY state`);
-    return rows.length === 1 && rows[0].state === 'sent' && rows[0].n === EMAILS + 1;
-  });
-  expect(await infra.vhost.ready('email-service.send.dlq')).toBe(0);
-}, OUTAGE_MS + 120_000);
+    smtp.goUp();
+    await eventually('breaker closed', () => !s.svc.breaker.isOpen(), 20_000, 20);
+    await eventually(
+      'every email delivered after recovery',
+      () => new Set(smtp.messageIds()).size === EMAILS + 1,
+      30_000,
+    );
+    expect(smtp.received).toHaveLength(EMAILS + 1); // and none twice
+    expect(await s.metric('email_smtp_breaker_open')).toBe(0);
+    expect(await s.metric('email_smtp_breaker_transitions_total', { to: 'open' })).toBe(1);
+    await eventually('every ledger row sent', async () => {
+      const { rows } = await s.svc.pool.query(`SELECT state, count(*)::int AS n FROM email_deliveries GROUP BY state`);
+      return rows.length === 1 && rows[0].state === 'sent' && rows[0].n === EMAILS + 1;
+    });
+    expect(await infra.vhost.ready('email-service.send.dlq')).toBe(0);
+  },
+  OUTAGE_MS + 120_000,
+);

@@ -38,16 +38,25 @@ const readyz = async () => {
 };
 
 it('/readyz names the database while it is unreachable, and returns to 200 by itself afterwards', async () => {
-  expect(await readyz()).toMatchObject({ status: 200, body: { checks: { database: true, amqp: true, consumers: true } } });
+  expect(await readyz()).toMatchObject({
+    status: 200,
+    body: { checks: { database: true, amqp: true, consumers: true } },
+  });
 
   // The database goes away: every backend of the service is terminated and no new one is allowed.
   await admin.query(`ALTER DATABASE ${quote(infra.db.name)} ALLOW_CONNECTIONS false`);
-  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [infra.db.name]);
+  await admin.query(
+    'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+    [infra.db.name],
+  );
   const down = await eventually('readyz reports the database down', async () => {
     const r = await readyz();
     return r.status === 503 ? r : undefined;
   });
-  expect(down.body).toMatchObject({ status: 'not_ready', checks: { database: false, amqp: true, consumers: true, accepting: true } });
+  expect(down.body).toMatchObject({
+    status: 'not_ready',
+    checks: { database: false, amqp: true, consumers: true, accepting: true },
+  });
 
   // It comes back: nobody touches the service, and readiness recovers on its own.
   await admin.query(`ALTER DATABASE ${quote(infra.db.name)} ALLOW_CONNECTIONS true`);

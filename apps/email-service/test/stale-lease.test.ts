@@ -4,7 +4,15 @@ import { flushDueWindows, sendDueDigests } from '../src/digest/digest-jobs';
 import { digestKey, windowFor } from '../src/domain/digest-window';
 import { messageIdFor } from '../src/message-id';
 import * as ledger from '../src/store/ledger';
-import { createInfra, notificationCreated, startService, testConfig, userUpserted, type Infra, type StartedService } from './support/harness';
+import {
+  createInfra,
+  notificationCreated,
+  startService,
+  testConfig,
+  userUpserted,
+  type Infra,
+  type StartedService,
+} from './support/harness';
 import { TestSmtp } from './support/smtp';
 
 // The takeover of a stale lease (store/ledger.ts): a delivery left in 'sending' by a worker that
@@ -23,10 +31,18 @@ let db: Client;
 
 const emailsTo = (userId: string) => smtp.received.filter((m) => m.rcptTo.includes(`${userId}@example.test`));
 const row = async (where: string, params: unknown[]) =>
-  (await db.query(`SELECT id::text AS id, state, attempts, lease_token::text AS token FROM email_deliveries WHERE ${where}`, params)).rows as Array<{ id: string; state: string; attempts: number; token: string | null }>;
+  (
+    await db.query(
+      `SELECT id::text AS id, state, attempts, lease_token::text AS token FROM email_deliveries WHERE ${where}`,
+      params,
+    )
+  ).rows as Array<{ id: string; state: string; attempts: number; token: string | null }>;
 /** Leaves the row as a worker that claimed it and died does: 'sending', one attempt, a lease ending `offset` from the database's now. */
 const abandon = (where: string, params: unknown[], offset: '-1 minute' | '1 hour') =>
-  db.query(`UPDATE email_deliveries SET state = 'sending', attempts = 1, lease_token = gen_random_uuid(), lease_until = now() + interval '${offset}' WHERE ${where}`, params);
+  db.query(
+    `UPDATE email_deliveries SET state = 'sending', attempts = 1, lease_token = gen_random_uuid(), lease_until = now() + interval '${offset}' WHERE ${where}`,
+    params,
+  );
 
 beforeAll(async () => {
   infra = await createInfra('email_stale_lease');
@@ -50,7 +66,8 @@ afterAll(async () => {
 });
 
 it('digests: an expired lease is taken over by exactly one of several concurrent takers, a live one by none', async () => {
-  for (const user of ['dead', 'live']) await a.publish(notificationCreated({ userId: user, type: 'follow', actorId: 'imm', emailChannel: 'digest' }));
+  for (const user of ['dead', 'live'])
+    await a.publish(notificationCreated({ userId: user, type: 'follow', actorId: 'imm', emailChannel: 'digest' }));
   await eventually('items collected', async () => (await db.query('SELECT 1 FROM email_digest_items')).rowCount === 2);
   expect(await flushDueWindows(a.svc.digestJobs, tomorrow)).toEqual({ flushed: 2, empty: 0 });
   const key = (user: string) => digestKey(user, today.start);
@@ -60,7 +77,8 @@ it('digests: an expired lease is taken over by exactly one of several concurrent
   const [live] = await row('idempotency_key = $1', [key('live')]);
 
   // Concurrent schedulers' send steps, on both replicas (each call its own pool connection).
-  const takers = () => [a, b].flatMap((r) => Array.from({ length: TAKERS_PER_REPLICA }, () => sendDueDigests(r.svc.digestJobs, tomorrow)));
+  const takers = () =>
+    [a, b].flatMap((r) => Array.from({ length: TAKERS_PER_REPLICA }, () => sendDueDigests(r.svc.digestJobs, tomorrow)));
   const count = 2 * TAKERS_PER_REPLICA;
 
   // The worst interleaving, made certain: another taker holds the expired row (its claim not yet
@@ -75,8 +93,15 @@ it('digests: an expired lease is taken over by exactly one of several concurrent
     const running = takers().map((p) => p.finally(() => (settled += 1)));
     // Waiting on the holder or on another waiter (row lock waiters queue behind each other).
     const waitingOnALock = async () =>
-      (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND cardinality(pg_blocking_pids(pid)) > 0')).rows[0].n;
-    await eventually('every taker done with the locked row or waiting on it', async () => settled + (await waitingOnALock()) === count);
+      (
+        await db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND cardinality(pg_blocking_pids(pid)) > 0',
+        )
+      ).rows[0].n;
+    await eventually(
+      'every taker done with the locked row or waiting on it',
+      async () => settled + (await waitingOnALock()) === count,
+    );
     await holder.query('COMMIT');
     expect(await Promise.all(running)).toEqual(Array(count).fill(0));
   } finally {
@@ -102,10 +127,21 @@ it('digests: an expired lease is taken over by exactly one of several concurrent
 it('immediate email: redeliveries racing for an expired lease send it once; a live lease is not claimed', async () => {
   const event = notificationCreated({ userId: 'imm', actorId: 'dead', excerpt: 'hi' });
   const key = event.data.idempotencyKey;
-  const delivery: ledger.NewDelivery = { idempotencyKey: key, channel: 'immediate', userId: 'imm', messageId: messageIdFor('immediate', key, 'community.local'), notificationType: 'mention', notificationId: event.data.notificationId };
+  const delivery: ledger.NewDelivery = {
+    idempotencyKey: key,
+    channel: 'immediate',
+    userId: 'imm',
+    messageId: messageIdFor('immediate', key, 'community.local'),
+    notificationType: 'mention',
+    notificationId: event.data.notificationId,
+  };
 
   // A live lease: concurrent claims all find it taken, with the time it has left.
-  const liveDelivery = { ...delivery, idempotencyKey: `${key}:live`, messageId: messageIdFor('immediate', `${key}:live`, 'community.local') };
+  const liveDelivery = {
+    ...delivery,
+    idempotencyKey: `${key}:live`,
+    messageId: messageIdFor('immediate', `${key}:live`, 'community.local'),
+  };
   expect(await ledger.claim(a.svc.pool, liveDelivery, 5_000)).toMatchObject({ claimed: true });
   await abandon('idempotency_key = $1', [liveDelivery.idempotencyKey], '1 hour');
   const [liveBefore] = await row('idempotency_key = $1', [liveDelivery.idempotencyKey]);
@@ -118,7 +154,9 @@ it('immediate email: redeliveries racing for an expired lease send it once; a li
   // message (the broker's redelivery, a duplicate publish) reach both replicas at once.
   expect(await ledger.claim(a.svc.pool, delivery, 5_000)).toMatchObject({ claimed: true });
   await abandon('idempotency_key = $1', [key], '-1 minute');
-  const duplicatesBefore = (await a.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) + (await b.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' }));
+  const duplicatesBefore =
+    (await a.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' })) +
+    (await b.metric('messaging_succeeded_total', { queue: 'email-service.send', outcome: 'duplicate' }));
   await Promise.all([a.publish(event), a.publish(event), a.publish(event), a.publish(event)]);
   // One copy takes the row over and sends; the other three wait on its lease and are acked as
   // duplicates once it is sent: after that no copy is left running.

@@ -1,7 +1,12 @@
 import { ConfigError } from '@community/config';
 import { loadFeedConfig } from './config';
 
-const base = { DATABASE_URL: 'postgres://u@localhost/db', AMQP_URL: 'amqp://localhost', REDIS_URL: 'redis://localhost:6379', JWT_SECRET: 'x'.repeat(32) };
+const base = {
+  DATABASE_URL: 'postgres://u@localhost/db',
+  AMQP_URL: 'amqp://localhost',
+  REDIS_URL: 'redis://localhost:6379',
+  JWT_SECRET: 'x'.repeat(32),
+};
 
 describe('loadFeedConfig', () => {
   it('leaves DATABASE_POOL_MIN unset by default (the service keeps its whole pool open)', () => {
@@ -13,6 +18,8 @@ describe('loadFeedConfig', () => {
 
   it('refuses a DATABASE_POOL_MIN above DATABASE_POOL_MAX, naming the variable', () => {
     expect(() => loadFeedConfig({ ...base, DATABASE_POOL_MAX: '4', DATABASE_POOL_MIN: '5' })).toThrow(ConfigError);
-    expect(() => loadFeedConfig({ ...base, DATABASE_POOL_MAX: '4', DATABASE_POOL_MIN: '5' })).toThrow(/DATABASE_POOL_MIN: 5 exceeds DATABASE_POOL_MAX \(4\)/);
+    expect(() => loadFeedConfig({ ...base, DATABASE_POOL_MAX: '4', DATABASE_POOL_MIN: '5' })).toThrow(
+      /DATABASE_POOL_MIN: 5 exceeds DATABASE_POOL_MAX \(4\)/,
+    );
   });
 });

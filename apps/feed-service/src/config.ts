@@ -6,14 +6,22 @@ export const SERVICE_NAME = 'feed-service';
 /** The shared variables (docs/CONTRACT.md "Configuration", REDIS_URL among them) plus this service's tunables (docs/FEED.md). */
 export const FEED_CONFIG = [
   ...commonConfig(SERVICE_NAME),
-  { name: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 2, max: 200, description: 'pg pool size (handlers + HTTP reads)' },
+  {
+    name: 'DATABASE_POOL_MAX',
+    kind: 'int',
+    default: 10,
+    min: 2,
+    max: 200,
+    description: 'pg pool size (handlers + HTTP reads)',
+  },
   {
     name: 'DATABASE_POOL_MIN',
     kind: 'int',
     optional: true,
     min: 0,
     max: 200,
-    description: 'pg connections kept open once opened (unset: all of DATABASE_POOL_MAX, so a burst of reads never waits for a new connection; 0: close any idle for 10 s)',
+    description:
+      'pg connections kept open once opened (unset: all of DATABASE_POOL_MAX, so a burst of reads never waits for a new connection; 0: close any idle for 10 s)',
   },
   {
     name: 'FEED_ACTIVE_WINDOW_DAYS',
@@ -21,7 +29,8 @@ export const FEED_CONFIG = [
     default: 7,
     min: 1,
     max: 365,
-    description: 'a user seen (feed read, post, follow) within this many days is active: fan-out writes their feed; older feeds expire and are regenerated on the next read',
+    description:
+      'a user seen (feed read, post, follow) within this many days is active: fan-out writes their feed; older feeds expire and are regenerated on the next read',
   },
   {
     name: 'FEED_FANOUT_CHUNK_SIZE',
@@ -29,17 +38,33 @@ export const FEED_CONFIG = [
     default: 1000,
     min: 1,
     max: 100_000,
-    description: 'followers per fan-out chunk (one message on feed-service.fanout, one pipelined Redis round trip, one checkpoint); a fan-out of at most one chunk runs inline',
+    description:
+      'followers per fan-out chunk (one message on feed-service.fanout, one pipelined Redis round trip, one checkpoint); a fan-out of at most one chunk runs inline',
   },
-  { name: 'FEED_CAP', kind: 'int', default: 800, min: 10, max: 100_000, description: 'entries kept per materialised feed (older pages are read from Postgres)' },
+  {
+    name: 'FEED_CAP',
+    kind: 'int',
+    default: 800,
+    min: 10,
+    max: 100_000,
+    description: 'entries kept per materialised feed (older pages are read from Postgres)',
+  },
   {
     name: 'FEED_LARGE_AUTHOR_THRESHOLD',
     kind: 'int',
     default: 10_000,
     min: 1,
-    description: 'authors with more followers than this are not fanned out: their posts are merged into feeds at read time',
+    description:
+      'authors with more followers than this are not fanned out: their posts are merged into feeds at read time',
   },
-  { name: 'FEED_BACKFILL_COUNT', kind: 'int', default: 100, min: 0, max: 10_000, description: "a follow copies this many of the followee's latest posts into the follower's feed" },
+  {
+    name: 'FEED_BACKFILL_COUNT',
+    kind: 'int',
+    default: 100,
+    min: 0,
+    max: 10_000,
+    description: "a follow copies this many of the followee's latest posts into the follower's feed",
+  },
   {
     name: 'FEED_REDIS_PREFIX',
     kind: 'string',
@@ -71,7 +96,8 @@ export const FEED_CONFIG = [
     default: 1_000,
     min: 50,
     max: 60_000,
-    description: "lifetime of a small-lane holder's mark: a handler that crashes without clearing it stops holding large fan-outs back after this long",
+    description:
+      "lifetime of a small-lane holder's mark: a handler that crashes without clearing it stops holding large fan-outs back after this long",
   },
   {
     name: 'FEED_LANES',
@@ -87,7 +113,8 @@ export const FEED_CONFIG = [
     default: 60_000,
     min: 1_000,
     max: 3_600_000,
-    description: "per-author fan-out lock lifetime, extended by every chunk: how long a crashed fan-out holds back the author's next one",
+    description:
+      "per-author fan-out lock lifetime, extended by every chunk: how long a crashed fan-out holds back the author's next one",
   },
   {
     name: 'FEED_HANDLER_TIMEOUT_MS',
@@ -113,10 +140,20 @@ export type FeedConfig = ConfigOf<typeof FEED_CONFIG>;
 export function loadFeedConfig(env: Record<string, string | undefined> = process.env): FeedConfig {
   const config = loadConfig(FEED_CONFIG, env);
   if (config.FEED_BACKFILL_COUNT > config.FEED_CAP) {
-    throw new ConfigError([{ name: 'FEED_BACKFILL_COUNT', message: `FEED_BACKFILL_COUNT: ${config.FEED_BACKFILL_COUNT} exceeds FEED_CAP (${config.FEED_CAP}); a backfill cannot keep more than a feed holds` }]);
+    throw new ConfigError([
+      {
+        name: 'FEED_BACKFILL_COUNT',
+        message: `FEED_BACKFILL_COUNT: ${config.FEED_BACKFILL_COUNT} exceeds FEED_CAP (${config.FEED_CAP}); a backfill cannot keep more than a feed holds`,
+      },
+    ]);
   }
   if (config.DATABASE_POOL_MIN !== undefined && config.DATABASE_POOL_MIN > config.DATABASE_POOL_MAX) {
-    throw new ConfigError([{ name: 'DATABASE_POOL_MIN', message: `DATABASE_POOL_MIN: ${config.DATABASE_POOL_MIN} exceeds DATABASE_POOL_MAX (${config.DATABASE_POOL_MAX})` }]);
+    throw new ConfigError([
+      {
+        name: 'DATABASE_POOL_MIN',
+        message: `DATABASE_POOL_MIN: ${config.DATABASE_POOL_MIN} exceeds DATABASE_POOL_MAX (${config.DATABASE_POOL_MAX})`,
+      },
+    ]);
   }
   return config;
 }

@@ -23,7 +23,11 @@ export function feedMetrics(registry: Registry): FeedMetrics {
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
       registers: [registry],
     }),
-    chunksInFlight: new Gauge({ name: 'feed_fanout_chunks_in_flight', help: 'Fan-out chunks being written on this replica', registers: [registry] }),
+    chunksInFlight: new Gauge({
+      name: 'feed_fanout_chunks_in_flight',
+      help: 'Fan-out chunks being written on this replica',
+      registers: [registry],
+    }),
     chunks: new Counter({
       name: 'feed_fanout_chunks_total',
       help: 'Fan-out chunks by outcome: done (written and checkpointed), skipped (already done: a redelivery or a resume), failed (retried)',
@@ -42,13 +46,21 @@ export function feedMetrics(registry: Registry): FeedMetrics {
       labelNames: ['result'],
       registers: [registry],
     }),
-    regenerations: new Counter({ name: 'feed_regenerations_total', help: 'Feeds rebuilt from the Postgres projections (first read of an inactive user, after a flush)', registers: [registry] }),
+    regenerations: new Counter({
+      name: 'feed_regenerations_total',
+      help: 'Feeds rebuilt from the Postgres projections (first read of an inactive user, after a flush)',
+      registers: [registry],
+    }),
     backfills: new Counter({
       name: 'feed_backfill_total',
       help: "Follow/unfollow reconciliations on the backfill lane: backfilled (followee's posts copied), removed, skipped (feed not materialised)",
       labelNames: ['action'],
       registers: [registry],
     }),
-    redisErrors: new Counter({ name: 'feed_redis_errors_total', help: 'Redis connection errors reported by the client', registers: [registry] }),
+    redisErrors: new Counter({
+      name: 'feed_redis_errors_total',
+      help: 'Redis connection errors reported by the client',
+      registers: [registry],
+    }),
   };
 }

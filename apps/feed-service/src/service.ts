@@ -11,7 +11,13 @@ import { SERVICE_NAME, type FeedConfig } from './config';
 import { createUserErasedHandler } from './handlers/user-erased';
 import { createActivityHandler } from './handlers/activity';
 import { createFanout, type Fanout } from './fanout/engine';
-import { ACTIVITY_QUEUE, BACKFILL_QUEUE, FANOUT_QUEUE, validateFanoutChunk, validateReconcile } from './handlers/internal-messages';
+import {
+  ACTIVITY_QUEUE,
+  BACKFILL_QUEUE,
+  FANOUT_QUEUE,
+  validateFanoutChunk,
+  validateReconcile,
+} from './handlers/internal-messages';
 import { createReconcileHandler } from './handlers/reconcile';
 import { feedMetrics, type FeedMetrics } from './metrics';
 import { createFeedReader, type FeedReader } from './read/feed-reader';
@@ -48,7 +54,12 @@ export interface FeedService {
 export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): FeedService {
   const { logger, registry } = deps;
   const metrics = feedMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, min: config.DATABASE_POOL_MIN ?? config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
+  const pool = createPgPool(config.DATABASE_URL, {
+    max: config.DATABASE_POOL_MAX,
+    min: config.DATABASE_POOL_MIN ?? config.DATABASE_POOL_MAX,
+    applicationName: SERVICE_NAME,
+    logger,
+  });
   const cache = createFeedCache({
     url: config.REDIS_URL,
     prefix: config.FEED_REDIS_PREFIX,
@@ -60,7 +71,17 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
 
   let messaging: Messaging | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY, producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID } });
+    messaging = createMessaging({
+      url: config.AMQP_URL,
+      managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+      service: SERVICE_NAME,
+      topology: deps.topology ?? COMMUNITY_TOPOLOGY,
+      logger,
+      registry,
+      classifiers: [classifyPgError],
+      provisioning: config.AMQP_TOPOLOGY,
+      producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
+    });
   }
   const fanout = createFanout({ pool, cache, metrics, config, publisher: messaging?.publisher, clock: deps.clock });
   if (messaging) {
@@ -72,8 +93,29 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
     if (lanes !== 'fanout') {
       // The activity lane: post.published (small fan-outs inline), follows. Its own consumer, so a
       // large fan-out's chunks on feed-service.fanout never queue in front of a small post.
-      messaging.consume<AnyEvent>({ queue: ACTIVITY_QUEUE, name: `${ACTIVITY_QUEUE}:feed`, prefetch: 16, concurrency: 8, timeoutMs, validate: validateOrThrow, handle: createActivityHandler({ pool, fanout, publisher, erase: createUserErasedHandler({ pool, cache, consumer: ACTIVITY_QUEUE }) }) });
-      messaging.consume({ queue: BACKFILL_QUEUE, name: `${BACKFILL_QUEUE}:reconcile`, prefetch: 2, concurrency: 1, timeoutMs, validate: validateReconcile, handle: createReconcileHandler({ pool, cache, metrics, config }) });
+      messaging.consume<AnyEvent>({
+        queue: ACTIVITY_QUEUE,
+        name: `${ACTIVITY_QUEUE}:feed`,
+        prefetch: 16,
+        concurrency: 8,
+        timeoutMs,
+        validate: validateOrThrow,
+        handle: createActivityHandler({
+          pool,
+          fanout,
+          publisher,
+          erase: createUserErasedHandler({ pool, cache, consumer: ACTIVITY_QUEUE }),
+        }),
+      });
+      messaging.consume({
+        queue: BACKFILL_QUEUE,
+        name: `${BACKFILL_QUEUE}:reconcile`,
+        prefetch: 2,
+        concurrency: 1,
+        timeoutMs,
+        validate: validateReconcile,
+        handle: createReconcileHandler({ pool, cache, metrics, config }),
+      });
     }
     if (lanes !== 'activity') {
       messaging.consume({

@@ -16,8 +16,12 @@ let pool: Pool;
 beforeAll(async () => {
   db = await createTestDatabase('feed_chunk_plan');
   pool = createPgPool(db.url, { max: 2 });
-  await pool.query(`INSERT INTO feed_follows SELECT 'u-' || lpad(i::text, 7, '0'), 'big', true, now() - interval '1 day' FROM generate_series(1, 200000) i`);
-  await pool.query(`INSERT INTO feed_user_activity SELECT 'u-' || lpad(i::text, 7, '0'), now() FROM generate_series(1, 200000) i`);
+  await pool.query(
+    `INSERT INTO feed_follows SELECT 'u-' || lpad(i::text, 7, '0'), 'big', true, now() - interval '1 day' FROM generate_series(1, 200000) i`,
+  );
+  await pool.query(
+    `INSERT INTO feed_user_activity SELECT 'u-' || lpad(i::text, 7, '0'), now() FROM generate_series(1, 200000) i`,
+  );
   await pool.query('ANALYZE feed_follows, feed_user_activity');
 }, 60_000);
 afterAll(async () => {
@@ -47,6 +51,8 @@ it('probes the activity of the chunk’s followers by index, never scanning the 
   expect(followers[0]).toBe('u-0100001');
   expect(followers[999]).toBe('u-0101000');
   // A follower not seen within the window is not written.
-  await pool.query(`UPDATE feed_user_activity SET last_active_at = now() - interval '30 days' WHERE user_id = 'u-0100500'`);
+  await pool.query(
+    `UPDATE feed_user_activity SET last_active_at = now() - interval '30 days' WHERE user_id = 'u-0100500'`,
+  );
   expect(await chunkFollowers(pool, 'big', range, activeSince)).not.toContain('u-0100500');
 });

@@ -4,7 +4,18 @@ import { brokerUserOf } from '@community/messaging';
 import Redis from 'ioredis';
 import { createPgPool } from '@community/db';
 import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@community/testing';
-import { clearPrefix, event, eventually, feedsHolding, JWT_SECRET, kill9, redisPrefix, seedFollowers, startProcess, testConfig } from './harness';
+import {
+  clearPrefix,
+  event,
+  eventually,
+  feedsHolding,
+  JWT_SECRET,
+  kill9,
+  redisPrefix,
+  seedFollowers,
+  startProcess,
+  testConfig,
+} from './harness';
 
 /**
  * kill -9 of the service in the middle of a fan-out (20,000 followers in 80 chunks), then a
@@ -52,7 +63,13 @@ async function publish(body: object & { type: string; id: string }) {
   const conn = await amqplib.connect(vhost.url);
   try {
     const ch = await conn.createConfirmChannel();
-    ch.publish('community.events', body.type, Buffer.from(JSON.stringify(body)), { persistent: true, contentType: 'application/json', messageId: body.id, type: body.type, userId: brokerUserOf(vhost.url) });
+    ch.publish('community.events', body.type, Buffer.from(JSON.stringify(body)), {
+      persistent: true,
+      contentType: 'application/json',
+      messageId: body.id,
+      type: body.type,
+      userId: brokerUserOf(vhost.url),
+    });
     await ch.waitForConfirms();
   } finally {
     await conn.close().catch(() => undefined);
@@ -60,18 +77,30 @@ async function publish(body: object & { type: string; id: string }) {
 }
 
 const doneChunks = async (postId: string) =>
-  (await pool.query<{ chunk_no: number; attempts: number }>(`SELECT chunk_no, attempts FROM feed_fanout_chunks WHERE post_id = $1 AND done_at IS NOT NULL ORDER BY chunk_no`, [postId])).rows;
+  (
+    await pool.query<{ chunk_no: number; attempts: number }>(
+      `SELECT chunk_no, attempts FROM feed_fanout_chunks WHERE post_id = $1 AND done_at IS NOT NULL ORDER BY chunk_no`,
+      [postId],
+    )
+  ).rows;
 
 it('resumes a fan-out killed half-way: one entry per follower, finished chunks not redone', async () => {
   const postId = `crash-post-${randomUUID()}`;
   let app = await startProcess(env);
   await publish(event('post.published', { postId, authorId: 'crash-author', title: 'mid-crash', excerpt: '' }));
   // Kill as soon as a few chunks are checkpointed and most are not.
-  const before = await eventually('a few chunks done', async () => {
-    const done = await doneChunks(postId);
-    return done.length >= 5 ? done : undefined;
-  }, 60_000, 5).catch(async (err: Error) => {
-    const state = await pool.query(`SELECT (SELECT count(*) FROM feed_posts) AS posts, (SELECT count(*) FROM feed_fanout_jobs) AS jobs, (SELECT count(*) FROM feed_fanout_chunks) AS chunks, (SELECT sum(attempts) FROM feed_fanout_chunks) AS attempts`);
+  const before = await eventually(
+    'a few chunks done',
+    async () => {
+      const done = await doneChunks(postId);
+      return done.length >= 5 ? done : undefined;
+    },
+    60_000,
+    5,
+  ).catch(async (err: Error) => {
+    const state = await pool.query(
+      `SELECT (SELECT count(*) FROM feed_posts) AS posts, (SELECT count(*) FROM feed_fanout_jobs) AS jobs, (SELECT count(*) FROM feed_fanout_chunks) AS chunks, (SELECT sum(attempts) FROM feed_fanout_chunks) AS attempts`,
+    );
     throw new Error(`${err.message} ${JSON.stringify(state.rows[0])}\n${app.output.join('').slice(-3000)}`);
   });
   await kill9(app.proc);
@@ -81,7 +110,13 @@ it('resumes a fan-out killed half-way: one entry per follower, finished chunks n
 
   app = await startProcess(env);
   try {
-    await eventually('fan-out resumed and done', async () => (await pool.query(`SELECT done_at FROM feed_fanout_jobs WHERE post_id = $1`, [postId])).rows[0]?.done_at, 90_000, 100);
+    await eventually(
+      'fan-out resumed and done',
+      async () =>
+        (await pool.query(`SELECT done_at FROM feed_fanout_jobs WHERE post_id = $1`, [postId])).rows[0]?.done_at,
+      90_000,
+      100,
+    );
   } finally {
     await kill9(app.proc); // the assertions below read the database and Redis only
   }
@@ -100,6 +135,8 @@ it('resumes a fan-out killed half-way: one entry per follower, finished chunks n
   const byChunk = new Map(after.map((c) => [c.chunk_no, c.attempts]));
   // Checkpointed before the kill: started exactly once, never again after the restart.
   for (const c of atKill) expect(byChunk.get(c.chunk_no)).toBe(1);
-  const { rows } = await pool.query(`SELECT sum(written)::int AS written FROM feed_fanout_chunks WHERE post_id = $1`, [postId]);
+  const { rows } = await pool.query(`SELECT sum(written)::int AS written FROM feed_fanout_chunks WHERE post_id = $1`, [
+    postId,
+  ]);
   expect(rows[0].written).toBe(FOLLOWERS);
 }, 180_000);

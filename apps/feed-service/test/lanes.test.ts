@@ -5,7 +5,17 @@ import { Registry } from 'prom-client';
 import { testLogger } from '@community/testing';
 import { FANOUT_QUEUE } from '../src/handlers/internal-messages';
 import { createFeedService, type FeedService } from '../src/service';
-import { DAY_MS, event, eventually, FAST_RETRY_TOPOLOGY, feedsHolding, seedFollowers, startHarness, testConfig, type Harness } from './harness';
+import {
+  DAY_MS,
+  event,
+  eventually,
+  FAST_RETRY_TOPOLOGY,
+  feedsHolding,
+  seedFollowers,
+  startHarness,
+  testConfig,
+  type Harness,
+} from './harness';
 
 /**
  * Lanes (docs/FEED.md "Lanes"). Isolation: with the large fan-out lane of a replica that runs every
@@ -65,29 +75,48 @@ describe('one replica running every lane (FEED_LANES=all)', () => {
     await locker.query('SELECT 1 FROM feed_fanout_chunks WHERE post_id = $1 AND chunk_no >= 20 FOR UPDATE', [bigPost]);
     const lockerPid = (await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const writerBlocked = async () => {
-      const { rows } = await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [lockerPid]);
+      const { rows } = await h.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+        [lockerPid],
+      );
       return rows[0].n === 1;
     };
     await eventually('the chunk writer blocked on the lock', writerBlocked, 30_000, 20);
 
     // The small lane: a small author's post, and a follow of that author by a reader whose feed is live.
-    await h.publish(event('post.published', { postId: smallPost, authorId: small, title: 'small', excerpt: 'one chunk' }));
-    await eventually('the small post in its followers’ feeds', async () => (await feedsHolding(h.redis, smallFollowers, smallPost)) === 10, 30_000);
+    await h.publish(
+      event('post.published', { postId: smallPost, authorId: small, title: 'small', excerpt: 'one chunk' }),
+    );
+    await eventually(
+      'the small post in its followers’ feeds',
+      async () => (await feedsHolding(h.redis, smallFollowers, smallPost)) === 10,
+      30_000,
+    );
     const reader = `reader-${randomUUID().slice(0, 8)}`;
     await h.redis.set(`live:${reader}`, '1', 'PX', DAY_MS);
     await h.publish(event('user.followed', { followerId: reader, followeeId: small }));
-    await eventually('the follow applied and backfilled', async () => (await h.redis.zscore(`f:${reader}`, smallPost)) !== null, 30_000);
+    await eventually(
+      'the follow applied and backfilled',
+      async () => (await h.redis.zscore(`f:${reader}`, smallPost)) !== null,
+      30_000,
+    );
 
     // All of that happened while the fan-out lane still held undone work: its writer is still
     // blocked, the chunks behind the lock are not done, and the fan-out has not finished.
     expect(await writerBlocked()).toBe(true);
     const during = await chunksDone(h, bigPost);
     expect(during.done).toBeLessThanOrEqual(20);
-    expect((await h.pool.query('SELECT done_at FROM feed_fanout_jobs WHERE post_id = $1', [bigPost])).rows[0].done_at).toBeNull();
+    expect(
+      (await h.pool.query('SELECT done_at FROM feed_fanout_jobs WHERE post_id = $1', [bigPost])).rows[0].done_at,
+    ).toBeNull();
     expect(await feedsHolding(h.redis, bigFollowers.slice(200), bigPost)).toBe(0);
 
     await locker.query('ROLLBACK');
-    await eventually('the large fan-out finished once released', async () => (await chunksDone(h, bigPost)).done === 40, 60_000);
+    await eventually(
+      'the large fan-out finished once released',
+      async () => (await chunksDone(h, bigPost)).done === 40,
+      60_000,
+    );
     expect(await feedsHolding(h.redis, bigFollowers, bigPost)).toBe(400);
   }, 120_000);
 });
@@ -115,8 +144,13 @@ describe('FEED_LANES=activity and FEED_LANES=fanout replicas', () => {
 
     await h.publish(event('post.published', { postId: bigPost, authorId: big, title: 'big', excerpt: 'four chunks' }));
     await eventually('the large fan-out planned', async () => (await chunksDone(h, bigPost)).total === 4);
-    await h.publish(event('post.published', { postId: smallPost, authorId: small, title: 'small', excerpt: 'one chunk' }));
-    await eventually('the small post written by the activity replica', async () => (await feedsHolding(h.redis, smallFollowers, smallPost)) === 10);
+    await h.publish(
+      event('post.published', { postId: smallPost, authorId: small, title: 'small', excerpt: 'one chunk' }),
+    );
+    await eventually(
+      'the small post written by the activity replica',
+      async () => (await feedsHolding(h.redis, smallFollowers, smallPost)) === 10,
+    );
 
     // The four chunks sit on feed-service.fanout, which nothing consumes here.
     const amqpUrl = h.config.AMQP_URL;
@@ -126,9 +160,17 @@ describe('FEED_LANES=activity and FEED_LANES=fanout replicas', () => {
     expect(await feedsHolding(h.redis, bigFollowers, bigPost)).toBe(0);
 
     const config = testConfig(h.db, h.vhost, h.prefix, { env: { FEED_LANES: 'fanout', FEED_FANOUT_CHUNK_SIZE: '10' } });
-    fanoutReplica = createFeedService(config, { logger: testLogger('lanes-fanout'), registry: new Registry(), topology: FAST_RETRY_TOPOLOGY });
+    fanoutReplica = createFeedService(config, {
+      logger: testLogger('lanes-fanout'),
+      registry: new Registry(),
+      topology: FAST_RETRY_TOPOLOGY,
+    });
     await fanoutReplica.start();
-    await eventually('the fan-out replica wrote every chunk', async () => (await chunksDone(h, bigPost)).done === 4, 30_000);
+    await eventually(
+      'the fan-out replica wrote every chunk',
+      async () => (await chunksDone(h, bigPost)).done === 4,
+      30_000,
+    );
     expect(await feedsHolding(h.redis, bigFollowers, bigPost)).toBe(35);
     expect((await fanoutReplica.metrics.chunks.get()).values.find((v) => v.labels.outcome === 'done')?.value).toBe(4);
   }, 90_000);

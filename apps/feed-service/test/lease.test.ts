@@ -3,7 +3,17 @@ import pg from 'pg';
 import { Registry } from 'prom-client';
 import { testLogger } from '@community/testing';
 import { createFeedService, type FeedService } from '../src/service';
-import { captureLogger, event, eventually, FAST_RETRY_TOPOLOGY, feedsHolding, seedFollowers, startHarness, testConfig, type Harness } from './harness';
+import {
+  captureLogger,
+  event,
+  eventually,
+  FAST_RETRY_TOPOLOGY,
+  feedsHolding,
+  seedFollowers,
+  startHarness,
+  testConfig,
+  type Harness,
+} from './harness';
 
 /**
  * The per-author fan-out lease (docs/FEED.md "Fan-out" step 3; `author:<id>` in Redis, SET NX PX):
@@ -22,7 +32,10 @@ const replicas: FeedService[] = [];
 const lockers: pg.Client[] = [];
 
 beforeAll(async () => {
-  h = await startHarness('lease', { env: { FEED_LANES: 'activity', FEED_FANOUT_CHUNK_SIZE: '10', FEED_AUTHOR_LEASE_MS: String(LEASE_MS) }, logger: log.logger });
+  h = await startHarness('lease', {
+    env: { FEED_LANES: 'activity', FEED_FANOUT_CHUNK_SIZE: '10', FEED_AUTHOR_LEASE_MS: String(LEASE_MS) },
+    logger: log.logger,
+  });
 }, 60_000);
 afterEach(async () => {
   for (const r of replicas.splice(0)) {
@@ -34,8 +47,14 @@ afterEach(async () => {
 afterAll(async () => h?.close());
 
 async function startFanoutReplica(): Promise<FeedService> {
-  const config = testConfig(h.db, h.vhost, h.prefix, { env: { FEED_LANES: 'fanout', FEED_FANOUT_CHUNK_SIZE: '10', FEED_AUTHOR_LEASE_MS: String(LEASE_MS) } });
-  const replica = createFeedService(config, { logger: testLogger('lease-fanout'), registry: new Registry(), topology: FAST_RETRY_TOPOLOGY });
+  const config = testConfig(h.db, h.vhost, h.prefix, {
+    env: { FEED_LANES: 'fanout', FEED_FANOUT_CHUNK_SIZE: '10', FEED_AUTHOR_LEASE_MS: String(LEASE_MS) },
+  });
+  const replica = createFeedService(config, {
+    logger: testLogger('lease-fanout'),
+    registry: new Registry(),
+    topology: FAST_RETRY_TOPOLOGY,
+  });
   replicas.push(replica);
   await replica.start();
   return replica;
@@ -47,7 +66,10 @@ async function lockChunks(postId: string, chunkNos: number[]): Promise<{ pid: nu
   lockers.push(c);
   await c.connect();
   await c.query('BEGIN');
-  await c.query('SELECT 1 FROM feed_fanout_chunks WHERE post_id = $1 AND chunk_no = ANY($2::int[]) FOR UPDATE', [postId, chunkNos]);
+  await c.query('SELECT 1 FROM feed_fanout_chunks WHERE post_id = $1 AND chunk_no = ANY($2::int[]) FOR UPDATE', [
+    postId,
+    chunkNos,
+  ]);
   const pid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   return { pid, release: async () => void (await c.query('ROLLBACK')) };
 }
@@ -63,13 +85,21 @@ async function blockedOn(pids: number[]): Promise<number | undefined> {
 
 const leaseKey = (author: string) => `author:${author}`;
 
-async function job(postId: string): Promise<{ doneAt: Date | null; chunks: Array<{ chunkNo: number; attempts: number; doneAt: Date | null; written: number | null }> }> {
-  const j = await h.pool.query<{ done_at: Date | null }>('SELECT done_at FROM feed_fanout_jobs WHERE post_id = $1', [postId]);
+async function job(postId: string): Promise<{
+  doneAt: Date | null;
+  chunks: Array<{ chunkNo: number; attempts: number; doneAt: Date | null; written: number | null }>;
+}> {
+  const j = await h.pool.query<{ done_at: Date | null }>('SELECT done_at FROM feed_fanout_jobs WHERE post_id = $1', [
+    postId,
+  ]);
   const c = await h.pool.query<{ chunk_no: number; attempts: number; done_at: Date | null; written: number | null }>(
     'SELECT chunk_no, attempts, done_at, written FROM feed_fanout_chunks WHERE post_id = $1 ORDER BY chunk_no',
     [postId],
   );
-  return { doneAt: j.rows[0]?.done_at ?? null, chunks: c.rows.map((r) => ({ chunkNo: r.chunk_no, attempts: r.attempts, doneAt: r.done_at, written: r.written })) };
+  return {
+    doneAt: j.rows[0]?.done_at ?? null,
+    chunks: c.rows.map((r) => ({ chunkNo: r.chunk_no, attempts: r.attempts, doneAt: r.done_at, written: r.written })),
+  };
 }
 
 async function plannedPost(author: string, postId: string, chunks: number): Promise<void> {
@@ -78,10 +108,14 @@ async function plannedPost(author: string, postId: string, chunks: number): Prom
 }
 
 /** The plan commits before its handler takes the lease: wait for the lease itself. */
-const leaseHeldBy = (author: string, holder: string) => eventually(`the lease held by ${holder}`, async () => (await h.redis.get(leaseKey(author))) === holder, 30_000, 20);
+const leaseHeldBy = (author: string, holder: string) =>
+  eventually(`the lease held by ${holder}`, async () => (await h.redis.get(leaseKey(author))) === holder, 30_000, 20);
 
 /** The log line of the runtime scheduling a retry of `postId`'s post.published because its author was busy. */
-const authorBusyRetry = (postId: string) => () => log.lines.some((l) => l.msg === 'handler failed; scheduled retry' && String(l.err).includes(`post '${postId}' waits for it`));
+const authorBusyRetry = (postId: string) => () =>
+  log.lines.some(
+    (l) => l.msg === 'handler failed; scheduled retry' && String(l.err).includes(`post '${postId}' waits for it`),
+  );
 
 it('gives the lease to exactly one of many concurrent fan-outs, with a lifetime, and only its holder extends or releases it', async () => {
   const author = `one-${randomUUID().slice(0, 8)}`;
@@ -123,7 +157,11 @@ it('sends a second fan-out of the same author to a retry (AUTHOR_BUSY) while the
   expect(await h.redis.get(leaseKey(author))).toBe(first);
 
   await startFanoutReplica();
-  await eventually('both fan-outs done', async () => (await job(first)).doneAt !== null && (await job(second)).doneAt !== null, 60_000);
+  await eventually(
+    'both fan-outs done',
+    async () => (await job(first)).doneAt !== null && (await job(second)).doneAt !== null,
+    60_000,
+  );
   const [a, b] = [await job(first), await job(second)];
   // The second ran after the first had finished (one clock: Postgres's): its chunks were sent only once it got the lease.
   const firstDone = a.doneAt?.getTime() ?? Number.POSITIVE_INFINITY;
@@ -146,12 +184,22 @@ it('is extended by every chunk: its expiry moves forward as each chunk commits, 
 
   const MARK_MS = 20_000; // below FEED_AUTHOR_LEASE_MS: only an extension can bring the expiry above it
   for (let step = 0; step < 4; step++) {
-    const pid = await eventually(`the chunk writer blocked (step ${step})`, () => blockedOn(locks.map((l) => l.pid)), 30_000, 20);
+    const pid = await eventually(
+      `the chunk writer blocked (step ${step})`,
+      () => blockedOn(locks.map((l) => l.pid)),
+      30_000,
+      20,
+    );
     const chunkNo = locks.findIndex((l) => l.pid === pid);
     expect((await job(postId)).chunks[chunkNo].doneAt).toBeNull();
     await h.redis.pexpire(leaseKey(author), MARK_MS);
     await locks[chunkNo].release();
-    await eventually(`chunk ${chunkNo} committed`, async () => (await job(postId)).chunks[chunkNo].doneAt !== null, 30_000, 20);
+    await eventually(
+      `chunk ${chunkNo} committed`,
+      async () => (await job(postId)).chunks[chunkNo].doneAt !== null,
+      30_000,
+      20,
+    );
     if (step < 3) {
       expect(await h.redis.get(leaseKey(author))).toBe(postId);
       expect(await h.redis.pttl(leaseKey(author))).toBeGreaterThan(MARK_MS);

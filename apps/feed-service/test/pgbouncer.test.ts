@@ -14,7 +14,14 @@ import path from 'node:path';
 import pg from 'pg';
 import { Registry } from 'prom-client';
 import { createListenClient, createPgPool, createScheduler, withTransaction } from '@community/db';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createFeedService, type FeedService } from '../src/service';
 import { clearPrefix, event, FAST_RETRY_TOPOLOGY, freePort, redisPrefix, testConfig } from './harness';
 
@@ -72,7 +79,11 @@ async function startPgbouncer(serverUrl: string): Promise<Bouncer> {
     ].join('\n'),
     { mode: 0o644 },
   );
-  const proc: ChildProcess = spawn(pgbouncerBin(), [...(asRoot ? ['-u', 'nobody'] : []), path.join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+  const proc: ChildProcess = spawn(
+    pgbouncerBin(),
+    [...(asRoot ? ['-u', 'nobody'] : []), path.join(dir, 'pgbouncer.ini')],
+    { stdio: 'ignore' },
+  );
   const exited = once(proc, 'exit');
   const adminUrl = `postgresql://${encodeURIComponent(user)}@127.0.0.1:${port}/pgbouncer`;
   const bouncer: Bouncer = {
@@ -100,7 +111,12 @@ async function startPgbouncer(serverUrl: string): Promise<Bouncer> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-  await eventually('pgbouncer accepts connections', async () => (await bouncer.admin('SHOW VERSION').catch(() => [])).length > 0, 20_000, 100);
+  await eventually(
+    'pgbouncer accepts connections',
+    async () => (await bouncer.admin('SHOW VERSION').catch(() => [])).length > 0,
+    20_000,
+    100,
+  );
   return bouncer;
 }
 
@@ -115,7 +131,12 @@ beforeAll(async () => {
   [db, vhost] = await Promise.all([createTestDatabase('fs_pgbouncer'), createTestVhost('fs-pgbouncer')]);
   bouncer = await startPgbouncer(db.url);
   const config = testConfig(db, vhost, prefix, { env: { DATABASE_URL: bouncer.through(db.url) } });
-  service = createFeedService(config, { logger: testLogger('pgbouncer'), registry: new Registry(), messaging: true, topology: FAST_RETRY_TOPOLOGY });
+  service = createFeedService(config, {
+    logger: testLogger('pgbouncer'),
+    registry: new Registry(),
+    messaging: true,
+    topology: FAST_RETRY_TOPOLOGY,
+  });
   await service.start();
   await service.app.ready();
   direct = new pg.Pool({ connectionString: db.url, max: 2 });
@@ -132,8 +153,15 @@ afterAll(async () => {
 
 const feed = async (userId: string) => {
   const token = service.app.jwt.sign({ sub: userId });
-  const res = await service.app.inject({ method: 'GET', url: `/v1/users/${encodeURIComponent(userId)}/feed`, headers: { authorization: `Bearer ${token}` } });
-  return { status: res.statusCode, postIds: (res.json() as { items?: Array<{ postId: string }> }).items?.map((i) => i.postId) };
+  const res = await service.app.inject({
+    method: 'GET',
+    url: `/v1/users/${encodeURIComponent(userId)}/feed`,
+    headers: { authorization: `Bearer ${token}` },
+  });
+  return {
+    status: res.statusCode,
+    postIds: (res.json() as { items?: Array<{ postId: string }> }).items?.map((i) => i.postId),
+  };
 };
 
 describe('feed-service through PgBouncer (transaction mode)', () => {
@@ -145,9 +173,18 @@ describe('feed-service through PgBouncer (transaction mode)', () => {
       await service.messaging.publisher.publish(e);
     };
     await publish(event('user.followed', { followerId: reader, followeeId: author }, new Date(Date.now() - 60_000)));
-    await eventually('the follow recorded', async () => (await direct.query('SELECT 1 FROM feed_follows WHERE follower_id = $1 AND active', [reader])).rowCount === 1, 20_000);
+    await eventually(
+      'the follow recorded',
+      async () =>
+        (await direct.query('SELECT 1 FROM feed_follows WHERE follower_id = $1 AND active', [reader])).rowCount === 1,
+      20_000,
+    );
     await publish(event('post.published', { postId, authorId: author, title: 'through the pooler', excerpt: '' }));
-    await eventually('the post in the reader feed', async () => (await feed(reader)).postIds?.includes(postId) === true, 20_000);
+    await eventually(
+      'the post in the reader feed',
+      async () => (await feed(reader)).postIds?.includes(postId) === true,
+      20_000,
+    );
     expect(await feed(reader)).toEqual({ status: 200, postIds: [postId] });
 
     // The service's connections are PgBouncer's clients; Postgres sees at most its server pool.
@@ -166,7 +203,11 @@ describe('libs/db through PgBouncer', () => {
     const pool = createPgPool(bouncer.through(db.url), { max: 6 });
     try {
       const rounds = await Promise.all(
-        Array.from({ length: 24 }, (_, i) => pool.query<{ n: number }>({ name: 'pgbouncer-test-named', text: 'SELECT $1::int AS n', values: [i] }).then((r) => r.rows[0].n)),
+        Array.from({ length: 24 }, (_, i) =>
+          pool
+            .query<{ n: number }>({ name: 'pgbouncer-test-named', text: 'SELECT $1::int AS n', values: [i] })
+            .then((r) => r.rows[0].n),
+        ),
       );
       expect(rounds).toEqual(Array.from({ length: 24 }, (_, i) => i));
     } finally {
@@ -179,12 +220,32 @@ describe('libs/db through PgBouncer', () => {
     try {
       const deadline = new AbortController();
       const tx = withTransaction(pool, { signal: deadline.signal }, (c) => c.query('SELECT pg_sleep(300)'));
-      const settled = tx.then(() => 'committed', (err: Error) => err.message);
-      await eventually('the statement running on the server', async () => (await direct.query(`SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query = 'SELECT pg_sleep(300)'`, [db.name])).rowCount === 1, 20_000);
+      const settled = tx.then(
+        () => 'committed',
+        (err: Error) => err.message,
+      );
+      await eventually(
+        'the statement running on the server',
+        async () =>
+          (
+            await direct.query(
+              `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND state = 'active' AND query = 'SELECT pg_sleep(300)'`,
+              [db.name],
+            )
+          ).rowCount === 1,
+        20_000,
+      );
       deadline.abort(new Error('handler deadline'));
       // Without a cancel that reaches the server, the rollback waits out the 300 s sleep.
       expect(await settled).toBe('handler deadline');
-      expect((await direct.query(`SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND query = 'SELECT pg_sleep(300)' AND state = 'active'`, [db.name])).rowCount).toBe(0);
+      expect(
+        (
+          await direct.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND query = 'SELECT pg_sleep(300)' AND state = 'active'`,
+            [db.name],
+          )
+        ).rowCount,
+      ).toBe(0);
     } finally {
       await pool.end();
     }
@@ -193,14 +254,23 @@ describe('libs/db through PgBouncer', () => {
   it("refuses the scheduler's session advisory locks on a pool through the pooler", async () => {
     const pool = createPgPool(bouncer.through(db.url), { max: 2 });
     try {
-      expect(() => createScheduler({ pool, logger: testLogger('pgbouncer'), jobs: [] })).toThrow('the scheduler needs a pool with direct connections to PostgreSQL');
+      expect(() => createScheduler({ pool, logger: testLogger('pgbouncer'), jobs: [] })).toThrow(
+        'the scheduler needs a pool with direct connections to PostgreSQL',
+      );
     } finally {
       await pool.end();
     }
   });
 
   it('refuses LISTEN through the pooler (it needs a direct connection)', () => {
-    expect(() => createListenClient({ connectionString: bouncer.through(db.url), channels: ['x'], logger: testLogger('pgbouncer'), onNotification: () => undefined })).toThrow(
+    expect(() =>
+      createListenClient({
+        connectionString: bouncer.through(db.url),
+        channels: ['x'],
+        logger: testLogger('pgbouncer'),
+        onNotification: () => undefined,
+      }),
+    ).toThrow(
       'LISTEN x needs a direct connection to PostgreSQL; a pgbouncer=true URL goes through a transaction pooler',
     );
   });

@@ -19,7 +19,9 @@ let h: Harness;
 let busyAnswers = 0;
 
 beforeAll(async () => {
-  h = await startHarness('preempt', { env: { FEED_FANOUT_CHUNK_SIZE: '10', FEED_FANOUT_YIELD_MAX_MS: String(CAP_MS), FEED_SMALL_LANE_MARK_MS: '60000' } });
+  h = await startHarness('preempt', {
+    env: { FEED_FANOUT_CHUNK_SIZE: '10', FEED_FANOUT_YIELD_MAX_MS: String(CAP_MS), FEED_SMALL_LANE_MARK_MS: '60000' },
+  });
   // Counts, does not replace: the writer still asks Redis. A writer told "busy" twice is inside its
   // yield loop, which is the state the tests below need before they change the mark.
   const cache = h.service.cache;
@@ -48,7 +50,9 @@ async function yielded(outcome: 'resumed' | 'capped'): Promise<number> {
 /** Messages of `type` the activity handler finished (its `finally`, which leaves the mark, included). */
 async function handled(type: string): Promise<number> {
   const values = (await h.service.messaging!.metrics.succeeded.get()).values;
-  return values.filter((v) => v.labels.queue === 'feed-service.activity' && v.labels.message_type === type).reduce((n, v) => n + v.value, 0);
+  return values
+    .filter((v) => v.labels.queue === 'feed-service.activity' && v.labels.message_type === type)
+    .reduce((n, v) => n + v.value, 0);
 }
 
 async function largeFanout(followers: number): Promise<{ postId: string; users: string[] }> {
@@ -69,7 +73,11 @@ async function writerYielding(): Promise<void> {
 it('a large fan-out writes nothing while small-lane work is in flight, and resumes when it ends; the small post itself is written meanwhile', async () => {
   const holder = `test-${randomUUID()}`;
   await h.service.cache.enterSmallLane(holder, 60_000);
-  const [resumedBefore, cappedBefore, postsBefore] = [await yielded('resumed'), await yielded('capped'), await handled('post.published')];
+  const [resumedBefore, cappedBefore, postsBefore] = [
+    await yielded('resumed'),
+    await yielded('capped'),
+    await handled('post.published'),
+  ];
   const yielding = writerYielding();
   const { postId, users } = await largeFanout(40);
   await yielding;
@@ -77,8 +85,14 @@ it('a large fan-out writes nothing while small-lane work is in flight, and resum
   const small = `small-${randomUUID().slice(0, 8)}`;
   const smallFollowers = await seedFollowers(h, small, 5);
   const smallPost = `sp-${randomUUID()}`;
-  await h.publish(event('post.published', { postId: smallPost, authorId: small, title: 'small', excerpt: 'one chunk' }));
-  await eventually('the small post written although the mark is held', async () => (await feedsHolding(h.redis, smallFollowers, smallPost)) === 5, 30_000);
+  await h.publish(
+    event('post.published', { postId: smallPost, authorId: small, title: 'small', excerpt: 'one chunk' }),
+  );
+  await eventually(
+    'the small post written although the mark is held',
+    async () => (await feedsHolding(h.redis, smallFollowers, smallPost)) === 5,
+    30_000,
+  );
   // Both posts' handlers have returned: the small post's handler cleared its own mark, ours is left.
   await eventually('both post.published handled', async () => (await handled('post.published')) >= postsBefore + 2);
   expect(await h.redis.zrange('lane:small', 0, -1)).toEqual([holder]);
@@ -104,7 +118,12 @@ it('a steady small lane cannot starve a large fan-out: each chunk yields at most
   try {
     const [cappedBefore, resumedBefore] = [await yielded('capped'), await yielded('resumed')];
     const { postId, users } = await largeFanout(20); // 2 chunks
-    await eventually('the large fan-out finished under a mark that never clears', async () => (await chunks(postId)).done === 2, 60_000, 20);
+    await eventually(
+      'the large fan-out finished under a mark that never clears',
+      async () => (await chunks(postId)).done === 2,
+      60_000,
+      20,
+    );
     // The mark was in force the whole time, so only the budget can have ended each chunk's pause.
     expect(await h.service.cache.smallLaneBusy()).toBe(true);
     expect(await feedsHolding(h.redis, users, postId)).toBe(20);
@@ -132,7 +151,12 @@ it('a small-lane holder that crashed (its mark never cleared) holds fan-outs bac
     // nobody leaves the lane.
     const [sec, usec] = await h.redis.time();
     await h.redis.zadd('lane:small', 'XX', Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - 1, crashed);
-    await eventually('the large fan-out finished after the mark expired', async () => (await chunks(postId)).done === 2, 30_000, 20);
+    await eventually(
+      'the large fan-out finished after the mark expired',
+      async () => (await chunks(postId)).done === 2,
+      30_000,
+      20,
+    );
     expect(await feedsHolding(h.redis, users, postId)).toBe(20);
     // The holder is still in the set: its expired deadline, not a leave and not the budget, ended the pause.
     expect(await h.redis.zscore('lane:small', crashed)).not.toBeNull();

@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import Redis from 'ioredis';
-import { captureLogger, event, eventually, seedFollowers, startHarness, startPrivateRedis, type Harness } from './harness';
+import {
+  captureLogger,
+  event,
+  eventually,
+  seedFollowers,
+  startHarness,
+  startPrivateRedis,
+  type Harness,
+} from './harness';
 
 /**
  * Redis with credentials, as production runs it (docs/DEPLOY.md "Redis"): feed-service logs in with
@@ -18,7 +26,10 @@ let refused: Harness | undefined;
 
 beforeAll(async () => {
   // The rules of docs/DEPLOY.md "Secrets" (users.acl), with this test's prefix for `feed:`.
-  redis = await startPrivateRedis(undefined, { users: [['feed', 'on', `>${PASSWORD}`, KEYS, '&*', '+@all', '-@admin', '-@dangerous']], login: { user: 'feed', password: PASSWORD } });
+  redis = await startPrivateRedis(undefined, {
+    users: [['feed', 'on', `>${PASSWORD}`, KEYS, '&*', '+@all', '-@admin', '-@dangerous']],
+    login: { user: 'feed', password: PASSWORD },
+  });
   h = await startHarness('redis-auth', { redisUrl: redis.url });
 }, 60_000);
 
@@ -31,8 +42,19 @@ afterAll(async () => {
 it('fans out and reads feeds as an ACL user limited to its prefix, which may touch no other key', async () => {
   const author = `au-${randomUUID().slice(0, 8)}`;
   const readers = await seedFollowers(h, author, 3);
-  for (let i = 1; i <= 3; i++) await h.publish(event('post.published', { postId: `p-${i}`, authorId: author, title: `t${i}`, excerpt: `e${i}` }, new Date(Date.now() - 60_000 + i * 1000)));
-  await eventually('fanned out into the readers\' feeds', async () => (await h.redis.zcard(`f:${readers[0]}`)) === 3, 60_000);
+  for (let i = 1; i <= 3; i++)
+    await h.publish(
+      event(
+        'post.published',
+        { postId: `p-${i}`, authorId: author, title: `t${i}`, excerpt: `e${i}` },
+        new Date(Date.now() - 60_000 + i * 1000),
+      ),
+    );
+  await eventually(
+    "fanned out into the readers' feeds",
+    async () => (await h.redis.zcard(`f:${readers[0]}`)) === 3,
+    60_000,
+  );
   const page = await h.feed(readers[0], { limit: 10 });
   expect(page.status).toBe(200);
   expect(page.source).toBe('hit');
@@ -40,7 +62,11 @@ it('fans out and reads feeds as an ACL user limited to its prefix, which may tou
 
   // The limit is real: the same login may not write a key outside the prefix, and no login is no access.
   const same = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
-  const anonymous = new Redis(`redis://127.0.0.1:${redis.port}`, { lazyConnect: true, maxRetriesPerRequest: 0, enableReadyCheck: false }); // the ready check's INFO is refused too
+  const anonymous = new Redis(`redis://127.0.0.1:${redis.port}`, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    enableReadyCheck: false,
+  }); // the ready check's INFO is refused too
   for (const c of [same, anonymous]) c.on('error', () => undefined);
   try {
     await same.connect();
@@ -56,7 +82,11 @@ it('fans out and reads feeds as an ACL user limited to its prefix, which may tou
 it('with a wrong password answers feeds from Postgres and says why in the log, without the password', async () => {
   const wrong = `wrong-${randomUUID()}`;
   const { logger, lines } = captureLogger('redis-auth-refused', 'warn');
-  refused = await startHarness('redis-auth-refused', { redisUrl: `redis://feed:${wrong}@127.0.0.1:${redis.port}`, logger, amqp: false });
+  refused = await startHarness('redis-auth-refused', {
+    redisUrl: `redis://feed:${wrong}@127.0.0.1:${redis.port}`,
+    logger,
+    amqp: false,
+  });
   await eventually('the refusal logged', () => lines.some((l) => /WRONGPASS/.test(JSON.stringify(l))), 30_000);
   expect(refused.service.cache.available()).toBe(false);
   const page = await refused.feed('nobody', { limit: 5 });

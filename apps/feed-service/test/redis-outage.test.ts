@@ -19,7 +19,10 @@ beforeAll(async () => {
   redis = await startPrivateRedis();
   h = await startHarness('redis', { redisUrl: redis.url });
   readers = await seedFollowers(h, author, 3);
-  for (let i = 1; i <= 6; i++) await h.publish(event('post.published', { postId: `r-${i}`, authorId: author, title: `t${i}`, excerpt: `e${i}` }, at(i)));
+  for (let i = 1; i <= 6; i++)
+    await h.publish(
+      event('post.published', { postId: `r-${i}`, authorId: author, title: `t${i}`, excerpt: `e${i}` }, at(i)),
+    );
   await eventually('fanned out', async () => (await h.redis.zcard(`f:${readers[0]}`)) === 6);
 }, 60_000);
 afterAll(async () => {
@@ -27,7 +30,8 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const reads = async () => Object.fromEntries((await h.service.metrics.cacheReads.get()).values.map((v) => [v.labels.result, v.value]));
+const reads = async () =>
+  Object.fromEntries((await h.service.metrics.cacheReads.get()).values.map((v) => [v.labels.result, v.value]));
 const ids = (body: { items: Array<{ postId: string }> }) => body.items.map((i) => i.postId);
 
 it('answers from Postgres while Redis is down, loses no post published meanwhile, and rebuilds when it returns empty', async () => {
@@ -46,7 +50,10 @@ it('answers from Postgres while Redis is down, loses no post published meanwhile
 
   // Published while Redis is down: recorded in Postgres at once (its fan-out waits in a retry tier).
   await h.publish(event('post.published', { postId: 'r-7', authorId: author, title: 't7', excerpt: 'e7' }, at(7)));
-  await eventually('r-7 served from Postgres', async () => ids((await h.feed(readers[1], { limit: 1 })).body)[0] === 'r-7');
+  await eventually(
+    'r-7 served from Postgres',
+    async () => ids((await h.feed(readers[1], { limit: 1 })).body)[0] === 'r-7',
+  );
   const ready = await (await h.service.app.inject({ method: 'GET', url: '/readyz' })).json();
   expect(ready).toMatchObject({ status: 'ready', details: { redis: expect.stringMatching(/^down/) } });
 
@@ -58,7 +65,12 @@ it('answers from Postgres while Redis is down, loses no post published meanwhile
   expect(ids(rebuilt.body)).toEqual(['r-7', 'r-6', 'r-5', 'r-4']);
   expect((await h.feed(readers[0], { limit: 4 })).source).toBe('hit');
   // The retried fan-out of r-7 completes once Redis is back.
-  await eventually('r-7 fan-out done', async () => (await h.pool.query(`SELECT done_at FROM feed_fanout_jobs WHERE post_id = 'r-7'`)).rows[0]?.done_at, 20_000, 100);
+  await eventually(
+    'r-7 fan-out done',
+    async () => (await h.pool.query(`SELECT done_at FROM feed_fanout_jobs WHERE post_id = 'r-7'`)).rows[0]?.done_at,
+    20_000,
+    100,
+  );
 }, 60_000);
 
 it('rebuilds flushed feeds on their next read with the same pages', async () => {

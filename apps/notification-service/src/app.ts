@@ -28,7 +28,13 @@ export interface AppDeps {
 
 /** The HTTP API (docs/CONTRACT.md "HTTP contract"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, readinessDetails: deps.readinessDetails, dependencyErrors: [pgUnavailable] });
+  const app = buildServer({
+    logger: deps.logger,
+    registry: deps.registry,
+    readiness: deps.readiness,
+    readinessDetails: deps.readinessDetails,
+    dependencyErrors: [pgUnavailable],
+  });
   registerAuth(app, deps.auth);
   const guards = inboxGuards(deps.emailServiceVerifyKey);
   registerNotificationRoutes(app, { ...deps, guards });

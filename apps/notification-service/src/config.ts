@@ -1,4 +1,12 @@
-import { commonConfig, ConfigError, DEV_EMAIL_SERVICE_VERIFY_KEY, ed25519KeyIssue, loadConfig, type ConfigOf, type ConfigSpec } from '@community/config';
+import {
+  commonConfig,
+  ConfigError,
+  DEV_EMAIL_SERVICE_VERIFY_KEY,
+  ed25519KeyIssue,
+  loadConfig,
+  type ConfigOf,
+  type ConfigSpec,
+} from '@community/config';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
 export const SERVICE_NAME = 'notification-service';
@@ -6,7 +14,14 @@ export const SERVICE_NAME = 'notification-service';
 /** The shared variables (docs/CONTRACT.md "Configuration") plus this service's tunables. */
 export const NOTIFICATION_CONFIG = [
   ...commonConfig(SERVICE_NAME),
-  { name: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 2, max: 200, description: 'pg pool size (consumers + HTTP + relay)' },
+  {
+    name: 'DATABASE_POOL_MAX',
+    kind: 'int',
+    default: 10,
+    min: 2,
+    max: 200,
+    description: 'pg pool size (consumers + HTTP + relay)',
+  },
   {
     name: 'CONSUMER_BATCH_SIZE',
     kind: 'int',
@@ -23,12 +38,39 @@ export const NOTIFICATION_CONFIG = [
     max: 1000,
     description: 'longest a message waits for its batch to fill: bounds the latency added at low rates',
   },
-  { name: 'CONSUMER_BATCH_CONCURRENCY', kind: 'int', default: 2, min: 1, max: 16, description: 'batches in flight per queue' },
-  { name: 'SSE_HEARTBEAT_MS', kind: 'duration-ms', default: 15_000, min: 100, description: 'heartbeat comment interval on SSE streams' },
+  {
+    name: 'CONSUMER_BATCH_CONCURRENCY',
+    kind: 'int',
+    default: 2,
+    min: 1,
+    max: 16,
+    description: 'batches in flight per queue',
+  },
+  {
+    name: 'SSE_HEARTBEAT_MS',
+    kind: 'duration-ms',
+    default: 15_000,
+    min: 100,
+    description: 'heartbeat comment interval on SSE streams',
+  },
   // A stream holds a connection, a write buffer (up to 1 MiB) and a share of the LISTEN fan-out:
   // bounded per inbox and per replica (sse/hub.ts). Over them: 429 / 503 with Retry-After.
-  { name: 'SSE_MAX_STREAMS_PER_USER', kind: 'int', default: 5, min: 1, max: 1000, description: 'SSE streams of one inbox a replica holds at most (a tab each); the next is refused 429' },
-  { name: 'SSE_MAX_STREAMS', kind: 'int', default: 5000, min: 1, max: 1_000_000, description: 'SSE streams a replica holds at most; the next is refused 503 (another replica may have room)' },
+  {
+    name: 'SSE_MAX_STREAMS_PER_USER',
+    kind: 'int',
+    default: 5,
+    min: 1,
+    max: 1000,
+    description: 'SSE streams of one inbox a replica holds at most (a tab each); the next is refused 429',
+  },
+  {
+    name: 'SSE_MAX_STREAMS',
+    kind: 'int',
+    default: 5000,
+    min: 1,
+    max: 1_000_000,
+    description: 'SSE streams a replica holds at most; the next is refused 503 (another replica may have room)',
+  },
   // email-service's public key (Ed25519, PEM): its service tokens may read preferences and turn
   // email channels off, nothing else (docs/EMAIL.md "Secrets").
   {

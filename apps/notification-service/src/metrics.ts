@@ -29,8 +29,17 @@ export function notificationMetrics(registry: Registry): NotificationMetrics {
       labelNames: ['operation', 'outcome'],
       registers: [registry],
     }),
-    sseConnections: new Gauge({ name: 'notification_sse_connections', help: 'Open SSE streams on this replica', registers: [registry] }),
-    sseEvents: new Counter({ name: 'notification_sse_events_total', help: 'SSE events written, by event name', labelNames: ['event'], registers: [registry] }),
+    sseConnections: new Gauge({
+      name: 'notification_sse_connections',
+      help: 'Open SSE streams on this replica',
+      registers: [registry],
+    }),
+    sseEvents: new Counter({
+      name: 'notification_sse_events_total',
+      help: 'SSE events written, by event name',
+      labelNames: ['event'],
+      registers: [registry],
+    }),
     sseListenerConnected: new Gauge({
       name: 'notification_sse_listener_connected',
       help: '1 while the LISTEN connection that feeds the SSE streams is up',

@@ -5,7 +5,13 @@ import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@commu
 import { classifyPgError, createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, authSettingsFrom, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
+import {
+  answers,
+  authSettingsFrom,
+  brokerDetails,
+  readinessState,
+  type ReadinessState,
+} from '@community/observability';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
@@ -13,7 +19,6 @@ import { createNotificationBatchHandler } from './handlers/notification-batch';
 import { notificationMetrics, type NotificationMetrics } from './metrics';
 import { BATCH_TIMEOUT_MS, CRITICAL_QUEUE, STANDARD_QUEUE } from './queues';
 import { createInboxHub, type InboxHub } from './sse/hub';
-
 
 export interface NotificationServiceDeps {
   logger: Logger;
@@ -53,15 +58,32 @@ export interface NotificationService {
  * The composition of the service: pool → messaging → consumers → relay → SSE hub → HTTP. Building
  * does no I/O; start() connects. main.ts adds the process lifecycle, the tests call it as is.
  */
-export function createNotificationService(config: NotificationConfig, deps: NotificationServiceDeps): NotificationService {
+export function createNotificationService(
+  config: NotificationConfig,
+  deps: NotificationServiceDeps,
+): NotificationService {
   const { logger, registry } = deps;
   const metrics = notificationMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
+  const pool = createPgPool(config.DATABASE_URL, {
+    max: config.DATABASE_POOL_MAX,
+    applicationName: SERVICE_NAME,
+    logger,
+  });
 
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology: deps.topology ?? COMMUNITY_TOPOLOGY, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY, producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID } });
+    messaging = createMessaging({
+      url: config.AMQP_URL,
+      managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+      service: SERVICE_NAME,
+      topology: deps.topology ?? COMMUNITY_TOPOLOGY,
+      logger,
+      registry,
+      classifiers: [classifyPgError],
+      provisioning: config.AMQP_TOPOLOGY,
+      producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
+    });
     registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS);
     relay = createRelay({
       pool,
@@ -137,7 +159,13 @@ export function createNotificationService(config: NotificationConfig, deps: Noti
  * separate consumers on purpose: a backlog of follows and reactions on the standard queue never
  * sits in front of a mention or a security alert.
  */
-function registerConsumers(messaging: Messaging, config: NotificationConfig, pool: Pool, metrics: NotificationMetrics, batchTimeoutMs: number): void {
+function registerConsumers(
+  messaging: Messaging,
+  config: NotificationConfig,
+  pool: Pool,
+  metrics: NotificationMetrics,
+  batchTimeoutMs: number,
+): void {
   for (const queue of [CRITICAL_QUEUE, STANDARD_QUEUE]) {
     messaging.consume({
       queue,
@@ -153,4 +181,3 @@ function registerConsumers(messaging: Messaging, config: NotificationConfig, poo
     });
   }
 }
-

@@ -21,7 +21,10 @@ let faults: DatabaseFaults;
 
 beforeAll(async () => {
   // Short retry tiers: a batch failed by a fault comes back in a fraction of a second.
-  const topology = { ...COMMUNITY_TOPOLOGY, queues: COMMUNITY_TOPOLOGY.queues.map((q) => ({ ...q, retryDelaysMs: [250, 1000, 2000, 4000, 8000] })) };
+  const topology = {
+    ...COMMUNITY_TOPOLOGY,
+    queues: COMMUNITY_TOPOLOGY.queues.map((q) => ({ ...q, retryDelaysMs: [250, 1000, 2000, 4000, 8000] })),
+  };
   h = await startHarness('dboutage', { topology });
   faults = await databaseFaults(h.db.url);
 });
@@ -41,7 +44,11 @@ it('survives terminated backends and refused connections under load; readiness f
   const traffic = (async () => {
     while (publishing) {
       // about 150 mentions/s, in bursts the consumers batch (pacing the load, not waiting for anything)
-      await Promise.all(Array.from({ length: 15 }, () => h.publish(mention(`c-${randomUUID()}`, 'actor-1', users[published++ % USERS]))));
+      await Promise.all(
+        Array.from({ length: 15 }, () =>
+          h.publish(mention(`c-${randomUUID()}`, 'actor-1', users[published++ % USERS])),
+        ),
+      );
       await sleep(100);
     }
   })();
@@ -56,20 +63,33 @@ it('survives terminated backends and refused connections under load; readiness f
     while (probing) {
       const startedIn = phase;
       const res = await h.app.inject({ url: '/readyz' });
-      readiness.push({ inOutage: startedIn === 'blocked' && phase === 'blocked', status: res.statusCode, database: res.json().checks?.database });
+      readiness.push({
+        inOutage: startedIn === 'blocked' && phase === 'blocked',
+        status: res.statusCode,
+        database: res.json().checks?.database,
+      });
       await sleep(100); // pacing
     }
   })();
 
-  const stored = async () => Number((await h.pool.query('SELECT count(*) FROM notification_items WHERE user_id = ANY($1)', [users])).rows[0].count);
+  const stored = async () =>
+    Number(
+      (await h.pool.query('SELECT count(*) FROM notification_items WHERE user_id = ANY($1)', [users])).rows[0].count,
+    );
   // The test reads through the service's pool, which the faults hit too: a read retries until it answers.
-  const storedNow = async () => (await eventually('a count of the stored mentions', async () => ({ n: await stored() }), 60_000, 50)).n;
+  const storedNow = async () =>
+    (await eventually('a count of the stored mentions', async () => ({ n: await stored() }), 60_000, 50)).n;
   // A round of terminations hits a service at work: it has committed more since the last round
   // (so it reconnected on its own), and the round finds connections to end.
   const rounds: number[] = [];
   const terminateWhileWorking = async () => {
     const before = await storedNow();
-    await eventually('the service commits again before the next fault', async () => (await stored()) > before, 60_000, 50);
+    await eventually(
+      'the service commits again before the next fault',
+      async () => (await stored()) > before,
+      60_000,
+      50,
+    );
     rounds.push(await faults.terminateAll());
   };
   for (let i = 0; i < 4; i++) await terminateWhileWorking();
@@ -79,8 +99,12 @@ it('survives terminated backends and refused connections under load; readiness f
   // The outage lasts until readiness has said so several times and traffic has kept arriving into it
   // (its batches fail and go to the retry tiers), not for a fixed time.
   const publishedAtBlock = published;
-  await eventually('the outage seen by readiness and by traffic', () =>
-    readiness.filter((r) => r.inOutage).length >= 3 && published >= publishedAtBlock + 30, 60_000, 50);
+  await eventually(
+    'the outage seen by readiness and by traffic',
+    () => readiness.filter((r) => r.inOutage).length >= 3 && published >= publishedAtBlock + 30,
+    60_000,
+    50,
+  );
   phase = 'after';
   await faults.unblock();
   for (let i = 0; i < 3; i++) await terminateWhileWorking();
@@ -89,7 +113,12 @@ it('survives terminated backends and refused connections under load; readiness f
   publishing = false;
   await traffic;
 
-  await eventually('/readyz 200 again on its own', async () => (await h.app.inject({ url: '/readyz' })).statusCode === 200, 20_000, 100);
+  await eventually(
+    '/readyz 200 again on its own',
+    async () => (await h.app.inject({ url: '/readyz' })).statusCode === 200,
+    20_000,
+    100,
+  );
   probing = false;
   await probe;
   process.off('unhandledRejection', onRejection);
@@ -103,11 +132,17 @@ it('survives terminated backends and refused connections under load; readiness f
   // Every mention exactly once: rows, distinct keys, counters (and none dead-lettered).
   await eventually(
     `${published} mentions stored`,
-    async () => Number((await h.pool.query('SELECT count(*) FROM notification_items WHERE user_id = ANY($1)', [users])).rows[0].count) >= published,
+    async () =>
+      Number(
+        (await h.pool.query('SELECT count(*) FROM notification_items WHERE user_id = ANY($1)', [users])).rows[0].count,
+      ) >= published,
     60_000,
     250,
   );
-  const { rows } = await h.pool.query('SELECT count(*)::int AS n, count(DISTINCT idempotency_key)::int AS keys FROM notification_items WHERE user_id = ANY($1)', [users]);
+  const { rows } = await h.pool.query(
+    'SELECT count(*)::int AS n, count(DISTINCT idempotency_key)::int AS keys FROM notification_items WHERE user_id = ANY($1)',
+    [users],
+  );
   expect(rows[0]).toEqual({ n: published, keys: published });
   const counters = (await countersAndRecount(h.pool)).filter((c) => users.includes(c.user_id));
   expect(counters.reduce((sum, c) => sum + c.counter, 0)).toBe(published);

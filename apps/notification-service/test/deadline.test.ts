@@ -78,7 +78,8 @@ async function openBatches(): Promise<number> {
   return rows[0].n;
 }
 
-const rowsOf = async (user: string) => Number((await observer.query('SELECT count(*) FROM notification_items WHERE user_id = $1', [user])).rows[0].count);
+const rowsOf = async (user: string) =>
+  Number((await observer.query('SELECT count(*) FROM notification_items WHERE user_id = $1', [user])).rows[0].count);
 
 it('a statement slowed past the deadline is cancelled: nothing commits, the message is retried, the bound holds', async () => {
   const user = `u-${randomUUID()}`;
@@ -87,7 +88,12 @@ it('a statement slowed past the deadline is cancelled: nothing commits, the mess
 
   // Two attempts hit the slow insert: the first one, and the retry the deadline sent it to (or, were
   // the deadline ignored, the first one finishes its sleep: the assertions below then say so).
-  await eventually('two attempts in the slow insert', async () => (await count('test_slow_entered')) >= 2 || (await count('test_slow_finished')) > 0, 30_000, 100);
+  await eventually(
+    'two attempts in the slow insert',
+    async () => (await count('test_slow_entered')) >= 2 || (await count('test_slow_finished')) > 0,
+    30_000,
+    100,
+  );
   // Then every attempt has ended (cancelled, or, were the deadline ignored, finished and committed).
   await eventually('no batch transaction open', async () => (await openBatches()) === 0, 30_000, 100);
   expect(await count('test_slow_finished')).toBe(0); // each slow statement was cancelled in its sleep
@@ -105,6 +111,9 @@ it('a statement slowed past the deadline is cancelled: nothing commits, the mess
   expect(await count('test_slow_entered')).toBeLessThan(attempts); // the last, committed attempt was not slowed
   const counter = await observer.query('SELECT unread_count FROM notification_counters WHERE user_id = $1', [user]);
   expect(counter.rows[0].unread_count).toBe(1);
-  const events = await observer.query("SELECT count(*) FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1", [user]);
+  const events = await observer.query(
+    "SELECT count(*) FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1",
+    [user],
+  );
   expect(Number(events.rows[0].count)).toBe(1);
 }, 90_000);

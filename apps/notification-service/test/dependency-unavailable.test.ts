@@ -1,5 +1,12 @@
 import { Registry } from 'prom-client';
-import { createTestDatabase, tcpProxy, eventually, testLogger, type TcpProxy, type TestDatabase } from '@community/testing';
+import {
+  createTestDatabase,
+  tcpProxy,
+  eventually,
+  testLogger,
+  type TcpProxy,
+  type TestDatabase,
+} from '@community/testing';
 import { createNotificationService, type NotificationService } from '../src/service';
 import { testConfig } from './harness';
 
@@ -18,7 +25,11 @@ beforeAll(async () => {
   const target = new URL(db.url);
   proxy = await tcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   await proxy.open();
-  service = createNotificationService(testConfig({ ...db, url: proxy.rewrite(db.url) }, undefined), { logger: testLogger('unavailable'), registry: new Registry(), messaging: false });
+  service = createNotificationService(testConfig({ ...db, url: proxy.rewrite(db.url) }, undefined), {
+    logger: testLogger('unavailable'),
+    registry: new Registry(),
+    messaging: false,
+  });
   await service.app.ready();
 });
 
@@ -30,13 +41,23 @@ afterAll(async () => {
 
 const bearer = () => ({ authorization: `Bearer ${service.app.jwt.sign({ sub: 'ana' })}` });
 const list = () => service.app.inject({ url: '/v1/users/ana/notifications', headers: bearer() });
-const optOut = () => service.app.inject({ method: 'PUT', url: '/v1/users/ana/preferences', headers: bearer(), payload: { preferences: { mention: { email: 'off' } } } });
+const optOut = () =>
+  service.app.inject({
+    method: 'PUT',
+    url: '/v1/users/ana/preferences',
+    headers: bearer(),
+    payload: { preferences: { mention: { email: 'off' } } },
+  });
 
 it('answers 503 + Retry-After + the contract body on reads and writes while Postgres is unreachable, 2xx after', async () => {
   expect((await list()).statusCode).toBe(200);
 
   await proxy.close();
-  for (const res of [await list(), await optOut(), await service.app.inject({ url: '/v1/users/ana/notifications/unread-count', headers: bearer() })]) {
+  for (const res of [
+    await list(),
+    await optOut(),
+    await service.app.inject({ url: '/v1/users/ana/notifications/unread-count', headers: bearer() }),
+  ]) {
     expect(res.statusCode).toBe(503);
     expect(res.headers['retry-after']).toBe('5');
     expect(res.json()).toEqual({

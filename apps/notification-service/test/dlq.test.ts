@@ -35,31 +35,96 @@ async function dead(queue: string, messageId: string, harness: Harness = h): Pro
 }
 
 it.each([
-  ['malformed JSON', 'user.mentioned', '{"id": "x", "type": ', 'notification-service.critical.dlq', 'ContractError', /not valid JSON/],
-  ['a schema violation', 'user.mentioned', JSON.stringify(violation), 'notification-service.critical.dlq', 'ContractError', /\/data\/mentionedUserId: Expected required property/],
-  ['an unknown event type', 'user.followed', JSON.stringify({ ...valid, id: randomUUID(), type: 'user.teleported' }), 'notification-service.standard.dlq', 'ContractError', /Unknown event type 'user.teleported'/],
-  ['an unknown version', 'security.alert', JSON.stringify({ ...event('security.alert', { alertId: 'a1', userId: 'u1', kind: 'k', detail: '' }), version: 9 }), 'notification-service.critical.dlq', 'ContractError', /Unsupported version 9/],
-  ['a valid event this service does not handle', 'comment.created', JSON.stringify(event('post.published', { postId: 'p', authorId: 'a', title: 't', excerpt: 'e' })), 'notification-service.standard.dlq', 'PermanentError', /does not handle event type 'post.published'/],
-  ['text no store keeps (NUL byte)', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: 'victim\u0000' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/mentionedUserId: Expected text without NUL/],
-  ['an unpaired surrogate', 'user.mentioned', JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, excerpt: 'tail\ud800' } }), 'notification-service.critical.dlq', 'ContractError', /\/data\/excerpt: Expected text without NUL/],
-])('%s lands in the right DLQ with a reason at its first failure', async (_what, routingKey, body, dlq, errorClass, reason) => {
-  const messageId = randomUUID();
-  await h.publishRaw(routingKey, body, messageId);
-  const { msg } = await dead(dlq, messageId);
-  // At once, from the runtime's own record: one attempt, and the first failure is the dead-lettering
-  // (a detour through a retry tier would show a later x-dead-lettered-at and more attempts).
-  expect(msg.properties.headers).toMatchObject({ 'x-error-class': errorClass, 'x-error-kind': 'permanent', 'x-attempts': 1, 'x-retry-attempt': 1 });
-  expect(msg.properties.headers?.['x-first-failure-at']).toBe(msg.properties.headers?.['x-dead-lettered-at']);
-  expect(String(msg.properties.headers?.['x-error-message'])).toMatch(reason);
+  [
+    'malformed JSON',
+    'user.mentioned',
+    '{"id": "x", "type": ',
+    'notification-service.critical.dlq',
+    'ContractError',
+    /not valid JSON/,
+  ],
+  [
+    'a schema violation',
+    'user.mentioned',
+    JSON.stringify(violation),
+    'notification-service.critical.dlq',
+    'ContractError',
+    /\/data\/mentionedUserId: Expected required property/,
+  ],
+  [
+    'an unknown event type',
+    'user.followed',
+    JSON.stringify({ ...valid, id: randomUUID(), type: 'user.teleported' }),
+    'notification-service.standard.dlq',
+    'ContractError',
+    /Unknown event type 'user.teleported'/,
+  ],
+  [
+    'an unknown version',
+    'security.alert',
+    JSON.stringify({ ...event('security.alert', { alertId: 'a1', userId: 'u1', kind: 'k', detail: '' }), version: 9 }),
+    'notification-service.critical.dlq',
+    'ContractError',
+    /Unsupported version 9/,
+  ],
+  [
+    'a valid event this service does not handle',
+    'comment.created',
+    JSON.stringify(event('post.published', { postId: 'p', authorId: 'a', title: 't', excerpt: 'e' })),
+    'notification-service.standard.dlq',
+    'PermanentError',
+    /does not handle event type 'post.published'/,
+  ],
+  [
+    'text no store keeps (NUL byte)',
+    'user.mentioned',
+    JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, mentionedUserId: 'victim\u0000' } }),
+    'notification-service.critical.dlq',
+    'ContractError',
+    /\/data\/mentionedUserId: Expected text without NUL/,
+  ],
+  [
+    'an unpaired surrogate',
+    'user.mentioned',
+    JSON.stringify({ ...valid, id: randomUUID(), data: { ...valid.data, excerpt: 'tail\ud800' } }),
+    'notification-service.critical.dlq',
+    'ContractError',
+    /\/data\/excerpt: Expected text without NUL/,
+  ],
+])(
+  '%s lands in the right DLQ with a reason at its first failure',
+  async (_what, routingKey, body, dlq, errorClass, reason) => {
+    const messageId = randomUUID();
+    await h.publishRaw(routingKey, body, messageId);
+    const { msg } = await dead(dlq, messageId);
+    // At once, from the runtime's own record: one attempt, and the first failure is the dead-lettering
+    // (a detour through a retry tier would show a later x-dead-lettered-at and more attempts).
+    expect(msg.properties.headers).toMatchObject({
+      'x-error-class': errorClass,
+      'x-error-kind': 'permanent',
+      'x-attempts': 1,
+      'x-retry-attempt': 1,
+    });
+    expect(msg.properties.headers?.['x-first-failure-at']).toBe(msg.properties.headers?.['x-dead-lettered-at']);
+    expect(String(msg.properties.headers?.['x-error-message'])).toMatch(reason);
 
-  // The service keeps serving: a valid message right after is processed.
-  const user = `u-${randomUUID()}`;
-  await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user));
-  await eventually('the next valid mention is visible', async () => {
-    const res = await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) });
-    return res.json().count === 1;
-  }, 15_000, 20);
-});
+    // The service keeps serving: a valid message right after is processed.
+    const user = `u-${randomUUID()}`;
+    await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user));
+    await eventually(
+      'the next valid mention is visible',
+      async () => {
+        const res = await h.app.inject({
+          url: `/v1/users/${user}/notifications/unread-count`,
+          headers: bearer(h.token(user)),
+        });
+        return res.json().count === 1;
+      },
+      15_000,
+      20,
+    );
+  },
+);
 
 describe('a batch', () => {
   // Its own service, whose batches wait up to 1 s to fill, so that messages published together
@@ -74,7 +139,9 @@ describe('a batch', () => {
     // permanent SQLSTATE (22023, invalid parameter value), as it would reject data it cannot hold.
     await b.pool.query(`CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.user_id LIKE 'poison-%' THEN RAISE EXCEPTION 'refused for %', NEW.user_id USING ERRCODE = '22023'; END IF; RETURN NEW; END $$`);
-    await b.pool.query('CREATE TRIGGER refuse_poison BEFORE INSERT ON notification_items FOR EACH ROW EXECUTE FUNCTION refuse_poison()');
+    await b.pool.query(
+      'CREATE TRIGGER refuse_poison BEFORE INSERT ON notification_items FOR EACH ROW EXECUTE FUNCTION refuse_poison()',
+    );
   });
   afterAll(async () => b?.close());
 
@@ -108,7 +175,9 @@ describe('a batch', () => {
     expect(failed[0].size).toBeGreaterThan(1);
 
     await eventually('all good mentions committed', async () => {
-      const { rows } = await b.pool.query('SELECT count(*)::int AS n FROM notification_items WHERE user_id = ANY($1)', [users]);
+      const { rows } = await b.pool.query('SELECT count(*)::int AS n FROM notification_items WHERE user_id = ANY($1)', [
+        users,
+      ]);
       return rows[0].n === users.length;
     });
     // Nothing else went to the DLQ.

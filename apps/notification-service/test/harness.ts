@@ -8,7 +8,14 @@ import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType
 import type { BatchItem, MessageContext } from '@community/messaging';
 import { brokerUserOf, type Messaging, type Topology } from '@community/messaging';
 import type { OutboxRelay } from '@community/outbox';
-import { createTestDatabase, createTestVhost, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  testLogger,
+  testOperators,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { loadNotificationConfig, type NotificationConfig } from '../src/config';
 import type { NotificationMetrics } from '../src/metrics';
 import { createNotificationService, type NotificationService } from '../src/service';
@@ -59,7 +66,11 @@ export interface HarnessOptions {
 }
 
 /** The service's configuration against a test database and vhost (tunables sized for tests). */
-export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, options: HarnessOptions = {}): NotificationConfig {
+export function testConfig(
+  db: TestDatabase,
+  vhost: TestVhost | undefined,
+  options: HarnessOptions = {},
+): NotificationConfig {
   return loadNotificationConfig({
     DATABASE_URL: db.url,
     // Without a vhost the service is built without messaging and never connects to this URL.
@@ -80,7 +91,10 @@ export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, optio
 /** One service instance in-process against its own vhost and database, built by the service's own builder. */
 export async function startHarness(prefix: string, options: HarnessOptions = {}): Promise<Harness> {
   const withAmqp = options.amqp ?? true;
-  const [db, vhost] = await Promise.all([createTestDatabase(`ns_${prefix}`), withAmqp ? createTestVhost(`ns-${prefix}`) : Promise.resolve(undefined)]);
+  const [db, vhost] = await Promise.all([
+    createTestDatabase(`ns_${prefix}`),
+    withAmqp ? createTestVhost(`ns-${prefix}`) : Promise.resolve(undefined),
+  ]);
   const service = createNotificationService(testConfig(db, vhost, options), {
     logger: options.logger ?? testLogger(prefix),
     registry: new Registry(),
@@ -104,7 +118,10 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
     vhost,
     messaging,
     relay,
-    token: (sub, scope) => (scope?.split(' ').includes('admin') ? OPERATORS.token(sub, 'notification-service') : app.jwt.sign(scope === undefined ? { sub } : { sub, scope })),
+    token: (sub, scope) =>
+      scope?.split(' ').includes('admin')
+        ? OPERATORS.token(sub, 'notification-service')
+        : app.jwt.sign(scope === undefined ? { sub } : { sub, scope }),
     async publish(event) {
       if (!messaging) throw new Error('harness started without AMQP');
       await messaging.publisher.publish(event);
@@ -140,20 +157,40 @@ export function event<T extends EventType>(type: T, data: EventData<T>, id?: str
   return buildEvent(type, data, { producer: 'community-api', id });
 }
 
-export function mention(commentId: string, actorId: string, mentionedUserId: string, id?: string): EventOf<'user.mentioned'> {
-  return event('user.mentioned', { commentId, postId: 'post-1', actorId, mentionedUserId, excerpt: `@${mentionedUserId} look` }, id);
+export function mention(
+  commentId: string,
+  actorId: string,
+  mentionedUserId: string,
+  id?: string,
+): EventOf<'user.mentioned'> {
+  return event(
+    'user.mentioned',
+    { commentId, postId: 'post-1', actorId, mentionedUserId, excerpt: `@${mentionedUserId} look` },
+    id,
+  );
 }
 
 /** Batch items as the messaging runtime hands them to a batch handler (for direct calls). */
 export function batchItems(events: AnyEvent[]): BatchItem<AnyEvent>[] {
   return events.map((e) => ({
     event: e,
-    ctx: { logger: testLogger(), signal: new AbortController().signal, attempt: 1, deliveryCount: 1, queue: 'test', handler: 'test', eventId: e.id, correlationId: e.correlationId } satisfies MessageContext,
+    ctx: {
+      logger: testLogger(),
+      signal: new AbortController().signal,
+      attempt: 1,
+      deliveryCount: 1,
+      queue: 'test',
+      handler: 'test',
+      eventId: e.id,
+      correlationId: e.correlationId,
+    } satisfies MessageContext,
   }));
 }
 
 /** Unread count from the counter table and from a recount of the rows, per user. */
-export async function countersAndRecount(pool: Pool): Promise<Array<{ user_id: string; counter: number; recount: number }>> {
+export async function countersAndRecount(
+  pool: Pool,
+): Promise<Array<{ user_id: string; counter: number; recount: number }>> {
   const { rows } = await pool.query<{ user_id: string; counter: number; recount: string }>(
     `SELECT c.user_id, c.unread_count AS counter,
             (SELECT count(*) FROM notification_items n WHERE n.user_id = c.user_id AND n.in_app AND n.read_at IS NULL) AS recount

@@ -33,7 +33,12 @@ it('announces thousands of changed inboxes in chunks under the payload limit, ea
   // Ids with quotes and backslashes: JSON escaping makes them longer in the payload than in the table.
   const users = Array.from({ length: 3000 }, (_, i) => `user-"\\-${i}`);
   await withTransaction(pool, (tx) => notifyInboxes(tx, [...users, ...users.slice(0, 10)]));
-  await eventually('every user announced', () => payloads.flatMap((p) => JSON.parse(p) as string[]).length >= users.length, 10_000, 20);
+  await eventually(
+    'every user announced',
+    () => payloads.flatMap((p) => JSON.parse(p) as string[]).length >= users.length,
+    10_000,
+    20,
+  );
   const announced = payloads.flatMap((p) => JSON.parse(p) as string[]);
   expect(announced.sort()).toEqual([...users].sort());
   expect(payloads.length).toBeGreaterThan(1);

@@ -25,7 +25,8 @@ function requireVhost() {
 /** Acked messages so far, by outcome (processed / duplicate / skipped), from the runtime's metrics. */
 async function acked(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const v of (await requireMessaging().metrics.succeeded.get()).values) out[String(v.labels.outcome)] = (out[String(v.labels.outcome)] ?? 0) + v.value;
+  for (const v of (await requireMessaging().metrics.succeeded.get()).values)
+    out[String(v.labels.outcome)] = (out[String(v.labels.outcome)] ?? 0) + v.value;
   return out;
 }
 const total = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
@@ -33,13 +34,21 @@ const total = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a
 async function publishAndWait(...events: Parameters<Harness['publish']>[0][]): Promise<Record<string, number>> {
   const before = await acked();
   for (const e of events) await h.publish(e);
-  await eventually(`${events.length} messages acked`, async () => total(await acked()) - total(before) >= events.length, 10_000, 20);
+  await eventually(
+    `${events.length} messages acked`,
+    async () => total(await acked()) - total(before) >= events.length,
+    10_000,
+    20,
+  );
   const after = await acked();
   return Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]));
 }
 
 async function rowsOf(userId: string) {
-  const { rows } = await h.pool.query('SELECT type, idempotency_key, in_app, email_channel FROM notification_items WHERE user_id = $1 ORDER BY created_at, id', [userId]);
+  const { rows } = await h.pool.query(
+    'SELECT type, idempotency_key, in_app, email_channel FROM notification_items WHERE user_id = $1 ORDER BY created_at, id',
+    [userId],
+  );
   return rows as Array<{ type: string; idempotency_key: string; in_app: boolean; email_channel: string }>;
 }
 
@@ -48,11 +57,16 @@ async function outboxOf(userId: string) {
     "SELECT payload FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1 ORDER BY id",
     [userId],
   );
-  return rows.map((r) => r.payload.data as { type: string; emailChannel: string; idempotencyKey: string; userId: string });
+  return rows.map(
+    (r) => r.payload.data as { type: string; emailChannel: string; idempotencyKey: string; userId: string },
+  );
 }
 
 async function unreadCount(userId: string): Promise<number> {
-  const res = await h.app.inject({ url: `/v1/users/${userId}/notifications/unread-count`, headers: bearer(h.token(userId)) });
+  const res = await h.app.inject({
+    url: `/v1/users/${userId}/notifications/unread-count`,
+    headers: bearer(h.token(userId)),
+  });
   expect(res.statusCode).toBe(200);
   return res.json().count;
 }
@@ -64,7 +78,9 @@ it('a redelivered event and the same fact under a new event id make one notifica
   const outcomes = await publishAndWait(first, first, sameFactNewId);
 
   expect(outcomes).toMatchObject({ processed: 1, duplicate: 2 });
-  expect(await rowsOf(user)).toEqual([{ type: 'mention', idempotency_key: `mention:c-dup:${user}`, in_app: true, email_channel: 'immediate' }]);
+  expect(await rowsOf(user)).toEqual([
+    { type: 'mention', idempotency_key: `mention:c-dup:${user}`, in_app: true, email_channel: 'immediate' },
+  ]);
   expect(await unreadCount(user)).toBe(1);
   expect(await outboxOf(user)).toHaveLength(1);
   // The event names the row it announces, and carries the outbox row's event id as its own.
@@ -82,8 +98,23 @@ it('nobody is notified of their own action', async () => {
   const me = `u-${randomUUID()}`;
   const outcomes = await publishAndWait(
     mention('c-self', me, me),
-    event('comment.created', { commentId: 'c-own', postId: 'p-own', postAuthorId: me, authorId: me, parentCommentId: 'c-0', parentAuthorId: me, excerpt: 'me' }),
-    event('reaction.added', { reactionId: randomUUID(), actorId: me, targetType: 'post', targetId: 'p-own', targetAuthorId: me, emoji: '🎉' }),
+    event('comment.created', {
+      commentId: 'c-own',
+      postId: 'p-own',
+      postAuthorId: me,
+      authorId: me,
+      parentCommentId: 'c-0',
+      parentAuthorId: me,
+      excerpt: 'me',
+    }),
+    event('reaction.added', {
+      reactionId: randomUUID(),
+      actorId: me,
+      targetType: 'post',
+      targetId: 'p-own',
+      targetAuthorId: me,
+      emoji: '🎉',
+    }),
     event('user.followed', { followerId: me, followeeId: me }),
   );
   expect(outcomes).toMatchObject({ skipped: 4 });
@@ -93,7 +124,15 @@ it('nobody is notified of their own action', async () => {
 
 it('a comment notifies the parent author (reply) and the post author (comment), once each', async () => {
   const [author, parent, postAuthor] = [`u-${randomUUID()}`, `u-${randomUUID()}`, `u-${randomUUID()}`];
-  const created = event('comment.created', { commentId: 'c-r1', postId: 'p-1', postAuthorId: postAuthor, authorId: author, parentCommentId: 'c-p', parentAuthorId: parent, excerpt: 'hi' });
+  const created = event('comment.created', {
+    commentId: 'c-r1',
+    postId: 'p-1',
+    postAuthorId: postAuthor,
+    authorId: author,
+    parentCommentId: 'c-p',
+    parentAuthorId: parent,
+    excerpt: 'hi',
+  });
   await publishAndWait(created, { ...created, id: randomUUID() });
   expect((await rowsOf(parent)).map((r) => r.type)).toEqual(['reply']);
   expect((await rowsOf(postAuthor)).map((r) => r.type)).toEqual(['comment']);
@@ -107,12 +146,22 @@ describe('a comment that both replies to X and mentions X gives X one notificati
     const [author, x] = [`u-${randomUUID()}`, `u-${randomUUID()}`];
     const commentId = `c-${randomUUID()}`;
     const m = mention(commentId, author, x);
-    const reply = event('comment.created', { commentId, postId: 'p-1', postAuthorId: author, authorId: author, parentCommentId: 'c-parent', parentAuthorId: x, excerpt: `@${x} yes` });
+    const reply = event('comment.created', {
+      commentId,
+      postId: 'p-1',
+      postAuthorId: author,
+      authorId: author,
+      parentCommentId: 'c-parent',
+      parentAuthorId: x,
+      excerpt: `@${x} yes`,
+    });
     // The two travel on different queues: wait for the first before sending the second.
     await publishAndWait(mentionFirst ? m : reply);
     await publishAndWait(mentionFirst ? reply : m);
 
-    expect(await rowsOf(x)).toEqual([expect.objectContaining({ type: 'mention', idempotency_key: `mention:${commentId}:${x}` })]);
+    expect(await rowsOf(x)).toEqual([
+      expect.objectContaining({ type: 'mention', idempotency_key: `mention:${commentId}:${x}` }),
+    ]);
     expect(await unreadCount(x)).toBe(1);
     // The mention's notification.created either way; the reply's only where it came first (already
     // announced, it cannot be called back). test/slot-order.test.ts compares the orders in full.
@@ -126,34 +175,71 @@ it('preferences decide in-app visibility and the emitted emailChannel; a securit
     method: 'PUT',
     url: `/v1/users/${user}/preferences`,
     headers: bearer(h.token(user)),
-    payload: { preferences: { mention: { email: 'off' }, follow: { inApp: false, email: 'immediate' }, reaction: { inApp: false, email: 'off' } } },
+    payload: {
+      preferences: {
+        mention: { email: 'off' },
+        follow: { inApp: false, email: 'immediate' },
+        reaction: { inApp: false, email: 'off' },
+      },
+    },
   });
   expect(put.statusCode).toBe(200);
   // Even a stored row that says "off" for security alerts (the API refuses to write one) is ignored.
-  await h.pool.query("INSERT INTO notification_preferences (user_id, type, in_app, email) VALUES ($1, 'security_alert', false, 'off')", [user]);
-  const alert = event('security.alert', { alertId: randomUUID(), userId: user, kind: 'new_login', detail: 'Login from a new device' });
+  await h.pool.query(
+    "INSERT INTO notification_preferences (user_id, type, in_app, email) VALUES ($1, 'security_alert', false, 'off')",
+    [user],
+  );
+  const alert = event('security.alert', {
+    alertId: randomUUID(),
+    userId: user,
+    kind: 'new_login',
+    detail: 'Login from a new device',
+  });
   await publishAndWait(
     mention(`c-${randomUUID()}`, 'actor-2', user),
     event('user.followed', { followerId: 'actor-3', followeeId: user }),
-    event('reaction.added', { reactionId: randomUUID(), actorId: 'actor-4', targetType: 'comment', targetId: 'c-9', targetAuthorId: user, emoji: '👍' }),
+    event('reaction.added', {
+      reactionId: randomUUID(),
+      actorId: 'actor-4',
+      targetType: 'comment',
+      targetId: 'c-9',
+      targetAuthorId: user,
+      emoji: '👍',
+    }),
     alert,
   );
 
   const emitted = Object.fromEntries((await outboxOf(user)).map((e) => [e.type, e.emailChannel]));
   expect(emitted).toEqual({ mention: 'off', follow: 'immediate', security_alert: 'immediate' }); // reaction: neither channel
   const list = await h.app.inject({ url: `/v1/users/${user}/notifications`, headers: bearer(h.token(user)) });
-  expect(list.json().items.map((i: { type: string }) => i.type).sort()).toEqual(['mention', 'security_alert']); // follow is email-only
+  expect(
+    list
+      .json()
+      .items.map((i: { type: string }) => i.type)
+      .sort(),
+  ).toEqual(['mention', 'security_alert']); // follow is email-only
   expect(await unreadCount(user)).toBe(2);
 
   // What the email-service receives, through the relay and the broker.
   const delivered = await eventually('notification.created for the alert on email-service.send', async () => {
-    const got = (await requireVhost().take('email-service.send', 200)).map((m) => ({ ...JSON.parse(m.body), headers: m.properties.headers }));
+    const got = (await requireVhost().take('email-service.send', 200)).map((m) => ({
+      ...JSON.parse(m.body),
+      headers: m.properties.headers,
+    }));
     return got.find((e) => e.data.userId === user && e.data.type === 'security_alert');
   });
-  expect(delivered).toMatchObject({ type: 'notification.created', producer: 'notification-service', correlationId: alert.correlationId, data: { emailChannel: 'immediate' } });
+  expect(delivered).toMatchObject({
+    type: 'notification.created',
+    producer: 'notification-service',
+    correlationId: alert.correlationId,
+    data: { emailChannel: 'immediate' },
+  });
   expect(delivered.headers).toMatchObject({ 'notification-type': 'security_alert' });
   // The critical email lane got this user's security alert and none of the other notifications.
-  const critical = (await requireVhost().take('email-service.send-critical', 200)).map((m) => ({ ...JSON.parse(m.body), headers: m.properties.headers }));
+  const critical = (await requireVhost().take('email-service.send-critical', 200)).map((m) => ({
+    ...JSON.parse(m.body),
+    headers: m.properties.headers,
+  }));
   const mine = critical.filter((e) => e.data.userId === user);
   expect(mine.map((e) => e.data.type)).toEqual(['security_alert']);
   expect(mine[0].headers).toMatchObject({ 'notification-type': 'security_alert' });
@@ -161,7 +247,10 @@ it('preferences decide in-app visibility and the emitted emailChannel; a securit
 
 it('the same preference for another user leaves the defaults alone', async () => {
   const user = `u-${randomUUID()}`;
-  await publishAndWait(mention(`c-${randomUUID()}`, 'actor-2', user), event('user.followed', { followerId: 'actor-3', followeeId: user }));
+  await publishAndWait(
+    mention(`c-${randomUUID()}`, 'actor-2', user),
+    event('user.followed', { followerId: 'actor-3', followeeId: user }),
+  );
   const emitted = Object.fromEntries((await outboxOf(user)).map((e) => [e.type, e.emailChannel]));
   expect(emitted).toEqual({ mention: 'immediate', follow: 'digest' });
 });
@@ -169,14 +258,22 @@ it('the same preference for another user leaves the defaults alone', async () =>
 it('actor names come from user.upserted (newest wins); an actor never seen is not an error', async () => {
   const [actor, user] = [`u-${randomUUID()}`, `u-${randomUUID()}`];
   const newer = event('user.upserted', { userId: actor, email: 'ada@example.org', displayName: 'Ada L.' });
-  const older = { ...event('user.upserted', { userId: actor, email: 'ada@example.org', displayName: 'Old Name' }), occurredAt: new Date(Date.now() - 60_000).toISOString() };
+  const older = {
+    ...event('user.upserted', { userId: actor, email: 'ada@example.org', displayName: 'Old Name' }),
+    occurredAt: new Date(Date.now() - 60_000).toISOString(),
+  };
   await publishAndWait(newer);
   await publishAndWait(older);
   await publishAndWait(mention(`c-${randomUUID()}`, actor, user), mention(`c-${randomUUID()}`, 'never-seen', user));
 
   const list = await h.app.inject({ url: `/v1/users/${user}/notifications`, headers: bearer(h.token(user)) });
   const names = list.json().items.map((i: { actorId: string; actorName: string | null }) => [i.actorId, i.actorName]);
-  expect(names).toEqual(expect.arrayContaining([[actor, 'Ada L.'], ['never-seen', null]]));
+  expect(names).toEqual(
+    expect.arrayContaining([
+      [actor, 'Ada L.'],
+      ['never-seen', null],
+    ]),
+  );
 });
 
 it('after all of the above, every counter equals a recount of its rows', async () => {

@@ -11,7 +11,12 @@ afterAll(async () => h.close());
 
 const get = (user: string) => h.app.inject({ url: `/v1/users/${user}/preferences`, headers: bearer(h.token(user)) });
 const put = (user: string, payload: unknown) =>
-  h.app.inject({ method: 'PUT', url: `/v1/users/${user}/preferences`, headers: { ...bearer(h.token(user)), 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+  h.app.inject({
+    method: 'PUT',
+    url: `/v1/users/${user}/preferences`,
+    headers: { ...bearer(h.token(user)), 'content-type': 'application/json' },
+    payload: JSON.stringify(payload),
+  });
 
 it('answers the contract defaults for a user who chose nothing', async () => {
   const res = await get(`u-${randomUUID()}`);
@@ -24,33 +29,68 @@ it('changes only the types and channels a PUT names, and keeps them', async () =
   const first = await put(user, { preferences: { reaction: { email: 'off' }, follow: { inApp: false } } });
   expect(first.statusCode).toBe(200);
   const second = await put(user, { preferences: { reaction: { inApp: false } } });
-  const expected = { ...DEFAULT_PREFERENCES, reaction: { inApp: false, email: 'off' }, follow: { inApp: false, email: 'digest' } };
+  const expected = {
+    ...DEFAULT_PREFERENCES,
+    reaction: { inApp: false, email: 'off' },
+    follow: { inApp: false, email: 'digest' },
+  };
   expect(second.json()).toEqual({ preferences: expected });
   expect((await get(user)).json()).toEqual({ preferences: expected });
   expect((await get(`u-${randomUUID()}`)).json()).toEqual({ preferences: DEFAULT_PREFERENCES });
 });
 
 it.each([
-  ['an unknown type', { preferences: { poke: { email: 'off' } } }, /unknown notification type 'poke' \(expected one of: mention, reply, comment, reaction, follow, security_alert\)/],
-  ['an unknown channel', { preferences: { mention: { push: true } } }, /unknown channel 'push' for type 'mention' \(expected one of: inApp, email\)/],
-  ['a bad email value', { preferences: { mention: { email: 'weekly' } } }, /preferences.mention.email must be one of: immediate, digest, off/],
-  ['a non-boolean inApp', { preferences: { mention: { inApp: 'yes' } } }, /preferences.mention.inApp must be a boolean/],
-  ['turning security alerts off', { preferences: { security_alert: { email: 'off' } } }, /security_alert cannot be changed/],
-  ['hiding security alerts in-app', { preferences: { security_alert: { inApp: false } } }, /security_alert cannot be changed/],
+  [
+    'an unknown type',
+    { preferences: { poke: { email: 'off' } } },
+    /unknown notification type 'poke' \(expected one of: mention, reply, comment, reaction, follow, security_alert\)/,
+  ],
+  [
+    'an unknown channel',
+    { preferences: { mention: { push: true } } },
+    /unknown channel 'push' for type 'mention' \(expected one of: inApp, email\)/,
+  ],
+  [
+    'a bad email value',
+    { preferences: { mention: { email: 'weekly' } } },
+    /preferences.mention.email must be one of: immediate, digest, off/,
+  ],
+  [
+    'a non-boolean inApp',
+    { preferences: { mention: { inApp: 'yes' } } },
+    /preferences.mention.inApp must be a boolean/,
+  ],
+  [
+    'turning security alerts off',
+    { preferences: { security_alert: { email: 'off' } } },
+    /security_alert cannot be changed/,
+  ],
+  [
+    'hiding security alerts in-app',
+    { preferences: { security_alert: { inApp: false } } },
+    /security_alert cannot be changed/,
+  ],
   ['a stray top-level field', { preferences: {}, mention: {} }, /unknown field 'mention' in body/],
   ['not an object', ['mention'], /body must be a JSON object/],
 ])('refuses %s with 400 and the reason, changing nothing', async (_what, body, reason) => {
   const user = `u-${randomUUID()}`;
   const res = await put(user, body);
   expect(res.statusCode).toBe(400);
-  expect(res.json()).toMatchObject({ statusCode: 400, code: 'NS_INVALID_PREFERENCES', error: 'Bad Request', message: expect.stringMatching(reason) });
+  expect(res.json()).toMatchObject({
+    statusCode: 400,
+    code: 'NS_INVALID_PREFERENCES',
+    error: 'Bad Request',
+    message: expect.stringMatching(reason),
+  });
   expect((await get(user)).json()).toEqual({ preferences: DEFAULT_PREFERENCES });
 });
 
 it('accepts security_alert with its fixed values (a client echoing GET back)', async () => {
   const user = `u-${randomUUID()}`;
   const everything = (await get(user)).json();
-  const res = await put(user, { preferences: { ...everything.preferences, mention: { inApp: true, email: 'digest' } } });
+  const res = await put(user, {
+    preferences: { ...everything.preferences, mention: { inApp: true, email: 'digest' } },
+  });
   expect(res.statusCode).toBe(200);
   expect(res.json().preferences.mention).toEqual({ inApp: true, email: 'digest' });
   expect(res.json().preferences.security_alert).toEqual({ inApp: true, email: 'immediate' });

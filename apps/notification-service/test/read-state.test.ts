@@ -14,29 +14,46 @@ let ingest: (events: AnyEvent[]) => Promise<unknown>;
 
 beforeAll(async () => {
   h = await startHarness('readstate', { amqp: false });
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'test', metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
+  const handle = createNotificationBatchHandler({
+    pool: h.pool,
+    consumer: 'test',
+    metrics: h.metrics,
+    batchTimeoutMs: BATCH_TIMEOUT_MS,
+  });
   const ctx = { logger: testLogger(), signal: new AbortController().signal, queue: 'test', handler: 'test' };
   ingest = (events) => handle(batchItems(events), ctx);
 });
 afterAll(async () => h.close());
 
 const api = (user: string, as = user) => ({
-  list: async (query = '') => h.app.inject({ url: `/v1/users/${user}/notifications${query}`, headers: bearer(h.token(as)) }),
-  count: async () => (await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(as)) })).json() as { count: number; version: number },
+  list: async (query = '') =>
+    h.app.inject({ url: `/v1/users/${user}/notifications${query}`, headers: bearer(h.token(as)) }),
+  count: async () =>
+    (
+      await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(as)) })
+    ).json() as { count: number; version: number },
   post: async (path: string, payload?: object) =>
-    h.app.inject({ method: 'POST', url: `/v1/users/${user}/notifications/${path}`, headers: bearer(h.token(as)), ...(payload ? { payload } : {}) }),
+    h.app.inject({
+      method: 'POST',
+      url: `/v1/users/${user}/notifications/${path}`,
+      headers: bearer(h.token(as)),
+      ...(payload ? { payload } : {}),
+    }),
 });
 
 async function notify(user: string, n: number): Promise<string[]> {
   await ingest(Array.from({ length: n }, () => mention(`c-${randomUUID()}`, 'actor-1', user)));
-  const { rows } = await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1 ORDER BY created_version DESC, id DESC', [user]);
+  const { rows } = await h.pool.query(
+    'SELECT id FROM notification_items WHERE user_id = $1 ORDER BY created_version DESC, id DESC',
+    [user],
+  );
   return rows.map((r) => r.id);
 }
 
 /** Deterministic pseudo-random numbers, so a failure can be replayed. */
 function rng(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 it('counters equal a recount after a random, concurrent mix of inserts, read, unread and read-all', async () => {
@@ -53,7 +70,9 @@ it('counters equal a recount after a random, concurrent mix of inserts, read, un
       const r = random();
       if (r < 0.3) {
         // Some events are redeliveries of earlier ones: they must change nothing.
-        const fresh = Array.from({ length: 1 + Math.floor(random() * 5) }, () => mention(`c-${randomUUID()}`, pick(users), user));
+        const fresh = Array.from({ length: 1 + Math.floor(random() * 5) }, () =>
+          mention(`c-${randomUUID()}`, pick(users), user),
+        );
         const batch = replay.length && random() < 0.3 ? [...fresh, pick(replay)] : fresh;
         replay.push(...fresh);
         ops.push(ingest(batch));
@@ -65,10 +84,15 @@ it('counters equal a recount after a random, concurrent mix of inserts, read, un
     }
     const results = await Promise.all(ops);
     for (const res of results) {
-      if (Array.isArray(res)) expect(res.filter((o) => o instanceof Error)).toEqual([]); // a batch result
+      if (Array.isArray(res))
+        expect(res.filter((o) => o instanceof Error)).toEqual([]); // a batch result
       else expect((res as { statusCode: number }).statusCode).toBe(200);
     }
-    for (const u of users) known.set(u, (await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1', [u])).rows.map((row) => row.id));
+    for (const u of users)
+      known.set(
+        u,
+        (await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1', [u])).rows.map((row) => row.id),
+      );
   }
 
   const counters = await countersAndRecount(h.pool);
@@ -106,7 +130,10 @@ it('a late, stale read cannot bring back an old state', async () => {
 
   const lateRetryOfA = await api(user).post(`${id}/read`, { version: seenByA });
   expect(lateRetryOfA.statusCode).toBe(409);
-  expect(lateRetryOfA.json()).toMatchObject({ code: 'NS_STALE_VERSION', message: expect.stringContaining(`changed after version ${seenByA}`) });
+  expect(lateRetryOfA.json()).toMatchObject({
+    code: 'NS_STALE_VERSION',
+    message: expect.stringContaining(`changed after version ${seenByA}`),
+  });
   expect(await api(user).count()).toMatchObject({ count: 1 });
   expect((await api(user).list()).json().items[0].readAt).toBeNull();
 });
@@ -129,7 +156,11 @@ it('a read-all marks only what the client had seen: later arrivals and later unr
 it('cursor pages are stable while new notifications arrive, and unreadOnly filters', async () => {
   const user = `u-${randomUUID()}`;
   for (let i = 0; i < 5; i++) await notify(user, 5); // 5 transactions: rows share a version within each
-  const all = (await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1 ORDER BY created_version DESC, id DESC', [user])).rows.map((r) => r.id);
+  const all = (
+    await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1 ORDER BY created_version DESC, id DESC', [
+      user,
+    ])
+  ).rows.map((r) => r.id);
   expect(all).toHaveLength(25);
 
   const page1 = (await api(user).list('?limit=10')).json();

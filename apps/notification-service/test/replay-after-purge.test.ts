@@ -17,10 +17,22 @@ afterAll(async () => h.close());
 
 const bctx = { logger: testLogger(), signal: new AbortController().signal, queue: CRITICAL_QUEUE, handler: 'test' };
 const outboxCount = async (userId: string) =>
-  Number((await h.pool.query("SELECT count(*) FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1", [userId])).rows[0].count);
+  Number(
+    (
+      await h.pool.query(
+        "SELECT count(*) FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1",
+        [userId],
+      )
+    ).rows[0].count,
+  );
 
 it('a copy replayed after its inbox row was purged changes nothing', async () => {
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: CRITICAL_QUEUE, metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
+  const handle = createNotificationBatchHandler({
+    pool: h.pool,
+    consumer: CRITICAL_QUEUE,
+    metrics: h.metrics,
+    batchTimeoutMs: BATCH_TIMEOUT_MS,
+  });
   const event = mention('c-retention', 'bob', 'carol');
   await handle(batchItems([event]), bctx);
   expect((await h.pool.query('SELECT 1 FROM notification_items WHERE user_id = $1', ['carol'])).rowCount).toBe(1);
@@ -35,5 +47,9 @@ it('a copy replayed after its inbox row was purged changes nothing', async () =>
   expect(outcome).not.toBeInstanceOf(Error);
   expect((await h.pool.query('SELECT 1 FROM notification_items WHERE user_id = $1', ['carol'])).rowCount).toBe(1);
   expect(await outboxCount('carol')).toBe(1);
-  expect((await countersAndRecount(h.pool)).find((c) => c.user_id === 'carol')).toEqual({ user_id: 'carol', counter: 1, recount: 1 });
+  expect((await countersAndRecount(h.pool)).find((c) => c.user_id === 'carol')).toEqual({
+    user_id: 'carol',
+    counter: 1,
+    recount: 1,
+  });
 });

@@ -19,11 +19,26 @@ beforeAll(async () => {
 afterAll(async () => h.close());
 
 type Order = 'mention then reply' | 'reply then mention' | 'one batch, reply first' | 'one batch, mention first';
-const ORDERS: Order[] = ['mention then reply', 'reply then mention', 'one batch, reply first', 'one batch, mention first'];
+const ORDERS: Order[] = [
+  'mention then reply',
+  'reply then mention',
+  'one batch, reply first',
+  'one batch, mention first',
+];
 
 async function deliver(order: Order, m: AnyEvent, reply: AnyEvent): Promise<void> {
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'slot-order', metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
-  const ctx = { logger: batchItems([m])[0].ctx.logger, signal: new AbortController().signal, queue: 'slot-order', handler: 'test' };
+  const handle = createNotificationBatchHandler({
+    pool: h.pool,
+    consumer: 'slot-order',
+    metrics: h.metrics,
+    batchTimeoutMs: BATCH_TIMEOUT_MS,
+  });
+  const ctx = {
+    logger: batchItems([m])[0].ctx.logger,
+    signal: new AbortController().signal,
+    queue: 'slot-order',
+    handler: 'test',
+  };
   const batches: AnyEvent[][] = {
     'mention then reply': [[m], [reply]],
     'reply then mention': [[reply], [m]],
@@ -55,14 +70,18 @@ async function finalStateOf(user: string, names: Record<string, string> = {}): P
     "SELECT payload FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1 ORDER BY id",
     [user],
   );
-  const events = outbox.rows.map((r) => r.payload.data as { notificationId: string; type: string; emailChannel: string; idempotencyKey: string });
+  const events = outbox.rows.map(
+    (r) => r.payload.data as { notificationId: string; type: string; emailChannel: string; idempotencyKey: string },
+  );
   const ids = new Map(rows.map((r, i) => [r.id as string, `row${i}`]));
   const anonymous = (id: string) => ids.get(id) ?? 'a notification that no longer exists';
   const final: Final = {
     // ids are random per run: compared by which row they name.
     rows: rows.map(({ id, ...rest }) => ({ ...rest, id: anonymous(id) })),
     unread: counter.rows[0]?.unread_count ?? 0,
-    mentionEvents: events.filter((e) => e.type === 'mention').map((e) => ({ ...e, notificationId: anonymous(e.notificationId) })),
+    mentionEvents: events
+      .filter((e) => e.type === 'mention')
+      .map((e) => ({ ...e, notificationId: anonymous(e.notificationId) })),
     otherEvents: events.filter((e) => e.type !== 'mention').map((e) => e.type),
   };
   let json = JSON.stringify(final);
@@ -74,20 +93,45 @@ async function scenario(order: Order, prefs: Record<string, { inApp?: boolean; e
   const [author, x] = [`u-${randomUUID()}`, `u-${randomUUID()}`];
   const commentId = `c-${randomUUID()}`;
   if (Object.keys(prefs).length) {
-    const put = await h.app.inject({ method: 'PUT', url: `/v1/users/${x}/preferences`, headers: bearer(h.token(x)), payload: { preferences: prefs } });
+    const put = await h.app.inject({
+      method: 'PUT',
+      url: `/v1/users/${x}/preferences`,
+      headers: bearer(h.token(x)),
+      payload: { preferences: prefs },
+    });
     expect(put.statusCode).toBe(200);
   }
-  const m = event('user.mentioned', { commentId, postId: 'p-1', actorId: author, mentionedUserId: x, excerpt: 'hey @x' });
-  const reply = event('comment.created', { commentId, postId: 'p-1', postAuthorId: author, authorId: author, parentCommentId: 'c-parent', parentAuthorId: x, excerpt: 'hey @x' });
+  const m = event('user.mentioned', {
+    commentId,
+    postId: 'p-1',
+    actorId: author,
+    mentionedUserId: x,
+    excerpt: 'hey @x',
+  });
+  const reply = event('comment.created', {
+    commentId,
+    postId: 'p-1',
+    postAuthorId: author,
+    authorId: author,
+    parentCommentId: 'c-parent',
+    parentAuthorId: x,
+    excerpt: 'hey @x',
+  });
   await deliver(order, m, reply);
   return finalStateOf(x, { [x]: 'X', [author]: 'AUTHOR', [commentId]: 'COMMENT' });
 }
 
 describe('mention and reply for the same comment end the same in every order', () => {
   it.each([
-    ['replies hidden in-app, mention emails immediate', { reply: { inApp: false, email: 'digest' }, mention: { inApp: true, email: 'immediate' } }],
+    [
+      'replies hidden in-app, mention emails immediate',
+      { reply: { inApp: false, email: 'digest' }, mention: { inApp: true, email: 'immediate' } },
+    ],
     ['default preferences', {}],
-    ['mentions email-only, replies in-app without email', { reply: { inApp: true, email: 'off' }, mention: { inApp: false, email: 'digest' } }],
+    [
+      'mentions email-only, replies in-app without email',
+      { reply: { inApp: true, email: 'off' }, mention: { inApp: false, email: 'digest' } },
+    ],
   ])('%s', async (_name, prefs) => {
     const finals = new Map<Order, Final>();
     for (const order of ORDERS) finals.set(order, await scenario(order, prefs));
@@ -95,12 +139,24 @@ describe('mention and reply for the same comment end the same in every order', (
 
     // The mention as if it had arrived first: one row, its own channels, unread, counted once,
     // one notification.created naming that row with the mention's email channel.
-    const mentionPrefs = { inApp: true, email: 'immediate', ...(prefs as Record<string, { inApp?: boolean; email?: string }>).mention };
+    const mentionPrefs = {
+      inApp: true,
+      email: 'immediate',
+      ...(prefs as Record<string, { inApp?: boolean; email?: string }>).mention,
+    };
     expect(reference.rows).toEqual([
-      expect.objectContaining({ id: 'row0', type: 'mention', in_app: mentionPrefs.inApp, email_channel: mentionPrefs.email, read_at: null }),
+      expect.objectContaining({
+        id: 'row0',
+        type: 'mention',
+        in_app: mentionPrefs.inApp,
+        email_channel: mentionPrefs.email,
+        read_at: null,
+      }),
     ]);
     expect(reference.unread).toBe(mentionPrefs.inApp ? 1 : 0);
-    expect(reference.mentionEvents).toEqual([expect.objectContaining({ notificationId: 'row0', emailChannel: mentionPrefs.email })]);
+    expect(reference.mentionEvents).toEqual([
+      expect.objectContaining({ notificationId: 'row0', emailChannel: mentionPrefs.email }),
+    ]);
     expect(reference.otherEvents).toEqual([]);
 
     for (const order of ORDERS) {
@@ -120,12 +176,34 @@ describe('mention and reply for the same comment end the same in every order', (
   it('a reply the user already read does not make the later mention read', async () => {
     const [author, x] = [`u-${randomUUID()}`, `u-${randomUUID()}`];
     const commentId = `c-${randomUUID()}`;
-    const reply = event('comment.created', { commentId, postId: 'p-1', postAuthorId: author, authorId: author, parentCommentId: 'c-parent', parentAuthorId: x, excerpt: 'hey' });
-    const handle = createNotificationBatchHandler({ pool: h.pool, consumer: 'slot-order', metrics: h.metrics, batchTimeoutMs: BATCH_TIMEOUT_MS });
-    const ctx = { logger: batchItems([reply])[0].ctx.logger, signal: new AbortController().signal, queue: 'slot-order', handler: 'test' };
+    const reply = event('comment.created', {
+      commentId,
+      postId: 'p-1',
+      postAuthorId: author,
+      authorId: author,
+      parentCommentId: 'c-parent',
+      parentAuthorId: x,
+      excerpt: 'hey',
+    });
+    const handle = createNotificationBatchHandler({
+      pool: h.pool,
+      consumer: 'slot-order',
+      metrics: h.metrics,
+      batchTimeoutMs: BATCH_TIMEOUT_MS,
+    });
+    const ctx = {
+      logger: batchItems([reply])[0].ctx.logger,
+      signal: new AbortController().signal,
+      queue: 'slot-order',
+      handler: 'test',
+    };
     await handle(batchItems([reply]), ctx);
     const { rows } = await h.pool.query('SELECT id FROM notification_items WHERE user_id = $1', [x]);
-    const read = await h.app.inject({ method: 'POST', url: `/v1/users/${x}/notifications/${rows[0].id}/read`, headers: bearer(h.token(x)) });
+    const read = await h.app.inject({
+      method: 'POST',
+      url: `/v1/users/${x}/notifications/${rows[0].id}/read`,
+      headers: bearer(h.token(x)),
+    });
     expect(read.json().count).toBe(0);
 
     await handle(batchItems([mention(commentId, author, x)]), ctx);

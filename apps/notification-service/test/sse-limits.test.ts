@@ -36,26 +36,41 @@ interface Stream {
 /** One GET of the stream with a plain HTTP client; resolves when the response head arrived. */
 function openStream(user: string, token: string, p = port): Promise<Stream> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: p, path: `/v1/users/${user}/notifications/stream`, headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
-      const s: Stream = { status: res.statusCode ?? 0, headers: res.headers, events: [], text: '', ended: false, close: () => req.destroy() };
-      let buffer = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        s.text += chunk;
-        buffer += chunk;
-        let cut: number;
-        while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (event) s.events.push({ event, data: data === undefined ? undefined : JSON.parse(data) });
-        }
-      });
-      res.on('end', () => (s.ended = true));
-      res.on('close', () => (s.ended = true));
-      resolve(s);
-    });
+    const req = http.get(
+      {
+        host: '127.0.0.1',
+        port: p,
+        path: `/v1/users/${user}/notifications/stream`,
+        headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+      },
+      (res) => {
+        const s: Stream = {
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          events: [],
+          text: '',
+          ended: false,
+          close: () => req.destroy(),
+        };
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          s.text += chunk;
+          buffer += chunk;
+          let cut: number;
+          while ((cut = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            const event = /^event: (.*)$/m.exec(block)?.[1];
+            const data = /^data: (.*)$/m.exec(block)?.[1];
+            if (event) s.events.push({ event, data: data === undefined ? undefined : JSON.parse(data) });
+          }
+        });
+        res.on('end', () => (s.ended = true));
+        res.on('close', () => (s.ended = true));
+        resolve(s);
+      },
+    );
     req.on('error', reject);
   });
 }
@@ -100,7 +115,10 @@ describe('a replica with SSE_MAX_STREAMS = 3', () => {
   let port2: number;
 
   beforeAll(async () => {
-    replica = createNotificationService({ ...testConfig(h.db, undefined), SSE_MAX_STREAMS: 3 }, { logger: testLogger(), registry: new Registry(), messaging: false });
+    replica = createNotificationService(
+      { ...testConfig(h.db, undefined), SSE_MAX_STREAMS: 3 },
+      { logger: testLogger(), registry: new Registry(), messaging: false },
+    );
     await replica.start();
     await replica.app.listen({ port: 0, host: '127.0.0.1' });
     port2 = (replica.app.server.address() as AddressInfo).port;
@@ -118,7 +136,11 @@ describe('a replica with SSE_MAX_STREAMS = 3', () => {
     expect(fourth.status).toBe(503);
     expect(fourth.headers['retry-after']).toBe('5');
     await eventually('the refusal body', () => fourth.ended);
-    expect(JSON.parse(fourth.text)).toMatchObject({ statusCode: 503, code: 'NS_STREAMS_FULL', message: expect.stringContaining('maximum of 3 streams') });
+    expect(JSON.parse(fourth.text)).toMatchObject({
+      statusCode: 503,
+      code: 'NS_STREAMS_FULL',
+      message: expect.stringContaining('maximum of 3 streams'),
+    });
     for (const s of open) s.close();
   });
 });
@@ -135,7 +157,10 @@ it('ends the stream when its token expires: a last token-expired event, then the
   await eventually('the server ended the stream', () => s.ended, 60_000, 50);
   expect(s.events.at(-1)).toEqual({
     event: 'token-expired',
-    data: { reason: expect.stringContaining('reconnect with a new token'), expiredAt: new Date(exp * 1000).toISOString() },
+    data: {
+      reason: expect.stringContaining('reconnect with a new token'),
+      expiredAt: new Date(exp * 1000).toISOString(),
+    },
   });
   // Nothing was sent after it: it is the last event and the stream is over.
   expect(s.text.trimEnd().endsWith('}')).toBe(true);
@@ -143,7 +168,11 @@ it('ends the stream when its token expires: a last token-expired event, then the
 
 it('answers HEAD of the stream route without opening a stream (no automatic HEAD route running the handler)', async () => {
   const user = `head-${randomUUID().slice(0, 8)}`;
-  const res = await h.app.inject({ method: 'HEAD', url: `/v1/users/${user}/notifications/stream`, headers: { authorization: `Bearer ${h.token(user)}` } });
+  const res = await h.app.inject({
+    method: 'HEAD',
+    url: `/v1/users/${user}/notifications/stream`,
+    headers: { authorization: `Bearer ${h.token(user)}` },
+  });
   expect(res.statusCode).toBe(404);
   // None of the user's places is taken: five streams still open, the sixth is the one refused.
   const streams = await Promise.all(Array.from({ length: 5 }, () => held(user)));

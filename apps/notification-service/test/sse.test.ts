@@ -41,16 +41,27 @@ class SseClient {
 
   open(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const headers: Record<string, string> = { authorization: `Bearer ${this.target.token}`, accept: 'text/event-stream' };
+      const headers: Record<string, string> = {
+        authorization: `Bearer ${this.target.token}`,
+        accept: 'text/event-stream',
+      };
       if (this.target.lastEventId !== undefined) headers['last-event-id'] = this.target.lastEventId;
-      this.req = http.get({ host: '127.0.0.1', port: this.target.port, path: `/v1/users/${this.target.user}/notifications/stream`, headers }, (res) => {
-        this.status = res.statusCode ?? 0;
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => this.feed(chunk));
-        res.on('end', () => (this.ended = true));
-        res.on('close', () => (this.ended = true));
-        resolve();
-      });
+      this.req = http.get(
+        {
+          host: '127.0.0.1',
+          port: this.target.port,
+          path: `/v1/users/${this.target.user}/notifications/stream`,
+          headers,
+        },
+        (res) => {
+          this.status = res.statusCode ?? 0;
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => this.feed(chunk));
+          res.on('end', () => (this.ended = true));
+          res.on('close', () => (this.ended = true));
+          resolve();
+        },
+      );
       this.req.on('error', (err) => (this.ended ? undefined : reject(err)));
     });
   }
@@ -86,7 +97,8 @@ class SseClient {
   }
 }
 
-const client = (user: string, lastEventId?: string, p = port) => new SseClient({ port: p, user, token: h.token(user), lastEventId });
+const client = (user: string, lastEventId?: string, p = port) =>
+  new SseClient({ port: p, user, token: h.token(user), lastEventId });
 
 it('pushes a notification published over AMQP, then the new count, and heartbeats', async () => {
   const user = `u-${randomUUID()}`;
@@ -100,17 +112,34 @@ it('pushes a notification published over AMQP, then the new count, and heartbeat
   await h.publish(m);
   await eventually('notification pushed', () => c.named('notification').length === 1, 15_000, 10);
   await eventually('count pushed', () => c.named('count').length === 2, 15_000, 10);
-  expect(c.named('notification')[0].data).toMatchObject({ type: 'mention', actorId: 'actor-1', resourceType: 'comment', resourceId: m.data.commentId, readAt: null });
+  expect(c.named('notification')[0].data).toMatchObject({
+    type: 'mention',
+    actorId: 'actor-1',
+    resourceType: 'comment',
+    resourceId: m.data.commentId,
+    readAt: null,
+  });
   expect(c.named('count')[1].data).toMatchObject({ count: 1 });
   // The notification comes before the count whose id covers it.
-  expect(c.events.findIndex((e) => e.event === 'notification')).toBeLessThan(c.events.findIndex((e) => e.event === 'count' && e.id !== '0'));
+  expect(c.events.findIndex((e) => e.event === 'notification')).toBeLessThan(
+    c.events.findIndex((e) => e.event === 'count' && e.id !== '0'),
+  );
 
   await eventually('a heartbeat', () => c.events.some((e) => e.comment?.startsWith('heartbeat')), 15_000, 20);
 
   // A read elsewhere (HTTP) reaches the stream as a count change.
   const id = (c.named('notification')[0].data as { id: string }).id;
-  await h.app.inject({ method: 'POST', url: `/v1/users/${user}/notifications/${id}/read`, headers: bearer(h.token(user)) });
-  await eventually('count after read', () => c.named('count').some((e) => (e.data as { count: number }).count === 0 && e.id !== '0'), 15_000, 10);
+  await h.app.inject({
+    method: 'POST',
+    url: `/v1/users/${user}/notifications/${id}/read`,
+    headers: bearer(h.token(user)),
+  });
+  await eventually(
+    'count after read',
+    () => c.named('count').some((e) => (e.data as { count: number }).count === 0 && e.id !== '0'),
+    15_000,
+    10,
+  );
   c.close();
 });
 
@@ -124,17 +153,26 @@ it('resumes with Last-Event-ID: exactly the notifications missed while disconnec
   const lastId = first.lastId();
   first.close();
 
-  const missed = [mention(`c-missed-1-${randomUUID()}`, 'actor-2', user), mention(`c-missed-2-${randomUUID()}`, 'actor-3', user)];
+  const missed = [
+    mention(`c-missed-1-${randomUUID()}`, 'actor-2', user),
+    mention(`c-missed-2-${randomUUID()}`, 'actor-3', user),
+  ];
   for (const m of missed) await h.publish(m);
   await eventually('both committed', async () => {
-    const res = await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) });
+    const res = await h.app.inject({
+      url: `/v1/users/${user}/notifications/unread-count`,
+      headers: bearer(h.token(user)),
+    });
     return res.json().count === 3;
   });
 
   const resumed = client(user, lastId);
   await resumed.open();
   await eventually('replayed state', () => resumed.named('count').length >= 1, 15_000, 10);
-  const replayed = resumed.named('notification').map((e) => (e.data as { resourceId: string }).resourceId).sort();
+  const replayed = resumed
+    .named('notification')
+    .map((e) => (e.data as { resourceId: string }).resourceId)
+    .sort();
   expect(replayed).toEqual(missed.map((m) => m.data.commentId).sort());
   expect(resumed.named('count')[0].data).toMatchObject({ count: 3 });
   resumed.close();
@@ -149,14 +187,32 @@ it('a resume that missed more than it replays says so (reset), then sends the ne
   first.close();
   const missed = Array.from({ length: 5 }, (_, i) => mention(`c-${i}-${randomUUID()}`, 'actor-1', user));
   await h.publish(missed[0]);
-  await eventually('first committed', async () => (await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) })).json().count === 1);
+  await eventually(
+    'first committed',
+    async () =>
+      (
+        await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) })
+      ).json().count === 1,
+  );
   for (const m of missed.slice(1)) await h.publish(m); // later batches: later versions
-  await eventually('all committed', async () => (await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) })).json().count === 5);
+  await eventually(
+    'all committed',
+    async () =>
+      (
+        await h.app.inject({ url: `/v1/users/${user}/notifications/unread-count`, headers: bearer(h.token(user)) })
+      ).json().count === 5,
+  );
 
   const resumed = client(user, lastId);
   await resumed.open();
   await eventually('replayed state', () => resumed.named('count').length >= 1, 15_000, 10);
-  expect(resumed.events.filter((e) => e.event !== undefined).map((e) => e.event)).toEqual(['reset', 'notification', 'notification', 'notification', 'count']);
+  expect(resumed.events.filter((e) => e.event !== undefined).map((e) => e.event)).toEqual([
+    'reset',
+    'notification',
+    'notification',
+    'notification',
+    'count',
+  ]);
   const replayed = resumed.named('notification').map((e) => (e.data as { resourceId: string }).resourceId);
   expect(replayed).not.toContain(missed[0].data.commentId); // the oldest is the one left out
   resumed.close();
@@ -168,12 +224,21 @@ it('keeps pushing after its LISTEN connection is terminated (it reconnects on it
   await c.open();
   await eventually('initial state', () => c.named('count').length === 1);
   const listenerPids = async () =>
-    (await h.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'notification-service-sse'")).rows.map((r) => r.pid);
+    (
+      await h.pool.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'notification-service-sse'",
+      )
+    ).rows.map((r) => r.pid);
   const [pid] = await listenerPids();
   expect(pid).toBeDefined();
 
   await h.pool.query('SELECT pg_terminate_backend($1)', [pid]); // this test's own database only
-  await eventually('listening on a new connection', async () => h.hub.isListening() && (await listenerPids()).some((p) => p !== pid), 10_000, 20);
+  await eventually(
+    'listening on a new connection',
+    async () => h.hub.isListening() && (await listenerPids()).some((p) => p !== pid),
+    10_000,
+    20,
+  );
   expect((await h.metrics.sseListenerConnected.get()).values[0].value).toBe(1);
 
   await h.publish(mention(`c-${randomUUID()}`, 'actor-1', user));
@@ -189,7 +254,11 @@ describe('another replica', () => {
   beforeAll(async () => {
     // Same database, its own pool and LISTEN connection; no broker, so it can only learn of the
     // first replica's commits through NOTIFY.
-    replica = createNotificationService(testConfig(h.db, undefined), { logger: testLogger(), registry: new Registry(), messaging: false });
+    replica = createNotificationService(testConfig(h.db, undefined), {
+      logger: testLogger(),
+      registry: new Registry(),
+      messaging: false,
+    });
     await replica.start();
     app2 = replica.app;
     await app2.listen({ port: 0, host: '127.0.0.1' });

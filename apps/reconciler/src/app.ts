@@ -10,7 +10,12 @@ import { registerWhyRoute } from './http/why-route';
 
 /** The admin API (docs/RECONCILER.md "HTTP API"), built without listening: tests use inject(). */
 export function buildApp(deps: AppDeps): FastifyInstance {
-  const app = buildServer({ logger: deps.logger, registry: deps.registry, readiness: deps.readiness, dependencyErrors: [pgUnavailable] });
+  const app = buildServer({
+    logger: deps.logger,
+    registry: deps.registry,
+    readiness: deps.readiness,
+    dependencyErrors: [pgUnavailable],
+  });
   registerAuth(app, deps.auth);
   registerAdminRoutes(app, deps);
   registerWhyRoute(app, deps);

@@ -10,7 +10,10 @@ import { loadReconcilerConfig, RECONCILER_CONFIG } from './config';
 function configurationLine(env: Record<string, string>): string {
   const lines: string[] = [];
   // The logger every service runs with (its own line-level masking included), recording its output.
-  const logger = createLogger({ service: 'reconciler', destination: { write: (line: string) => void lines.push(line) } });
+  const logger = createLogger({
+    service: 'reconciler',
+    destination: { write: (line: string) => void lines.push(line) },
+  });
   logger.info({ config: redactConfig(RECONCILER_CONFIG, loadReconcilerConfig(env)) }, 'configuration');
   return lines[0];
 }
@@ -33,7 +36,9 @@ describe('the management URL in what the reconciler logs', () => {
     } catch (err) {
       message = (err as Error).message;
     }
-    expect(message).toMatch(/RABBITMQ_MANAGEMENT_URL: must start with http:\/\/ or https:\/\/ \(its scheme: "rabbit:"\)/);
+    expect(message).toMatch(
+      /RABBITMQ_MANAGEMENT_URL: must start with http:\/\/ or https:\/\/ \(its scheme: "rabbit:"\)/,
+    );
     expect(message).not.toContain('s3cret-pw');
   });
 });

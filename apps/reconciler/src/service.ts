@@ -4,7 +4,13 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, RECONCILER_LOW_PRIORITY_QUEUE } from '@community/contracts';
 import { classifyPgError, createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
-import { createMessaging, managementTargetFor, type ManagementTarget, type Messaging, type Topology } from '@community/messaging';
+import {
+  createMessaging,
+  managementTargetFor,
+  type ManagementTarget,
+  type Messaging,
+  type Topology,
+} from '@community/messaging';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/observability';
 import { buildApp } from './app';
@@ -65,7 +71,11 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
   const clock = deps.clock ?? (() => new Date());
   const topology = deps.topology ?? COMMUNITY_TOPOLOGY;
   const metrics = reconcilerMetrics(registry);
-  const pool = createPgPool(config.DATABASE_URL, { max: config.DATABASE_POOL_MAX, applicationName: SERVICE_NAME, logger });
+  const pool = createPgPool(config.DATABASE_URL, {
+    max: config.DATABASE_POOL_MAX,
+    applicationName: SERVICE_NAME,
+    logger,
+  });
   const management = managementTargetFor(config.AMQP_URL, config.RABBITMQ_MANAGEMENT_URL || undefined);
   const workQueues = topology.queues.map((q) => q.name);
 
@@ -90,9 +100,26 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({ url: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, service: SERVICE_NAME, topology, logger, registry, classifiers: [classifyPgError], provisioning: config.AMQP_TOPOLOGY, producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID } });
+    messaging = createMessaging({
+      url: config.AMQP_URL,
+      managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+      service: SERVICE_NAME,
+      topology,
+      logger,
+      registry,
+      classifiers: [classifyPgError],
+      provisioning: config.AMQP_TOPOLOGY,
+      producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
+    });
     // The reconciler's own outbox (user.erased, behind its audit row: store/erasures.ts).
-    relay = createRelay({ pool, publisher: messaging.publisher, producer: SERVICE_NAME, logger, registry, databaseUrl: config.DATABASE_URL });
+    relay = createRelay({
+      pool,
+      publisher: messaging.publisher,
+      producer: SERVICE_NAME,
+      logger,
+      registry,
+      databaseUrl: config.DATABASE_URL,
+    });
   }
 
   const watchdog = createWatchdog({
@@ -155,7 +182,18 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
 
   const dlq =
     deps.messaging !== false && deps.dlqConsole !== false
-      ? createDlqConsole({ statusThreshold: config.STATUS_DLQ_MAX, pool, amqpUrl: config.AMQP_URL, managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined, topology, logger, registry, adminOnly, service: SERVICE_NAME, restoreWindowMs: config.DLQ_RETENTION_DAYS * 86_400_000 })
+      ? createDlqConsole({
+          statusThreshold: config.STATUS_DLQ_MAX,
+          pool,
+          amqpUrl: config.AMQP_URL,
+          managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+          topology,
+          logger,
+          registry,
+          adminOnly,
+          service: SERVICE_NAME,
+          restoreWindowMs: config.DLQ_RETENTION_DAYS * 86_400_000,
+        })
       : undefined;
 
   const readiness = readinessState();

@@ -16,21 +16,49 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const STATUS: Record<TokenFormKind, number> = { invalid: 401, owner: 403, 'other-user': 403, 'other-user-with-admin-scope': 403, operator: 200 };
+const STATUS: Record<TokenFormKind, number> = {
+  invalid: 401,
+  owner: 403,
+  'other-user': 403,
+  'other-user-with-admin-scope': 403,
+  operator: 200,
+};
 
-it.each(tokenForms({ secret: JWT_SECRET, service: 'reconciler', operators: OPERATORS, owner: 'u-owner' }))('GET /v1/admin/jobs with %s (%s)', async (_who, kind, authorization) => {
-  const res = await rc.svc.app.inject({ method: 'GET', url: '/v1/admin/jobs', headers: authorization ? { authorization } : {} });
-  expect(res.statusCode).toBe(STATUS[kind]);
-  if (kind === 'operator') expect(res.json()).toHaveProperty('jobs');
-  else expect(res.json()).toMatchObject({ statusCode: STATUS[kind], code: expect.stringMatching(/^(RC_|FAST_JWT_)/), message: expect.any(String) });
-  if (kind === 'other-user-with-admin-scope') {
-    expect(res.json()).toMatchObject({ code: 'RC_ADMIN_REQUIRED', message: expect.stringContaining("the 'admin' scope of a user token grants nothing") });
-  }
-});
+it.each(tokenForms({ secret: JWT_SECRET, service: 'reconciler', operators: OPERATORS, owner: 'u-owner' }))(
+  'GET /v1/admin/jobs with %s (%s)',
+  async (_who, kind, authorization) => {
+    const res = await rc.svc.app.inject({
+      method: 'GET',
+      url: '/v1/admin/jobs',
+      headers: authorization ? { authorization } : {},
+    });
+    expect(res.statusCode).toBe(STATUS[kind]);
+    if (kind === 'operator') expect(res.json()).toHaveProperty('jobs');
+    else
+      expect(res.json()).toMatchObject({
+        statusCode: STATUS[kind],
+        code: expect.stringMatching(/^(RC_|FAST_JWT_)/),
+        message: expect.any(String),
+      });
+    if (kind === 'other-user-with-admin-scope') {
+      expect(res.json()).toMatchObject({
+        code: 'RC_ADMIN_REQUIRED',
+        message: expect.stringContaining("the 'admin' scope of a user token grants nothing"),
+      });
+    }
+  },
+);
 
 it('an unknown kid is 401 RC_ADMIN_KEY_UNKNOWN and says which kid', async () => {
   const stranger = testOperators(['mallory']);
-  const res = await rc.svc.app.inject({ method: 'GET', url: '/v1/admin/jobs', headers: { authorization: `Bearer ${stranger.token('mallory', 'reconciler')}` } });
+  const res = await rc.svc.app.inject({
+    method: 'GET',
+    url: '/v1/admin/jobs',
+    headers: { authorization: `Bearer ${stranger.token('mallory', 'reconciler')}` },
+  });
   expect(res.statusCode).toBe(401);
-  expect(res.json()).toMatchObject({ code: 'RC_ADMIN_KEY_UNKNOWN', message: expect.stringContaining("unknown key id 'mallory-test-1'") });
+  expect(res.json()).toMatchObject({
+    code: 'RC_ADMIN_KEY_UNKNOWN',
+    message: expect.stringContaining("unknown key id 'mallory-test-1'"),
+  });
 });

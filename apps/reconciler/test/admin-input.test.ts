@@ -31,7 +31,12 @@ it.each([
 });
 
 it('still takes an ordinary id', async () => {
-  const res = await rc.svc.app.inject({ method: 'POST', url: '/v1/admin/recount', headers: bearer(rc.token()), payload: { userId: 'u1' } });
+  const res = await rc.svc.app.inject({
+    method: 'POST',
+    url: '/v1/admin/recount',
+    headers: bearer(rc.token()),
+    payload: { userId: 'u1' },
+  });
   expect(res.statusCode).toBe(200);
   expect(res.json()).toMatchObject({ mode: 'inline', checked: 0 });
 });

@@ -19,7 +19,10 @@ const cspViolations: string[] = [];
 beforeAll(async () => {
   h = await startDlqHarness('console');
   base = await h.app.listen({ host: '127.0.0.1', port: 0 });
-  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', args: ['--no-sandbox'] });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    args: ['--no-sandbox'],
+  });
   page = await browser.newPage();
   // The page runs under its CSP (no 'unsafe-inline'): anything it blocked is reported here.
   page.on('console', (m) => {
@@ -34,7 +37,9 @@ afterAll(async () => {
 
 it('shows the cause, a message beside its error, dry-runs and replays the group with progress to done', async () => {
   const ids = [orderId(), orderId(), orderId()];
-  await h.deadLetter(ids.map((id, i) => ({ id, type: 'order.placed', reason: `warehouse ${7 + i} rejected order ${id}` })));
+  await h.deadLetter(
+    ids.map((id, i) => ({ id, type: 'order.placed', reason: `warehouse ${7 + i} rejected order ${id}` })),
+  );
 
   const response = await page.goto(`${base}/console`);
   expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
@@ -105,7 +110,10 @@ it('discards one message from its detail view, with the same preview, and keeps 
   await page.click('#confirm');
   await page.waitForSelector('#progress-text[data-state="done"]:has-text("(discard)")');
   expect(await page.textContent('#progress-text')).toMatch(/\(discard\): done — 1\/1 \(1 ok/);
-  const after = await h.pool.query(`SELECT m.state, o.requested_by FROM dlq_messages m JOIN dlq_operation_items i ON i.message_id = m.id JOIN dlq_operations o ON o.id = i.operation_id WHERE m.message_id = $1`, [id]);
+  const after = await h.pool.query(
+    `SELECT m.state, o.requested_by FROM dlq_messages m JOIN dlq_operation_items i ON i.message_id = m.id JOIN dlq_operations o ON o.id = i.operation_id WHERE m.message_id = $1`,
+    [id],
+  );
   expect(after.rows).toEqual([{ state: 'discarded', requested_by: 'erin' }]);
   await page.selectOption('#filters select[name=state]', 'discarded');
   await page.click('#filters button[type=submit]');
@@ -120,7 +128,9 @@ it('discards one message from its detail view, with the same preview, and keeps 
   expect(await page.textContent('#preview-text')).toContain('Dry run: restore would act on 1 message(s)');
   await page.click('#confirm');
   await page.waitForSelector('#progress-text[data-state="done"]:has-text("(restore)")');
-  expect((await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id])).rows).toEqual([{ state: 'pending' }]);
+  expect((await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id])).rows).toEqual([
+    { state: 'pending' },
+  ]);
 });
 
 it('ran under its Content-Security-Policy with nothing blocked', () => {
@@ -133,7 +143,9 @@ it('asks for the token again when the API refuses it', async () => {
   await fresh.fill('#token', h.token('mallory'));
   await fresh.click('#login-form button');
   await fresh.waitForSelector('#login:not([hidden])');
-  await eventually('the refusal is shown', async () => /admin routes need an operator's admin token/.test((await fresh.textContent('#login-error')) ?? ''));
+  await eventually('the refusal is shown', async () =>
+    /admin routes need an operator's admin token/.test((await fresh.textContent('#login-error')) ?? ''),
+  );
   await fresh.close();
 });
 
@@ -160,12 +172,19 @@ it('groups bodies that are not JSON as one cause, whatever the parser said, and 
   } finally {
     await conn.close();
   }
-  await eventually('the three dead letters stored', async () => (await h.pool.query(`SELECT 1 FROM dlq_messages WHERE message_id = ANY($1)`, [ids])).rowCount === 3);
-  const messages = await h.pool.query(`SELECT DISTINCT error_message FROM dlq_messages WHERE message_id = ANY($1)`, [ids]);
+  await eventually(
+    'the three dead letters stored',
+    async () => (await h.pool.query(`SELECT 1 FROM dlq_messages WHERE message_id = ANY($1)`, [ids])).rowCount === 3,
+  );
+  const messages = await h.pool.query(`SELECT DISTINCT error_message FROM dlq_messages WHERE message_id = ANY($1)`, [
+    ids,
+  ]);
   expect(messages.rowCount).toBe(3);
 
   const p = await signedIn(h.token('erin', 'admin'), 'erin');
-  const groupRow = p.locator('#groups tbody tr', { hasText: 'ContractError: Body is not valid JSON (<JSON syntax error>)' });
+  const groupRow = p.locator('#groups tbody tr', {
+    hasText: 'ContractError: Body is not valid JSON (<JSON syntax error>)',
+  });
   await groupRow.waitFor();
   expect(await groupRow.count()).toBe(1);
   expect(await groupRow.locator('td').first().textContent()).toBe('3');
@@ -176,7 +195,9 @@ it('groups bodies that are not JSON as one cause, whatever the parser said, and 
   await p.waitForSelector('#preview-text[data-matched="3"]');
   const warning = p.locator('#preview-warnings li[data-permanence="fails-again"]');
   await warning.waitFor();
-  expect(await warning.textContent()).toMatch(/^Will fail again: 3 message\(s\) failed with ContractError: the body is not valid JSON/);
+  expect(await warning.textContent()).toMatch(
+    /^Will fail again: 3 message\(s\) failed with ContractError: the body is not valid JSON/,
+  );
   await p.click('#cancel');
   await p.close();
 });
@@ -197,7 +218,10 @@ it('renews an expired token in place: the preview stays, the refused confirm goe
   const group = await p.inputValue('#filters input[name=group]');
   expect(group).toMatch(/^[0-9a-f]{16}$/);
 
-  await eventually('the short token has expired', async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401);
+  await eventually(
+    'the short token has expired',
+    async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401,
+  );
   h.poisoned.clear();
   // Confirm with the expired token: refused, and the page waits for a new one instead of starting over.
   await p.click('#confirm');
@@ -208,7 +232,11 @@ it('renews an expired token in place: the preview stays, the refused confirm goe
   // An expired token cannot renew it.
   const erin = OPERATORS.key('erin');
   const now = Math.floor(Date.now() / 1000);
-  const expired = craftToken({ alg: 'EdDSA', typ: 'JWT', kid: erin.kid }, { iss: ADMIN_TOKEN_ISSUER, aud: 'reconciler', iat: now - 900, exp: now - 60 }, { key: erin.privateKeyPem });
+  const expired = craftToken(
+    { alg: 'EdDSA', typ: 'JWT', kid: erin.kid },
+    { iss: ADMIN_TOKEN_ISSUER, aud: 'reconciler', iat: now - 900, exp: now - 60 },
+    { key: erin.privateKeyPem },
+  );
   await p.fill('#renew-token', expired);
   await p.click('#renew-form button');
   await p.waitForSelector('#renew-error:has-text("Not renewed")');
@@ -249,7 +277,10 @@ it("drops a request waiting for a renewal when the operator signs out: it is nev
   await p.waitForSelector('#total[data-total="1"]');
   await p.click('#replay-dry');
   await p.waitForSelector('#preview-text[data-matched="1"]');
-  await eventually('the short token has expired', async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401);
+  await eventually(
+    'the short token has expired',
+    async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401,
+  );
   await p.click('#confirm');
   await p.waitForSelector('#renewal-reason:has-text("refused the token")');
 
@@ -270,6 +301,8 @@ it("drops a request waiting for a renewal when the operator signs out: it is nev
     [id],
   );
   expect(rows).toEqual([]);
-  expect((await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id])).rows).toEqual([{ state: 'pending' }]);
+  expect((await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = $1`, [id])).rows).toEqual([
+    { state: 'pending' },
+  ]);
   await p.close();
 });

@@ -7,7 +7,15 @@ import { validate as validateEnvelope } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import { createMessaging, PermanentError, type Messaging, type Topology } from '@community/messaging';
 import { authGuards, authSettingsFrom, buildServer, readinessState, registerAuth } from '@community/observability';
-import { createTestDatabase, createTestVhost, eventually, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  testOperators,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createDlqConsole, type DlqConsole } from '../src/dlq';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
@@ -83,7 +91,15 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
   const logger = testLogger(prefix);
   const registry = new Registry();
   const poisoned = new Map<string, string>();
-  const messaging = createMessaging({ url: vhost.url, service: `test-${prefix}`, topology: TOPOLOGY, logger, registry, classifiers: [], policyCheckIntervalMs: 1000 });
+  const messaging = createMessaging({
+    url: vhost.url,
+    service: `test-${prefix}`,
+    topology: TOPOLOGY,
+    logger,
+    registry,
+    classifiers: [],
+    policyCheckIntervalMs: 1000,
+  });
   for (const queue of [WORK, OTHER]) {
     messaging.consume<Order>({
       queue,
@@ -99,7 +115,10 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
         const reason = queue === WORK ? poisoned.get(order.id) : undefined;
         if (reason) throw new PermanentError(reason);
         // The inbox: a message id is processed once, whatever the number of deliveries.
-        const res = await pool.query(`INSERT INTO test_inbox (queue, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [queue, ctx.eventId]);
+        const res = await pool.query(
+          `INSERT INTO test_inbox (queue, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+          [queue, ctx.eventId],
+        );
         return res.rowCount === 1 ? 'processed' : 'duplicate';
       },
     });
@@ -107,7 +126,13 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
 
   const app = buildServer({ logger, registry, readiness: readinessState().checks });
   // The reconciler's own auth rules (its name is the admin tokens' audience), config as in production.
-  registerAuth(app, authSettingsFrom('reconciler', loadConfig(commonConfig('reconciler'), { JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys })));
+  registerAuth(
+    app,
+    authSettingsFrom(
+      'reconciler',
+      loadConfig(commonConfig('reconciler'), { JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys }),
+    ),
+  );
   const dlq = createDlqConsole({
     pool,
     amqpUrl: vhost.url,
@@ -125,9 +150,15 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
   await messaging.start();
   await dlq.start();
 
-  const token = (sub: string, scope?: string) => (scope?.split(' ').includes('admin') ? OPERATORS.token(sub, 'reconciler') : app.jwt.sign(scope ? { sub, scope } : { sub }));
+  const token = (sub: string, scope?: string) =>
+    scope?.split(' ').includes('admin')
+      ? OPERATORS.token(sub, 'reconciler')
+      : app.jwt.sign(scope ? { sub, scope } : { sub });
   const publish = async (order: Order) => {
-    await messaging.publisher.publish({ ...order, version: 1, occurredAt: new Date().toISOString(), correlationId: order.id }, { exchange: EXCHANGE, routingKey: 'order.placed' });
+    await messaging.publisher.publish(
+      { ...order, version: 1, occurredAt: new Date().toISOString(), correlationId: order.id },
+      { exchange: EXCHANGE, routingKey: 'order.placed' },
+    );
   };
 
   const h: DlqHarness = {
@@ -148,7 +179,9 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
       await eventually(
         `${orders.length} dead letters stored`,
         async () => {
-          const { rows } = await pool.query(`SELECT count(*)::int AS n FROM dlq_messages WHERE message_id = ANY($1)`, [orders.map((o) => o.id)]);
+          const { rows } = await pool.query(`SELECT count(*)::int AS n FROM dlq_messages WHERE message_id = ANY($1)`, [
+            orders.map((o) => o.id),
+          ]);
           return rows[0].n === orders.length;
         },
         15_000,
@@ -158,7 +191,10 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
     async processed(queue, orderId) {
       const [inbox, deliveries] = await Promise.all([
         pool.query(`SELECT count(*)::int AS n FROM test_inbox WHERE queue = $1 AND message_id = $2`, [queue, orderId]),
-        pool.query(`SELECT count(*)::int AS n FROM test_deliveries WHERE queue = $1 AND message_id = $2`, [queue, orderId]),
+        pool.query(`SELECT count(*)::int AS n FROM test_deliveries WHERE queue = $1 AND message_id = $2`, [
+          queue,
+          orderId,
+        ]),
       ]);
       return { processed: inbox.rows[0].n, deliveries: deliveries.rows[0].n };
     },

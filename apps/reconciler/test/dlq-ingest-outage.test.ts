@@ -5,7 +5,15 @@ import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { createPgPool } from '@community/db';
 import { managementRequest } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, tcpProxy, type TcpProxy, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  tcpProxy,
+  type TcpProxy,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createIngest } from '../src/dlq/ingest';
 import { dlqMetrics } from '../src/dlq/metrics';
 
@@ -29,7 +37,12 @@ const lines: Array<{ msg: string; messageId?: string }> = [];
 
 async function setPolicy(name: string, queue: string): Promise<void> {
   const path = `/policies/${encodeURIComponent(vhost.vhost)}/${name}`;
-  const res = await managementRequest(vhost.management, 'PUT', path, { pattern: `^${queue.replace(/\./g, '\\.')}$`, 'apply-to': 'queues', priority: 10, definition: { 'delivery-limit': LIMIT } });
+  const res = await managementRequest(vhost.management, 'PUT', path, {
+    pattern: `^${queue.replace(/\./g, '\\.')}$`,
+    'apply-to': 'queues',
+    priority: 10,
+    definition: { 'delivery-limit': LIMIT },
+  });
   expect(res.ok).toBe(true);
 }
 
@@ -42,7 +55,13 @@ async function deadLetter(queue: string, id: string): Promise<void> {
       persistent: true,
       messageId: id,
       type: 'order.placed',
-      headers: { 'x-error-class': 'PermanentError', 'x-error-message': `outage ${id}`, 'x-error-kind': 'permanent', 'x-original-queue': 'outage.work', 'x-dead-lettered-at': new Date().toISOString() },
+      headers: {
+        'x-error-class': 'PermanentError',
+        'x-error-message': `outage ${id}`,
+        'x-error-kind': 'permanent',
+        'x-original-queue': 'outage.work',
+        'x-dead-lettered-at': new Date().toISOString(),
+      },
     });
     await ch.waitForConfirms();
   } finally {
@@ -51,9 +70,16 @@ async function deadLetter(queue: string, id: string): Promise<void> {
 }
 
 /** The copy is in its DLQ, unacked (a quorum queue reports its counts every few seconds). */
-const held = () => eventually('the copy held unacked in its DLQ', async () => JSON.stringify(await vhost.depth(DLQ)) === JSON.stringify({ ready: 0, unacked: 1, total: 1 }), 20_000, 200);
+const held = () =>
+  eventually(
+    'the copy held unacked in its DLQ',
+    async () => JSON.stringify(await vhost.depth(DLQ)) === JSON.stringify({ ready: 0, unacked: 1, total: 1 }),
+    20_000,
+    200,
+  );
 
-const failures = (id: string) => lines.filter((l) => l.messageId === id && l.msg.startsWith('dlq ingest failed')).length;
+const failures = (id: string) =>
+  lines.filter((l) => l.messageId === id && l.msg.startsWith('dlq ingest failed')).length;
 
 beforeAll(async () => {
   [db, vhost] = await Promise.all([createTestDatabase('rc_dlq_outage'), createTestVhost('rc-dlq-outage')]);
@@ -68,11 +94,20 @@ beforeAll(async () => {
   await setPolicy('limit-work', DLQ);
   await setPolicy('limit-other', DROPPING);
   // The broker applies a policy to a queue asynchronously: wait until it reports it.
-  await eventually('the delivery limit in force on both DLQs', async () => {
-    const res = await managementRequest(vhost.management, 'GET', `/queues/${encodeURIComponent(vhost.vhost)}?columns=name,effective_policy_definition`);
-    const rows = (await res.json()) as Array<{ name: string; effective_policy_definition?: Record<string, unknown> }>;
-    return rows.filter((r) => r.effective_policy_definition?.['delivery-limit'] === LIMIT).length === 2;
-  }, 30_000, 250);
+  await eventually(
+    'the delivery limit in force on both DLQs',
+    async () => {
+      const res = await managementRequest(
+        vhost.management,
+        'GET',
+        `/queues/${encodeURIComponent(vhost.vhost)}?columns=name,effective_policy_definition`,
+      );
+      const rows = (await res.json()) as Array<{ name: string; effective_policy_definition?: Record<string, unknown> }>;
+      return rows.filter((r) => r.effective_policy_definition?.['delivery-limit'] === LIMIT).length === 2;
+    },
+    30_000,
+    250,
+  );
 });
 
 afterAll(async () => {
@@ -93,7 +128,12 @@ describe('a quorum DLQ with a delivery limit and no dead-letter exchange (the 4.
       deliveries += 1;
       ch.nack(msg, false, true);
     });
-    await eventually('the copy is gone from its DLQ', async () => (await vhost.depth(DROPPING)).total === 0, 30_000, 100);
+    await eventually(
+      'the copy is gone from its DLQ',
+      async () => (await vhost.depth(DROPPING)).total === 0,
+      30_000,
+      100,
+    );
     await conn.close();
     expect(deliveries).toBe(LIMIT + 1);
     expect(await vhost.ready(DROPPING)).toBe(0);
@@ -139,10 +179,17 @@ describe('the DLQ ingest while Postgres is down', () => {
       await held();
 
       await proxy.open();
-      const row = await eventually('the copy stored', async () => {
-        const { rows } = await pool.query(`SELECT message_id, headers FROM dlq_messages WHERE message_id = $1`, [id]).catch(() => ({ rows: [] }));
-        return rows.length === 1 ? rows[0] : undefined;
-      }, 30_000, 100);
+      const row = await eventually(
+        'the copy stored',
+        async () => {
+          const { rows } = await pool
+            .query(`SELECT message_id, headers FROM dlq_messages WHERE message_id = $1`, [id])
+            .catch(() => ({ rows: [] }));
+          return rows.length === 1 ? rows[0] : undefined;
+        },
+        30_000,
+        100,
+      );
       expect(row.message_id).toBe(id);
       // Redelivered once (the lost channel), never for a failed store.
       expect(row.headers['x-delivery-count']).toBe(1);

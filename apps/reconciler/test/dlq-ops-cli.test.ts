@@ -17,7 +17,10 @@ import { runOpsCli } from './ops-cli';
  */
 let h: DlqHarness;
 let base: string;
-const reconChecks = { ok: true, checks: [{ name: 'consumers', ok: true, value: 1, threshold: 1, runbook: 'docs/RUNBOOK.md#check-consumers' }] };
+const reconChecks = {
+  ok: true,
+  checks: [{ name: 'consumers', ok: true, value: 1, threshold: 1, runbook: 'docs/RUNBOOK.md#check-consumers' }],
+};
 
 beforeAll(async () => {
   h = await startDlqHarness('ops', {
@@ -30,7 +33,14 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
-const ops = (...args: string[]) => runOpsCli(args, { RECONCILER_URL: base, JWT_SECRET, OPS_USER: 'mallory', OPS_TOKEN: '', ...OPERATORS.cliEnv('frank') });
+const ops = (...args: string[]) =>
+  runOpsCli(args, {
+    RECONCILER_URL: base,
+    JWT_SECRET,
+    OPS_USER: 'mallory',
+    OPS_TOKEN: '',
+    ...OPERATORS.cliEnv('frank'),
+  });
 
 it('status exits 0 when every check passes, and 1 naming the DLQ, its runbook section and the top cause when a DLQ holds messages', async () => {
   const healthy = await ops('status');
@@ -42,17 +52,31 @@ it('status exits 0 when every check passes, and 1 naming the DLQ, its runbook se
   await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `coupon ${id} expired` })));
   const failing = await ops('status');
   expect(failing.code).toBe(1);
-  expect(failing.stdout).toMatch(new RegExp(`^FAIL  dlq .*2 \\(threshold 0\\) — ${WORK}\\.dlq 2 \\(oldest \\d+ s\\)  → see docs/RUNBOOK\\.md#check-dlq$`, 'm'));
+  expect(failing.stdout).toMatch(
+    new RegExp(
+      `^FAIL  dlq .*2 \\(threshold 0\\) — ${WORK}\\.dlq 2 \\(oldest \\d+ s\\)  → see docs/RUNBOOK\\.md#check-dlq$`,
+      'm',
+    ),
+  );
   expect(failing.stdout).toMatch(/2× PermanentError: coupon <uuid> expired/);
 
   const json = await ops('status', '--json');
   expect(json.code).toBe(1);
-  expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, checks: [{ name: 'consumers', ok: true }, { name: 'dlq', ok: false, value: 2 }] });
+  expect(JSON.parse(json.stdout)).toMatchObject({
+    ok: false,
+    checks: [
+      { name: 'consumers', ok: true },
+      { name: 'dlq', ok: false, value: 2 },
+    ],
+  });
 });
 
 it('dlq replay dry-runs without --yes, and with --yes replays exactly what the dry run matched, audited under the verified operator', async () => {
   h.poisoned.clear();
-  const { body } = (await h.app.inject({ url: '/v1/admin/dlq/groups?q=coupon', headers: h.adminHeaders() })) as unknown as { body: string };
+  const { body } = (await h.app.inject({
+    url: '/v1/admin/dlq/groups?q=coupon',
+    headers: h.adminHeaders(),
+  })) as unknown as { body: string };
   const group = JSON.parse(body).groups[0].fingerprint as string;
 
   const list = await ops('dlq', 'list', '--group', group, '--json');
@@ -71,7 +95,11 @@ it('dlq replay dry-runs without --yes, and with --yes replays exactly what the d
   const audit = await h.pool.query(`SELECT requested_by, matched, succeeded FROM dlq_operations`);
   // frank: the operator of the kid that signed, not OPS_USER (the CLI sends no name at all).
   expect(audit.rows).toEqual([{ requested_by: 'frank', matched: 2, succeeded: 2 }]);
-  await eventually('replayed', async () => (await h.pool.query(`SELECT count(*)::int AS n FROM test_inbox WHERE queue = $1`, [WORK])).rows[0].n === 2);
+  await eventually(
+    'replayed',
+    async () =>
+      (await h.pool.query(`SELECT count(*)::int AS n FROM test_inbox WHERE queue = $1`, [WORK])).rows[0].n === 2,
+  );
 
   const after = await ops('status');
   expect(after.code).toBe(0);

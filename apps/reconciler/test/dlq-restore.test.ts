@@ -35,12 +35,20 @@ const api = async (method: 'GET' | 'POST', url: string, payload?: unknown, sub =
   const res = await h.app.inject({ method, url, payload: payload as object, headers: h.adminHeaders(sub) });
   return { status: res.statusCode, body: res.json() };
 };
-const states = async (ids: string[]) => (await h.pool.query<{ state: string }>(`SELECT state::text FROM dlq_messages WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).rows.map((r) => r.state);
+const states = async (ids: string[]) =>
+  (
+    await h.pool.query<{ state: string }>(
+      `SELECT state::text FROM dlq_messages WHERE id = ANY($1::bigint[]) ORDER BY id`,
+      [ids],
+    )
+  ).rows.map((r) => r.state);
 
 describe('restore: the undo of a discard', () => {
   it('brings discarded messages back to pending with their bodies, says who discarded them and until when, and audits both', async () => {
     const { ids } = await seed(3);
-    const before = (await h.pool.query(`SELECT id::text, body FROM dlq_messages WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).rows;
+    const before = (
+      await h.pool.query(`SELECT id::text, body FROM dlq_messages WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])
+    ).rows;
     const discarded = await api('POST', '/v1/admin/dlq/discard', { ids: ids.slice(0, 2), dryRun: false }, 'bob');
     expect(discarded.body).toMatchObject({ matched: 2, discarded: 2 });
     expect(await states(ids)).toEqual(['discarded', 'discarded', 'pending']);
@@ -59,11 +67,17 @@ describe('restore: the undo of a discard', () => {
     const restored = await api('POST', '/v1/admin/dlq/restore', { ids, dryRun: false }, 'carol');
     expect(restored.body).toMatchObject({ dryRun: false, matched: 2, restored: 2, skipped: 0 });
     expect(await states(ids)).toEqual(['pending', 'pending', 'pending']);
-    const after = (await h.pool.query(`SELECT id::text, body FROM dlq_messages WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])).rows;
+    const after = (
+      await h.pool.query(`SELECT id::text, body FROM dlq_messages WHERE id = ANY($1::bigint[]) ORDER BY id`, [ids])
+    ).rows;
     expect(after).toEqual(before);
 
     // The audit: the discard by bob, the restore by carol, on the message's history and in the tables.
-    const history = (await api('GET', `/v1/admin/dlq/messages/${ids[0]}`)).body.history as Array<{ action: string; requestedBy: string; result: string }>;
+    const history = (await api('GET', `/v1/admin/dlq/messages/${ids[0]}`)).body.history as Array<{
+      action: string;
+      requestedBy: string;
+      result: string;
+    }>;
     expect(history.map((x) => [x.action, x.requestedBy, x.result])).toEqual([
       ['discard', 'bob', 'discarded'],
       ['restore', 'carol', 'restored'],
@@ -90,24 +104,53 @@ describe('restore: the undo of a discard', () => {
 describe('a bulk discard has a bound', () => {
   it(`one call discards at most ${DISCARD_MAX_PER_CALL} messages unless it says all, with the exact count expected`, async () => {
     const { queue, ids } = await seed(DISCARD_MAX_PER_CALL + 1);
-    const count = async (state: string) => (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_messages WHERE queue = $1 AND state = $2::dlq_message_state`, [queue, state])).rows[0].n;
-    const operations = async () => (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_operations WHERE action = 'discard'`)).rows[0].n;
+    const count = async (state: string) =>
+      (
+        await h.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM dlq_messages WHERE queue = $1 AND state = $2::dlq_message_state`,
+          [queue, state],
+        )
+      ).rows[0].n;
+    const operations = async () =>
+      (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_operations WHERE action = 'discard'`))
+        .rows[0].n;
 
     const dry = await api('POST', '/v1/admin/dlq/discard', { filter: { queue } });
-    expect(dry.body).toMatchObject({ dryRun: true, matched: DISCARD_MAX_PER_CALL + 1, maxPerCall: DISCARD_MAX_PER_CALL, needsAll: true });
+    expect(dry.body).toMatchObject({
+      dryRun: true,
+      matched: DISCARD_MAX_PER_CALL + 1,
+      maxPerCall: DISCARD_MAX_PER_CALL,
+      needsAll: true,
+    });
 
     const opsBefore = await operations();
-    const refused = await api('POST', '/v1/admin/dlq/discard', { filter: { queue, asOf: dry.body.asOf }, dryRun: false });
+    const refused = await api('POST', '/v1/admin/dlq/discard', {
+      filter: { queue, asOf: dry.body.asOf },
+      dryRun: false,
+    });
     expect(refused.status).toBe(400);
-    expect(refused.body).toMatchObject({ code: 'RC_DLQ_DISCARD_TOO_MANY', message: expect.stringContaining(`"expectedCount": ${DISCARD_MAX_PER_CALL + 1}`) });
-    const wrongCount = await api('POST', '/v1/admin/dlq/discard', { filter: { queue, asOf: dry.body.asOf }, dryRun: false, all: true, expectedCount: DISCARD_MAX_PER_CALL });
+    expect(refused.body).toMatchObject({
+      code: 'RC_DLQ_DISCARD_TOO_MANY',
+      message: expect.stringContaining(`"expectedCount": ${DISCARD_MAX_PER_CALL + 1}`),
+    });
+    const wrongCount = await api('POST', '/v1/admin/dlq/discard', {
+      filter: { queue, asOf: dry.body.asOf },
+      dryRun: false,
+      all: true,
+      expectedCount: DISCARD_MAX_PER_CALL,
+    });
     expect(wrongCount.status).toBe(409);
     expect(wrongCount.body.code).toBe('RC_DLQ_DISCARD_COUNT_CHANGED');
     // Refused means nothing happened, not even an operation row.
     expect(await count('pending')).toBe(DISCARD_MAX_PER_CALL + 1);
     expect(await operations()).toBe(opsBefore);
 
-    const done = await api('POST', '/v1/admin/dlq/discard', { filter: { queue, asOf: dry.body.asOf }, dryRun: false, all: true, expectedCount: DISCARD_MAX_PER_CALL + 1 });
+    const done = await api('POST', '/v1/admin/dlq/discard', {
+      filter: { queue, asOf: dry.body.asOf },
+      dryRun: false,
+      all: true,
+      expectedCount: DISCARD_MAX_PER_CALL + 1,
+    });
     expect(done.body).toMatchObject({ matched: DISCARD_MAX_PER_CALL + 1, discarded: DISCARD_MAX_PER_CALL + 1 });
     // And the whole bulk comes back with one restore.
     const restored = await api('POST', '/v1/admin/dlq/restore', { filter: { queue }, dryRun: false });
@@ -119,14 +162,25 @@ describe('a bulk discard has a bound', () => {
     const { queue } = await seed(DISCARD_MAX_PER_CALL + 1);
     const base = await h.app.listen({ host: '127.0.0.1', port: 0 });
     const run = async (...args: string[]) => {
-      const { code, stdout, stderr } = await runOpsCli(args, { RECONCILER_URL: base, OPS_TOKEN: h.token('frank', 'admin') });
+      const { code, stdout, stderr } = await runOpsCli(args, {
+        RECONCILER_URL: base,
+        OPS_TOKEN: h.token('frank', 'admin'),
+      });
       return { code, out: stdout, err: stderr };
     };
-    const pendingCount = async () => (await h.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_messages WHERE queue = $1 AND state = 'pending'`, [queue])).rows[0].n;
+    const pendingCount = async () =>
+      (
+        await h.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM dlq_messages WHERE queue = $1 AND state = 'pending'`,
+          [queue],
+        )
+      ).rows[0].n;
 
     const refused = await run('dlq', 'discard', '--queue', queue, '--yes');
     expect(refused.code).toBe(1);
-    expect(refused.err).toMatch(new RegExp(`refused: ${DISCARD_MAX_PER_CALL + 1} messages is more than the ${DISCARD_MAX_PER_CALL}`));
+    expect(refused.err).toMatch(
+      new RegExp(`refused: ${DISCARD_MAX_PER_CALL + 1} messages is more than the ${DISCARD_MAX_PER_CALL}`),
+    );
     expect(await pendingCount()).toBe(DISCARD_MAX_PER_CALL + 1);
 
     const all = await run('dlq', 'discard', '--queue', queue, '--yes', '--all');

@@ -24,10 +24,15 @@ async function api(method: 'GET' | 'POST', url: string, body?: unknown, sub = 'a
 }
 
 async function waitDone(operationId: string) {
-  return eventually(`operation ${operationId} done`, async () => {
-    const op = await api('GET', `/v1/admin/dlq/operations/${operationId}`);
-    return op.body.state !== 'running' ? op.body : undefined;
-  }, 15_000, 50);
+  return eventually(
+    `operation ${operationId} done`,
+    async () => {
+      const op = await api('GET', `/v1/admin/dlq/operations/${operationId}`);
+      return op.body.state !== 'running' ? op.body : undefined;
+    },
+    15_000,
+    50,
+  );
 }
 
 async function metric(name: string): Promise<number> {
@@ -36,7 +41,9 @@ async function metric(name: string): Promise<number> {
 }
 
 async function states(ids: string[]): Promise<string[]> {
-  const { rows } = await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = ANY($1) ORDER BY message_id`, [ids]);
+  const { rows } = await h.pool.query(`SELECT state FROM dlq_messages WHERE message_id = ANY($1) ORDER BY message_id`, [
+    ids,
+  ]);
   return rows.map((r) => r.state);
 }
 
@@ -47,19 +54,36 @@ describe('ingest, grouping and inspection', () => {
   beforeAll(async () => {
     await h.deadLetter([
       ...stock.map((id, i) => ({ id, type: 'order.placed', reason: `item ${100 + i} out of stock for order ${id}` })),
-      ...address.map((id) => ({ id, type: 'order.placed', reason: `no shipping address for bob${id.slice(0, 4)}@example.org` })),
+      ...address.map((id) => ({
+        id,
+        type: 'order.placed',
+        reason: `no shipping address for bob${id.slice(0, 4)}@example.org`,
+      })),
     ]);
   });
 
   it('stores every dead letter once, groups them by cause, and counts each new cause once', async () => {
     const { body } = await api('GET', '/v1/admin/dlq/groups');
-    const mine = body.groups.filter((g: { sampleMessage: string }) => /out of stock|shipping address/.test(g.sampleMessage));
-    expect(mine.map((g: { count: number; errorClass: string; normalized: string; handler: string }) => [g.count, g.errorClass, g.normalized, g.handler]).sort()).toEqual([
+    const mine = body.groups.filter((g: { sampleMessage: string }) =>
+      /out of stock|shipping address/.test(g.sampleMessage),
+    );
+    expect(
+      mine
+        .map((g: { count: number; errorClass: string; normalized: string; handler: string }) => [
+          g.count,
+          g.errorClass,
+          g.normalized,
+          g.handler,
+        ])
+        .sort(),
+    ).toEqual([
       [1, 'PermanentError', 'no shipping address for <email>', `${WORK}-handler`],
       [3, 'PermanentError', 'item <n> out of stock for order <uuid>', `${WORK}-handler`],
     ]);
     expect(await metric('reconciler_dlq_new_causes_total')).toBe(2);
-    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM dlq_messages WHERE message_id = ANY($1)`, [[...stock, ...address]]);
+    const { rows } = await h.pool.query(`SELECT count(*)::int AS n FROM dlq_messages WHERE message_id = ANY($1)`, [
+      [...stock, ...address],
+    ]);
     expect(rows[0].n).toBe(4);
   });
 
@@ -69,7 +93,10 @@ describe('ingest, grouping and inspection', () => {
     expect(work).toMatchObject({ originalQueue: WORK, pending: expect.any(Number) });
     expect(work.pending).toBeGreaterThanOrEqual(4);
     // The oldest is the earliest stored dead-letter time of the pending rows.
-    const { rows } = await h.pool.query(`SELECT min(dead_lettered_at) AS oldest FROM dlq_messages WHERE queue = $1 AND state = 'pending'`, [`${WORK}.dlq`]);
+    const { rows } = await h.pool.query(
+      `SELECT min(dead_lettered_at) AS oldest FROM dlq_messages WHERE queue = $1 AND state = 'pending'`,
+      [`${WORK}.dlq`],
+    );
     expect(work.oldestDeadLetteredAt).toBe(new Date(rows[0].oldest).toISOString());
     expect(body.queues.find((q: { queue: string }) => q.queue === `${OTHER}.dlq`)).toMatchObject({ pending: 0 });
     expect(body.check).toMatchObject({ name: 'dlq', ok: false, runbook: 'docs/RUNBOOK.md#check-dlq' });
@@ -88,18 +115,30 @@ describe('ingest, grouping and inspection', () => {
     const conn = await amqplib.connect(h.vhost.url);
     try {
       const ch = await conn.createConfirmChannel();
-      for (const [messageId, at] of [[recent, new Date()], [id, deadLetteredAt]] as const) {
+      for (const [messageId, at] of [
+        [recent, new Date()],
+        [id, deadLetteredAt],
+      ] as const) {
         ch.sendToQueue(`${OTHER}.dlq`, Buffer.from(JSON.stringify({ id: messageId, type: 'order.placed' })), {
           messageId,
           persistent: true,
-          headers: { 'x-error-class': 'PermanentError', 'x-error-message': 'a failure', 'x-original-queue': OTHER, 'x-dead-lettered-at': at.toISOString() },
+          headers: {
+            'x-error-class': 'PermanentError',
+            'x-error-message': 'a failure',
+            'x-original-queue': OTHER,
+            'x-dead-lettered-at': at.toISOString(),
+          },
         });
       }
       await ch.waitForConfirms();
     } finally {
       await conn.close();
     }
-    await eventually('both dead letters stored', async () => (await h.pool.query(`SELECT 1 FROM dlq_messages WHERE message_id = ANY($1)`, [[id, recent]])).rowCount === 2);
+    await eventually(
+      'both dead letters stored',
+      async () =>
+        (await h.pool.query(`SELECT 1 FROM dlq_messages WHERE message_id = ANY($1)`, [[id, recent]])).rowCount === 2,
+    );
     const { body } = await api('GET', '/v1/admin/dlq');
     const other = body.queues.find((q: { queue: string }) => q.queue === `${OTHER}.dlq`);
     expect(other).toMatchObject({ pending: 2, oldestDeadLetteredAt: deadLetteredAt.toISOString() });
@@ -107,7 +146,9 @@ describe('ingest, grouping and inspection', () => {
     expect(other.oldestAgeSeconds).toBeGreaterThanOrEqual(ageSeconds);
     expect(other.oldestAgeSeconds).toBeLessThan(ageSeconds + 600);
     // The same figure on /metrics (read from the table at scrape time).
-    const scraped = (await h.registry.getSingleMetric('reconciler_dlq_oldest_age_seconds')?.get())?.values.find((v) => v.labels.queue === `${OTHER}.dlq`)?.value;
+    const scraped = (await h.registry.getSingleMetric('reconciler_dlq_oldest_age_seconds')?.get())?.values.find(
+      (v) => v.labels.queue === `${OTHER}.dlq`,
+    )?.value;
     expect(scraped).toBeGreaterThanOrEqual(ageSeconds);
     expect(scraped).toBeLessThan(ageSeconds + 600);
     // Decided, as a volunteer would: no pending dead letter of OTHER is left for the tests below.
@@ -138,7 +179,11 @@ describe('ingest, grouping and inspection', () => {
     const bad = await api('GET', '/v1/admin/dlq/messages?state=lost');
     expect([bad.status, bad.body.code]).toEqual([400, 'RC_DLQ_INVALID_FILTER']);
     // Text Postgres cannot hold, or a time it cannot read (found by the fuzz suite): 400, not 500.
-    for (const url of ['/v1/admin/dlq/messages?q=a%00b', '/v1/admin/dlq/groups?queue=%00', '/v1/admin/dlq/messages?since=%2B275760-09-13T00%3A00%3A00Z']) {
+    for (const url of [
+      '/v1/admin/dlq/messages?q=a%00b',
+      '/v1/admin/dlq/groups?queue=%00',
+      '/v1/admin/dlq/messages?since=%2B275760-09-13T00%3A00%3A00Z',
+    ]) {
       const res = await api('GET', url);
       expect([url, res.status, res.body.code]).toEqual([url, 400, 'RC_DLQ_INVALID_FILTER']);
     }
@@ -147,7 +192,10 @@ describe('ingest, grouping and inspection', () => {
     const both = await api('POST', '/v1/admin/dlq/replay', { ids: ['1'], filter: {}, dryRun: true });
     expect([both.status, both.body.code]).toEqual([400, 'RC_DLQ_INVALID_SELECTION']);
     expect((await h.app.inject({ url: '/v1/admin/dlq' })).statusCode).toBe(401);
-    expect((await h.app.inject({ url: '/v1/admin/dlq', headers: { authorization: `Bearer ${h.token('mallory')}` } })).statusCode).toBe(403);
+    expect(
+      (await h.app.inject({ url: '/v1/admin/dlq', headers: { authorization: `Bearer ${h.token('mallory')}` } }))
+        .statusCode,
+    ).toBe(403);
   });
 });
 
@@ -156,7 +204,9 @@ describe('replay', () => {
     const ids = [orderId(), orderId()];
     await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `dry ${id}` })));
     h.poisoned.clear();
-    const before = await h.pool.query(`SELECT (SELECT count(*) FROM dlq_operations)::int AS ops, (SELECT count(*) FROM test_deliveries)::int AS deliveries`);
+    const before = await h.pool.query(
+      `SELECT (SELECT count(*) FROM dlq_operations)::int AS ops, (SELECT count(*) FROM test_deliveries)::int AS deliveries`,
+    );
     const group = (await api('GET', `/v1/admin/dlq/messages?q=${ids[0]}`)).body.items[0].fingerprint;
 
     const { status, body } = await api('POST', '/v1/admin/dlq/replay', { filter: { group } });
@@ -167,7 +217,9 @@ describe('replay', () => {
     // No wait needed: a replay publishes only an operation's items, and a real replay creates its
     // operation in the request's own transaction, before it answers. No new operation row now means
     // nothing was, or will be, published.
-    const after = await h.pool.query(`SELECT (SELECT count(*) FROM dlq_operations)::int AS ops, (SELECT count(*) FROM test_deliveries)::int AS deliveries`);
+    const after = await h.pool.query(
+      `SELECT (SELECT count(*) FROM dlq_operations)::int AS ops, (SELECT count(*) FROM test_deliveries)::int AS deliveries`,
+    );
     expect(after.rows[0]).toEqual(before.rows[0]);
     expect(await states(ids)).toEqual(['pending', 'pending']);
   });
@@ -175,7 +227,10 @@ describe('replay', () => {
   it('a replayed group ends processed once, on its original queue only, audited; a second replay changes nothing', async () => {
     const ids = [orderId(), orderId(), orderId()];
     const bystander = orderId();
-    await h.deadLetter([...ids.map((id) => ({ id, type: 'order.placed', reason: `payment gateway said no to order ${id}` })), { id: bystander, type: 'order.placed', reason: 'another cause' }]);
+    await h.deadLetter([
+      ...ids.map((id) => ({ id, type: 'order.placed', reason: `payment gateway said no to order ${id}` })),
+      { id: bystander, type: 'order.placed', reason: 'another cause' },
+    ]);
     // Each order also reached OTHER once, through the topic exchange, when it was published.
     for (const id of ids) expect(await h.processed(OTHER, id)).toEqual({ processed: 1, deliveries: 1 });
     h.poisoned.clear(); // the bug is fixed
@@ -184,11 +239,25 @@ describe('replay', () => {
 
     const preview = await api('POST', '/v1/admin/dlq/replay', { filter: { group }, dryRun: true });
     expect(preview.body.matched).toBe(3);
-    const started = await api('POST', '/v1/admin/dlq/replay', { filter: { group, asOf: preview.body.asOf }, dryRun: false, ratePerSecond: 20 }, 'carol');
+    const started = await api(
+      'POST',
+      '/v1/admin/dlq/replay',
+      { filter: { group, asOf: preview.body.asOf }, dryRun: false, ratePerSecond: 20 },
+      'carol',
+    );
     expect(started.status).toBe(202);
     expect(started.body).toMatchObject({ operationId: expect.any(String), matched: 3 });
     const op = await waitDone(started.body.operationId);
-    expect(op).toMatchObject({ state: 'done', matched: 3, succeeded: 3, failed: 0, skipped: 0, remaining: 0, requestedBy: 'carol', ratePerSecond: 20 });
+    expect(op).toMatchObject({
+      state: 'done',
+      matched: 3,
+      succeeded: 3,
+      failed: 0,
+      skipped: 0,
+      remaining: 0,
+      requestedBy: 'carol',
+      ratePerSecond: 20,
+    });
 
     await eventually('replayed orders processed', async () => {
       for (const id of ids) if ((await h.processed(WORK, id)).processed !== 1) return false;
@@ -205,11 +274,17 @@ describe('replay', () => {
          JOIN dlq_messages m ON m.id = i.message_id WHERE o.id = $1 ORDER BY m.message_id`,
       [op.id],
     );
-    expect(audit.rows).toEqual([...ids].sort().map((id) => ({ action: 'replay', requested_by: 'carol', result: 'replayed', message_id: id })));
+    expect(audit.rows).toEqual(
+      [...ids].sort().map((id) => ({ action: 'replay', requested_by: 'carol', result: 'replayed', message_id: id })),
+    );
     expect((await metric('reconciler_dlq_actions_total')) - actionsBefore).toBe(3);
 
     // Replay the same messages again: delivered once more, processed no more (the consumer's inbox).
-    const again = await api('POST', '/v1/admin/dlq/replay', { filter: { group, state: 'replayed' }, dryRun: false, ratePerSecond: 100 });
+    const again = await api('POST', '/v1/admin/dlq/replay', {
+      filter: { group, state: 'replayed' },
+      dryRun: false,
+      ratePerSecond: 100,
+    });
     expect(again.body.matched).toBe(3);
     await waitDone(again.body.operationId);
     await eventually('second replay delivered', async () => {
@@ -217,8 +292,17 @@ describe('replay', () => {
       return true;
     });
     for (const id of ids) expect(await h.processed(WORK, id)).toEqual({ processed: 1, deliveries: 3 });
-    const detail = await api('GET', `/v1/admin/dlq/messages/${(await api('GET', `/v1/admin/dlq/messages?q=${ids[0]}&state=replayed`)).body.items[0].id}`);
-    expect(detail.body).toMatchObject({ replayCount: 2, history: [{ action: 'replay', result: 'replayed' }, { action: 'replay', result: 'replayed' }] });
+    const detail = await api(
+      'GET',
+      `/v1/admin/dlq/messages/${(await api('GET', `/v1/admin/dlq/messages?q=${ids[0]}&state=replayed`)).body.items[0].id}`,
+    );
+    expect(detail.body).toMatchObject({
+      replayCount: 2,
+      history: [
+        { action: 'replay', result: 'replayed' },
+        { action: 'replay', result: 'replayed' },
+      ],
+    });
   });
 
   it('is throttled to ratePerSecond', async () => {
@@ -236,7 +320,11 @@ describe('replay', () => {
     await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `throttle ${id}` })));
     h.poisoned.clear();
     const group = (await api('GET', `/v1/admin/dlq/messages?q=${ids[0]}`)).body.items[0].fingerprint;
-    const started = await api('POST', '/v1/admin/dlq/replay', { filter: { group }, dryRun: false, ratePerSecond: rate });
+    const started = await api('POST', '/v1/admin/dlq/replay', {
+      filter: { group },
+      dryRun: false,
+      ratePerSecond: rate,
+    });
     expect(started.body.matched).toBe(n);
     const op = await waitDone(started.body.operationId);
     expect(op).toMatchObject({ state: 'done', succeeded: n, failed: 0 });
@@ -272,16 +360,24 @@ describe('a replay whose runner died', () => {
     let operationId: string;
     try {
       await client.query('BEGIN');
-      ({ id: operationId } = await createOperation(client, { action: 'replay', requestedBy: 'gone', selection: { filter: { group } }, ratePerSecond: 100 }));
+      ({ id: operationId } = await createOperation(client, {
+        action: 'replay',
+        requestedBy: 'gone',
+        selection: { filter: { group } },
+        ratePerSecond: 100,
+      }));
       await client.query(`UPDATE dlq_messages SET state = 'replaying' WHERE message_id = $1`, [ids[0]]);
-      await client.query(`UPDATE dlq_operations SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [operationId]);
+      await client.query(`UPDATE dlq_operations SET heartbeat_at = now() - interval '1 hour' WHERE id = $1`, [
+        operationId,
+      ]);
       await client.query('COMMIT');
     } finally {
       client.release();
     }
     const op = await waitDone(operationId);
     expect(op).toMatchObject({ state: 'done', matched: 2, succeeded: 2 });
-    for (const id of ids) await eventually(`${id} processed`, async () => (await h.processed(WORK, id)).processed === 1);
+    for (const id of ids)
+      await eventually(`${id} processed`, async () => (await h.processed(WORK, id)).processed === 1);
     expect(await states(ids)).toEqual(['replayed', 'replayed']);
   });
 });
@@ -290,18 +386,29 @@ describe('discard', () => {
   it('acts on exactly what the filter selects, is audited, and a discarded message never comes back with "replay all"', async () => {
     const drop = [orderId(), orderId()];
     const keep = [orderId()];
-    await h.deadLetter([...drop.map((id) => ({ id, type: 'order.placed', reason: `spam order ${id}` })), ...keep.map((id) => ({ id, type: 'order.placed', reason: `legit but failing ${id}` }))]);
+    await h.deadLetter([
+      ...drop.map((id) => ({ id, type: 'order.placed', reason: `spam order ${id}` })),
+      ...keep.map((id) => ({ id, type: 'order.placed', reason: `legit but failing ${id}` })),
+    ]);
     const group = (await api('GET', `/v1/admin/dlq/messages?q=${drop[0]}`)).body.items[0].fingerprint;
 
     const preview = await api('POST', '/v1/admin/dlq/discard', { filter: { group } });
     expect(preview.body).toMatchObject({ dryRun: true, matched: 2 });
     expect(await states(drop)).toEqual(['pending', 'pending']);
 
-    const done = await api('POST', '/v1/admin/dlq/discard', { filter: { group, asOf: preview.body.asOf }, dryRun: false }, 'dave');
+    const done = await api(
+      'POST',
+      '/v1/admin/dlq/discard',
+      { filter: { group, asOf: preview.body.asOf }, dryRun: false },
+      'dave',
+    );
     expect(done.body).toMatchObject({ dryRun: false, matched: 2, discarded: 2, skipped: 0 });
     expect(await states(drop)).toEqual(['discarded', 'discarded']);
     expect(await states(keep)).toEqual(['pending']);
-    const audit = await h.pool.query(`SELECT o.requested_by, o.state, i.result FROM dlq_operation_items i JOIN dlq_operations o ON o.id = i.operation_id WHERE o.id = $1`, [done.body.operationId]);
+    const audit = await h.pool.query(
+      `SELECT o.requested_by, o.state, i.result FROM dlq_operation_items i JOIN dlq_operations o ON o.id = i.operation_id WHERE o.id = $1`,
+      [done.body.operationId],
+    );
     expect(audit.rows).toEqual([
       { requested_by: 'dave', state: 'done', result: 'discarded' },
       { requested_by: 'dave', state: 'done', result: 'discarded' },
@@ -312,7 +419,12 @@ describe('discard', () => {
     const all = await api('POST', '/v1/admin/dlq/replay', { filter: {}, dryRun: true });
     const pendingNow = await h.pool.query(`SELECT count(*)::int AS n FROM dlq_messages WHERE state = 'pending'`);
     expect(all.body.matched).toBe(pendingNow.rows[0].n);
-    const byIds = await api('POST', '/v1/admin/dlq/replay', { ids: (await h.pool.query(`SELECT id::text FROM dlq_messages WHERE message_id = ANY($1)`, [drop])).rows.map((r) => r.id), dryRun: true });
+    const byIds = await api('POST', '/v1/admin/dlq/replay', {
+      ids: (await h.pool.query(`SELECT id::text FROM dlq_messages WHERE message_id = ANY($1)`, [drop])).rows.map(
+        (r) => r.id,
+      ),
+      dryRun: true,
+    });
     expect(byIds.body.matched).toBe(0);
     const real = await api('POST', '/v1/admin/dlq/replay', { filter: {}, dryRun: false, ratePerSecond: 200 });
     await waitDone(real.body.operationId);
@@ -326,17 +438,25 @@ describe('ingest after the broker connection is lost', () => {
     await h.vhost.closeConnections();
     const ids = [orderId(), orderId()];
     await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `after reconnect ${id}` })));
-    const { rows } = await h.pool.query(`SELECT message_id FROM dlq_messages WHERE message_id = ANY($1) ORDER BY 1`, [ids]);
+    const { rows } = await h.pool.query(`SELECT message_id FROM dlq_messages WHERE message_id = ANY($1) ORDER BY 1`, [
+      ids,
+    ]);
     expect(rows.map((r) => r.message_id)).toEqual([...ids].sort());
-    await eventually('the ingest consumes every DLQ again', async () => (await api('GET', '/v1/admin/dlq')).body.consuming.length === 3);
+    await eventually(
+      'the ingest consumes every DLQ again',
+      async () => (await api('GET', '/v1/admin/dlq')).body.consuming.length === 3,
+    );
   });
 });
 
 describe('copies dead-lettered by the broker itself', () => {
-  it('are stored with the broker\'s reason as their cause and their original queue from x-death', async () => {
+  it("are stored with the broker's reason as their cause and their original queue from x-death", async () => {
     const ids = [orderId(), orderId(), orderId()];
     for (const id of ids) {
-      await h.messaging.publisher.publish({ id, type: 'order.tiny', version: 1, occurredAt: new Date().toISOString(), correlationId: id }, { exchange: EXCHANGE, routingKey: 'order.tiny' });
+      await h.messaging.publisher.publish(
+        { id, type: 'order.tiny', version: 1, occurredAt: new Date().toISOString(), correlationId: id },
+        { exchange: EXCHANGE, routingKey: 'order.tiny' },
+      );
     }
     // max-length 1, overflow drop-head: the two oldest go to the DLQ through the DLX.
     const stored = await eventually('overflow stored', async () => {
@@ -345,11 +465,20 @@ describe('copies dead-lettered by the broker itself', () => {
     });
     expect(stored.map((r) => r.message_id).sort()).toEqual(ids.slice(0, 2).sort()); // the two oldest; stored concurrently, in any order
     for (const r of stored) {
-      expect(r).toMatchObject({ queue: `${TINY}.dlq`, original_queue: TINY, error_class: 'broker:maxlen', error_kind: 'maxlen', message_type: 'order.tiny', handler: null });
+      expect(r).toMatchObject({
+        queue: `${TINY}.dlq`,
+        original_queue: TINY,
+        error_class: 'broker:maxlen',
+        error_kind: 'maxlen',
+        message_type: 'order.tiny',
+        handler: null,
+      });
       expect(Math.abs(new Date(r.dead_lettered_at).getTime() - Date.now())).toBeLessThan(60_000);
     }
     const { body } = await api('GET', `/v1/admin/dlq/groups?queue=${TINY}.dlq`);
-    expect(body.groups).toMatchObject([{ count: 2, errorClass: 'broker:maxlen', normalized: `dead-lettered by the broker (maxlen) from ${TINY}` }]);
+    expect(body.groups).toMatchObject([
+      { count: 2, errorClass: 'broker:maxlen', normalized: `dead-lettered by the broker (maxlen) from ${TINY}` },
+    ]);
   });
 });
 
@@ -358,8 +487,21 @@ describe('a message whose original queue is not a work queue of the topology', (
     const id = orderId();
     const letter = readDeadLetter('legacy.orders.dlq', {
       content: Buffer.from(JSON.stringify({ id, type: 'order.placed' })),
-      fields: { routingKey: 'legacy.orders', exchange: '', deliveryTag: 1, redelivered: false, consumerTag: 'x' } as never,
-      properties: { messageId: id, headers: { 'x-error-class': 'PermanentError', 'x-error-message': 'legacy', 'x-original-queue': 'legacy.orders' } } as never,
+      fields: {
+        routingKey: 'legacy.orders',
+        exchange: '',
+        deliveryTag: 1,
+        redelivered: false,
+        consumerTag: 'x',
+      } as never,
+      properties: {
+        messageId: id,
+        headers: {
+          'x-error-class': 'PermanentError',
+          'x-error-message': 'legacy',
+          'x-original-queue': 'legacy.orders',
+        },
+      } as never,
     });
     const client = await h.pool.connect();
     try {
@@ -367,14 +509,19 @@ describe('a message whose original queue is not a work queue of the topology', (
     } finally {
       client.release();
     }
-    const started = await api('POST', '/v1/admin/dlq/replay', { filter: { originalQueue: 'legacy.orders' }, dryRun: false });
+    const started = await api('POST', '/v1/admin/dlq/replay', {
+      filter: { originalQueue: 'legacy.orders' },
+      dryRun: false,
+    });
     expect(started.body.matched).toBe(1);
     const op = await waitDone(started.body.operationId);
     expect(op).toMatchObject({ state: 'done', succeeded: 0, failed: 1 });
     const detail = await api('GET', `/v1/admin/dlq/messages?originalQueue=legacy.orders`);
     expect(detail.body.items).toMatchObject([{ messageId: id, state: 'pending' }]);
     const item = await h.pool.query(`SELECT result, detail FROM dlq_operation_items WHERE operation_id = $1`, [op.id]);
-    expect(item.rows).toEqual([{ result: 'failed', detail: "original queue 'legacy.orders' is not a work queue of the topology" }]);
+    expect(item.rows).toEqual([
+      { result: 'failed', detail: "original queue 'legacy.orders' is not a work queue of the topology" },
+    ]);
   });
 });
 
@@ -403,19 +550,42 @@ describe('a dead letter with bytes Postgres cannot store in text or jsonb', () =
     } finally {
       await conn.close();
     }
-    const row = await eventually('the dead letter stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 30_000);
-    expect(row).toMatchObject({ error_class: 'PermanentError', error_message: 'bad byte \uFFFD in input', message_type: 'order\uFFFDplaced', original_queue: WORK, state: 'pending' });
-    expect(row.headers).toMatchObject({ 'x-error-message': 'bad byte \uFFFD in input', 'x-trace\uFFFD': 'bin\uFFFDary' });
+    const row = await eventually(
+      'the dead letter stored',
+      async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0],
+      30_000,
+    );
+    expect(row).toMatchObject({
+      error_class: 'PermanentError',
+      error_message: 'bad byte \uFFFD in input',
+      message_type: 'order\uFFFDplaced',
+      original_queue: WORK,
+      state: 'pending',
+    });
+    expect(row.headers).toMatchObject({
+      'x-error-message': 'bad byte \uFFFD in input',
+      'x-trace\uFFFD': 'bin\uFFFDary',
+    });
     // The body is bytes (bytea): kept exactly as it was sent.
     expect(Buffer.compare(row.body, Buffer.from(`{"id":"${id}","note":"a\u0000b"}\u0000`))).toBe(0);
-    const { rows: groups } = await h.pool.query(`SELECT sample_message FROM dlq_groups WHERE fingerprint = $1`, [row.fingerprint]);
+    const { rows: groups } = await h.pool.query(`SELECT sample_message FROM dlq_groups WHERE fingerprint = $1`, [
+      row.fingerprint,
+    ]);
     expect(groups).toEqual([{ sample_message: 'bad byte \uFFFD in input' }]);
     // Acked: the DLQ holds nothing, ready or unacked (as the management API counts it).
-    await eventually('the DLQ empty', async () => {
-      const res = await managementRequest(h.vhost.management, 'GET', `/queues/${encodeURIComponent(h.vhost.vhost)}/${encodeURIComponent(`${WORK}.dlq`)}`);
-      const q = (await res.json()) as { messages?: number };
-      return res.ok && q.messages === 0;
-    }, 30_000);
+    await eventually(
+      'the DLQ empty',
+      async () => {
+        const res = await managementRequest(
+          h.vhost.management,
+          'GET',
+          `/queues/${encodeURIComponent(h.vhost.vhost)}/${encodeURIComponent(`${WORK}.dlq`)}`,
+        );
+        const q = (await res.json()) as { messages?: number };
+        return res.ok && q.messages === 0;
+      },
+      30_000,
+    );
   });
 });
 
@@ -428,7 +598,13 @@ describe('an insert the database refuses', () => {
       ch.sendToQueue(`${WORK}.dlq`, Buffer.from(JSON.stringify({ id, type: 'order.placed' })), {
         messageId: id,
         persistent: true,
-        headers: { 'x-error-class': 'PermanentError', 'x-error-message': `refused ${id}`, 'x-original-queue': WORK, 'x-dead-lettered-at': new Date().toISOString(), ...headers },
+        headers: {
+          'x-error-class': 'PermanentError',
+          'x-error-message': `refused ${id}`,
+          'x-original-queue': WORK,
+          'x-dead-lettered-at': new Date().toISOString(),
+          ...headers,
+        },
       });
       await ch.waitForConfirms();
     } finally {
@@ -456,13 +632,19 @@ describe('an insert the database refuses', () => {
     `);
   });
   afterAll(async () => {
-    await h.pool.query(`DROP TRIGGER test_refuse ON dlq_messages; DROP FUNCTION test_refuse(); DROP SEQUENCE test_transient_tries`);
+    await h.pool.query(
+      `DROP TRIGGER test_refuse ON dlq_messages; DROP FUNCTION test_refuse(); DROP SEQUENCE test_transient_tries`,
+    );
   });
 
   it('for the moment (by SQLSTATE): the copy stays in its DLQ and is stored, whole, at a later try', async () => {
     const id = orderId();
     await sendDeadLetter(id, { 'x-test-transient': 'yes' });
-    const row = await eventually('stored after the retry', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 30_000);
+    const row = await eventually(
+      'stored after the retry',
+      async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0],
+      30_000,
+    );
     expect(row.headers).toMatchObject({ 'x-test-transient': 'yes', 'x-error-message': `refused ${id}` });
     expect((await h.pool.query(`SELECT last_value::int AS n FROM test_transient_tries`)).rows[0].n).toBe(2);
   });
@@ -470,11 +652,28 @@ describe('an insert the database refuses', () => {
   it('for what it holds: stored at once without its headers, the refusal in their place, and acked', async () => {
     const id = orderId();
     await sendDeadLetter(id, { 'x-test-refused': 'yes' });
-    const row = await eventually('stored', async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0], 30_000);
-    expect(row).toMatchObject({ error_message: `refused ${id}`, original_queue: WORK, headers: { 'x-dlq-unstorable': '22023: value refused' }, properties: {} });
-    await eventually('the DLQ empty', async () => {
-      const res = await managementRequest(h.vhost.management, 'GET', `/queues/${encodeURIComponent(h.vhost.vhost)}/${encodeURIComponent(`${WORK}.dlq`)}`);
-      return res.ok && ((await res.json()) as { messages?: number }).messages === 0;
-    }, 30_000);
+    const row = await eventually(
+      'stored',
+      async () => (await h.pool.query(`SELECT * FROM dlq_messages WHERE message_id = $1`, [id])).rows[0],
+      30_000,
+    );
+    expect(row).toMatchObject({
+      error_message: `refused ${id}`,
+      original_queue: WORK,
+      headers: { 'x-dlq-unstorable': '22023: value refused' },
+      properties: {},
+    });
+    await eventually(
+      'the DLQ empty',
+      async () => {
+        const res = await managementRequest(
+          h.vhost.management,
+          'GET',
+          `/queues/${encodeURIComponent(h.vhost.vhost)}/${encodeURIComponent(`${WORK}.dlq`)}`,
+        );
+        return res.ok && ((await res.json()) as { messages?: number }).messages === 0;
+      },
+      30_000,
+    );
   });
 });

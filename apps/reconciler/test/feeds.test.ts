@@ -26,7 +26,9 @@ beforeAll(async () => {
   redis = new Redis('redis://127.0.0.1:6379', { keyPrefix: prefix });
 
   // Two authors, four materialised readers following both, and u5 following both without a feed.
-  await q(`INSERT INTO feed_user_activity (user_id, last_active_at) SELECT u, now() FROM unnest($1::text[]) u`, [[...USERS, 'u5']]);
+  await q(`INSERT INTO feed_user_activity (user_id, last_active_at) SELECT u, now() FROM unnest($1::text[]) u`, [
+    [...USERS, 'u5'],
+  ]);
   await q(
     `INSERT INTO feed_follows (follower_id, followee_id, active, occurred_at) SELECT u, a, true, now() - interval '1 day' FROM unnest($1::text[]) u, unnest(ARRAY['a1', 'a2']) a`,
     [[...USERS, 'u5']],
@@ -36,7 +38,12 @@ beforeAll(async () => {
      SELECT 'p' || i, CASE WHEN i % 2 = 0 THEN 'a1' ELSE 'a2' END, 'post ' || i, '', now() - i * interval '1 hour', true FROM generate_series(1, 6) i`,
   );
   for (const u of USERS) {
-    const res = await rc.svc.app.inject({ method: 'POST', url: '/v1/admin/feeds/rebuild', headers: bearer(rc.token()), payload: { userId: u } });
+    const res = await rc.svc.app.inject({
+      method: 'POST',
+      url: '/v1/admin/feeds/rebuild',
+      headers: bearer(rc.token()),
+      payload: { userId: u },
+    });
     expect(res.json()).toMatchObject({ checked: 1, rebuilt: 1 });
   }
 });
@@ -81,10 +88,13 @@ async function snapshot(): Promise<Record<string, unknown>> {
   return out;
 }
 
-const ops = (...args: string[]) => runOpsCli(args, { RECONCILER_URL: base, OPS_TOKEN: '', ...OPERATORS.cliEnv('operator') });
+const ops = (...args: string[]) =>
+  runOpsCli(args, { RECONCILER_URL: base, OPS_TOKEN: '', ...OPERATORS.cliEnv('operator') });
 
 const metric = async (name: string, labels: Record<string, string> = {}) =>
-  (await rc.registry.getSingleMetric(name)!.get()).values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
+  (await rc.registry.getSingleMetric(name)!.get()).values.find((v) =>
+    Object.entries(labels).every(([k, x]) => v.labels[k] === x),
+  )?.value ?? 0;
 
 it('materialises exactly what the projections say', async () => {
   for (const u of USERS) {
@@ -97,7 +107,9 @@ it('the scheduled check finds the drifted feeds, rebuilds exactly those, and ign
   await redis.zadd('f:u1', Date.now() - HOUR / 2, 'ghost'); // an entry the projections never had
   await redis.zrem('f:u2', 'p3'); // a lost fan-out write
   // Published a moment ago and in no feed yet: its fan-out may still be running, not drift.
-  await q(`INSERT INTO feed_posts (post_id, author_id, title, excerpt, published_at, pushed) VALUES ('fresh', 'a1', 'fresh', '', now(), true)`);
+  await q(
+    `INSERT INTO feed_posts (post_id, author_id, title, excerpt, published_at, pushed) VALUES ('fresh', 'a1', 'fresh', '', now(), true)`,
+  );
   const untouched = { u3: await cached('u3'), u4: await cached('u4') };
 
   const run = await rc.svc.scheduler.runOnce(FEED_CHECK_JOB, { force: true });
@@ -111,34 +123,67 @@ it('the scheduled check finds the drifted feeds, rebuilds exactly those, and ign
   expect(await metric('reconciler_feeds_mismatched_total', { source: 'job' })).toBe(2);
   expect(await metric('reconciler_feeds_rebuilt_total', { source: 'job' })).toBe(2);
   // The run is recorded with its counts (GET /v1/admin/jobs).
-  const jobs = (await rc.svc.app.inject({ method: 'GET', url: '/v1/admin/jobs', headers: bearer(rc.token()) })).json() as { jobs: Array<{ job: string; lastRun: { counts: unknown } | null }> };
-  expect(jobs.jobs.find((j) => j.job === FEED_CHECK_JOB)?.lastRun?.counts).toMatchObject({ checked: 4, mismatched: 2, rebuilt: 2 });
+  const jobs = (
+    await rc.svc.app.inject({ method: 'GET', url: '/v1/admin/jobs', headers: bearer(rc.token()) })
+  ).json() as { jobs: Array<{ job: string; lastRun: { counts: unknown } | null }> };
+  expect(jobs.jobs.find((j) => j.job === FEED_CHECK_JOB)?.lastRun?.counts).toMatchObject({
+    checked: 4,
+    mismatched: 2,
+    rebuilt: 2,
+  });
 });
 
 it('a dry-run rebuild reports what differs and changes nothing', async () => {
   await redis.zrem('f:u3', 'p1');
   await redis.zadd('f:u4', Date.now() - HOUR / 2, 'ghost');
   const before = await snapshot();
-  const res = await rc.svc.app.inject({ method: 'POST', url: '/v1/admin/feeds/rebuild', headers: bearer(rc.token()), payload: { all: true, dryRun: true } });
+  const res = await rc.svc.app.inject({
+    method: 'POST',
+    url: '/v1/admin/feeds/rebuild',
+    headers: bearer(rc.token()),
+    payload: { all: true, dryRun: true },
+  });
   expect(res.statusCode).toBe(200);
-  const body = res.json() as { feeds: Array<{ userId: string; missing: Array<{ postId: string }>; extra: Array<{ postId: string }>; rebuilt: boolean }> };
+  const body = res.json() as {
+    feeds: Array<{
+      userId: string;
+      missing: Array<{ postId: string }>;
+      extra: Array<{ postId: string }>;
+      rebuilt: boolean;
+    }>;
+  };
   expect(body).toMatchObject({ dryRun: true, all: true, checked: 4, mismatched: 2, rebuilt: 0 });
   const byUser = Object.fromEntries(body.feeds.map((f) => [f.userId, f]));
   expect(byUser.u3).toMatchObject({ missing: [{ postId: 'p1' }], extra: [], rebuilt: false });
   expect(byUser.u4).toMatchObject({ missing: [], extra: [{ postId: 'ghost' }], rebuilt: false });
   expect(await snapshot()).toEqual(before);
 
-  const dryOne = await rc.svc.app.inject({ method: 'POST', url: '/v1/admin/feeds/rebuild', headers: bearer(rc.token()), payload: { userId: 'u5', dryRun: true } });
+  const dryOne = await rc.svc.app.inject({
+    method: 'POST',
+    url: '/v1/admin/feeds/rebuild',
+    headers: bearer(rc.token()),
+    payload: { userId: 'u5', dryRun: true },
+  });
   expect(dryOne.json()).toMatchObject({ checked: 1, rebuilt: 0 });
   expect(await redis.exists('ready:u5', 'live:u5', 'f:u5')).toBe(0);
 });
 
 it('refuses a request naming neither or both of userId and all', async () => {
   for (const payload of [{}, { userId: 'u1', all: true }, { all: false }]) {
-    const res = await rc.svc.app.inject({ method: 'POST', url: '/v1/admin/feeds/rebuild', headers: bearer(rc.token()), payload });
+    const res = await rc.svc.app.inject({
+      method: 'POST',
+      url: '/v1/admin/feeds/rebuild',
+      headers: bearer(rc.token()),
+      payload,
+    });
     expect(res.statusCode).toBe(400);
   }
-  const user = await rc.svc.app.inject({ method: 'POST', url: '/v1/admin/feeds/rebuild', headers: bearer(rc.token('someone', 'user')), payload: { all: true } });
+  const user = await rc.svc.app.inject({
+    method: 'POST',
+    url: '/v1/admin/feeds/rebuild',
+    headers: bearer(rc.token('someone', 'user')),
+    payload: { all: true },
+  });
   expect(user.statusCode).toBe(403);
 });
 

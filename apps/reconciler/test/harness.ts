@@ -1,6 +1,13 @@
 import { Registry } from 'prom-client';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, testLogger, testOperators, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  testLogger,
+  testOperators,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { loadReconcilerConfig, type ReconcilerConfig } from '../src/config';
 import { createReconcilerService, type ReconcilerService } from '../src/service';
 
@@ -9,7 +16,11 @@ export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 export const OPERATORS = testOperators();
 
 /** The reconciler's configuration against a test database and vhost (no breaker source: no email-service here). */
-export function testConfig(db: TestDatabase, vhost: TestVhost | undefined, env: Record<string, string> = {}): ReconcilerConfig {
+export function testConfig(
+  db: TestDatabase,
+  vhost: TestVhost | undefined,
+  env: Record<string, string> = {},
+): ReconcilerConfig {
   return loadReconcilerConfig({
     DATABASE_URL: db.url,
     AMQP_URL: vhost?.url ?? 'amqp://guest:guest@127.0.0.1:5672',
@@ -33,7 +44,11 @@ export interface Reconciler {
 }
 
 /** One reconciler built by its own builder; a second one on the same database is a second replica. */
-export async function startReconciler(db: TestDatabase, vhost: TestVhost | undefined, options: { env?: Record<string, string>; topology?: Topology; start?: boolean; dlqConsole?: boolean } = {}): Promise<Reconciler> {
+export async function startReconciler(
+  db: TestDatabase,
+  vhost: TestVhost | undefined,
+  options: { env?: Record<string, string>; topology?: Topology; start?: boolean; dlqConsole?: boolean } = {},
+): Promise<Reconciler> {
   const registry = new Registry();
   const svc = createReconcilerService(testConfig(db, vhost, options.env), {
     logger: testLogger('reconciler'),
@@ -48,7 +63,8 @@ export async function startReconciler(db: TestDatabase, vhost: TestVhost | undef
   return {
     svc,
     registry,
-    token: (sub = 'operator', scope = 'admin') => (scope.split(' ').includes('admin') ? OPERATORS.token(sub, 'reconciler') : svc.app.jwt.sign({ sub, scope })),
+    token: (sub = 'operator', scope = 'admin') =>
+      scope.split(' ').includes('admin') ? OPERATORS.token(sub, 'reconciler') : svc.app.jwt.sign({ sub, scope }),
     async close() {
       await svc.stop();
       await svc.app.close();
@@ -60,7 +76,9 @@ export { createTestDatabase, createTestVhost };
 export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** Counter rows beside their recount, for assertions. */
-export async function countersAndRecount(svc: ReconcilerService): Promise<{ user_id: string; counter: number; recount: number }[]> {
+export async function countersAndRecount(
+  svc: ReconcilerService,
+): Promise<{ user_id: string; counter: number; recount: number }[]> {
   const res = await svc.pool.query<{ user_id: string; counter: number; recount: number }>(
     `SELECT c.user_id, c.unread_count AS counter,
             (SELECT count(*)::int FROM notification_items n WHERE n.user_id = c.user_id AND n.in_app AND n.read_at IS NULL) AS recount
@@ -70,7 +88,12 @@ export async function countersAndRecount(svc: ReconcilerService): Promise<{ user
 }
 
 /** `users` users with `perUser` unread in-app notifications each, counters exact. */
-export async function seedInboxes(svc: ReconcilerService, users: number, perUser: number, prefix = 'u'): Promise<string[]> {
+export async function seedInboxes(
+  svc: ReconcilerService,
+  users: number,
+  perUser: number,
+  prefix = 'u',
+): Promise<string[]> {
   const ids = Array.from({ length: users }, (_, i) => `${prefix}${String(i).padStart(5, '0')}`);
   await svc.pool.query(
     `INSERT INTO notification_counters (user_id, unread_count, version) SELECT u, $2, 1 FROM unnest($1::text[]) AS u`,

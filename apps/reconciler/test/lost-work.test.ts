@@ -15,7 +15,10 @@ const q = <R extends Record<string, any> = any>(sql: string, params?: unknown[])
 
 beforeAll(async () => {
   [db, vhost] = await Promise.all([createTestDatabase('rc_lost_work'), createTestVhost('rc-lost-work')]);
-  rc = await startReconciler(db, vhost, { dlqConsole: false, env: { LOST_WORK_GRACE_MS: '1000', STUCK_FANOUT_AFTER_MS: '1000', STUCK_LEASE_GRACE_MS: '1000' } });
+  rc = await startReconciler(db, vhost, {
+    dlqConsole: false,
+    env: { LOST_WORK_GRACE_MS: '1000', STUCK_FANOUT_AFTER_MS: '1000', STUCK_LEASE_GRACE_MS: '1000' },
+  });
 });
 
 afterAll(async () => {
@@ -31,21 +34,53 @@ async function published(producer: string, event: AnyEvent, aggregateId: string)
     [producer, aggregateId, event.id, event.type, JSON.stringify(event)],
   );
 }
-const created = (userId: string, key: string, type: 'mention' | 'comment' | 'security_alert', emailChannel: 'immediate' | 'digest') =>
-  buildEvent('notification.created', { notificationId: randomUUID(), userId, type, idempotencyKey: key, resourceType: 'comment', resourceId: 'c1', emailChannel }, { producer: 'notification-service' });
+const created = (
+  userId: string,
+  key: string,
+  type: 'mention' | 'comment' | 'security_alert',
+  emailChannel: 'immediate' | 'digest',
+) =>
+  buildEvent(
+    'notification.created',
+    {
+      notificationId: randomUUID(),
+      userId,
+      type,
+      idempotencyKey: key,
+      resourceType: 'comment',
+      resourceId: 'c1',
+      emailChannel,
+    },
+    { producer: 'notification-service' },
+  );
 
 const api = async (method: 'GET' | 'POST', url: string, payload?: unknown) => {
-  const res = await rc.svc.app.inject({ method, url, headers: bearer(rc.token()), ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) });
+  const res = await rc.svc.app.inject({
+    method,
+    url,
+    headers: bearer(rc.token()),
+    ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+  });
   return { status: res.statusCode, body: res.json() };
 };
 
 it('counts each kind against the queue that should hold it, and re-drives each one to that queue only, with the original message id', async () => {
   // event: a mention notification-service.critical never processed; and one it did (an inbox row).
-  const lostMention = buildEvent('user.mentioned', { commentId: 'c1', postId: 'p1', actorId: 'bob', mentionedUserId: 'ada', excerpt: 'hi' }, { producer: 'community-api' });
-  const doneMention = buildEvent('user.mentioned', { commentId: 'c2', postId: 'p1', actorId: 'bob', mentionedUserId: 'ada', excerpt: 'hi' }, { producer: 'community-api' });
+  const lostMention = buildEvent(
+    'user.mentioned',
+    { commentId: 'c1', postId: 'p1', actorId: 'bob', mentionedUserId: 'ada', excerpt: 'hi' },
+    { producer: 'community-api' },
+  );
+  const doneMention = buildEvent(
+    'user.mentioned',
+    { commentId: 'c2', postId: 'p1', actorId: 'bob', mentionedUserId: 'ada', excerpt: 'hi' },
+    { producer: 'community-api' },
+  );
   await published('community-api', lostMention, lostMention.id);
   await published('community-api', doneMention, doneMention.id);
-  await q(`INSERT INTO processed_events (consumer, event_id) VALUES ('notification-service.critical', $1)`, [doneMention.id]);
+  await q(`INSERT INTO processed_events (consumer, event_id) VALUES ('notification-service.critical', $1)`, [
+    doneMention.id,
+  ]);
 
   // email: an immediate email and a security alert (always immediate, whatever its channel says), no ledger row.
   const email = created('ada', 'mention:c1:ada', 'mention', 'immediate');
@@ -57,7 +92,8 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   const sent = created('ada', 'mention:c5:ada', 'mention', 'immediate');
   // email-lease: its ledger row left 'sending' with the lease expired an hour ago.
   const leased = created('ada', 'mention:c6:ada', 'mention', 'immediate');
-  for (const e of [email, alert, digest, optedOut, sent, leased]) await published('notification-service', e, e.data.userId);
+  for (const e of [email, alert, digest, optedOut, sent, leased])
+    await published('notification-service', e, e.data.userId);
   await q(`INSERT INTO email_suppressions (user_id, scope) VALUES ('cy', 'digest')`);
   await q(
     `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, state, attempts, lease_token, lease_until, sent_at)
@@ -66,12 +102,32 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   );
 
   // fanout-chunk: a fan-out planned an hour ago whose second chunk never ran.
-  await q(`INSERT INTO feed_fanout_jobs (post_id, author_id, published_at, active_since, chunks_total, chunks_done, planned_at) VALUES ('lp1', 's1', now() - interval '1 hour', now() - interval '30 days', 2, 1, now() - interval '1 hour')`);
-  await q(`INSERT INTO feed_fanout_chunks (post_id, chunk_no, after_follower, through_follower, attempts, done_at) VALUES ('lp1', 0, '', 's-3', 1, now()), ('lp1', 1, 's-3', 's-6', 0, NULL)`);
+  await q(
+    `INSERT INTO feed_fanout_jobs (post_id, author_id, published_at, active_since, chunks_total, chunks_done, planned_at) VALUES ('lp1', 's1', now() - interval '1 hour', now() - interval '30 days', 2, 1, now() - interval '1 hour')`,
+  );
+  await q(
+    `INSERT INTO feed_fanout_chunks (post_id, chunk_no, after_follower, through_follower, attempts, done_at) VALUES ('lp1', 0, '', 's-3', 1, now()), ('lp1', 1, 's-3', 's-6', 0, NULL)`,
+  );
 
   const check = await api('GET', '/v1/admin/lost-work');
   expect(check.status).toBe(200);
-  const byQueue = Object.fromEntries((check.body.queues as Array<{ queue: string; due: number; lost: number; kinds: Array<{ kind: string; rows: number }> }>).map((x) => [x.queue, { due: x.due, lost: x.lost, kinds: Object.fromEntries(x.kinds.filter((k) => k.rows > 0).map((k) => [k.kind, k.rows])) }]));
+  const byQueue = Object.fromEntries(
+    (
+      check.body.queues as Array<{
+        queue: string;
+        due: number;
+        lost: number;
+        kinds: Array<{ kind: string; rows: number }>;
+      }>
+    ).map((x) => [
+      x.queue,
+      {
+        due: x.due,
+        lost: x.lost,
+        kinds: Object.fromEntries(x.kinds.filter((k) => k.rows > 0).map((k) => [k.kind, k.rows])),
+      },
+    ]),
+  );
   expect(byQueue).toEqual({
     'notification-service.critical': { due: 1, lost: 1, kinds: { event: 1 } },
     'email-service.send': { due: 4, lost: 4, kinds: { email: 2, digest: 1, 'email-lease': 1 } },
@@ -79,7 +135,11 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   });
   expect(check.body.ok).toBe(false);
   const status = await api('GET', '/v1/admin/status');
-  expect(status.body.checks.find((c: { name: string }) => c.name === 'lost-work')).toMatchObject({ ok: false, value: 6, runbook: 'docs/RUNBOOK.md#check-lost-work' });
+  expect(status.body.checks.find((c: { name: string }) => c.name === 'lost-work')).toMatchObject({
+    ok: false,
+    value: 6,
+    runbook: 'docs/RUNBOOK.md#check-lost-work',
+  });
 
   const since = new Date(Date.now() - 2 * 3_600_000).toISOString();
   // A dry run publishes nothing.
@@ -88,13 +148,26 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   expect((await vhost.depth('email-service.send')).total).toBe(0);
 
   // Applied, kind by kind: each message goes to its queue, with the outbox row's event id as message id.
-  const ids = async (queue: string) => (await vhost.take(queue, 50)).map((m) => ({ id: m.properties.message_id, type: m.properties.type, header: m.properties.headers?.['notification-type'] }));
-  expect((await api('POST', '/v1/admin/lost-work/event/redrive', { since, apply: true })).body).toMatchObject({ republished: 1 });
-  expect(await ids('notification-service.critical')).toEqual([{ id: lostMention.id, type: 'user.mentioned', header: undefined }]);
+  const ids = async (queue: string) =>
+    (await vhost.take(queue, 50)).map((m) => ({
+      id: m.properties.message_id,
+      type: m.properties.type,
+      header: m.properties.headers?.['notification-type'],
+    }));
+  expect((await api('POST', '/v1/admin/lost-work/event/redrive', { since, apply: true })).body).toMatchObject({
+    republished: 1,
+  });
+  expect(await ids('notification-service.critical')).toEqual([
+    { id: lostMention.id, type: 'user.mentioned', header: undefined },
+  ]);
   expect((await vhost.depth('notification-service.standard')).total).toBe(0);
 
-  expect((await api('POST', '/v1/admin/lost-work/email/redrive', { since, apply: true })).body).toMatchObject({ republished: 2 });
-  expect((await api('POST', '/v1/admin/lost-work/digest/redrive', { since, apply: true })).body).toMatchObject({ republished: 1 });
+  expect((await api('POST', '/v1/admin/lost-work/email/redrive', { since, apply: true })).body).toMatchObject({
+    republished: 2,
+  });
+  expect((await api('POST', '/v1/admin/lost-work/digest/redrive', { since, apply: true })).body).toMatchObject({
+    republished: 1,
+  });
   const lease = await api('POST', '/v1/admin/lost-work/email-lease/redrive', { since, apply: true });
   expect(lease.body).toMatchObject({ republished: 1, sample: [{ id: leased.id, idempotencyKey: 'mention:c6:ada' }] });
   expect(new Set(await ids('email-service.send'))).toEqual(
@@ -108,12 +181,25 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   // Straight to the queue: the critical lane, bound by header on the topic's route, gets no copy.
   expect((await vhost.depth('email-service.send-critical')).total).toBe(0);
 
-  expect((await api('POST', '/v1/admin/lost-work/fanout-chunk/redrive', { since, apply: true })).body).toMatchObject({ republished: 1, sample: [{ id: 'lp1#1' }] });
+  expect((await api('POST', '/v1/admin/lost-work/fanout-chunk/redrive', { since, apply: true })).body).toMatchObject({
+    republished: 1,
+    sample: [{ id: 'lp1#1' }],
+  });
   const [chunk] = await vhost.take('feed-service.fanout', 10);
   expect(JSON.parse(chunk.body)).toMatchObject({ type: 'feed.fanout-chunk', data: { postId: 'lp1', chunkNo: 1 } });
 
   // The window is the operator's: nothing due before `since`, and since ≥ until is refused.
-  expect((await api('POST', '/v1/admin/lost-work/email/redrive', { since: new Date(Date.now() + 60_000).toISOString() })).body).toMatchObject({ statusCode: 400, code: 'RC_REDRIVE_WINDOW' });
-  expect((await api('POST', '/v1/admin/lost-work/email/redrive', { since, until: new Date(Date.now() - 90 * 60_000).toISOString() })).body).toMatchObject({ matched: 0 });
+  expect(
+    (await api('POST', '/v1/admin/lost-work/email/redrive', { since: new Date(Date.now() + 60_000).toISOString() }))
+      .body,
+  ).toMatchObject({ statusCode: 400, code: 'RC_REDRIVE_WINDOW' });
+  expect(
+    (
+      await api('POST', '/v1/admin/lost-work/email/redrive', {
+        since,
+        until: new Date(Date.now() - 90 * 60_000).toISOString(),
+      })
+    ).body,
+  ).toMatchObject({ matched: 0 });
   expect((await api('POST', '/v1/admin/lost-work/other/redrive', { since })).status).toBe(400);
 });

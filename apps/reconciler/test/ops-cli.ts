@@ -9,10 +9,16 @@ const REPO = path.resolve(__dirname, '../../..');
  * not import a script (the module boundaries), and the CLI's exit codes and streams are what an
  * operator sees.
  */
-export function runOpsCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runOpsCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['-r', '@swc-node/register', 'scripts/ops/ops.ts', ...args], { cwd: REPO, env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ['-r', '@swc-node/register', 'scripts/ops/ops.ts', ...args],
+      { cwd: REPO, env: { ...process.env, ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }

@@ -3,7 +3,12 @@
 import type { Pool } from 'pg';
 import { createPgPool } from '@community/db';
 import { createTestDatabase, type TestDatabase } from '@community/testing';
-import { DLQ_RETENTION_JOB, EMAIL_RETENTION_JOB, INBOX_RETENTION_JOB, OUTBOX_RETENTION_JOB } from '../src/jobs/retention';
+import {
+  DLQ_RETENTION_JOB,
+  EMAIL_RETENTION_JOB,
+  INBOX_RETENTION_JOB,
+  OUTBOX_RETENTION_JOB,
+} from '../src/jobs/retention';
 import { purgeEmailTables } from '../src/store/email-retention';
 import { startReconciler } from './harness';
 
@@ -21,7 +26,13 @@ afterAll(async () => {
 });
 
 /** A ledger row `key` in `state`, created `daysAgo` days ago (its window, if any). */
-async function delivery(key: string, state: string, daysAgo: number, channel = 'immediate', windowId: string | null = null): Promise<void> {
+async function delivery(
+  key: string,
+  state: string,
+  daysAgo: number,
+  channel = 'immediate',
+  windowId: string | null = null,
+): Promise<void> {
   await pool.query(
     `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, state, digest_window_id, created_at, updated_at)
      VALUES ($1, $2::email_delivery_channel, 'u1', $1 || '@test', $3::email_delivery_state, $5::bigint,
@@ -49,11 +60,17 @@ async function digestWindow(user: string, status: string, daysAgo: number, items
   return id;
 }
 
-const keys = async () => (await pool.query<{ k: string }>('SELECT idempotency_key AS k FROM email_deliveries ORDER BY 1')).rows.map((r) => r.k);
-const windowUsers = async () => (await pool.query<{ u: string }>('SELECT user_id AS u FROM email_digest_windows ORDER BY 1')).rows.map((r) => r.u);
+const keys = async () =>
+  (await pool.query<{ k: string }>('SELECT idempotency_key AS k FROM email_deliveries ORDER BY 1')).rows.map(
+    (r) => r.k,
+  );
+const windowUsers = async () =>
+  (await pool.query<{ u: string }>('SELECT user_id AS u FROM email_digest_windows ORDER BY 1')).rows.map((r) => r.u);
 
 beforeEach(async () => {
-  await pool.query('TRUNCATE email_deliveries, email_digest_items, email_digest_windows, scheduled_job_runs, processed_events, outbox_messages');
+  await pool.query(
+    'TRUNCATE email_deliveries, email_digest_items, email_digest_windows, scheduled_job_runs, processed_events, outbox_messages',
+  );
 });
 
 it('deletes finished ledger rows and closed digest windows past the horizon, and nothing else', async () => {
@@ -80,7 +97,9 @@ it('deletes finished ledger rows and closed digest windows past the horizon, and
   expect(counts).toEqual({ deliveries: 4, digestWindows: 2, digestItems: 5 });
   expect(await keys()).toEqual(['digest:retrying', 'old-pending', 'old-sending', 'recent-failed', 'recent-sent']);
   expect(await windowUsers()).toEqual(['flushed-old-retrying', 'flushed-recent', 'open-old']);
-  const items = await pool.query<{ u: string; n: number }>('SELECT user_id AS u, count(*)::int AS n FROM email_digest_items GROUP BY 1 ORDER BY 1');
+  const items = await pool.query<{ u: string; n: number }>(
+    'SELECT user_id AS u, count(*)::int AS n FROM email_digest_items GROUP BY 1 ORDER BY 1',
+  );
   expect(items.rows).toEqual([
     { u: 'flushed-old-retrying', n: 2 },
     { u: 'flushed-recent', n: 1 },
@@ -102,16 +121,34 @@ it('runs as a scheduled job from the configuration, once per interval across rep
   const other = await startReconciler(db, undefined, { env });
   try {
     // A dry run counts and deletes nothing.
-    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB, { dryRun: true })).toMatchObject({ status: 'ran', counts: { deliveries: 1, dry_run: 1 } });
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB, { dryRun: true })).toMatchObject({
+      status: 'ran',
+      counts: { deliveries: 1, dry_run: 1 },
+    });
     expect(await keys()).toEqual(['sent-10-days-ago', 'sent-6-days-ago']);
     await pool.query('TRUNCATE scheduled_job_runs');
-    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 } });
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({
+      status: 'ran',
+      outcome: 'succeeded',
+      counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 },
+    });
     // A second replica (or this one, early) finds it already done for this interval.
-    expect(await other.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'skipped', reason: 'not_due' });
+    expect(await other.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({
+      status: 'skipped',
+      reason: 'not_due',
+    });
     expect(await keys()).toEqual(['sent-6-days-ago']);
     const runs = await pool.query('SELECT job, outcome, counts FROM scheduled_job_runs');
-    expect(runs.rows).toEqual([{ job: EMAIL_RETENTION_JOB, outcome: 'succeeded', counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 } }]);
-    expect(await rc.registry.getSingleMetricAsString('reconciler_job_runs_total')).toMatch(/job="retention.email",outcome="succeeded"} 2/);
+    expect(runs.rows).toEqual([
+      {
+        job: EMAIL_RETENTION_JOB,
+        outcome: 'succeeded',
+        counts: { deliveries: 1, digestWindows: 0, digestItems: 0, horizon_days: 7 },
+      },
+    ]);
+    expect(await rc.registry.getSingleMetricAsString('reconciler_job_runs_total')).toMatch(
+      /job="retention.email",outcome="succeeded"} 2/,
+    );
   } finally {
     await other.close();
     await rc.close();
@@ -122,10 +159,15 @@ it("never purges email rows younger than the horizon email-service recorded, wha
   await delivery('sent-10-days-ago', 'sent', 10);
   await delivery('sent-20-days-ago', 'sent', 20);
   // email-service runs with EMAIL_RETENTION_DAYS=14 (it records that at start); the reconciler says 7.
-  await pool.query(`INSERT INTO retention_horizons (name, horizon_ms, set_by) VALUES ('email', $1, 'email-service')`, [14 * 86_400_000]);
+  await pool.query(`INSERT INTO retention_horizons (name, horizon_ms, set_by) VALUES ('email', $1, 'email-service')`, [
+    14 * 86_400_000,
+  ]);
   const rc = await startReconciler(db, undefined, { env: { EMAIL_RETENTION_DAYS: '7' } });
   try {
-    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({ status: 'ran', counts: { deliveries: 1, horizon_days: 14 } });
+    expect(await rc.svc.scheduler.runOnce(EMAIL_RETENTION_JOB)).toMatchObject({
+      status: 'ran',
+      counts: { deliveries: 1, horizon_days: 14 },
+    });
   } finally {
     await rc.close();
     await pool.query('TRUNCATE retention_horizons');
@@ -133,7 +175,7 @@ it("never purges email rows younger than the horizon email-service recorded, wha
   expect(await keys()).toEqual(['sent-10-days-ago']);
 });
 
-it('purges every consumer\'s inbox rows past INBOX_RETENTION_DAYS and sent outbox rows past OUTBOX_RETENTION_DAYS, never an unsent one', async () => {
+it("purges every consumer's inbox rows past INBOX_RETENTION_DAYS and sent outbox rows past OUTBOX_RETENTION_DAYS, never an unsent one", async () => {
   await pool.query(
     `INSERT INTO processed_events (consumer, event_id, processed_at) VALUES
        ('notification-service.critical', 'old', now() - interval '8 days'), ('email-service.send', 'old-too', now() - interval '30 days'),
@@ -147,13 +189,23 @@ it('purges every consumer\'s inbox rows past INBOX_RETENTION_DAYS and sent outbo
   );
   const rc = await startReconciler(db, undefined, { env: { INBOX_RETENTION_DAYS: '7', OUTBOX_RETENTION_DAYS: '3' } });
   try {
-    expect(await rc.svc.scheduler.runOnce(INBOX_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 2 } });
-    expect(await rc.svc.scheduler.runOnce(OUTBOX_RETENTION_JOB)).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 1 } });
+    expect(await rc.svc.scheduler.runOnce(INBOX_RETENTION_JOB)).toMatchObject({
+      status: 'ran',
+      outcome: 'succeeded',
+      counts: { deleted: 2 },
+    });
+    expect(await rc.svc.scheduler.runOnce(OUTBOX_RETENTION_JOB)).toMatchObject({
+      status: 'ran',
+      outcome: 'succeeded',
+      counts: { deleted: 1 },
+    });
   } finally {
     await rc.close();
   }
   expect((await pool.query('SELECT event_id FROM processed_events')).rows).toEqual([{ event_id: 'recent' }]);
-  expect((await pool.query('SELECT event_type, sent_at IS NULL AS unsent FROM outbox_messages ORDER BY created_at')).rows).toEqual([
+  expect(
+    (await pool.query('SELECT event_type, sent_at IS NULL AS unsent FROM outbox_messages ORDER BY created_at')).rows,
+  ).toEqual([
     { event_type: 'unsent', unsent: true },
     { event_type: 't', unsent: false },
   ]);
@@ -184,17 +236,27 @@ it('purges dead-lettered messages in a final state past DLQ_RETENTION_DAYS, neve
   );
   const rc = await startReconciler(db, undefined, { env: { DLQ_RETENTION_DAYS: '7' } });
   try {
-    expect(await rc.svc.scheduler.runOnce(DLQ_RETENTION_JOB, { dryRun: true })).toMatchObject({ status: 'ran', counts: { deleted: 2 } });
+    expect(await rc.svc.scheduler.runOnce(DLQ_RETENTION_JOB, { dryRun: true })).toMatchObject({
+      status: 'ran',
+      counts: { deleted: 2 },
+    });
     expect((await pool.query('SELECT count(*)::int AS n FROM dlq_messages')).rows[0].n).toBe(rows.length);
-    expect(await rc.svc.scheduler.runOnce(DLQ_RETENTION_JOB, { force: true })).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 2 } });
+    expect(await rc.svc.scheduler.runOnce(DLQ_RETENTION_JOB, { force: true })).toMatchObject({
+      status: 'ran',
+      outcome: 'succeeded',
+      counts: { deleted: 2 },
+    });
   } finally {
     await rc.close();
   }
-  expect((await pool.query('SELECT message_id FROM dlq_messages ORDER BY message_id')).rows.map((r) => r.message_id)).toEqual([
-    'discarded-recent',
-    'pending-old',
-    'replayed-recent',
-    'replaying-old',
-  ]);
-  expect((await pool.query(`SELECT o.requested_by, i.result FROM dlq_operations o JOIN dlq_operation_items i ON i.operation_id = o.id`)).rows).toEqual([{ requested_by: 'frank', result: 'discarded' }]);
+  expect(
+    (await pool.query('SELECT message_id FROM dlq_messages ORDER BY message_id')).rows.map((r) => r.message_id),
+  ).toEqual(['discarded-recent', 'pending-old', 'replayed-recent', 'replaying-old']);
+  expect(
+    (
+      await pool.query(
+        `SELECT o.requested_by, i.result FROM dlq_operations o JOIN dlq_operation_items i ON i.operation_id = o.id`,
+      )
+    ).rows,
+  ).toEqual([{ requested_by: 'frank', result: 'discarded' }]);
 });

@@ -22,7 +22,12 @@ const COMMENT = `c-${tag}`;
 // Never reached: no broker DLQ is peeked here, only the console's table.
 const NOWHERE = managementTargetFor('amqp://guest:guest@127.0.0.1:5672', 'http://127.0.0.1:9');
 
-const mention = (user: string): AnyEvent => buildEvent('user.mentioned', { commentId: COMMENT, postId: 'p1', actorId: CAROL, mentionedUserId: user, excerpt: `@${user} look` }, { producer: 'community-api' });
+const mention = (user: string): AnyEvent =>
+  buildEvent(
+    'user.mentioned',
+    { commentId: COMMENT, postId: 'p1', actorId: CAROL, mentionedUserId: user, excerpt: `@${user} look` },
+    { producer: 'community-api' },
+  );
 const events = { [ADA]: mention(ADA), [BOB]: mention(BOB) };
 const key = (user: string) => mentionKey(COMMENT, user);
 
@@ -36,24 +41,40 @@ beforeAll(async () => {
       `INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload, sent_at) VALUES ('community-api', $1, $2, $3, $3, $4, now())`,
       [COMMENT, e.id, e.type, e],
     );
-    await pool.query(`INSERT INTO processed_events (consumer, event_id) VALUES ('notification-service.critical', $1)`, [e.id]);
+    await pool.query(`INSERT INTO processed_events (consumer, event_id) VALUES ('notification-service.critical', $1)`, [
+      e.id,
+    ]);
     await pool.query(
       `INSERT INTO notification_items (user_id, type, idempotency_key, slot_key, actor_id, resource_type, resource_id, email_channel, source_event_id, created_version, state_version)
        VALUES ($1, 'mention', $2, $2, $3, 'comment', $4, 'digest', $5, 1, 1)`,
       [user, key(user), CAROL, COMMENT, e.id],
     );
-    const created = buildEvent('notification.created', { notificationId: randomUUID(), userId: user, type: 'mention', idempotencyKey: key(user), actorId: CAROL, resourceType: 'comment', resourceId: COMMENT, emailChannel: 'digest' }, { producer: 'notification-service' });
+    const created = buildEvent(
+      'notification.created',
+      {
+        notificationId: randomUUID(),
+        userId: user,
+        type: 'mention',
+        idempotencyKey: key(user),
+        actorId: CAROL,
+        resourceType: 'comment',
+        resourceId: COMMENT,
+        emailChannel: 'digest',
+      },
+      { producer: 'notification-service' },
+    );
     await pool.query(
       `INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload, sent_at) VALUES ('notification-service', $1, $2, 'notification.created', 'notification.created', $3, now())`,
       [user, created.id, created],
     );
-    await pool.query(`INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, state, attempts, last_error) VALUES ($1, 'immediate', $2, $3, 'failed', 3, $4)`, [
-      key(user),
-      user,
-      `<${randomUUID()}@test>`,
-      `550 mailbox of ${user} unavailable`,
-    ]);
-    const w = await pool.query<{ id: string }>(`INSERT INTO email_digest_windows (user_id, window_start, window_end) VALUES ($1, now(), now() + interval '1 day') RETURNING id::text`, [user]);
+    await pool.query(
+      `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, state, attempts, last_error) VALUES ($1, 'immediate', $2, $3, 'failed', 3, $4)`,
+      [key(user), user, `<${randomUUID()}@test>`, `550 mailbox of ${user} unavailable`],
+    );
+    const w = await pool.query<{ id: string }>(
+      `INSERT INTO email_digest_windows (user_id, window_start, window_end) VALUES ($1, now(), now() + interval '1 day') RETURNING id::text`,
+      [user],
+    );
     await pool.query(
       `INSERT INTO email_digest_items (idempotency_key, window_id, user_id, notification_id, notification_type, resource_type, resource_id, occurred_at) VALUES ($1, $2, $3, $4, 'mention', 'comment', $5, now())`,
       [key(user), w.rows[0].id, user, randomUUID(), COMMENT],
@@ -76,7 +97,7 @@ async function facts(user: string, target: { eventId?: string; commentId?: strin
   return gatherWhy(rc.svc.pool, NOWHERE, [], { userId: user, ...target });
 }
 
-it('by comment: only the asked user\'s event, inbox rows, notification, delivery, digest item and dead letter', async () => {
+it("by comment: only the asked user's event, inbox rows, notification, delivery, digest item and dead letter", async () => {
   const f = await facts(ADA, { commentId: COMMENT });
   expect(f.events.map((e) => e.eventId)).toEqual([events[ADA].id]);
   expect(f.inbox.map((r) => r.eventId)).toEqual([events[ADA].id]);
@@ -101,12 +122,21 @@ it("by the other user's event id or idempotency key: nothing of theirs", async (
 });
 
 it('GET /v1/admin/why: no line of the explanation names the other user or their messages', async () => {
-  for (const query of [`commentId=${COMMENT}`, `eventId=${events[BOB].id}`, `idempotencyKey=${encodeURIComponent(key(BOB))}`]) {
+  for (const query of [
+    `commentId=${COMMENT}`,
+    `eventId=${events[BOB].id}`,
+    `idempotencyKey=${encodeURIComponent(key(BOB))}`,
+  ]) {
     const res = await rc.svc.app.inject({ url: `/v1/admin/why?userId=${ADA}&${query}`, headers: bearer(rc.token()) });
     expect(res.statusCode).toBe(200);
     expect(res.body).not.toContain(BOB);
     expect(res.body).not.toContain(events[BOB].id);
   }
-  const own = await rc.svc.app.inject({ url: `/v1/admin/why?userId=${ADA}&commentId=${COMMENT}`, headers: bearer(rc.token()) });
-  expect(own.json().steps.find((s: { step: string }) => s.step === 'dead-letter').detail).toContain(`no address for ${ADA}`);
+  const own = await rc.svc.app.inject({
+    url: `/v1/admin/why?userId=${ADA}&commentId=${COMMENT}`,
+    headers: bearer(rc.token()),
+  });
+  expect(own.json().steps.find((s: { step: string }) => s.step === 'dead-letter').detail).toContain(
+    `no address for ${ADA}`,
+  );
 });

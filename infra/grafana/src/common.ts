@@ -56,7 +56,9 @@ export function graph(o: PanelOptions): timeseries.PanelBuilder {
         .placement(common.LegendPlacement.Bottom)
         .calcs(['lastNotNull', 'max']),
     )
-    .tooltip(new common.VizTooltipOptionsBuilder().mode(common.TooltipDisplayMode.Multi).sort(common.SortOrder.Descending));
+    .tooltip(
+      new common.VizTooltipOptionsBuilder().mode(common.TooltipDisplayMode.Multi).sort(common.SortOrder.Descending),
+    );
   if (o.stack) p = p.stacking(new common.StackingConfigBuilder().mode(common.StackingMode.Normal));
   if (o.min !== undefined) p = p.min(o.min);
   if (o.max !== undefined) p = p.max(o.max);
@@ -89,10 +91,12 @@ export function single(o: StatOptions): stat.PanelBuilder {
     .colorMode(common.BigValueColorMode.Background)
     .reduceOptions(new common.ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false))
     .thresholds(
-      new dashboard.ThresholdsConfigBuilder().mode(dashboard.ThresholdsMode.Absolute).steps([
-        { value: null, color: o.baseColor ?? 'green' },
-        ...(o.steps ?? []).map(([value, color]) => ({ value, color })),
-      ]),
+      new dashboard.ThresholdsConfigBuilder()
+        .mode(dashboard.ThresholdsMode.Absolute)
+        .steps([
+          { value: null, color: o.baseColor ?? 'green' },
+          ...(o.steps ?? []).map(([value, color]) => ({ value, color })),
+        ]),
     )
     .withTarget(target(o.query, 'A'));
   if (o.mappings) p = p.mappings(o.mappings);
@@ -110,10 +114,12 @@ export function states(o: StatOptions & { height?: number; span?: number }): sta
     .height(o.height ?? 5)
     .mergeValues(true)
     .thresholds(
-      new dashboard.ThresholdsConfigBuilder().mode(dashboard.ThresholdsMode.Absolute).steps([
-        { value: null, color: o.baseColor ?? 'green' },
-        ...(o.steps ?? []).map(([value, color]) => ({ value, color })),
-      ]),
+      new dashboard.ThresholdsConfigBuilder()
+        .mode(dashboard.ThresholdsMode.Absolute)
+        .steps([
+          { value: null, color: o.baseColor ?? 'green' },
+          ...(o.steps ?? []).map(([value, color]) => ({ value, color })),
+        ]),
     )
     .withTarget(target(o.query, 'A'));
   if (o.mappings) p = p.mappings(o.mappings);

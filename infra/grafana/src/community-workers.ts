@@ -24,7 +24,9 @@ const BREAKER_MAPPINGS: dashboard.ValueMapping[] = [
 export function communityWorkers(): dashboard.DashboardBuilder {
   return new dashboard.DashboardBuilder('Community workers')
     .uid('community-workers')
-    .description('Message handling by queue and handler, and the outbox, feed fan-out, reconciler and SMTP paths around it.')
+    .description(
+      'Message handling by queue and handler, and the outbox, feed fan-out, reconciler and SMTP paths around it.',
+    )
     .tags(['community', 'generated'])
     .editable()
     .tooltip(dashboard.DashboardCursorSync.Crosshair)
@@ -41,16 +43,25 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         description: 'Messages delivered to a handler per second (messaging_consumed_total).',
         unit: 'ops',
         span: 8,
-        queries: [{ expr: `sum by (queue, handler) (rate(messaging_consumed_total{${SEL}}${RATE}))`, legend: '{{queue}} · {{handler}}' }],
+        queries: [
+          {
+            expr: `sum by (queue, handler) (rate(messaging_consumed_total{${SEL}}${RATE}))`,
+            legend: '{{queue}} · {{handler}}',
+          },
+        ],
       }),
     )
     .withPanel(
       single({
         title: 'Failure ratio',
-        description: 'Failed handler attempts / deliveries over the range interval, all selected queues. The CommunityHandlerErrorsHigh alert fires above 5% for 10 minutes.',
+        description:
+          'Failed handler attempts / deliveries over the range interval, all selected queues. The CommunityHandlerErrorsHigh alert fires above 5% for 10 minutes.',
         unit: 'percentunit',
         span: 4,
-        steps: [[0.01, 'orange'], [0.05, 'red']],
+        steps: [
+          [0.01, 'orange'],
+          [0.05, 'red'],
+        ],
         query: {
           expr: `sum(rate(messaging_failed_total{${SEL}}${RATE})) / sum(rate(messaging_consumed_total{${SEL}}${RATE}))`,
         },
@@ -63,7 +74,12 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         unit: 'ops',
         span: 12,
         stack: true,
-        queries: [{ expr: `sum by (queue, handler, outcome) (rate(messaging_succeeded_total{${SEL}}${RATE}))`, legend: '{{queue}} · {{handler}} · {{outcome}}' }],
+        queries: [
+          {
+            expr: `sum by (queue, handler, outcome) (rate(messaging_succeeded_total{${SEL}}${RATE}))`,
+            legend: '{{queue}} · {{handler}} · {{outcome}}',
+          },
+        ],
       }),
     )
     .withPanel(
@@ -72,7 +88,12 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         description: 'Handler failures per second, each attempt (messaging_failed_total).',
         unit: 'ops',
         span: 8,
-        queries: [{ expr: `sum by (queue, handler, error_class) (rate(messaging_failed_total{${SEL}}${RATE}))`, legend: '{{queue}} · {{handler}} · {{error_class}}' }],
+        queries: [
+          {
+            expr: `sum by (queue, handler, error_class) (rate(messaging_failed_total{${SEL}}${RATE}))`,
+            legend: '{{queue}} · {{handler}} · {{error_class}}',
+          },
+        ],
       }),
     )
     .withPanel(
@@ -81,16 +102,27 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         description: 'Messages sent to a delayed-retry tier per second (messaging_retried_total).',
         unit: 'ops',
         span: 8,
-        queries: [{ expr: `sum by (queue, handler, tier) (rate(messaging_retried_total{${SEL}}${RATE}))`, legend: '{{queue}} · {{handler}} · {{tier}} ms' }],
+        queries: [
+          {
+            expr: `sum by (queue, handler, tier) (rate(messaging_retried_total{${SEL}}${RATE}))`,
+            legend: '{{queue}} · {{handler}} · {{tier}} ms',
+          },
+        ],
       }),
     )
     .withPanel(
       graph({
         title: 'Dead-lettered by the runtime',
-        description: 'Messages the handlers sent to the DLQ per second, by error class (messaging_dead_lettered_total).',
+        description:
+          'Messages the handlers sent to the DLQ per second, by error class (messaging_dead_lettered_total).',
         unit: 'ops',
         span: 8,
-        queries: [{ expr: `sum by (queue, handler, error_class) (rate(messaging_dead_lettered_total{${SEL}}${RATE}))`, legend: '{{queue}} · {{handler}} · {{error_class}}' }],
+        queries: [
+          {
+            expr: `sum by (queue, handler, error_class) (rate(messaging_dead_lettered_total{${SEL}}${RATE}))`,
+            legend: '{{queue}} · {{handler}} · {{error_class}}',
+          },
+        ],
       }),
     )
     .withPanel(
@@ -99,7 +131,9 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         description: 'Messages waiting in each DLQ, as the broker counts them (rabbitmq_detailed_queue_messages).',
         unit: 'short',
         span: 12,
-        queries: [{ expr: 'sum by (queue) (rabbitmq_detailed_queue_messages{queue=~"($queue)\\\\.dlq"})', legend: '{{queue}}' }],
+        queries: [
+          { expr: 'sum by (queue) (rabbitmq_detailed_queue_messages{queue=~"($queue)\\\\.dlq"})', legend: '{{queue}}' },
+        ],
       }),
     )
 
@@ -116,7 +150,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Publish-to-consume lag p95 / p99',
-        description: 'From the event occurrence (or the AMQP timestamp) to the start of handling (messaging_publish_to_consume_lag_seconds). The CommunityQueueMessageTooOld alert fires on p99 > 5 min.',
+        description:
+          'From the event occurrence (or the AMQP timestamp) to the start of handling (messaging_publish_to_consume_lag_seconds). The CommunityQueueMessageTooOld alert fires on p99 > 5 min.',
         unit: 's',
         span: 12,
         queries: quantiles('messaging_publish_to_consume_lag_seconds', ['queue'], SEL, '{{queue}}'),
@@ -125,7 +160,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'In-flight messages',
-        description: 'Messages received and not yet acked, per queue (messaging_in_flight_messages); bounded by the prefetch.',
+        description:
+          'Messages received and not yet acked, per queue (messaging_in_flight_messages); bounded by the prefetch.',
         unit: 'short',
         span: 12,
         queries: [{ expr: `sum by (queue) (messaging_in_flight_messages{${SEL}})`, legend: '{{queue}}' }],
@@ -134,10 +170,16 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Publishes, by outcome',
-        description: 'Publishes per second by outcome (confirmed, unroutable, rejected, timeout) (messaging_published_total).',
+        description:
+          'Publishes per second by outcome (confirmed, unroutable, rejected, timeout) (messaging_published_total).',
         unit: 'ops',
         span: 12,
-        queries: [{ expr: `sum by (service, message_type, outcome) (rate(messaging_published_total{service=~"$service"}${RATE}))`, legend: '{{service}} · {{message_type}} · {{outcome}}' }],
+        queries: [
+          {
+            expr: `sum by (service, message_type, outcome) (rate(messaging_published_total{service=~"$service"}${RATE}))`,
+            legend: '{{service}} · {{message_type}} · {{outcome}}',
+          },
+        ],
       }),
     )
 
@@ -145,7 +187,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Outbox lag',
-        description: 'Age of the oldest outbox row not yet confirmed by the broker, per producer (outbox_lag_seconds), and as the reconciler measures it (reconciler_outbox_lag_seconds). The CommunityOutboxLagHigh alert fires above 60 s for 5 minutes.',
+        description:
+          'Age of the oldest outbox row not yet confirmed by the broker, per producer (outbox_lag_seconds), and as the reconciler measures it (reconciler_outbox_lag_seconds). The CommunityOutboxLagHigh alert fires above 60 s for 5 minutes.',
         unit: 's',
         span: 12,
         queries: [
@@ -157,12 +200,16 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Outbox backlog and relay',
-        description: 'Rows waiting (outbox_backlog_messages) and rows handed to the broker per second by outcome (outbox_published_total).',
+        description:
+          'Rows waiting (outbox_backlog_messages) and rows handed to the broker per second by outcome (outbox_published_total).',
         unit: 'short',
         span: 12,
         queries: [
           { expr: 'sum by (producer) (outbox_backlog_messages)', legend: 'backlog {{producer}}' },
-          { expr: `sum by (producer, outcome) (rate(outbox_published_total${RATE}))`, legend: 'relayed/s {{producer}} · {{outcome}}' },
+          {
+            expr: `sum by (producer, outcome) (rate(outbox_published_total${RATE}))`,
+            legend: 'relayed/s {{producer}} · {{outcome}}',
+          },
         ],
       }),
     )
@@ -171,7 +218,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Fan-out lag p95 / p99',
-        description: 'From a post to its entry in the followers\' feeds (feed_fanout_lag_seconds). The CommunityFanoutLagHigh alert fires on p95 > 60 s.',
+        description:
+          "From a post to its entry in the followers' feeds (feed_fanout_lag_seconds). The CommunityFanoutLagHigh alert fires on p95 > 60 s.",
         unit: 's',
         span: 8,
         queries: quantiles('feed_fanout_lag_seconds', [], '', ''),
@@ -180,18 +228,25 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       single({
         title: 'Feed cache hit ratio',
-        description: 'Feed reads served from the cache / all feed reads (feed_cache_reads_total{result="hit|miss|fallback"}).',
+        description:
+          'Feed reads served from the cache / all feed reads (feed_cache_reads_total{result="hit|miss|fallback"}).',
         unit: 'percentunit',
         span: 4,
         baseColor: 'red',
-        steps: [[0.5, 'orange'], [0.8, 'green']],
-        query: { expr: `sum(rate(feed_cache_reads_total{result="hit"}${RATE})) / sum(rate(feed_cache_reads_total${RATE}))` },
+        steps: [
+          [0.5, 'orange'],
+          [0.8, 'green'],
+        ],
+        query: {
+          expr: `sum(rate(feed_cache_reads_total{result="hit"}${RATE})) / sum(rate(feed_cache_reads_total${RATE}))`,
+        },
       }),
     )
     .withPanel(
       graph({
         title: 'Fan-out chunks',
-        description: 'Chunks being written (feed_fanout_chunks_in_flight) and finished per second by outcome (feed_fanout_chunks_total).',
+        description:
+          'Chunks being written (feed_fanout_chunks_in_flight) and finished per second by outcome (feed_fanout_chunks_total).',
         unit: 'short',
         span: 12,
         queries: [
@@ -203,7 +258,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Feed reads and regenerations',
-        description: 'Feed reads per second by cache result (feed_cache_reads_total), feeds rebuilt from the database (feed_regenerations_total) and Redis errors (feed_redis_errors_total).',
+        description:
+          'Feed reads per second by cache result (feed_cache_reads_total), feeds rebuilt from the database (feed_regenerations_total) and Redis errors (feed_redis_errors_total).',
         unit: 'ops',
         span: 12,
         queries: [
@@ -218,12 +274,16 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Counter drift',
-        description: 'Users whose unread counter differed from their rows at the last run (reconciler_counter_drift_users), the p95 size of a drift (reconciler_counter_drift_abs) and the counters repaired (reconciler_counter_repairs_total).',
+        description:
+          'Users whose unread counter differed from their rows at the last run (reconciler_counter_drift_users), the p95 size of a drift (reconciler_counter_drift_abs) and the counters repaired (reconciler_counter_repairs_total).',
         unit: 'short',
         span: 12,
         queries: [
           { expr: 'max(reconciler_counter_drift_users)', legend: 'users drifted' },
-          { expr: `histogram_quantile(0.95, sum by (le) (rate(reconciler_counter_drift_abs_bucket${RATE})))`, legend: 'p95 drift size' },
+          {
+            expr: `histogram_quantile(0.95, sum by (le) (rate(reconciler_counter_drift_abs_bucket${RATE})))`,
+            legend: 'p95 drift size',
+          },
           { expr: `sum(increase(reconciler_counter_repairs_total${RATE}))`, legend: 'counters repaired' },
         ],
       }),
@@ -231,10 +291,16 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Reconciler jobs: time since last success',
-        description: 'Seconds since each job last succeeded (reconciler_job_last_success_timestamp_seconds; `exported_job` is the job). The CommunityJobNotRunning alert fires after 2 hours.',
+        description:
+          'Seconds since each job last succeeded (reconciler_job_last_success_timestamp_seconds; `exported_job` is the job). The CommunityJobNotRunning alert fires after 2 hours.',
         unit: 's',
         span: 12,
-        queries: [{ expr: 'time() - max by (exported_job) (reconciler_job_last_success_timestamp_seconds)', legend: '{{exported_job}}' }],
+        queries: [
+          {
+            expr: 'time() - max by (exported_job) (reconciler_job_last_success_timestamp_seconds)',
+            legend: '{{exported_job}}',
+          },
+        ],
       }),
     )
     .withPanel(
@@ -243,7 +309,12 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         description: 'Runs per second (reconciler_job_runs_total).',
         unit: 'ops',
         span: 12,
-        queries: [{ expr: `sum by (exported_job, outcome) (rate(reconciler_job_runs_total${RATE}))`, legend: '{{exported_job}} · {{outcome}}' }],
+        queries: [
+          {
+            expr: `sum by (exported_job, outcome) (rate(reconciler_job_runs_total${RATE}))`,
+            legend: '{{exported_job}} · {{outcome}}',
+          },
+        ],
       }),
     )
     .withPanel(
@@ -255,7 +326,10 @@ export function communityWorkers(): dashboard.DashboardBuilder {
         span: 12,
         queries: [
           { expr: 'max by (kind) (reconciler_stuck_work)', legend: '{{kind}}' },
-          { expr: `sum(increase(reconciler_fanout_chunks_republished_total${RATE}))`, legend: 'fan-out chunks re-published' },
+          {
+            expr: `sum(increase(reconciler_fanout_chunks_republished_total${RATE}))`,
+            legend: 'fan-out chunks re-published',
+          },
         ],
       }),
     )
@@ -263,12 +337,15 @@ export function communityWorkers(): dashboard.DashboardBuilder {
       graph({
         title: 'Feed caches (reconciler)',
         description:
-          "Materialised feeds compared with feed-service's projections (reconciler_feeds_checked_total), those that differed (reconciler_feeds_mismatched_total) and those rebuilt (reconciler_feeds_rebuilt_total), by source: the scheduled sample check (job) or an operator's rebuild (api). Mismatches that keep coming point at a fan-out path losing writes (docs/RECONCILER.md \"Feed caches\").",
+          'Materialised feeds compared with feed-service\'s projections (reconciler_feeds_checked_total), those that differed (reconciler_feeds_mismatched_total) and those rebuilt (reconciler_feeds_rebuilt_total), by source: the scheduled sample check (job) or an operator\'s rebuild (api). Mismatches that keep coming point at a fan-out path losing writes (docs/RECONCILER.md "Feed caches").',
         unit: 'short',
         span: 12,
         queries: [
           { expr: `sum by (source) (increase(reconciler_feeds_checked_total${RATE}))`, legend: 'checked · {{source}}' },
-          { expr: `sum by (source) (increase(reconciler_feeds_mismatched_total${RATE}))`, legend: 'mismatched · {{source}}' },
+          {
+            expr: `sum by (source) (increase(reconciler_feeds_mismatched_total${RATE}))`,
+            legend: 'mismatched · {{source}}',
+          },
           { expr: `sum by (source) (increase(reconciler_feeds_rebuilt_total${RATE}))`, legend: 'rebuilt · {{source}}' },
           { expr: `sum(increase(reconciler_feed_redis_errors_total${RATE}))`, legend: 'redis errors' },
         ],
@@ -277,7 +354,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'DLQ watchdog',
-        description: 'Messages in each DLQ and the age of the oldest (reconciler_dlq_messages, reconciler_dlq_oldest_age_seconds), new dead-letter causes (reconciler_dlq_new_causes_total) and watchdog findings (reconciler_watchdog_findings).',
+        description:
+          'Messages in each DLQ and the age of the oldest (reconciler_dlq_messages, reconciler_dlq_oldest_age_seconds), new dead-letter causes (reconciler_dlq_new_causes_total) and watchdog findings (reconciler_watchdog_findings).',
         unit: 'short',
         span: 12,
         queries: [
@@ -292,12 +370,16 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'DLQ console',
-        description: 'Dead letters copied into the console per second, by DLQ (reconciler_dlq_ingested_total), and operator actions by outcome (reconciler_dlq_actions_total: replay, discard).',
+        description:
+          'Dead letters copied into the console per second, by DLQ (reconciler_dlq_ingested_total), and operator actions by outcome (reconciler_dlq_actions_total: replay, discard).',
         unit: 'ops',
         span: 12,
         queries: [
           { expr: `sum by (queue) (rate(reconciler_dlq_ingested_total${RATE}))`, legend: 'ingested {{queue}}' },
-          { expr: `sum by (action, outcome) (rate(reconciler_dlq_actions_total${RATE}))`, legend: '{{action}} · {{outcome}}' },
+          {
+            expr: `sum by (action, outcome) (rate(reconciler_dlq_actions_total${RATE}))`,
+            legend: '{{action}} · {{outcome}}',
+          },
         ],
       }),
     )
@@ -306,7 +388,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       states({
         title: 'SMTP breaker state',
-        description: 'The SMTP circuit breaker per replica (email_smtp_breaker_open): open pauses the email queues. The CommunitySmtpBreakerOpen alert fires after 5 minutes open.',
+        description:
+          'The SMTP circuit breaker per replica (email_smtp_breaker_open): open pauses the email queues. The CommunitySmtpBreakerOpen alert fires after 5 minutes open.',
         unit: 'short',
         span: 12,
         steps: [[1, 'red']],
@@ -317,7 +400,8 @@ export function communityWorkers(): dashboard.DashboardBuilder {
     .withPanel(
       graph({
         title: 'Email sends and held messages',
-        description: 'SMTP send attempts per second by outcome (email_sends_total) and messages held while the breaker is open (email_smtp_breaker_held_messages).',
+        description:
+          'SMTP send attempts per second by outcome (email_sends_total) and messages held while the breaker is open (email_smtp_breaker_held_messages).',
         unit: 'short',
         span: 12,
         queries: [

@@ -14,18 +14,25 @@ const built = dashboards() as Record<string, { title: string; uid: string; panel
 
 describe('generated Grafana dashboards', () => {
   it('are committed exactly as `npm run infra:dashboards` writes them', () => {
-    const committed = readdirSync(DASHBOARDS_DIR).filter((f) => f.endsWith('.json')).sort();
+    const committed = readdirSync(DASHBOARDS_DIR)
+      .filter((f) => f.endsWith('.json'))
+      .sort();
     const generated = render();
     expect(committed).toEqual(Object.keys(generated).sort());
     for (const [file, text] of Object.entries(generated)) {
       // A readable failure: which file is stale, and how to fix it.
       const onDisk = readFileSync(path.join(DASHBOARDS_DIR, file), 'utf8');
-      if (onDisk !== text) throw new Error(`infra/grafana/dashboards/${file} differs from its TypeScript source: run npm run infra:dashboards`);
+      if (onDisk !== text)
+        throw new Error(
+          `infra/grafana/dashboards/${file} differs from its TypeScript source: run npm run infra:dashboards`,
+        );
     }
   });
 
   it('query the provisioned Prometheus datasource from every panel, with unique ids and titles', () => {
-    const provisioning = parse(readFileSync(path.join(__dirname, '../provisioning/datasources/prometheus.yml'), 'utf8')) as {
+    const provisioning = parse(
+      readFileSync(path.join(__dirname, '../provisioning/datasources/prometheus.yml'), 'utf8'),
+    ) as {
       datasources: Array<{ uid: string; type: string }>;
     };
     const uid = provisioning.datasources.find((d) => d.type === 'prometheus')!.uid;
@@ -43,7 +50,10 @@ describe('generated Grafana dashboards', () => {
   });
 
   it('cover what the issue asks each dashboard to show', () => {
-    const exprs = (file: string) => panelQueries(built[file]).map((q) => q.expr).join('\n');
+    const exprs = (file: string) =>
+      panelQueries(built[file])
+        .map((q) => q.expr)
+        .join('\n');
     const workers = exprs('community-workers.json');
     for (const metric of [
       'messaging_consumed_total', // throughput
@@ -86,11 +96,23 @@ describe('panelQueries and substituteVariables', () => {
       title: 'D',
       panels: [
         { title: 'top', type: 'timeseries', targets: [{ expr: 'up', refId: 'A' }] },
-        { title: 'row', type: 'row', panels: [{ title: 'inner', type: 'stat', targets: [{ expr: 'sum(rate(x{q=~"$queue"}[$__rate_interval]))', refId: 'B' }] }] },
+        {
+          title: 'row',
+          type: 'row',
+          panels: [
+            {
+              title: 'inner',
+              type: 'stat',
+              targets: [{ expr: 'sum(rate(x{q=~"$queue"}[$__rate_interval]))', refId: 'B' }],
+            },
+          ],
+        },
       ],
     });
     expect(queries.map((q) => `${q.panel}/${q.refId}`)).toEqual(['top/A', 'inner/B']);
     expect(substituteVariables(queries[1].expr, '1m')).toBe('sum(rate(x{q=~".*"}[1m]))');
-    expect(substituteVariables('a{v=~"${vhost}", q=~"$queue"}', '30s', { vhost: 'test-1' })).toBe('a{v=~"test-1", q=~".*"}');
+    expect(substituteVariables('a{v=~"${vhost}", q=~"$queue"}', '30s', { vhost: 'test-1' })).toBe(
+      'a{v=~"test-1", q=~".*"}',
+    );
   });
 });

@@ -20,7 +20,13 @@ export function panelQueries(dashboardJson: { title?: string; panels?: PanelJson
   const walk = (panels: PanelJson[] | undefined) => {
     for (const p of panels ?? []) {
       for (const t of p.targets ?? []) {
-        if (t.expr) out.push({ dashboard: dashboardJson.title ?? '?', panel: p.title ?? '?', refId: t.refId ?? '?', expr: t.expr });
+        if (t.expr)
+          out.push({
+            dashboard: dashboardJson.title ?? '?',
+            panel: p.title ?? '?',
+            refId: t.refId ?? '?',
+            expr: t.expr,
+          });
       }
       walk(p.panels); // collapsed rows nest their panels
     }

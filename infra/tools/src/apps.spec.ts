@@ -31,22 +31,36 @@ export function messagingCalls(code: string): string[] {
   return calls.filter((c) => !c.startsWith('createMessaging()'));
 }
 
-const apps = readdirSync(path.join(ROOT, 'apps')).filter((a) => readdirSync(path.join(ROOT, 'apps', a)).includes('src'));
+const apps = readdirSync(path.join(ROOT, 'apps')).filter((a) =>
+  readdirSync(path.join(ROOT, 'apps', a)).includes('src'),
+);
 
 it('finds the calls it checks (and the check fails on a call without provisioning)', () => {
-  expect(messagingCalls('const m = createMessaging({ url, topology: t, provisioning: config.AMQP_TOPOLOGY });')).toHaveLength(1);
-  expect(messagingCalls('createMessaging({ url, topology: f(a, b) })').filter((c) => !/provisioning:/.test(c))).toHaveLength(1);
+  expect(
+    messagingCalls('const m = createMessaging({ url, topology: t, provisioning: config.AMQP_TOPOLOGY });'),
+  ).toHaveLength(1);
+  expect(
+    messagingCalls('createMessaging({ url, topology: f(a, b) })').filter((c) => !/provisioning:/.test(c)),
+  ).toHaveLength(1);
 });
 
 it.each(apps)('%s passes provisioning (AMQP_TOPOLOGY) to every createMessaging', (app) => {
-  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) => messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })));
+  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) =>
+    messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })),
+  );
   expect(calls.filter((c) => !/provisioning:\s*config\.AMQP_TOPOLOGY/.test(c.call)).map((c) => c.file)).toEqual([]);
 });
 
 // The transition setting for messages without user-id (docs/MESSAGING.md "Broker identity") is
 // configuration: an app that does not pass it on ignores AMQP_MISSING_USER_ID=accept.
 it.each(apps)('%s passes AMQP_MISSING_USER_ID to every createMessaging', (app) => {
-  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) => messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })));
+  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) =>
+    messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })),
+  );
   expect(calls.length).toBeGreaterThan(0);
-  expect(calls.filter((c) => !/producerCheck:\s*\{\s*missingUserId:\s*config\.AMQP_MISSING_USER_ID\s*\}/.test(c.call)).map((c) => c.file)).toEqual([]);
+  expect(
+    calls
+      .filter((c) => !/producerCheck:\s*\{\s*missingUserId:\s*config\.AMQP_MISSING_USER_ID\s*\}/.test(c.call))
+      .map((c) => c.file),
+  ).toEqual([]);
 });

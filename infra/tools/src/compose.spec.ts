@@ -13,12 +13,31 @@ const ROOT = path.resolve(__dirname, '../../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 // Merge keys (`<<: *app`) are YAML 1.1, which Compose supports.
 const compose = parse(read('docker-compose.yml'), { merge: true }) as {
-  services: Record<string, { build?: { context: string; dockerfile: string }; environment?: Record<string, string>; depends_on?: Record<string, { condition: string }>; healthcheck?: unknown; volumes?: string[] }>;
+  services: Record<
+    string,
+    {
+      build?: { context: string; dockerfile: string };
+      environment?: Record<string, string>;
+      depends_on?: Record<string, { condition: string }>;
+      healthcheck?: unknown;
+      volumes?: string[];
+    }
+  >;
 };
-const credentials = JSON.parse(read('infra/rabbitmq/dev-credentials.json')) as { vhost: string; users: Record<string, string> };
+const credentials = JSON.parse(read('infra/rabbitmq/dev-credentials.json')) as {
+  vhost: string;
+  users: Record<string, string>;
+};
 
 /** Every apps/<name> directory, whether or not its code has landed yet, and every app of the deployment table. */
-const appNames = [...new Set([...readdirSync(path.join(ROOT, 'apps'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name), ...APPS.map((a) => a.name)])].sort();
+const appNames = [
+  ...new Set([
+    ...readdirSync(path.join(ROOT, 'apps'), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name),
+    ...APPS.map((a) => a.name),
+  ]),
+].sort();
 
 /** The schema declares the draft-07 meta-schema by its https id; ajv ships it under the http one. */
 let compiled: ReturnType<Ajv['compile']> | undefined;
@@ -76,7 +95,9 @@ describe.each(appNames)('%s', (app) => {
 it('gives every long-running service a healthcheck, in compose or in its image', () => {
   const missing = Object.entries(compose.services)
     .filter(([name]) => name !== 'migrate')
-    .filter(([, s]) => !s.healthcheck && !(s.build && /^HEALTHCHECK CMD|^HEALTHCHECK --/m.test(read(s.build.dockerfile))))
+    .filter(
+      ([, s]) => !s.healthcheck && !(s.build && /^HEALTHCHECK CMD|^HEALTHCHECK --/m.test(read(s.build.dockerfile))),
+    )
     .map(([name]) => name);
   expect(missing).toEqual([]);
 });
@@ -87,14 +108,27 @@ it('depends only on services that exist, and every depended-on service can becom
       expect([name, dep, dep in compose.services]).toEqual([name, dep, true]);
       if (condition === 'service_healthy') {
         const d = compose.services[dep];
-        expect([dep, Boolean(d.healthcheck || (d.build && /^HEALTHCHECK (CMD|--)/m.test(read(d.build.dockerfile))))]).toEqual([dep, true]);
+        expect([
+          dep,
+          Boolean(d.healthcheck || (d.build && /^HEALTHCHECK (CMD|--)/m.test(read(d.build.dockerfile)))),
+        ]).toEqual([dep, true]);
       }
     }
   }
 });
 
 it('mounts only files of the repository that exist (the broker config and definitions, Prometheus, Alertmanager, Grafana)', () => {
-  const mounts = Object.values(compose.services).flatMap((s) => (s.volumes ?? []).filter((v) => v.startsWith('./')).map((v) => v.split(':')[0]));
-  expect(mounts).toEqual(expect.arrayContaining(['./infra/rabbitmq/rabbitmq.conf', './infra/rabbitmq/definitions.json', './infra/prometheus/prometheus.yml', './infra/alertmanager/alertmanager.yml', './infra/grafana/provisioning']));
+  const mounts = Object.values(compose.services).flatMap((s) =>
+    (s.volumes ?? []).filter((v) => v.startsWith('./')).map((v) => v.split(':')[0]),
+  );
+  expect(mounts).toEqual(
+    expect.arrayContaining([
+      './infra/rabbitmq/rabbitmq.conf',
+      './infra/rabbitmq/definitions.json',
+      './infra/prometheus/prometheus.yml',
+      './infra/alertmanager/alertmanager.yml',
+      './infra/grafana/provisioning',
+    ]),
+  );
   expect(mounts.filter((m) => !existsSync(path.join(ROOT, m)))).toEqual([]);
 });

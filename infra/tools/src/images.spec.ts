@@ -9,7 +9,9 @@ import { build } from 'esbuild';
 import { APPS } from './k8s';
 
 const ROOT = path.resolve(__dirname, '../../..');
-const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+};
 const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
 const landed = APPS.map((a) => a.name).filter((name) => existsSync(path.join(ROOT, 'apps', name, 'src', 'main.ts')));
 
@@ -31,7 +33,15 @@ function bundleRequires(name: string): Promise<Set<string>> {
       tsconfig: path.join(ROOT, 'tsconfig.base.json'),
       write: false,
       logLevel: 'silent',
-    }).then((result) => new Set([...result.outputFiles[0].text.matchAll(/require\("([^"]+)"\)/g)].map((m) => m[1]).filter((m) => !m.startsWith('node:') && !builtinModules.includes(m)).map(packageOf)));
+    }).then(
+      (result) =>
+        new Set(
+          [...result.outputFiles[0].text.matchAll(/require\("([^"]+)"\)/g)]
+            .map((m) => m[1])
+            .filter((m) => !m.startsWith('node:') && !builtinModules.includes(m))
+            .map(packageOf),
+        ),
+    );
     requiresOf.set(name, found);
   }
   return found;
@@ -51,5 +61,7 @@ const RUNTIME_NOT_BUNDLED = new Set(['@prisma/client', '@prisma/adapter-pg', '@p
 it('every production dependency is required by some app bundle', async () => {
   const required = new Set<string>();
   for (const name of landed) for (const p of await bundleRequires(name)) required.add(p);
-  expect(Object.keys(pkg.dependencies).filter((dep) => !required.has(dep) && !RUNTIME_NOT_BUNDLED.has(dep))).toEqual([]);
+  expect(Object.keys(pkg.dependencies).filter((dep) => !required.has(dep) && !RUNTIME_NOT_BUNDLED.has(dep))).toEqual(
+    [],
+  );
 });

@@ -21,9 +21,24 @@ export const PRE_STOP_SLEEP_SECONDS = 5;
 export const TERMINATION_GRACE_SECONDS = PRE_STOP_SLEEP_SECONDS + SHUTDOWN_TIMEOUT_MS / 1000 + 10;
 
 export const APPS: readonly AppSpec[] = [
-  { name: 'demo-community-api', port: DEFAULT_PORTS['demo-community-api'], worker: false, uses: ['rabbitmq', 'postgres'] },
-  { name: 'notification-service', port: DEFAULT_PORTS['notification-service'], worker: true, uses: ['rabbitmq', 'postgres'] },
-  { name: 'email-service', port: DEFAULT_PORTS['email-service'], worker: true, uses: ['rabbitmq', 'postgres', 'smtp', 'notification-service'] },
+  {
+    name: 'demo-community-api',
+    port: DEFAULT_PORTS['demo-community-api'],
+    worker: false,
+    uses: ['rabbitmq', 'postgres'],
+  },
+  {
+    name: 'notification-service',
+    port: DEFAULT_PORTS['notification-service'],
+    worker: true,
+    uses: ['rabbitmq', 'postgres'],
+  },
+  {
+    name: 'email-service',
+    port: DEFAULT_PORTS['email-service'],
+    worker: true,
+    uses: ['rabbitmq', 'postgres', 'smtp', 'notification-service'],
+  },
   { name: 'feed-service', port: DEFAULT_PORTS['feed-service'], worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
   // Redis: the feed checks compare feed-service's cached timelines with Postgres (docs/RECONCILER.md).
   { name: 'reconciler', port: DEFAULT_PORTS.reconciler, worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
@@ -34,7 +49,10 @@ export const PEERS = {
   rabbitmq: { labels: { 'app.kubernetes.io/name': 'community-rabbitmq' }, ports: [5672, 15672] },
   postgres: { labels: { 'cnpg.io/cluster': 'community-pg' }, ports: [5432] },
   redis: { labels: { 'app.kubernetes.io/name': 'redis' }, ports: [6379] },
-  'notification-service': { labels: { 'app.kubernetes.io/name': 'notification-service' }, ports: [DEFAULT_PORTS['notification-service']] },
+  'notification-service': {
+    labels: { 'app.kubernetes.io/name': 'notification-service' },
+    ports: [DEFAULT_PORTS['notification-service']],
+  },
 } as const;
 
 /** Messages ready + unacked per replica before KEDA adds one (QueueLength over the management API). */
@@ -42,18 +60,27 @@ export const QUEUE_LENGTH_PER_REPLICA = 200;
 /** Seconds of publish-to-consume lag (the age of the messages leaving the queue) before KEDA adds a replica. */
 export const LAG_SECONDS_TARGET = 30;
 
-const labels = (name: string) => ({ 'app.kubernetes.io/name': name, 'app.kubernetes.io/part-of': 'community-notifications' });
+const labels = (name: string) => ({
+  'app.kubernetes.io/name': name,
+  'app.kubernetes.io/part-of': 'community-notifications',
+});
 
 export function appManifests(app: AppSpec): object[] {
   const access = SERVICE_ACCESS.find((a) => a.user === app.name);
-  if (app.worker && !access?.consumes.length) throw new Error(`${app.name} is a worker but SERVICE_ACCESS lists no queue it consumes`);
+  if (app.worker && !access?.consumes.length)
+    throw new Error(`${app.name} is a worker but SERVICE_ACCESS lists no queue it consumes`);
   const docs: object[] = [deployment(app), service(app), pdb(app), networkPolicy(app)];
   if (app.worker && access) docs.push(scaledObject(app, access.consumes));
   return docs;
 }
 
 function deployment(app: AppSpec): object {
-  const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({ httpGet: { path, port: 'http' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
+  const probe = (path: string, periodSeconds: number, failureThreshold: number) => ({
+    httpGet: { path, port: 'http' },
+    periodSeconds,
+    timeoutSeconds: 2,
+    failureThreshold,
+  });
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -67,15 +94,30 @@ function deployment(app: AppSpec): object {
       template: {
         metadata: {
           labels: labels(app.name),
-          annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(app.port), 'prometheus.io/path': '/metrics' },
+          annotations: {
+            'prometheus.io/scrape': 'true',
+            'prometheus.io/port': String(app.port),
+            'prometheus.io/path': '/metrics',
+          },
         },
         spec: {
           serviceAccountName: 'community-app',
           automountServiceAccountToken: false,
           terminationGracePeriodSeconds: TERMINATION_GRACE_SECONDS,
-          securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 10001,
+            runAsGroup: 10001,
+            fsGroup: 10001,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
           topologySpreadConstraints: [
-            { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'app.kubernetes.io/name': app.name } } },
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'ScheduleAnyway',
+              labelSelector: { matchLabels: { 'app.kubernetes.io/name': app.name } },
+            },
           ],
           containers: [
             {
@@ -115,7 +157,10 @@ function service(app: AppSpec): object {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name: app.name, labels: labels(app.name) },
-    spec: { selector: { 'app.kubernetes.io/name': app.name }, ports: [{ name: 'http', port: app.port, targetPort: 'http' }] },
+    spec: {
+      selector: { 'app.kubernetes.io/name': app.name },
+      ports: [{ name: 'http', port: app.port, targetPort: 'http' }],
+    },
   };
 }
 
@@ -131,18 +176,33 @@ function pdb(app: AppSpec): object {
 function networkPolicy(app: AppSpec): object {
   const egress: object[] = [
     // DNS
-    { to: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }], ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] },
+    {
+      to: [{ namespaceSelector: {}, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+      ports: [
+        { protocol: 'UDP', port: 53 },
+        { protocol: 'TCP', port: 53 },
+      ],
+    },
     // OTLP traces to the collector, when configured (docs/DEPLOY.md)
-    { to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }], ports: [{ protocol: 'TCP', port: 4318 }] },
+    {
+      to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } } }],
+      ports: [{ protocol: 'TCP', port: 4318 }],
+    },
   ];
   for (const peer of app.uses) {
     if (peer === 'smtp') {
       // The mail provider is outside the cluster.
-      egress.push({ to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } }], ports: [25, 465, 587].map((port) => ({ protocol: 'TCP', port })) });
+      egress.push({
+        to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } }],
+        ports: [25, 465, 587].map((port) => ({ protocol: 'TCP', port })),
+      });
       continue;
     }
     const p = PEERS[peer];
-    egress.push({ to: [{ podSelector: { matchLabels: p.labels } }], ports: p.ports.map((port) => ({ protocol: 'TCP', port })) });
+    egress.push({
+      to: [{ podSelector: { matchLabels: p.labels } }],
+      ports: p.ports.map((port) => ({ protocol: 'TCP', port })),
+    });
   }
   return {
     apiVersion: 'networking.k8s.io/v1',
@@ -155,7 +215,11 @@ function networkPolicy(app: AppSpec): object {
       // Prometheus in the monitoring namespace; nothing else.
       ingress: [
         {
-          from: [{ podSelector: {} }, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }],
+          from: [
+            { podSelector: {} },
+            { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+            { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
+          ],
           ports: [{ protocol: 'TCP', port: app.port }],
         },
       ],
@@ -170,7 +234,13 @@ function triggers(app: AppSpec, queues: readonly string[], namespace?: string): 
       type: 'rabbitmq',
       name: `depth-${queue.replace(/[^a-z0-9-]/g, '-')}`,
       authenticationRef: { name: 'rabbitmq-management' },
-      metadata: { protocol: 'http', mode: 'QueueLength', value: String(QUEUE_LENGTH_PER_REPLICA), queueName: queue, vhostName: COMMUNITY_VHOST },
+      metadata: {
+        protocol: 'http',
+        mode: 'QueueLength',
+        value: String(QUEUE_LENGTH_PER_REPLICA),
+        queueName: queue,
+        vhostName: COMMUNITY_VHOST,
+      },
     })),
     {
       type: 'prometheus',
@@ -207,7 +277,13 @@ function scaledObject(app: AppSpec, queues: readonly string[]): object {
       maxReplicaCount: 10,
       pollingInterval: 15,
       cooldownPeriod: 300,
-      advanced: { horizontalPodAutoscalerConfig: { behavior: { scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] } } } },
+      advanced: {
+        horizontalPodAutoscalerConfig: {
+          behavior: {
+            scaleDown: { stabilizationWindowSeconds: 300, policies: [{ type: 'Pods', value: 1, periodSeconds: 60 }] },
+          },
+        },
+      },
       triggers: triggers(app, queues),
     },
   };
@@ -254,7 +330,8 @@ export function ageQueryPatches(namespace: string): object[] {
 
 function consumedQueues(app: AppSpec): readonly string[] {
   const access = SERVICE_ACCESS.find((a) => a.user === app.name);
-  if (!access?.consumes.length) throw new Error(`${app.name} is a worker but SERVICE_ACCESS lists no queue it consumes`);
+  if (!access?.consumes.length)
+    throw new Error(`${app.name} is a worker but SERVICE_ACCESS lists no queue it consumes`);
   return access.consumes;
 }
 
@@ -266,14 +343,24 @@ function consumedQueues(app: AppSpec): readonly string[] {
  */
 export function dataStorePolicies(): object[] {
   const users = (peer: keyof typeof PEERS) => APPS.filter((a) => a.uses.includes(peer)).map((a) => a.name);
-  const pods = (names: string[]) => ({ podSelector: { matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: names }] } });
+  const pods = (names: string[]) => ({
+    podSelector: { matchExpressions: [{ key: 'app.kubernetes.io/name', operator: 'In', values: names }] },
+  });
   const ns = (name: string) => ({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': name } } });
   const tcp = (...ports: number[]) => ports.map((port) => ({ protocol: 'TCP', port }));
   const policy = (name: string, selector: Record<string, string>, ingress: object[], egressToo = false) => ({
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: { name, labels: { 'app.kubernetes.io/part-of': 'community-notifications', 'app.kubernetes.io/component': 'data-store' } },
-    spec: { podSelector: { matchLabels: { ...selector } }, policyTypes: egressToo ? ['Ingress', 'Egress'] : ['Ingress'], ingress, ...(egressToo ? { egress: [] } : {}) },
+    metadata: {
+      name,
+      labels: { 'app.kubernetes.io/part-of': 'community-notifications', 'app.kubernetes.io/component': 'data-store' },
+    },
+    spec: {
+      podSelector: { matchLabels: { ...selector } },
+      policyTypes: egressToo ? ['Ingress', 'Egress'] : ['Ingress'],
+      ingress,
+      ...(egressToo ? { egress: [] } : {}),
+    },
   });
   return [
     policy('redis', PEERS.redis.labels, [{ from: [pods(users('redis'))], ports: tcp(...PEERS.redis.ports) }], true),

@@ -27,7 +27,10 @@ interface PrometheusConfig {
   scrape_configs: ScrapeJob[];
 }
 
-const labels = (name: string) => ({ 'app.kubernetes.io/name': name, 'app.kubernetes.io/part-of': 'community-notifications' });
+const labels = (name: string) => ({
+  'app.kubernetes.io/name': name,
+  'app.kubernetes.io/part-of': 'community-notifications',
+});
 
 /** The plain file's jobs: an app's job targets `<app>:<port>`, the broker's `rabbitmq:15692`. */
 function plainConfig(): PrometheusConfig {
@@ -42,7 +45,8 @@ export function monitoringResources(): object[] {
   for (const app of APPS) {
     const job = jobs.get(app.name);
     if (!job) throw new Error(`infra/prometheus/prometheus.yml has no job for ${app.name}`);
-    if (job.static_configs[0]?.targets.join() !== `${app.name}:${app.port}`) throw new Error(`prometheus.yml job ${app.name} does not target ${app.name}:${app.port}`);
+    if (job.static_configs[0]?.targets.join() !== `${app.name}:${app.port}`)
+      throw new Error(`prometheus.yml job ${app.name} does not target ${app.name}:${app.port}`);
     out.push({
       apiVersion: 'monitoring.coreos.com/v1',
       kind: 'ServiceMonitor',
@@ -75,14 +79,21 @@ export function monitoringResources(): object[] {
     spec: {
       // The client Service the Cluster Operator creates (the headless `-nodes` Service has no
       // `prometheus` port, so it contributes no target): every node is scraped.
-      selector: { matchLabels: { 'app.kubernetes.io/name': RABBITMQ_CLUSTER, 'app.kubernetes.io/component': 'rabbitmq' } },
+      selector: {
+        matchLabels: { 'app.kubernetes.io/name': RABBITMQ_CLUSTER, 'app.kubernetes.io/component': 'rabbitmq' },
+      },
       endpoints: broker,
     },
   });
   for (const file of ruleFiles()) {
     const rules = parse(readFileSync(path.join(PROMETHEUS_DIR, 'rules', file), 'utf8')) as { groups: object[] };
     const name = ruleName(file);
-    out.push({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PrometheusRule', metadata: { name, labels: labels(name) }, spec: { groups: rules.groups } });
+    out.push({
+      apiVersion: 'monitoring.coreos.com/v1',
+      kind: 'PrometheusRule',
+      metadata: { name, labels: labels(name) },
+      spec: { groups: rules.groups },
+    });
   }
   return out;
 }
@@ -96,7 +107,9 @@ export function monitoringResources(): object[] {
 export function rulesWithoutAppPatch(app: string): Array<{ file: string; ops: object[] }> {
   const out: Array<{ file: string; ops: object[] }> = [];
   for (const file of ruleFiles()) {
-    const rules = parse(readFileSync(path.join(PROMETHEUS_DIR, 'rules', file), 'utf8')) as { groups: Array<{ rules: Array<{ expr: string }> }> };
+    const rules = parse(readFileSync(path.join(PROMETHEUS_DIR, 'rules', file), 'utf8')) as {
+      groups: Array<{ rules: Array<{ expr: string }> }>;
+    };
     const ops: object[] = [];
     rules.groups.forEach((g, gi) =>
       g.rules.forEach((r, ri) => {

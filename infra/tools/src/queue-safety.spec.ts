@@ -2,7 +2,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
-import { deadLetterProblems, DLQ_DELIVERY_LIMIT, effectiveSettings, planTopology, type BrokerFacts } from '@community/messaging';
+import {
+  deadLetterProblems,
+  DLQ_DELIVERY_LIMIT,
+  effectiveSettings,
+  planTopology,
+  type BrokerFacts,
+} from '@community/messaging';
 
 /**
  * No queue relies on a broker default for its dead letters or its delivery limit (RabbitMQ 4.0 gives
@@ -17,7 +23,13 @@ const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 
 interface DefinitionsFile {
   queues: Array<{ name: string; arguments: Record<string, unknown> }>;
-  policies: Array<{ name: string; pattern: string; 'apply-to': string; priority: number; definition: Record<string, unknown> }>;
+  policies: Array<{
+    name: string;
+    pattern: string;
+    'apply-to': string;
+    priority: number;
+    definition: Record<string, unknown>;
+  }>;
   exchanges: Array<{ name: string }>;
   bindings: Array<{ source: string; destination: string; routing_key: string }>;
 }
@@ -26,7 +38,13 @@ function fromDefinitions(file: string): BrokerFacts {
   const d = JSON.parse(read(file)) as DefinitionsFile;
   return {
     queues: d.queues,
-    policies: d.policies.map((p) => ({ name: p.name, pattern: p.pattern, applyTo: p['apply-to'], priority: p.priority, definition: p.definition })),
+    policies: d.policies.map((p) => ({
+      name: p.name,
+      pattern: p.pattern,
+      applyTo: p['apply-to'],
+      priority: p.priority,
+      definition: p.definition,
+    })),
     exchanges: d.exchanges.map((x) => x.name),
     bindings: d.bindings.map((b) => ({ source: b.source, destination: b.destination, routingKey: b.routing_key })),
   };
@@ -34,13 +52,28 @@ function fromDefinitions(file: string): BrokerFacts {
 
 type Obj = { kind: string; spec: Record<string, unknown> & { name?: string } };
 function fromOperator(file: string): BrokerFacts {
-  const objects = parseAllDocuments(read(file)).map((d) => d.toJS() as Obj).filter(Boolean);
+  const objects = parseAllDocuments(read(file))
+    .map((d) => d.toJS() as Obj)
+    .filter(Boolean);
   const of = (kind: string) => objects.filter((o) => o.kind === kind).map((o) => o.spec);
   return {
-    queues: of('Queue').map((s) => ({ name: String(s.name), arguments: { ...(s.arguments as Record<string, unknown>), 'x-queue-type': s.type } })),
-    policies: of('Policy').map((s) => ({ name: String(s.name), pattern: String(s.pattern), applyTo: String(s.applyTo), priority: Number(s.priority), definition: s.definition as Record<string, unknown> })),
+    queues: of('Queue').map((s) => ({
+      name: String(s.name),
+      arguments: { ...(s.arguments as Record<string, unknown>), 'x-queue-type': s.type },
+    })),
+    policies: of('Policy').map((s) => ({
+      name: String(s.name),
+      pattern: String(s.pattern),
+      applyTo: String(s.applyTo),
+      priority: Number(s.priority),
+      definition: s.definition as Record<string, unknown>,
+    })),
     exchanges: of('Exchange').map((s) => String(s.name)),
-    bindings: of('Binding').map((s) => ({ source: String(s.source), destination: String(s.destination), routingKey: String(s.routingKey ?? '') })),
+    bindings: of('Binding').map((s) => ({
+      source: String(s.source),
+      destination: String(s.destination),
+      routingKey: String(s.routingKey ?? ''),
+    })),
   };
 }
 
@@ -78,8 +111,18 @@ describe.each(sources)('%s', (_name, load) => {
     for (const q of facts.queues) {
       const s = effectiveSettings(q, facts.policies);
       const role = q.name.endsWith('.dlq') ? 'dlq' : q.name.includes('.retry.') ? 'retry' : 'work';
-      const dlx = s.deadLetterExchange === undefined ? 'none' : s.deadLetterExchange === '' ? '(default exchange)' : s.deadLetterExchange;
-      const limit = role === 'dlq' ? String(s.deliveryLimit) : typeof s.deliveryLimit === 'number' && s.deliveryLimit >= 20 ? '>= 20' : String(s.deliveryLimit);
+      const dlx =
+        s.deadLetterExchange === undefined
+          ? 'none'
+          : s.deadLetterExchange === ''
+            ? '(default exchange)'
+            : s.deadLetterExchange;
+      const limit =
+        role === 'dlq'
+          ? String(s.deliveryLimit)
+          : typeof s.deliveryLimit === 'number' && s.deliveryLimit >= 20
+            ? '>= 20'
+            : String(s.deliveryLimit);
       table.set(role, (table.get(role) ?? new Set()).add(`dead-letter ${dlx}, delivery-limit ${limit}`));
     }
     expect(Object.fromEntries([...table].map(([k, v]) => [k, [...v]]))).toEqual({

@@ -5,12 +5,16 @@ import { EMAIL_CONFIG_SPEC, loadEmailConfig, sendHandlerTimeoutMs } from '../../
 
 const ROOT = path.resolve(__dirname, '../../..');
 const conf = readFileSync(path.join(ROOT, 'infra/rabbitmq/rabbitmq.conf'), 'utf8');
-const setting = (key: string): string | undefined => conf.match(new RegExp(`^${key.replace(/\./g, '\\.')}\\s*=\\s*(.+)$`, 'm'))?.[1].trim();
+const setting = (key: string): string | undefined =>
+  conf.match(new RegExp(`^${key.replace(/\./g, '\\.')}\\s*=\\s*(.+)$`, 'm'))?.[1].trim();
 
 it('sets consumer_timeout above the longest handler deadline (email send at the largest allowed breaker hold)', () => {
   const maxHold = EMAIL_CONFIG_SPEC.find((v) => v.name === 'SMTP_BREAKER_MAX_HOLD_MS') as { max: number };
   const defaults = loadEmailConfig({});
-  const longest = sendHandlerTimeoutMs({ SMTP_BREAKER_MAX_HOLD_MS: maxHold.max, EMAIL_LEASE_MS: defaults.EMAIL_LEASE_MS });
+  const longest = sendHandlerTimeoutMs({
+    SMTP_BREAKER_MAX_HOLD_MS: maxHold.max,
+    EMAIL_LEASE_MS: defaults.EMAIL_LEASE_MS,
+  });
   expect(Number(setting('consumer_timeout'))).toBeGreaterThan(longest);
   expect(longest).toBe(1_470_000); // the figure the comment in rabbitmq.conf gives
 });

@@ -14,7 +14,10 @@ const GROUPS = [
   [/^keda\.sh\/(.+)$/, (v) => `@kubernetes-models/keda/keda.sh/${v}`],
   [/^monitoring\.coreos\.com\/(.+)$/, (v) => `@kubernetes-models/prometheus-operator/monitoring.coreos.com/${v}`],
   [/^(v1)$/, (v) => `kubernetes-models/${v}`],
-  [/^((?:apps|batch|policy|autoscaling|networking\.k8s\.io|rbac\.authorization\.k8s\.io|storage\.k8s\.io|scheduling\.k8s\.io|coordination\.k8s\.io)\/.+)$/, (v) => `kubernetes-models/${v}`],
+  [
+    /^((?:apps|batch|policy|autoscaling|networking\.k8s\.io|rbac\.authorization\.k8s\.io|storage\.k8s\.io|scheduling\.k8s\.io|coordination\.k8s\.io)\/.+)$/,
+    (v) => `kubernetes-models/${v}`,
+  ],
 ];
 
 async function modelFor(apiVersion, kind) {

@@ -15,7 +15,9 @@ type Doc = Record<string, any>;
 
 async function render(dir: string): Promise<Doc[]> {
   const { stdout } = await run('kubectl', ['kustomize', path.join(ROOT, dir)], { maxBuffer: 64 * 1024 * 1024 });
-  return parseAllDocuments(stdout).map((d) => d.toJS() as Doc).filter(Boolean);
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as Doc)
+    .filter(Boolean);
 }
 
 const id = (d: Doc) => `${d.kind}/${d.metadata?.name}`;
@@ -33,7 +35,9 @@ export function demoLeftovers(docs: Doc[]): string[] {
     if (d.kind === 'Job' && d.metadata.name === 'rabbitmq-topology') {
       const pod = structuredClone(d.spec.template.spec);
       pod.volumes = pod.volumes.filter((v: Doc) => v.secret?.secretName !== `rabbitmq-user-${DEMO}`);
-      pod.containers[0].volumeMounts = pod.containers[0].volumeMounts.filter((m: Doc) => m.mountPath !== `/users/${DEMO}`);
+      pod.containers[0].volumeMounts = pod.containers[0].volumeMounts.filter(
+        (m: Doc) => m.mountPath !== `/users/${DEMO}`,
+      );
       if (JSON.stringify(pod).includes(DEMO)) found.push(`${id(d)}: names ${DEMO} beyond its broker user's password`);
       continue;
     }
@@ -58,7 +62,9 @@ export function demoLeftovers(docs: Doc[]): string[] {
     }
     if (d.kind === 'Ingress') {
       for (const rule of d.spec?.rules ?? []) {
-        for (const p of rule.http?.paths ?? []) if (p.backend?.service?.name === DEMO) found.push(`${id(d)}: a rule routes ${rule.host ?? '*'}${p.path ?? ''} to ${DEMO}`);
+        for (const p of rule.http?.paths ?? [])
+          if (p.backend?.service?.name === DEMO)
+            found.push(`${id(d)}: a rule routes ${rule.host ?? '*'}${p.path ?? ''} to ${DEMO}`);
       }
       if (!found.some((f) => f.startsWith(id(d)))) found.push(`${id(d)}: refers to ${DEMO}`);
       continue;
@@ -81,7 +87,9 @@ describe('the production overlay', () => {
   });
 
   it('admits ingress-nginx only to the services that are deployed', () => {
-    const deployed = new Set(prod.filter((d) => d.kind === 'Deployment').map((d) => d.spec.template.metadata.labels['app.kubernetes.io/name']));
+    const deployed = new Set(
+      prod.filter((d) => d.kind === 'Deployment').map((d) => d.spec.template.metadata.labels['app.kubernetes.io/name']),
+    );
     for (const n of prod.filter((d) => d.kind === 'NetworkPolicy')) {
       const fromIngress = JSON.stringify(n.spec.ingress ?? []).includes('ingress-nginx');
       const target = n.spec.podSelector?.matchLabels?.['app.kubernetes.io/name'];
@@ -99,8 +107,16 @@ describe('the production overlay', () => {
       `ServiceMonitor/${DEMO}: deployed`,
     ]);
     const withIngress = structuredClone(prod);
-    withIngress.push({ kind: 'Ingress', metadata: { name: 'community' }, spec: { rules: [{ host: 'api.example.com', http: { paths: [{ path: '/', backend: { service: { name: DEMO } } }] } }] } });
-    withIngress.find((d) => d.kind === 'ConfigMap' && d.metadata.name.startsWith('community-config'))!.data.COMMUNITY_API_URL = `http://${DEMO}:3000`;
+    withIngress.push({
+      kind: 'Ingress',
+      metadata: { name: 'community' },
+      spec: {
+        rules: [{ host: 'api.example.com', http: { paths: [{ path: '/', backend: { service: { name: DEMO } } }] } }],
+      },
+    });
+    withIngress.find(
+      (d) => d.kind === 'ConfigMap' && d.metadata.name.startsWith('community-config'),
+    )!.data.COMMUNITY_API_URL = `http://${DEMO}:3000`;
     expect(demoLeftovers(withIngress)).toEqual([
       expect.stringMatching(/^ConfigMap\/community-config.*: key COMMUNITY_API_URL refers to demo-community-api$/),
       `Ingress/community: a rule routes api.example.com/ to ${DEMO}`,

@@ -2,7 +2,16 @@
 // (cuttlefish, as the node parses it at boot): an unknown key or a bad value would keep the broker
 // from starting. The definitions directory is pointed at a temporary copy (the schema checks it exists).
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -12,8 +21,15 @@ const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, '../../..');
 const ESCRIPT = path.join(ROOT, 'infra/tools/validate-rabbitmq-conf.escript');
 const DEBIAN_LIB = '/usr/lib/rabbitmq/lib';
-const installed = existsSync(DEBIAN_LIB) ? readdirSync(DEBIAN_LIB).filter((d) => d.startsWith('rabbitmq_server-')).map((d) => path.join(DEBIAN_LIB, d, 'plugins')) : [];
-const PLUGINS = [process.env.RABBITMQ_HOME && path.join(process.env.RABBITMQ_HOME, 'plugins'), ...installed].find((p) => p && existsSync(p)) || undefined;
+const installed = existsSync(DEBIAN_LIB)
+  ? readdirSync(DEBIAN_LIB)
+      .filter((d) => d.startsWith('rabbitmq_server-'))
+      .map((d) => path.join(DEBIAN_LIB, d, 'plugins'))
+  : [];
+const PLUGINS =
+  [process.env.RABBITMQ_HOME && path.join(process.env.RABBITMQ_HOME, 'plugins'), ...installed].find(
+    (p) => p && existsSync(p),
+  ) || undefined;
 
 let dir: string;
 beforeAll(() => {
@@ -44,14 +60,18 @@ it('is accepted by the broker’s configuration schema', async () => {
 });
 
 it('the check refuses an unknown key and a malformed value', async () => {
-  expect((await validate(`${conf}\nquorum_queue.initial_cluster_size = 3\n`)).output).toMatch(/quorum_queue\.initial_cluster_size/);
+  expect((await validate(`${conf}\nquorum_queue.initial_cluster_size = 3\n`)).output).toMatch(
+    /quorum_queue\.initial_cluster_size/,
+  );
   expect((await validate(conf.replace('consumer_timeout = 1800000', 'consumer_timeout = 30min'))).ok).toBe(false);
   // max_message_size is bounded by the broker (512 MiB at most): a value past it does not start a node.
   expect((await validate(conf.replace('max_message_size = 1048576', 'max_message_size = 1073741824'))).ok).toBe(false);
 });
 
 it('accepts the RabbitmqCluster’s additionalConfig (infra/k8s/platform) too, with the same consumer_timeout and max_message_size', async () => {
-  const cluster = parse(readFileSync(path.join(ROOT, 'infra/k8s/platform/rabbitmq.yaml'), 'utf8')) as { spec: { rabbitmq: { additionalConfig: string } } };
+  const cluster = parse(readFileSync(path.join(ROOT, 'infra/k8s/platform/rabbitmq.yaml'), 'utf8')) as {
+    spec: { rabbitmq: { additionalConfig: string } };
+  };
   const additional = cluster.spec.rabbitmq.additionalConfig;
   expect(await validate(additional)).toMatchObject({ ok: true });
   const timeout = (text: string) => text.match(/^consumer_timeout = (\d+)$/m)?.[1];

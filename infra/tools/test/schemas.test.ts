@@ -23,7 +23,9 @@ interface Result {
 
 async function render(dir: string): Promise<Doc[]> {
   const { stdout } = await run('kubectl', ['kustomize', path.join(ROOT, dir)], { maxBuffer: 64 * 1024 * 1024 });
-  return parseAllDocuments(stdout).map((d) => d.toJS() as Doc).filter(Boolean);
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJS() as Doc)
+    .filter(Boolean);
 }
 
 function validate(docs: Doc[]): Promise<Result[]> {
@@ -34,7 +36,11 @@ function validate(docs: Doc[]): Promise<Result[]> {
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Result[]) : reject(new Error(`validate-schemas.mjs exited ${code}: ${err}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out) as Result[])
+        : reject(new Error(`validate-schemas.mjs exited ${code}: ${err}`)),
+    );
     child.stdin.end(JSON.stringify(docs));
   });
 }
@@ -59,7 +65,18 @@ describe.each(['overlays/dev', 'overlays/prod', 'platform'])('infra/k8s/%s', (di
     const unvalidated = results.filter((r) => r.model === null).map((r) => r.id.replace(/\/[^/]*$/, ''));
     expect(unvalidated.filter((u) => !UNMODELLED.includes(u))).toEqual([]);
     const kinds = new Set(results.filter((r) => r.model !== null).map((r) => r.id.split(' ')[1].split('/')[0]));
-    if (dir !== 'platform') expect([...kinds]).toEqual(expect.arrayContaining(['Deployment', 'NetworkPolicy', 'ScaledObject', 'TriggerAuthentication', 'ServiceMonitor', 'PrometheusRule', 'Job']));
+    if (dir !== 'platform')
+      expect([...kinds]).toEqual(
+        expect.arrayContaining([
+          'Deployment',
+          'NetworkPolicy',
+          'ScaledObject',
+          'TriggerAuthentication',
+          'ServiceMonitor',
+          'PrometheusRule',
+          'Job',
+        ]),
+      );
     else expect(unvalidated.sort()).toEqual(UNMODELLED);
   });
 });

@@ -53,7 +53,9 @@ const runJob = () =>
 
 const connectAs = async (user: string, password: string) => {
   const base = new URL(vhost.url);
-  const conn = await amqplib.connect(`${base.protocol}//${encodeURIComponent(user)}:${password}@${base.host}/${encodeURIComponent(vhost.vhost)}`);
+  const conn = await amqplib.connect(
+    `${base.protocol}//${encodeURIComponent(user)}:${password}@${base.host}/${encodeURIComponent(vhost.vhost)}`,
+  );
   await conn.close();
 };
 

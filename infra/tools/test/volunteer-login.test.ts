@@ -22,14 +22,25 @@ beforeAll(async () => {
   const permission = defs.permissions.find((p) => p.user === `${prefix}volunteer`);
   expect(user?.tags).toEqual(['monitoring']);
   expect(permission).toMatchObject({ configure: '^$', write: '^$', read: '^$' });
-  const res = await managementRequest(vhost.management, 'POST', '/definitions', { users: [user], permissions: [permission] });
+  const res = await managementRequest(vhost.management, 'POST', '/definitions', {
+    users: [user],
+    permissions: [permission],
+  });
   if (!res.ok) throw new Error(`definitions import: HTTP ${res.status} ${await res.text()}`);
   volunteer = { ...vhost.management, username: `${prefix}volunteer`, password: devPassword('volunteer') };
 
   // A work queue holding one message, as the administrator (guest) makes it.
-  const put = await managementRequest(vhost.management, 'PUT', `/queues/${e(vhost.vhost)}/${e(QUEUE)}`, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  const put = await managementRequest(vhost.management, 'PUT', `/queues/${e(vhost.vhost)}/${e(QUEUE)}`, {
+    durable: true,
+    arguments: { 'x-queue-type': 'quorum' },
+  });
   expect(put.status).toBeLessThan(300);
-  const pub = await managementRequest(vhost.management, 'POST', `/exchanges/${e(vhost.vhost)}/amq.default/publish`, { properties: {}, routing_key: QUEUE, payload: '{}', payload_encoding: 'string' });
+  const pub = await managementRequest(vhost.management, 'POST', `/exchanges/${e(vhost.vhost)}/amq.default/publish`, {
+    properties: {},
+    routing_key: QUEUE,
+    payload: '{}',
+    payload_encoding: 'string',
+  });
   expect(await pub.json()).toEqual({ routed: true });
 });
 
@@ -56,17 +67,26 @@ it.each([
   ['Delete', 'DELETE', '', undefined],
   // "Get messages" takes messages off the queue in its reject/ack modes: refused in every mode.
   ['Get messages', 'POST', '/get', { count: 1, ackmode: 'ack_requeue_false', encoding: 'auto' }],
-])('is refused the queue\'s %s button (401), and the message stays', async (_button, method, suffix, body) => {
+])("is refused the queue's %s button (401), and the message stays", async (_button, method, suffix, body) => {
   const res = await managementRequest(volunteer, method, `/queues/${e(vhost.vhost)}/${e(QUEUE)}${suffix}`, body);
   expect(res.status).toBe(401);
   expect(await vhost.ready(QUEUE)).toBe(1);
 });
 
 it('may not publish, nor set a policy', async () => {
-  const pub = await managementRequest(volunteer, 'POST', `/exchanges/${e(vhost.vhost)}/amq.default/publish`, { properties: {}, routing_key: QUEUE, payload: 'x', payload_encoding: 'string' });
+  const pub = await managementRequest(volunteer, 'POST', `/exchanges/${e(vhost.vhost)}/amq.default/publish`, {
+    properties: {},
+    routing_key: QUEUE,
+    payload: 'x',
+    payload_encoding: 'string',
+  });
   expect(pub.ok).toBe(false);
   expect(await pub.text()).toMatch(/ACCESS_REFUSED/);
-  const policy = await managementRequest(volunteer, 'PUT', `/policies/${e(vhost.vhost)}/volunteer-probe`, { pattern: '.*', definition: { 'max-length': 0 }, 'apply-to': 'queues' });
+  const policy = await managementRequest(volunteer, 'PUT', `/policies/${e(vhost.vhost)}/volunteer-probe`, {
+    pattern: '.*',
+    definition: { 'max-length': 0 },
+    'apply-to': 'queues',
+  });
   expect(policy.status).toBe(401);
   expect(await vhost.ready(QUEUE)).toBe(1);
 });

@@ -53,7 +53,11 @@ export const DEV_UNSUBSCRIBE_TOKEN_SECRET = 'dev-only-unsubscribe-secret-change-
 export const DEV_ADMIN_KEY_ID = 'dev-operator-1';
 export const DEV_ADMIN_OPERATOR = 'dev-operator';
 export const DEV_ADMIN_KEYS = JSON.stringify([
-  { kid: DEV_ADMIN_KEY_ID, operator: DEV_ADMIN_OPERATOR, publicKey: 'MCowBQYDK2VwAyEAE4Fj3W0ClHRM0EDZrgm5R2B5jqJVsQIhSzLB+1lnWnk=' },
+  {
+    kid: DEV_ADMIN_KEY_ID,
+    operator: DEV_ADMIN_OPERATOR,
+    publicKey: 'MCowBQYDK2VwAyEAE4Fj3W0ClHRM0EDZrgm5R2B5jqJVsQIhSzLB+1lnWnk=',
+  },
 ]);
 
 /** What the community site writes in its user tokens' `iss` and `aud` by default (docs/CONTRACT.md "HTTP contract"). */
@@ -93,20 +97,56 @@ export function commonConfig(service: ServiceName) {
       name: 'RABBITMQ_MANAGEMENT_URL',
       kind: 'string',
       default: '',
-      description: "management API base (http://user:pass@host:15672); empty: port 15672 on AMQP_URL's host with its credentials",
+      description:
+        "management API base (http://user:pass@host:15672); empty: port 15672 on AMQP_URL's host with its credentials",
     },
-    { name: 'DATABASE_URL', kind: 'url', default: LOCAL_DEFAULTS.DATABASE_URL, protocols: ['postgresql:', 'postgres:'] },
+    {
+      name: 'DATABASE_URL',
+      kind: 'url',
+      default: LOCAL_DEFAULTS.DATABASE_URL,
+      protocols: ['postgresql:', 'postgres:'],
+    },
     // The services that use Redis log in as an ACL user of their own in production (docs/DEPLOY.md
     // "Redis"); the others never connect to it, so their REDIS_URL is not checked.
-    { name: 'REDIS_URL', kind: 'url', default: LOCAL_DEFAULTS.REDIS_URL, protocols: ['redis:', 'rediss:'], passwordInProduction: REDIS_CLIENTS.includes(service) },
+    {
+      name: 'REDIS_URL',
+      kind: 'url',
+      default: LOCAL_DEFAULTS.REDIS_URL,
+      protocols: ['redis:', 'rediss:'],
+      passwordInProduction: REDIS_CLIENTS.includes(service),
+    },
     { name: 'SMTP_URL', kind: 'url', default: LOCAL_DEFAULTS.SMTP_URL, protocols: ['smtp:', 'smtps:'] },
     // User tokens (HS256, issued by the community site): at least 32 bytes of key, and refused at its
     // development default in production. JWT_SECRET_PREVIOUS is still accepted while a rotation runs
     // (docs/DEPLOY.md "Rotating the user-token secret"); nothing is signed with it.
-    { name: 'JWT_SECRET', kind: 'string', default: DEV_JWT_SECRET, minLength: 32, secret: true, refuseDefaultInProduction: true },
-    { name: 'JWT_SECRET_PREVIOUS', kind: 'string', optional: true, minLength: 32, secret: true, description: 'the user-token secret being rotated out; verified, never signed with' },
-    { name: 'USER_TOKEN_ISSUER', kind: 'string', default: DEFAULT_USER_TOKEN_ISSUER, description: "a user token's required `iss`" },
-    { name: 'USER_TOKEN_AUDIENCE', kind: 'string', default: DEFAULT_USER_TOKEN_AUDIENCE, description: "a user token's required `aud`" },
+    {
+      name: 'JWT_SECRET',
+      kind: 'string',
+      default: DEV_JWT_SECRET,
+      minLength: 32,
+      secret: true,
+      refuseDefaultInProduction: true,
+    },
+    {
+      name: 'JWT_SECRET_PREVIOUS',
+      kind: 'string',
+      optional: true,
+      minLength: 32,
+      secret: true,
+      description: 'the user-token secret being rotated out; verified, never signed with',
+    },
+    {
+      name: 'USER_TOKEN_ISSUER',
+      kind: 'string',
+      default: DEFAULT_USER_TOKEN_ISSUER,
+      description: "a user token's required `iss`",
+    },
+    {
+      name: 'USER_TOKEN_AUDIENCE',
+      kind: 'string',
+      default: DEFAULT_USER_TOKEN_AUDIENCE,
+      description: "a user token's required `aud`",
+    },
     {
       name: 'USER_TOKEN_MAX_LIFETIME_MS',
       kind: 'duration-ms',
@@ -136,7 +176,12 @@ export function commonConfig(service: ServiceName) {
     { name: 'LOG_LEVEL', kind: 'enum', values: LOG_LEVELS, default: 'info' },
     // This machine only unless asked: `npm start` on a laptop must not serve the LAN. The images set
     // 0.0.0.0 (a container's port is reached from outside it, through the pod or the published port).
-    { name: 'HOST', kind: 'string', default: '127.0.0.1', description: 'interface the HTTP server binds (127.0.0.1: this machine only; the images set 0.0.0.0)' },
+    {
+      name: 'HOST',
+      kind: 'string',
+      default: '127.0.0.1',
+      description: 'interface the HTTP server binds (127.0.0.1: this machine only; the images set 0.0.0.0)',
+    },
     // 0 is allowed so tests can ask the OS for a free port.
     { name: 'PORT', kind: 'int', default: DEFAULT_PORTS[service], min: 0, max: 65535 },
     // How long SIGTERM may take (stop consuming, finish in-flight work, close) before exiting 1.

@@ -26,5 +26,12 @@ export type {
   VarKind,
   VarSpec,
 } from './spec';
-export { DEV_ADMIN_SIGNING_KEY, DEV_EMAIL_SERVICE_SIGNING_KEY, DEV_EMAIL_SERVICE_VERIFY_KEY, ed25519Key, ed25519KeyIssue, parseAdminKeys } from './keys';
+export {
+  DEV_ADMIN_SIGNING_KEY,
+  DEV_EMAIL_SERVICE_SIGNING_KEY,
+  DEV_EMAIL_SERVICE_VERIFY_KEY,
+  ed25519Key,
+  ed25519KeyIssue,
+  parseAdminKeys,
+} from './keys';
 export type { AdminKey } from './keys';

@@ -24,12 +24,15 @@ MCowBQYDK2VwAyEADiBFE/UIwEbR3bsyCn3mvCjQs3vTz7byBF/JnR62X/k=
 export function ed25519Key(kind: 'private' | 'public', value: string): KeyObject {
   const pem = value.includes('\\n') ? value.replace(/\\n/g, '\n') : value;
   // node derives a public key from a private one: refuse it, the verifying side must never hold it.
-  if (kind === 'public' && /PRIVATE KEY/.test(pem)) throw new Error('is a private key; give the public key only (the private key stays with the signing service)');
+  if (kind === 'public' && /PRIVATE KEY/.test(pem))
+    throw new Error('is a private key; give the public key only (the private key stays with the signing service)');
   let key: KeyObject;
   try {
     key = kind === 'private' ? createPrivateKey(pem) : createPublicKey(pem);
   } catch (err) {
-    throw new Error(`not a PEM ${kind === 'private' ? 'PKCS#8 private' : 'SPKI public'} key (${(err as Error).message})`);
+    throw new Error(
+      `not a PEM ${kind === 'private' ? 'PKCS#8 private' : 'SPKI public'} key (${(err as Error).message})`,
+    );
   }
   if (key.type !== kind || key.asymmetricKeyType !== 'ed25519') {
     throw new Error(`expected an Ed25519 ${kind} key, got ${key.asymmetricKeyType ?? 'a symmetric'} ${key.type} key`);
@@ -38,7 +41,11 @@ export function ed25519Key(kind: 'private' | 'public', value: string): KeyObject
 }
 
 /** The issue a config loader reports for a bad key variable, or undefined when it parses. */
-export function ed25519KeyIssue(name: string, kind: 'private' | 'public', value: string): { name: string; message: string } | undefined {
+export function ed25519KeyIssue(
+  name: string,
+  kind: 'private' | 'public',
+  value: string,
+): { name: string; message: string } | undefined {
   try {
     ed25519Key(kind, value);
     return undefined;
@@ -67,7 +74,8 @@ export interface AdminKey {
 }
 
 const KID = /^[A-Za-z0-9._:-]{1,64}$/;
-const validOperator = (o: unknown): o is string => typeof o === 'string' && o.length > 0 && o.length <= 128 && o === o.trim() && !/\p{Cc}/u.test(o);
+const validOperator = (o: unknown): o is string =>
+  typeof o === 'string' && o.length > 0 && o.length <= 128 && o === o.trim() && !/\p{Cc}/u.test(o);
 
 /** An Ed25519 public key given as PEM (SPKI) or as the base64 of its SPKI DER (the PEM's one line). */
 function adminPublicKey(value: string): KeyObject {
@@ -79,7 +87,8 @@ function adminPublicKey(value: string): KeyObject {
   } catch (err) {
     throw new Error(`is not a base64 SPKI DER public key (${(err as Error).message})`);
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`expected an Ed25519 public key, got ${key.asymmetricKeyType ?? 'another'} key`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new Error(`expected an Ed25519 public key, got ${key.asymmetricKeyType ?? 'another'} key`);
   return key;
 }
 
@@ -106,12 +115,20 @@ export function parseAdminKeys(value: string): AdminKey[] {
     const { kid, operator, publicKey, ...rest } = entry as Record<string, unknown>;
     const extra = Object.keys(rest);
     if (extra.length > 0) fail(`${at} has unknown field(s) ${extra.join(', ')}`);
-    if (typeof kid !== 'string' || !KID.test(kid)) return fail(`${at}: kid must be 1-64 characters of A-Z a-z 0-9 . _ : -`);
+    if (typeof kid !== 'string' || !KID.test(kid))
+      return fail(`${at}: kid must be 1-64 characters of A-Z a-z 0-9 . _ : -`);
     if (keys.some((k) => k.kid === kid)) return fail(`${at}: kid '${kid}' is listed twice`);
-    if (!validOperator(operator)) return fail(`${at} (kid '${kid}'): operator must be 1-128 printable characters, not starting or ending with a space`);
+    if (!validOperator(operator))
+      return fail(
+        `${at} (kid '${kid}'): operator must be 1-128 printable characters, not starting or ending with a space`,
+      );
     if (typeof publicKey !== 'string') return fail(`${at} (kid '${kid}'): publicKey is missing`);
     try {
-      keys.push({ kid, operator, publicKey: adminPublicKey(publicKey.includes('\\n') ? publicKey.replace(/\\n/g, '\n') : publicKey.trim()) });
+      keys.push({
+        kid,
+        operator,
+        publicKey: adminPublicKey(publicKey.includes('\\n') ? publicKey.replace(/\\n/g, '\n') : publicKey.trim()),
+      });
     } catch (err) {
       fail(`${at} (kid '${kid}'): publicKey ${(err as Error).message}`);
     }

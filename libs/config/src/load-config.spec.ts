@@ -123,8 +123,14 @@ describe('loadConfig', () => {
   });
 
   it('rejects a spec that declares a variable twice', () => {
-    expect(() => loadConfig([{ name: 'A', kind: 'string' }, { name: 'A', kind: 'int' }], { A: '1' })).toThrow(
-      'config spec declares A twice',
-    );
+    expect(() =>
+      loadConfig(
+        [
+          { name: 'A', kind: 'string' },
+          { name: 'A', kind: 'int' },
+        ],
+        { A: '1' },
+      ),
+    ).toThrow('config spec declares A twice');
   });
 });

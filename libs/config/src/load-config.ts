@@ -62,7 +62,10 @@ export function loadConfig<const S extends ConfigSpec>(spec: S, env: Env = proce
     }
     const parsed = parseValue(v, raw);
     if (parsed.ok && production && v.kind === 'url' && v.passwordInProduction && new URL(raw).password === '') {
-      issues.push({ name: v.name, message: `${v.name}: a URL without a password is refused when NODE_ENV=production (expected ${v.name} as scheme://user:password@host)` });
+      issues.push({
+        name: v.name,
+        message: `${v.name}: a URL without a password is refused when NODE_ENV=production (expected ${v.name} as scheme://user:password@host)`,
+      });
       continue;
     }
     if (parsed.ok) out[v.name] = parsed.value;

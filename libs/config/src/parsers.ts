@@ -70,7 +70,12 @@ export function parseValue(spec: VarSpec, raw: string): Parsed {
         ? ` (expected ${spec.protocols.map((p) => `${p}//`).join(' or ')})`
         : ' (expected scheme://host...)';
       // A list (`list: true`): every comma-separated part must be such a URL, and there must be one.
-      const parts = spec.list ? raw.split(',').map((p) => p.trim()).filter((p) => p.length > 0) : [raw];
+      const parts = spec.list
+        ? raw
+            .split(',')
+            .map((p) => p.trim())
+            .filter((p) => p.length > 0)
+        : [raw];
       if (parts.length === 0) return bad(`${shown} names no URL${expected}`);
       for (const part of parts) {
         const which = parts.length > 1 ? `${show(spec, part)} (in the list)` : shown;
@@ -94,13 +99,15 @@ export function parseValue(spec: VarSpec, raw: string): Parsed {
       const expected = isDuration
         ? `milliseconds like 10000, or 500ms/10s/5m/1h${range(spec.min, spec.max)}`
         : `an integer${range(spec.min, spec.max)}`;
-      if (n === undefined) return bad(`${shown} is not ${isDuration ? 'a duration' : 'an integer'} (expected ${expected})`);
+      if (n === undefined)
+        return bad(`${shown} is not ${isDuration ? 'a duration' : 'an integer'} (expected ${expected})`);
       if (outOfRange(n, spec.min, spec.max)) return bad(`${shown} is out of range (expected ${expected})`);
       return ok(n);
     }
 
     case 'enum':
-      if (!spec.values.includes(raw)) return bad(`${shown} is not allowed (expected one of: ${spec.values.join(', ')})`);
+      if (!spec.values.includes(raw))
+        return bad(`${shown} is not allowed (expected one of: ${spec.values.join(', ')})`);
       return ok(raw);
 
     case 'bool': {

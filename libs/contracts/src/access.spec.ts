@@ -12,7 +12,11 @@ it('gives every work queue a consumer (a queue nobody may consume only grows)', 
 });
 
 it('lets some service publish every routing key a queue is bound to (else the binding waits for nothing)', () => {
-  const published = new Set(SERVICE_ACCESS.flatMap((a) => a.publishes.filter((p) => p.exchange === EVENTS_EXCHANGE).flatMap((p) => p.routingKeys)));
+  const published = new Set(
+    SERVICE_ACCESS.flatMap((a) =>
+      a.publishes.filter((p) => p.exchange === EVENTS_EXCHANGE).flatMap((p) => p.routingKeys),
+    ),
+  );
   const bound = COMMUNITY_TOPOLOGY.queues.flatMap((q) => q.bindings.flatMap((b) => b.routingKeys ?? []));
   expect(bound.filter((k) => !published.has(k))).toEqual([]);
 });

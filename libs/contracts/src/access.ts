@@ -20,7 +20,16 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
     publishes: [
       {
         exchange: EVENTS_EXCHANGE,
-        routingKeys: ['user.upserted', 'user.mentioned', 'comment.created', 'reaction.added', 'user.followed', 'user.unfollowed', 'post.published', 'security.alert'],
+        routingKeys: [
+          'user.upserted',
+          'user.mentioned',
+          'comment.created',
+          'reaction.added',
+          'user.followed',
+          'user.unfollowed',
+          'post.published',
+          'security.alert',
+        ],
       },
     ],
     sendsTo: [],

@@ -22,16 +22,12 @@ describe('buildEvent', () => {
   });
 
   it('keeps the given id, correlationId and occurredAt', () => {
-    const event = buildEvent(
-      'security.alert',
-      SAMPLES['security.alert'].data,
-      {
-        producer: 'auth',
-        id: '6f1c2a4e-8b7d-4c3e-9a51-2d0b9e7f4a10',
-        correlationId: 'req-9',
-        occurredAt: new Date('2026-11-29T10:00:00.000Z'),
-      },
-    );
+    const event = buildEvent('security.alert', SAMPLES['security.alert'].data, {
+      producer: 'auth',
+      id: '6f1c2a4e-8b7d-4c3e-9a51-2d0b9e7f4a10',
+      correlationId: 'req-9',
+      occurredAt: new Date('2026-11-29T10:00:00.000Z'),
+    });
     expect(event).toMatchObject({
       id: '6f1c2a4e-8b7d-4c3e-9a51-2d0b9e7f4a10',
       correlationId: 'req-9',

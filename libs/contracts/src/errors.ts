@@ -26,7 +26,10 @@ export class ContractError extends Error {
   readonly eventId?: string;
 
   constructor(code: ContractErrorCode, path: string, reason: string, details: ContractErrorDetails = {}) {
-    super(path === '' ? reason : `${path}: ${reason}`, details.cause === undefined ? undefined : { cause: details.cause });
+    super(
+      path === '' ? reason : `${path}: ${reason}`,
+      details.cause === undefined ? undefined : { cause: details.cause },
+    );
     this.code = code;
     this.path = path;
     this.reason = reason;

@@ -96,7 +96,9 @@ describe('field rules', () => {
 
   it('limits emailChannel and the notification type', () => {
     const base = SAMPLES['notification.created'].data;
-    expect(errorOf(envelope('notification.created', { ...base, emailChannel: 'weekly' })).path).toBe('/data/emailChannel');
+    expect(errorOf(envelope('notification.created', { ...base, emailChannel: 'weekly' })).path).toBe(
+      '/data/emailChannel',
+    );
     expect(errorOf(envelope('notification.created', { ...base, type: 'like' })).path).toBe('/data/type');
   });
 

@@ -2,8 +2,24 @@
 // notification-service when it ingests, and by the reconciler when it explains a decision
 // ("why didn't X get Y?") — one implementation, so the explanation cannot drift from the decision.
 
-import { commentOnPostKey, compositeKey, followKey, mentionKey, reactionKey, replyKey, securityAlertKey } from './idempotency-keys';
-import { DEFAULT_PREFERENCES, EMAIL_CHANNELS, NOTIFICATION_TYPES, PREFERENCE_LOCKED_TYPES, type ChannelPreference, type EmailChannel, type NotificationType } from './preferences';
+import {
+  commentOnPostKey,
+  compositeKey,
+  followKey,
+  mentionKey,
+  reactionKey,
+  replyKey,
+  securityAlertKey,
+} from './idempotency-keys';
+import {
+  DEFAULT_PREFERENCES,
+  EMAIL_CHANNELS,
+  NOTIFICATION_TYPES,
+  PREFERENCE_LOCKED_TYPES,
+  type ChannelPreference,
+  type EmailChannel,
+  type NotificationType,
+} from './preferences';
 import { EXCERPT_MAX_LENGTH, type AnyEvent } from './events';
 
 /** A notification an event asks for, before preferences and deduplication. */
@@ -75,7 +91,8 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
       const d = event.data;
       const out: PlannedNotification[] = [];
       const common = { actorId: d.authorId, resourceType: 'comment', resourceId: d.commentId, excerpt: d.excerpt };
-      const repliedTo = d.parentCommentId !== undefined && d.parentAuthorId !== undefined ? d.parentAuthorId : undefined;
+      const repliedTo =
+        d.parentCommentId !== undefined && d.parentAuthorId !== undefined ? d.parentAuthorId : undefined;
       if (repliedTo !== undefined && repliedTo !== d.authorId) {
         out.push({
           ...common,
@@ -185,7 +202,12 @@ export function effectivePreferences(stored: readonly StoredPreference[]): Prefe
   const out = Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, { ...DEFAULT_PREFERENCES[t] }])) as PreferenceMap;
   for (const row of stored) {
     if (!isType(row.type) || isLocked(row.type)) continue;
-    out[row.type] = { inApp: row.inApp, email: (EMAIL_CHANNELS as readonly string[]).includes(row.email) ? (row.email as EmailChannel) : DEFAULT_PREFERENCES[row.type].email };
+    out[row.type] = {
+      inApp: row.inApp,
+      email: (EMAIL_CHANNELS as readonly string[]).includes(row.email)
+        ? (row.email as EmailChannel)
+        : DEFAULT_PREFERENCES[row.type].email,
+    };
   }
   return out;
 }

@@ -16,11 +16,7 @@ export const NOTIFICATION_TYPES: readonly NotificationType[] = Object.freeze(
   NotificationTypeSchema.anyOf.map((literal) => literal.const),
 );
 
-export const EmailChannelSchema = Type.Union([
-  Type.Literal('immediate'),
-  Type.Literal('digest'),
-  Type.Literal('off'),
-]);
+export const EmailChannelSchema = Type.Union([Type.Literal('immediate'), Type.Literal('digest'), Type.Literal('off')]);
 export type EmailChannel = Static<typeof EmailChannelSchema>;
 export const EMAIL_CHANNELS: readonly EmailChannel[] = Object.freeze(EmailChannelSchema.anyOf.map((l) => l.const));
 

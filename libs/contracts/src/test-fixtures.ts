@@ -56,7 +56,11 @@ export const SAMPLES: { [T in EventType]: { data: EventData<T>; required: readon
   },
 };
 
-export function envelope(type: string, data: unknown, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+export function envelope(
+  type: string,
+  data: unknown,
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     id: '6f1c2a4e-8b7d-4c3e-9a51-2d0b9e7f4a10',
     type,

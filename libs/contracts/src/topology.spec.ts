@@ -1,6 +1,12 @@
 import { DEFAULT_DELIVERY_LIMIT, validateTopology } from '@community/messaging';
 import { EVENT_TYPE_NAMES } from './events';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, NOTIFICATION_TYPE_HEADER, NOTIFICATIONS_BY_TYPE_EXCHANGE, QUEUES } from './topology';
+import {
+  COMMUNITY_TOPOLOGY,
+  EVENTS_EXCHANGE,
+  NOTIFICATION_TYPE_HEADER,
+  NOTIFICATIONS_BY_TYPE_EXCHANGE,
+  QUEUES,
+} from './topology';
 
 it('is a valid topology for the messaging runtime', () => {
   expect(() => validateTopology(COMMUNITY_TOPOLOGY)).not.toThrow();
@@ -8,7 +14,9 @@ it('is a valid topology for the messaging runtime', () => {
 
 it('binds every event type of the contract to at least one queue (an unroutable event blocks its outbox)', () => {
   const bound = new Set(
-    COMMUNITY_TOPOLOGY.queues.flatMap((q) => q.bindings.filter((b) => b.exchange === EVENTS_EXCHANGE).flatMap((b) => b.routingKeys ?? [])),
+    COMMUNITY_TOPOLOGY.queues.flatMap((q) =>
+      q.bindings.filter((b) => b.exchange === EVENTS_EXCHANGE).flatMap((b) => b.routingKeys ?? []),
+    ),
   );
   expect(EVENT_TYPE_NAMES.filter((type) => !bound.has(type))).toEqual([]);
 });
@@ -23,9 +31,19 @@ it('gives every queue a delivery limit above the restart budget: a healthy messa
 
 it('sends the critical email lane only security alerts: notification.created through a headers exchange on notification-type', () => {
   const byType = COMMUNITY_TOPOLOGY.exchanges.find((x) => x.name === NOTIFICATIONS_BY_TYPE_EXCHANGE);
-  expect(byType).toEqual({ name: NOTIFICATIONS_BY_TYPE_EXCHANGE, type: 'headers', bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }] });
+  expect(byType).toEqual({
+    name: NOTIFICATIONS_BY_TYPE_EXCHANGE,
+    type: 'headers',
+    bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+  });
   const critical = COMMUNITY_TOPOLOGY.queues.find((q) => q.name === 'email-service.send-critical');
-  expect(critical?.bindings).toEqual([{ exchange: NOTIFICATIONS_BY_TYPE_EXCHANGE, headers: { [NOTIFICATION_TYPE_HEADER]: 'security_alert' }, match: 'all' }]);
+  expect(critical?.bindings).toEqual([
+    {
+      exchange: NOTIFICATIONS_BY_TYPE_EXCHANGE,
+      headers: { [NOTIFICATION_TYPE_HEADER]: 'security_alert' },
+      match: 'all',
+    },
+  ]);
 });
 
 it('names every work queue once: QUEUES and the topology declare the same set', () => {

@@ -72,12 +72,25 @@ export function notificationHeaders(event: { type: string }): Record<string, str
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000, 120_000, 600_000];
 
 /** The community API's events (docs/CONTRACT.md): every type but notification-service's own. */
-const COMMUNITY_EVENT_TYPES = ['user.upserted', 'user.mentioned', 'comment.created', 'reaction.added', 'user.followed', 'user.unfollowed', 'post.published', 'security.alert'];
+const COMMUNITY_EVENT_TYPES = [
+  'user.upserted',
+  'user.mentioned',
+  'comment.created',
+  'reaction.added',
+  'user.followed',
+  'user.unfollowed',
+  'post.published',
+  'security.alert',
+];
 
 export const COMMUNITY_TOPOLOGY: Topology = {
   exchanges: [
     { name: EVENTS_EXCHANGE, type: 'topic' },
-    { name: NOTIFICATIONS_BY_TYPE_EXCHANGE, type: 'headers', bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }] },
+    {
+      name: NOTIFICATIONS_BY_TYPE_EXCHANGE,
+      type: 'headers',
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+    },
   ],
   // Broker dead-lettering (delivery limit, max-length overflow) goes through this exchange to each
   // queue's DLQ; the policies an operator may edit are named `community:<queue>` (docs/MESSAGING.md).
@@ -105,7 +118,12 @@ export const COMMUNITY_TOPOLOGY: Topology = {
     },
     {
       name: QUEUES.notificationStandard,
-      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed', USER_ERASED_TYPE] }],
+      bindings: [
+        {
+          exchange: EVENTS_EXCHANGE,
+          routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed', USER_ERASED_TYPE],
+        },
+      ],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
@@ -121,7 +139,13 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // security_alert. A notification.created without the header (published before it existed)
       // reaches email-service.send only, which emails it as ever (docs/EMAIL.md "The critical lane").
       name: QUEUES.emailSendCritical,
-      bindings: [{ exchange: NOTIFICATIONS_BY_TYPE_EXCHANGE, headers: { [NOTIFICATION_TYPE_HEADER]: 'security_alert' }, match: 'all' }],
+      bindings: [
+        {
+          exchange: NOTIFICATIONS_BY_TYPE_EXCHANGE,
+          headers: { [NOTIFICATION_TYPE_HEADER]: 'security_alert' },
+          match: 'all',
+        },
+      ],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
@@ -133,7 +157,12 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // Bound now so every event type a producer emits has a queue (an unroutable event holds back
       // its user's outbox). feed-service consumes it; until it runs, the backlog waits here for it.
       name: QUEUES.feedActivity,
-      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['post.published', 'user.followed', 'user.unfollowed', USER_ERASED_TYPE] }],
+      bindings: [
+        {
+          exchange: EVENTS_EXCHANGE,
+          routingKeys: ['post.published', 'user.followed', 'user.unfollowed', USER_ERASED_TYPE],
+        },
+      ],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {

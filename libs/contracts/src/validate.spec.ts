@@ -36,7 +36,11 @@ describe('validate: input forms', () => {
     expect(error.permanent).toBe(true);
   });
 
-  it.each([['null', 'null'], ['array', '[]'], ['number', 42]])('rejects a %s body as not an object', (_l, raw) => {
+  it.each([
+    ['null', 'null'],
+    ['array', '[]'],
+    ['number', 42],
+  ])('rejects a %s body as not an object', (_l, raw) => {
     const error = errorOf(raw);
     expect(error.code).toBe('SCHEMA_VIOLATION');
     expect(error.message).toBe('Expected object');
@@ -109,7 +113,10 @@ describe('validate: envelope', () => {
 
   it('finds a NUL under any depth without overflowing the stack (a permanent error, not a crash)', () => {
     const depth = 200_000;
-    const text = JSON.stringify(mention()).replace('"excerpt":', `"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},"excerpt":`);
+    const text = JSON.stringify(mention()).replace(
+      '"excerpt":',
+      `"deep":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)},"excerpt":`,
+    );
     const error = errorOf(text);
     expect(error.code).toBe('SCHEMA_VIOLATION');
     expect(error.path.startsWith('/data/deep/0/0/0')).toBe(true);

@@ -134,7 +134,8 @@ export function validate(raw: unknown): ValidationResult {
 
   if (entry.check.Check(value)) {
     const at = parsed.text === undefined || SUSPECT_ESCAPE.test(parsed.text) ? findUnstorableText(value) : undefined;
-    if (at !== undefined) return fail('SCHEMA_VIOLATION', at, 'Expected text without NUL characters or unpaired surrogates', details);
+    if (at !== undefined)
+      return fail('SCHEMA_VIOLATION', at, 'Expected text without NUL characters or unpaired surrogates', details);
     return { ok: true, event: value as unknown as AnyEvent };
   }
   // Slow path only for invalid messages: report the first violation, which for a missing field is

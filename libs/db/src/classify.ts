@@ -42,7 +42,15 @@ const UNAVAILABLE_MESSAGES = [
   'timeout exceeded when trying to connect',
   'Client has encountered a connection error and is not queryable',
 ];
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 
 /**
  * 'database' when `err` means PostgreSQL is unavailable for the moment (restarting, unreachable,
@@ -55,6 +63,10 @@ export function pgUnavailable(err: unknown): 'database' | undefined {
   if (state !== undefined) return state.startsWith('08') || UNAVAILABLE_STATES.has(state) ? 'database' : undefined;
   const { code, message } = err as { code?: unknown; message?: unknown };
   if (typeof code === 'string' && SOCKET_CODES.has(code)) return 'database';
-  if (typeof message === 'string' && UNAVAILABLE_MESSAGES.some((m) => message === m || message.startsWith(`${m}:`) || message.startsWith(`${m} `))) return 'database';
+  if (
+    typeof message === 'string' &&
+    UNAVAILABLE_MESSAGES.some((m) => message === m || message.startsWith(`${m}:`) || message.startsWith(`${m} `))
+  )
+    return 'database';
   return undefined;
 }

@@ -1,6 +1,7 @@
 import { isUniqueViolation, sqlState } from './errors';
 
-const pgError = (code: string, constraint?: string) => Object.assign(new Error('from the server'), { code, constraint });
+const pgError = (code: string, constraint?: string) =>
+  Object.assign(new Error('from the server'), { code, constraint });
 
 describe('sqlState', () => {
   it('reads a PostgreSQL SQLSTATE', () => {

@@ -13,5 +13,8 @@ export function sqlState(err: unknown): string | undefined {
 
 /** A unique-constraint violation (SQLSTATE 23505), optionally on a named constraint. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  return sqlState(err) === '23505' && (constraint === undefined || (err as { constraint?: unknown }).constraint === constraint);
+  return (
+    sqlState(err) === '23505' &&
+    (constraint === undefined || (err as { constraint?: unknown }).constraint === constraint)
+  );
 }

@@ -9,5 +9,21 @@ export { isUniqueViolation, sqlState } from './errors';
 export { createListenClient } from './listen';
 export type { ListenClient, ListenClientOptions, ListenNotification } from './listen';
 export { classifyPgError, pgUnavailable } from './classify';
-export { advisoryLockKey, createScheduler, JobTimeoutError, LeadershipLostError, SchedulerStoppingError } from './scheduler/index';
-export type { Attempt, JobContext, JobCounts, RunOnceOptions, RunOutcome, ScheduledJob, Scheduler, SchedulerOptions, SkipReason } from './scheduler/index';
+export {
+  advisoryLockKey,
+  createScheduler,
+  JobTimeoutError,
+  LeadershipLostError,
+  SchedulerStoppingError,
+} from './scheduler/index';
+export type {
+  Attempt,
+  JobContext,
+  JobCounts,
+  RunOnceOptions,
+  RunOutcome,
+  ScheduledJob,
+  Scheduler,
+  SchedulerOptions,
+  SkipReason,
+} from './scheduler/index';

@@ -51,7 +51,9 @@ export function createListenClient(options: ListenClientOptions): ListenClient {
   // the notifications reach whichever client uses that session next, or nobody (docs/DEPLOY.md
   // "Connection budget"): refused rather than silently deaf.
   if (transactionPooler(options.connectionString).pooled) {
-    throw new Error(`LISTEN ${channels.join(', ')} needs a direct connection to PostgreSQL; a ${TRANSACTION_POOLER_PARAM}=true URL goes through a transaction pooler`);
+    throw new Error(
+      `LISTEN ${channels.join(', ')} needs a direct connection to PostgreSQL; a ${TRANSACTION_POOLER_PARAM}=true URL goes through a transaction pooler`,
+    );
   }
   const backoff = options.backoff ?? { baseMs: 250, maxMs: 10_000 };
   const stopping = new AbortController();
@@ -60,7 +62,10 @@ export function createListenClient(options: ListenClientOptions): ListenClient {
 
   /** One connection's life, from creation to end: resolves with the error that ended it. */
   async function session(connected: () => void): Promise<Error> {
-    const client = new pg.Client({ connectionString: options.connectionString, application_name: options.applicationName });
+    const client = new pg.Client({
+      connectionString: options.connectionString,
+      application_name: options.applicationName,
+    });
     let onLost!: (err: Error) => void;
     const lost = new Promise<Error>((resolve) => (onLost = resolve));
     client.on('error', onLost);

@@ -3,10 +3,17 @@ import { createPgPool, isTransactionPooled, poolConfig, transactionPooler } from
 describe('createPgPool', () => {
   it('logs a broken idle connection without the client pg-pool attaches to the error (its secretKey)', async () => {
     const warnings: unknown[] = [];
-    const pool = createPgPool('postgresql://nobody@127.0.0.1:1/none', { logger: { warn: (obj: unknown) => warnings.push(obj) } as never });
-    const err = Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET', client: { processID: 42, secretKey: 123456789 } });
+    const pool = createPgPool('postgresql://nobody@127.0.0.1:1/none', {
+      logger: { warn: (obj: unknown) => warnings.push(obj) } as never,
+    });
+    const err = Object.assign(new Error('Connection terminated unexpectedly'), {
+      code: 'ECONNRESET',
+      client: { processID: 42, secretKey: 123456789 },
+    });
     pool.emit('error', err, {} as never);
-    expect(warnings).toEqual([{ err: { type: 'Error', message: 'Connection terminated unexpectedly', code: 'ECONNRESET' } }]);
+    expect(warnings).toEqual([
+      { err: { type: 'Error', message: 'Connection terminated unexpectedly', code: 'ECONNRESET' } },
+    ]);
     expect(JSON.stringify(warnings)).not.toContain('123456789');
     await pool.end();
   });
@@ -15,8 +22,13 @@ describe('createPgPool', () => {
 describe('pgbouncer=true (a transaction pooler in front, docs/DEPLOY.md "Connection budget")', () => {
   it('is taken off the URL, and such a pool sends no startup options', async () => {
     const url = 'postgresql://svc:pw@pgbouncer:6432/community?sslmode=require&pgbouncer=true';
-    expect(transactionPooler(url)).toEqual({ url: 'postgresql://svc:pw@pgbouncer:6432/community?sslmode=require', pooled: true });
-    expect(poolConfig(url)).toEqual({ connectionString: 'postgresql://svc:pw@pgbouncer:6432/community?sslmode=require' });
+    expect(transactionPooler(url)).toEqual({
+      url: 'postgresql://svc:pw@pgbouncer:6432/community?sslmode=require',
+      pooled: true,
+    });
+    expect(poolConfig(url)).toEqual({
+      connectionString: 'postgresql://svc:pw@pgbouncer:6432/community?sslmode=require',
+    });
     const pool = createPgPool(url);
     expect(isTransactionPooled(pool)).toBe(true);
     await pool.end();

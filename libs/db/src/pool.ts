@@ -76,7 +76,9 @@ export function createPgPool(databaseUrl: string, opts: PoolOptions = {}): pg.Po
   // pg-pool attaches the broken client to the error (`err.client`): logged as is, that would write
   // the client's connection state (including its cancel `secretKey`) into the log. Only the error's
   // own identity is logged.
-  pool.on('error', (err) => opts.logger?.warn({ err: idleErrorForLog(err) }, 'an idle database connection failed; the pool replaced it'));
+  pool.on('error', (err) =>
+    opts.logger?.warn({ err: idleErrorForLog(err) }, 'an idle database connection failed; the pool replaced it'),
+  );
   return pool;
 }
 
@@ -126,7 +128,12 @@ function sendUnnamed(client: pg.PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   const unnamed = (...args: unknown[]) => {
     const [config, ...rest] = args;
-    if (typeof config === 'object' && config !== null && Object.getPrototypeOf(config) === Object.prototype && 'name' in config) {
+    if (
+      typeof config === 'object' &&
+      config !== null &&
+      Object.getPrototypeOf(config) === Object.prototype &&
+      'name' in config
+    ) {
       const withoutName: { name?: unknown } = { ...config };
       delete withoutName.name;
       return query(withoutName, ...rest);

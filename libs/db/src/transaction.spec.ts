@@ -8,7 +8,9 @@ describe('beginStatement', () => {
 
   it('names the isolation level and read-only mode in the BEGIN itself', () => {
     expect(beginStatement({ isolation: 'read committed' })).toBe('BEGIN ISOLATION LEVEL READ COMMITTED');
-    expect(beginStatement({ isolation: 'repeatable read', readOnly: true })).toBe('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    expect(beginStatement({ isolation: 'repeatable read', readOnly: true })).toBe(
+      'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY',
+    );
     expect(beginStatement({ isolation: 'serializable' })).toBe('BEGIN ISOLATION LEVEL SERIALIZABLE');
     expect(beginStatement({ readOnly: true })).toBe('BEGIN READ ONLY');
   });
@@ -29,6 +31,7 @@ describe('beginStatement with a statement timeout', () => {
   });
 
   it('refuses a timeout that would mean "none" or is not a number', () => {
-    for (const ms of [0, -5, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => beginStatement({ statementTimeoutMs: ms })).toThrow(RangeError);
+    for (const ms of [0, -5, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(() => beginStatement({ statementTimeoutMs: ms })).toThrow(RangeError);
   });
 });

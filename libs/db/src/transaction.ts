@@ -55,7 +55,8 @@ export function beginStatement(options: TransactionOptions = {}): string {
   if (options.synchronousCommit === false) sql += '; SET LOCAL synchronous_commit TO off';
   if (options.statementTimeoutMs !== undefined) {
     const ms = Math.ceil(options.statementTimeoutMs);
-    if (!Number.isFinite(ms) || ms < 1) throw new RangeError(`statementTimeoutMs must be at least 1, got ${String(options.statementTimeoutMs)}`);
+    if (!Number.isFinite(ms) || ms < 1)
+      throw new RangeError(`statementTimeoutMs must be at least 1, got ${String(options.statementTimeoutMs)}`);
     sql += `; SET LOCAL statement_timeout = ${ms}`;
   }
   return sql;
@@ -71,13 +72,18 @@ export function beginStatement(options: TransactionOptions = {}): string {
  * rather than returned, since its connection state is unknown; the caller gets the error.
  */
 export async function withTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T>;
-export async function withTransaction<T>(pool: Pool, options: TransactionOptions, fn: (tx: PoolClient) => Promise<T>): Promise<T>;
+export async function withTransaction<T>(
+  pool: Pool,
+  options: TransactionOptions,
+  fn: (tx: PoolClient) => Promise<T>,
+): Promise<T>;
 export async function withTransaction<T>(
   pool: Pool,
   optionsOrFn: TransactionOptions | ((tx: PoolClient) => Promise<T>),
   maybeFn?: (tx: PoolClient) => Promise<T>,
 ): Promise<T> {
-  const [options, fn] = typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn as (tx: PoolClient) => Promise<T>];
+  const [options, fn] =
+    typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn as (tx: PoolClient) => Promise<T>];
   const begin = beginStatement(options);
   const { signal } = options;
   signal?.throwIfAborted();

@@ -98,7 +98,10 @@ afterAll(async () => {
  * its backend once the startup is done (ReadyForQuery and then the FATAL wait in the proxy), and
  * delivers both in one chunk while `checkOut` is waiting for the connection.
  */
-async function terminatedRightAfterStartup<T>(applicationName: string, checkOut: (pool: pg.Pool) => Promise<T>): Promise<PromiseSettledResult<T>> {
+async function terminatedRightAfterStartup<T>(
+  applicationName: string,
+  checkOut: (pool: pg.Pool) => Promise<T>,
+): Promise<PromiseSettledResult<T>> {
   const pool = createPgPool(proxy.url, { max: 1, applicationName });
   const unheard: unknown[] = [];
   const onUncaught = (err: unknown) => unheard.push(err);
@@ -110,13 +113,26 @@ async function terminatedRightAfterStartup<T>(applicationName: string, checkOut:
       (reason: unknown): PromiseSettledResult<T> => ({ status: 'rejected', reason }),
     );
     // Startup done on the server (the backend is idle, waiting for its first query)...
-    const pid = await eventually(`${applicationName} backend idle`, async () => {
-      const { rows } = await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle'", [applicationName]);
-      return rows[0]?.pid;
-    }, 5000, 10);
+    const pid = await eventually(
+      `${applicationName} backend idle`,
+      async () => {
+        const { rows } = await admin.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle'",
+          [applicationName],
+        );
+        return rows[0]?.pid;
+      },
+      5000,
+      10,
+    );
     // ...then terminated: its FATAL ErrorResponse and the close queue up behind the ReadyForQuery.
     await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-    await eventually('backend gone', async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0, 5000, 10);
+    await eventually(
+      'backend gone',
+      async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0,
+      5000,
+      10,
+    );
     // The FATAL and the close have reached the proxy: released now, they arrive in one chunk.
     await eventually('the server closed the connection', () => proxy.upstreamEnded(), 5000, 5);
     proxy.release();
@@ -134,7 +150,9 @@ async function terminatedRightAfterStartup<T>(applicationName: string, checkOut:
 }
 
 it('withTransaction: a connection terminated in the chunk that completes its startup fails the transaction, not the process', async () => {
-  const result = await terminatedRightAfterStartup('race-transaction', (pool) => withTransaction(pool, async (tx) => (await tx.query('SELECT 1 AS one')).rows[0]));
+  const result = await terminatedRightAfterStartup('race-transaction', (pool) =>
+    withTransaction(pool, async (tx) => (await tx.query('SELECT 1 AS one')).rows[0]),
+  );
   // The caller is told (a database error it can classify as unavailable); nothing is thrown elsewhere.
   expect(result.status).toBe('rejected');
 });

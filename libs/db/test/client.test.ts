@@ -26,7 +26,9 @@ describe('@community/db', () => {
       try {
         const { rows } = await pool.query("SELECT to_regclass('public.processed_events')::text AS t");
         expect(rows[0].t).toBe('processed_events');
-        const { rows: migrations } = await pool.query('SELECT count(*)::int AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL');
+        const { rows: migrations } = await pool.query(
+          'SELECT count(*)::int AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL',
+        );
         expect(migrations[0].n).toBeGreaterThan(0);
       } finally {
         await pool.end();

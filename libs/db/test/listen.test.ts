@@ -56,7 +56,9 @@ it('delivers the notifications of every channel it listens on', async () => {
   await client.start();
   expect(client.isListening()).toBe(true);
   expect(events).toEqual(['listening']);
-  await pool.query("SELECT pg_notify('first_channel', 'one'), pg_notify('second_channel', 'two'), pg_notify('other_channel', 'three')");
+  await pool.query(
+    "SELECT pg_notify('first_channel', 'one'), pg_notify('second_channel', 'two'), pg_notify('other_channel', 'three')",
+  );
   await eventually('both notifications', () => received.length === 2, 5000, 10);
   expect(received).toEqual([
     { channel: 'first_channel', payload: 'one' },
@@ -74,7 +76,12 @@ it('reconnects after pg_terminate_backend of its connection, and listens again',
   expect(pid).toBeDefined();
 
   await pool.query('SELECT pg_terminate_backend($1)', [pid]);
-  await eventually('listening again on a new backend', async () => client.isListening() && (await backends(name)).some((p) => p !== pid), 10_000, 20);
+  await eventually(
+    'listening again on a new backend',
+    async () => client.isListening() && (await backends(name)).some((p) => p !== pid),
+    10_000,
+    20,
+  );
   expect(events).toEqual(['listening', 'lost', 'listening']);
   expect(await backends(name)).toHaveLength(1);
 

@@ -64,7 +64,10 @@ async function copyMigrations(): Promise<string> {
 }
 
 async function migrationNames(dir: string): Promise<string[]> {
-  return (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return (await readdir(dir, { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 afterAll(async () => {
@@ -132,7 +135,12 @@ describe('scripts/db/migrate.ts', () => {
 
   it('status reports drift from a change made outside migrations', async () => {
     const shadowsNow = async () =>
-      ((await query(dbUrl('postgres'), "SELECT datname FROM pg_database WHERE datname LIKE 'prisma_migrate_shadow_db_%'")) as Array<{ datname: string }>).map((r) => r.datname);
+      (
+        (await query(
+          dbUrl('postgres'),
+          "SELECT datname FROM pg_database WHERE datname LIKE 'prisma_migrate_shadow_db_%'",
+        )) as Array<{ datname: string }>
+      ).map((r) => r.datname);
     const before = new Set(await shadowsNow());
     await query(url, 'ALTER TABLE processed_events ADD COLUMN sneaky integer');
     try {
@@ -145,7 +153,11 @@ describe('scripts/db/migrate.ts', () => {
     }
     // No shadow database is left behind by the drift check. Other processes (parallel test files,
     // a developer's db:status) may have one of their own for a moment, so wait for those to go.
-    await eventually('no new shadow database left', async () => (await shadowsNow()).every((name) => before.has(name)), 20_000);
+    await eventually(
+      'no new shadow database left',
+      async () => (await shadowsNow()).every((name) => before.has(name)),
+      20_000,
+    );
   });
 
   it('status fails clearly when the database does not exist', async () => {
@@ -203,7 +215,10 @@ describe('scripts/db/migrate.ts create', () => {
     // the project's schema folder plus one new model file
     const schema = path.join(schemaDir, 'schema');
     await cp(path.join(ROOT, 'prisma/schema'), schema, { recursive: true });
-    await writeFile(path.join(schema, 'widget.prisma'), `model Widget {\n  id   String @id\n  name String\n\n  @@map("widgets")\n}\n`);
+    await writeFile(
+      path.join(schema, 'widget.prisma'),
+      `model Widget {\n  id   String @id\n  name String\n\n  @@map("widgets")\n}\n`,
+    );
 
     const before = await migrationNames(dir);
     const run = await cli(url, ['create', '--name', 'Add widgets', '--migrations-dir', dir, '--schema', schema]);

@@ -27,7 +27,12 @@ describe('createPgPool min', () => {
     return pool;
   }
   const connections = async (applicationName: string) =>
-    (await observer.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1', [applicationName])).rows[0].n as number;
+    (
+      await observer.query(
+        'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1',
+        [applicationName],
+      )
+    ).rows[0].n as number;
 
   it('keeps the connections a burst opened when min covers them, and lets them close after 10 s idle without it', async () => {
     const kept = await openFour('pool-min-kept', 4);
@@ -39,7 +44,12 @@ describe('createPgPool min', () => {
       await new Promise((r) => setTimeout(r, 11_000));
       // The pool without min closes its idle clients; their backends end a moment later. kept's
       // idle timers were armed first (its burst ended first), so by now they have fired too.
-      await eventually('the default pool closed its idle connections', async () => closing.totalCount === 0 && (await connections('pool-min-default')) === 0, 20_000, 50);
+      await eventually(
+        'the default pool closed its idle connections',
+        async () => closing.totalCount === 0 && (await connections('pool-min-default')) === 0,
+        20_000,
+        50,
+      );
       expect(kept.totalCount).toBe(4);
       expect(await connections('pool-min-kept')).toBe(4);
     } finally {

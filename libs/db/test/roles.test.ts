@@ -12,7 +12,13 @@ import { parse } from 'yaml';
 import { createTestDatabase, testResourceName, type TestDatabase } from '@community/testing';
 
 type Service = 'notification-service' | 'email-service' | 'feed-service' | 'reconciler' | 'demo-community-api';
-const SERVICES: readonly Service[] = ['notification-service', 'email-service', 'feed-service', 'reconciler', 'demo-community-api'];
+const SERVICES: readonly Service[] = [
+  'notification-service',
+  'email-service',
+  'feed-service',
+  'reconciler',
+  'demo-community-api',
+];
 const groupRole = (s: Service): string => `community_${s.replace(/-/g, '_')}`;
 
 /** Who owns each table; `migrator`: the shared libraries' tables stay with the migrations' owner. */
@@ -164,7 +170,9 @@ it('every table has exactly the owner the grant table names', async () => {
   // A new table must be given its owner (and its grants) in its migration, and listed here.
   const owners = Object.fromEntries(rows.map((r) => [r.tablename, r.tableowner]));
   const migrator = (await admin.query<{ u: string }>('SELECT current_user AS u')).rows[0].u;
-  expect(owners).toEqual(Object.fromEntries(Object.entries(OWNERS).map(([t, o]) => [t, o === 'migrator' ? migrator : groupRole(o)])));
+  expect(owners).toEqual(
+    Object.fromEntries(Object.entries(OWNERS).map(([t, o]) => [t, o === 'migrator' ? migrator : groupRole(o)])),
+  );
 });
 
 describe.each([...SERVICES, 'nobody' as const])('as %s', (who) => {
@@ -188,13 +196,16 @@ describe.each([...SERVICES, 'nobody' as const])('as %s', (who) => {
         ['ALTER TABLE', `ALTER TABLE ${t} ADD COLUMN roles_test_probe int`, own],
         ['TRUNCATE', `TRUNCATE ${t} CASCADE`, own],
       ];
-      if (updatable[0]) cases.push([`UPDATE ${updatable[0]}`, `UPDATE ${t} SET ${quote(updatable[0])} = NULL WHERE false`, true]);
-      if (notUpdatable) cases.push([`UPDATE ${notUpdatable}`, `UPDATE ${t} SET ${quote(notUpdatable)} = NULL WHERE false`, false]);
+      if (updatable[0])
+        cases.push([`UPDATE ${updatable[0]}`, `UPDATE ${t} SET ${quote(updatable[0])} = NULL WHERE false`, true]);
+      if (notUpdatable)
+        cases.push([`UPDATE ${notUpdatable}`, `UPDATE ${t} SET ${quote(notUpdatable)} = NULL WHERE false`, false]);
       if (!own) cases.push(['DROP TABLE', `DROP TABLE ${t}`, false]);
       for (const [what, sql, allowed] of cases) {
         const code = await attempt(client, sql);
         // An owner's TRUNCATE may still be refused for other reasons than privileges (none today).
-        if (allowed ? code !== '' : code !== '42501') mismatches.push(`${what} ${table}: expected ${allowed ? 'allowed' : '42501'}, got ${code || 'allowed'}`);
+        if (allowed ? code !== '' : code !== '42501')
+          mismatches.push(`${what} ${table}: expected ${allowed ? 'allowed' : '42501'}, got ${code || 'allowed'}`);
       }
     }
     expect(mismatches).toEqual([]);
@@ -211,14 +222,20 @@ it('nobody but the reconciler writes the DLQ audit (dlq_operations, dlq_operatio
     const client = as(who);
     const expected = who === 'reconciler' ? '' : '42501';
     expect({ who, insert: await attempt(client, audit) }).toEqual({ who, insert: expected });
-    expect({ who, update: await attempt(client, `UPDATE dlq_operations SET requested_by = 'forged'`) }).toEqual({ who, update: expected });
+    expect({ who, update: await attempt(client, `UPDATE dlq_operations SET requested_by = 'forged'`) }).toEqual({
+      who,
+      update: expected,
+    });
     expect({ who, items: await attempt(client, `DELETE FROM dlq_operation_items`) }).toEqual({ who, items: expected });
-    expect({ who, messages: await attempt(client, `UPDATE dlq_messages SET state = 'discarded'`) }).toEqual({ who, messages: expected });
+    expect({ who, messages: await attempt(client, `UPDATE dlq_messages SET state = 'discarded'`) }).toEqual({
+      who,
+      messages: expected,
+    });
   }
 });
 
 describe('the statements whose privileges are subtle, as the code runs them, on real rows', () => {
-  it("notification-service claims inbox rows (INSERT … ON CONFLICT DO NOTHING RETURNING needs SELECT), but cannot purge them", async () => {
+  it('notification-service claims inbox rows (INSERT … ON CONFLICT DO NOTHING RETURNING needs SELECT), but cannot purge them', async () => {
     const client = as('notification-service');
     const claim = `INSERT INTO processed_events (consumer, event_id) SELECT 'roles-test', id FROM unnest($1::text[]) AS t(id) ORDER BY id
                    ON CONFLICT DO NOTHING RETURNING event_id`;
@@ -227,22 +244,28 @@ describe('the statements whose privileges are subtle, as the code runs them, on 
     expect((await client.query(claim, [['e1']])).rowCount).toBe(0);
     expect(await attempt(client, `DELETE FROM processed_events WHERE consumer = 'roles-test'`)).toBe('42501');
     // The reconciler's retention does that.
-    expect((await as('reconciler').query(`DELETE FROM processed_events WHERE consumer = 'roles-test'`)).rowCount).toBe(2);
+    expect((await as('reconciler').query(`DELETE FROM processed_events WHERE consumer = 'roles-test'`)).rowCount).toBe(
+      2,
+    );
   });
 
-  it('email-service records its retention horizon (upsert into the reconciler\'s table), and the reconciler reads it', async () => {
+  it("email-service records its retention horizon (upsert into the reconciler's table), and the reconciler reads it", async () => {
     const upsert = `INSERT INTO retention_horizons (name, horizon_ms, set_by) VALUES ('email', $1, 'email-service')
                     ON CONFLICT (name) DO UPDATE SET horizon_ms = EXCLUDED.horizon_ms, set_by = EXCLUDED.set_by, updated_at = now()`;
     const email = as('email-service');
     await email.query(upsert, [86_400_000]);
     await email.query(upsert, [172_800_000]);
-    const { rows } = await as('reconciler').query(`SELECT horizon_ms::int AS ms FROM retention_horizons WHERE name = 'email'`);
+    const { rows } = await as('reconciler').query(
+      `SELECT horizon_ms::int AS ms FROM retention_horizons WHERE name = 'email'`,
+    );
     expect(rows).toEqual([{ ms: 172_800_000 }]);
     expect(await attempt(email, `DELETE FROM retention_horizons`)).toBe('42501');
   });
 
   it('the reconciler purges closed digest windows under a row lock, and repairs a counter, but cannot write the rest of either', async () => {
-    await admin.query(`INSERT INTO email_digest_windows (user_id, window_start, window_end, status) VALUES ('u1', now() - interval '10 days', now() - interval '9 days', 'flushed')`);
+    await admin.query(
+      `INSERT INTO email_digest_windows (user_id, window_start, window_end, status) VALUES ('u1', now() - interval '10 days', now() - interval '9 days', 'flushed')`,
+    );
     await admin.query(`INSERT INTO notification_counters (user_id, unread_count) VALUES ('u1', 7)`);
     const reconciler = as('reconciler');
     const purged = await reconciler.query(
@@ -254,28 +277,50 @@ describe('the statements whose privileges are subtle, as the code runs them, on 
     );
     expect(purged.rows).toEqual([{ windows: 1 }]);
     await reconciler.query('BEGIN');
-    await reconciler.query(`SELECT unread_count FROM notification_counters WHERE user_id = ANY($1::text[]) ORDER BY user_id FOR UPDATE`, [['u1']]);
-    await reconciler.query(`UPDATE notification_counters SET unread_count = 0, version = version + 1, updated_at = now() WHERE user_id = 'u1'`);
+    await reconciler.query(
+      `SELECT unread_count FROM notification_counters WHERE user_id = ANY($1::text[]) ORDER BY user_id FOR UPDATE`,
+      [['u1']],
+    );
+    await reconciler.query(
+      `UPDATE notification_counters SET unread_count = 0, version = version + 1, updated_at = now() WHERE user_id = 'u1'`,
+    );
     await reconciler.query('COMMIT');
-    expect((await admin.query(`SELECT unread_count FROM notification_counters WHERE user_id = 'u1'`)).rows).toEqual([{ unread_count: 0 }]);
+    expect((await admin.query(`SELECT unread_count FROM notification_counters WHERE user_id = 'u1'`)).rows).toEqual([
+      { unread_count: 0 },
+    ]);
     expect(await attempt(reconciler, `UPDATE notification_items SET read_at = now()`)).toBe('42501');
-    expect(await attempt(reconciler, `INSERT INTO email_deliveries (idempotency_key) SELECT 'x' WHERE false`)).toBe('42501');
+    expect(await attempt(reconciler, `INSERT INTO email_deliveries (idempotency_key) SELECT 'x' WHERE false`)).toBe(
+      '42501',
+    );
   });
 });
 
 it('the CloudNativePG cluster declares the same group roles, the owner as a member of each, and login users each in one group', async () => {
   const cluster = parse(readFileSync(path.resolve(__dirname, '../../../infra/k8s/platform/postgres.yaml'), 'utf8')) as {
-    spec: { bootstrap: { initdb: { owner: string } }; managed: { roles: Array<{ name: string; login: boolean; inRoles?: string[]; passwordSecret?: { name: string } }> } };
+    spec: {
+      bootstrap: { initdb: { owner: string } };
+      managed: {
+        roles: Array<{ name: string; login: boolean; inRoles?: string[]; passwordSecret?: { name: string } }>;
+      };
+    };
   };
   const roles = cluster.spec.managed.roles;
   const groups = SERVICES.map(groupRole);
   expect(roles.filter((r) => !r.login).map((r) => r.name)).toEqual(groups);
-  const { rows } = await admin.query<{ rolname: string; rolcanlogin: boolean }>('SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname = ANY($1::text[]) ORDER BY rolname', [groups]);
+  const { rows } = await admin.query<{ rolname: string; rolcanlogin: boolean }>(
+    'SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname = ANY($1::text[]) ORDER BY rolname',
+    [groups],
+  );
   expect(rows).toEqual([...groups].sort().map((rolname) => ({ rolname, rolcanlogin: false })));
   const owner = roles.find((r) => r.name === cluster.spec.bootstrap.initdb.owner);
   expect(owner?.inRoles).toEqual(groups);
   for (const user of roles.filter((r) => r.login && r !== owner)) {
-    expect({ user: user.name, inRoles: user.inRoles?.length, group: groups.includes(user.inRoles?.[0] ?? ''), secret: Boolean(user.passwordSecret) }).toEqual({ user: user.name, inRoles: 1, group: true, secret: true });
+    expect({
+      user: user.name,
+      inRoles: user.inRoles?.length,
+      group: groups.includes(user.inRoles?.[0] ?? ''),
+      secret: Boolean(user.passwordSecret),
+    }).toEqual({ user: user.name, inRoles: 1, group: true, secret: true });
   }
 });
 
@@ -290,20 +335,28 @@ it('a database owner that is no superuser, only a member of every group (as Clou
     url.username = owner;
     url.pathname = `/${database}`;
     const root = path.resolve(__dirname, '../../..');
-    const { stdout } = await promisify(execFile)(process.execPath, ['-r', '@swc-node/register', 'scripts/db/migrate.ts', 'deploy'], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: url.toString() },
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['-r', '@swc-node/register', 'scripts/db/migrate.ts', 'deploy'],
+      {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: url.toString() },
+      },
+    );
     expect(stdout).toContain('All migrations have been successfully applied.');
     const check = new pg.Client({ connectionString: url.toString() });
     await check.connect();
     try {
-      const { rows } = await check.query<{ tablename: string; tableowner: string }>(`SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'`);
+      const { rows } = await check.query<{ tablename: string; tableowner: string }>(
+        `SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'`,
+      );
       expect(Object.fromEntries(rows.map((r) => [r.tablename, r.tableowner]))).toEqual(
         Object.fromEntries(Object.entries(OWNERS).map(([t, o]) => [t, o === 'migrator' ? owner : groupRole(o)])),
       );
       // The groups held CREATE on the schema only during the migration.
-      const { rows: acl } = await check.query(`SELECT has_schema_privilege($1, 'public', 'CREATE') AS create`, [groupRole('reconciler')]);
+      const { rows: acl } = await check.query(`SELECT has_schema_privilege($1, 'public', 'CREATE') AS create`, [
+        groupRole('reconciler'),
+      ]);
       expect(acl).toEqual([{ create: false }]);
     } finally {
       await check.end();

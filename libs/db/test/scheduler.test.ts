@@ -4,7 +4,14 @@ import type { Pool } from 'pg';
 import pino, { type Logger } from 'pino';
 import { Registry } from 'prom-client';
 import { createTestDatabase, eventually, testLogger, type TestDatabase } from '@community/testing';
-import { createPgPool, createScheduler, LeadershipLostError, type JobContext, type ScheduledJob, type Scheduler } from '../src/index';
+import {
+  createPgPool,
+  createScheduler,
+  LeadershipLostError,
+  type JobContext,
+  type ScheduledJob,
+  type Scheduler,
+} from '../src/index';
 
 let db: TestDatabase;
 let admin: Pool;
@@ -31,10 +38,21 @@ interface Replica {
 }
 
 /** One "replica": its own pool, registry and holder name; stopped and closed after the test. */
-function replica(holder: string, jobs: ScheduledJob[], extra: { stopTimeoutMs?: number; url?: string; logger?: Logger } = {}): Replica {
+function replica(
+  holder: string,
+  jobs: ScheduledJob[],
+  extra: { stopTimeoutMs?: number; url?: string; logger?: Logger } = {},
+): Replica {
   const pool = createPgPool(extra.url ?? db.url, { max: 3, applicationName: `scheduler-test-${holder}` });
   const registry = new Registry();
-  const scheduler = createScheduler({ pool, logger: extra.logger ?? testLogger(holder), registry, jobs, holder, stopTimeoutMs: extra.stopTimeoutMs });
+  const scheduler = createScheduler({
+    pool,
+    logger: extra.logger ?? testLogger(holder),
+    registry,
+    jobs,
+    holder,
+    stopTimeoutMs: extra.stopTimeoutMs,
+  });
   cleanup.push(async () => {
     await scheduler.stop();
     await pool.end();
@@ -52,12 +70,19 @@ interface RunRow {
   duration_ms: number | null;
 }
 const runs = async (job: string) =>
-  (await admin.query<RunRow>('SELECT job, holder, outcome, started_at, counts, error, duration_ms FROM scheduled_job_runs WHERE job = $1 ORDER BY id', [job])).rows;
+  (
+    await admin.query<RunRow>(
+      'SELECT job, holder, outcome, started_at, counts, error, duration_ms FROM scheduled_job_runs WHERE job = $1 ORDER BY id',
+      [job],
+    )
+  ).rows;
 
 async function metric(registry: Registry, name: string, labels: Record<string, string>): Promise<number> {
   const m = registry.getSingleMetric(name);
   const values = ((await m?.get())?.values ?? []) as Array<{ labels: Record<string, unknown>; value: number }>;
-  return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((sum, v) => sum + v.value, 0);
+  return values
+    .filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
@@ -69,7 +94,10 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 /** A logger that keeps what the scheduler logs at warn and above, parsed. */
 function recordingLogger(): { logger: Logger; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino(
+    { level: 'warn' },
+    { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   return { logger, lines };
 }
 
@@ -100,10 +128,20 @@ it('two replicas run a job once per interval window, never at the same time', as
   // b starts once a's first run has ended, so it wakes within a's window with the lock free: only
   // the recorded start keeps b from running right then, between a's runs.
   a.scheduler.start();
-  await eventually("a's first run ended", async () => (await runs('leadership'))[0]?.outcome === 'succeeded', 30_000, 5);
+  await eventually(
+    "a's first run ended",
+    async () => (await runs('leadership'))[0]?.outcome === 'succeeded',
+    30_000,
+    5,
+  );
   b.scheduler.start();
   const skipsOf = async (r: Replica) => metric(r.registry, 'scheduled_job_skips_total', { job: 'leadership' });
-  await eventually('five runs, and b refused at least once', async () => (await runs('leadership')).length >= 5 && (await skipsOf(b)) >= 1, 30_000, 20);
+  await eventually(
+    'five runs, and b refused at least once',
+    async () => (await runs('leadership')).length >= 5 && (await skipsOf(b)) >= 1,
+    30_000,
+    20,
+  );
   await a.scheduler.stop();
   await b.scheduler.stop();
 
@@ -154,7 +192,9 @@ it('a replica skips while another holds the lock, then finds the job not due unt
   expect(again.nextInMs).toBeLessThanOrEqual(atMost + 0.001); // float8 rounding of the same arithmetic
   expect(again.nextInMs).toBeGreaterThanOrEqual(atLeast - 0.001);
   const rows = await runs('exclusive');
-  expect(rows).toEqual([expect.objectContaining({ holder: 'a', outcome: 'succeeded', counts: { deleted: 3 }, error: null })]);
+  expect(rows).toEqual([
+    expect.objectContaining({ holder: 'a', outcome: 'succeeded', counts: { deleted: 3 }, error: null }),
+  ]);
   expect(await metric(a.registry, 'scheduled_job_items_total', { job: 'exclusive', item: 'deleted' })).toBe(3);
   // Stamped at the end of the run: after it was released, before runOnce returned.
   const lastSuccess = await metric(a.registry, 'scheduled_job_last_success_timestamp_seconds', { job: 'exclusive' });
@@ -177,7 +217,12 @@ it("records a job's failure and keeps scheduling it", async () => {
   };
   const a = replica('a', [flaky]);
   a.scheduler.start();
-  await eventually('a successful run after two failures', async () => (await runs('flaky')).some((r) => r.outcome === 'succeeded'), 30_000, 50);
+  await eventually(
+    'a successful run after two failures',
+    async () => (await runs('flaky')).some((r) => r.outcome === 'succeeded'),
+    30_000,
+    50,
+  );
   await a.scheduler.stop();
 
   const rows = await runs('flaky');
@@ -187,7 +232,9 @@ it("records a job's failure and keeps scheduling it", async () => {
     ['succeeded', null],
   ]);
   expect(await metric(a.registry, 'scheduled_job_runs_total', { job: 'flaky', outcome: 'failed' })).toBe(2);
-  expect(await metric(a.registry, 'scheduled_job_runs_total', { job: 'flaky', outcome: 'succeeded' })).toBeGreaterThanOrEqual(1);
+  expect(
+    await metric(a.registry, 'scheduled_job_runs_total', { job: 'flaky', outcome: 'succeeded' }),
+  ).toBeGreaterThanOrEqual(1);
   const durations = await metric(a.registry, 'scheduled_job_duration_seconds', { job: 'flaky', outcome: 'failed' });
   expect(durations).toBeGreaterThan(0); // the histogram's _count and buckets for the failed runs
 });
@@ -196,7 +243,12 @@ it("releases the lock when the holder's connection is terminated, and the other 
   const aStarted = deferred();
   let aReason: unknown;
   let bRuns = 0;
-  const job = (onRun: (ctx: JobContext) => Promise<void>): ScheduledJob => ({ name: 'takeover', intervalMs: 300, timeoutMs: 30_000, run: onRun });
+  const job = (onRun: (ctx: JobContext) => Promise<void>): ScheduledJob => ({
+    name: 'takeover',
+    intervalMs: 300,
+    timeoutMs: 30_000,
+    run: onRun,
+  });
   const a = replica('a', [
     job(async ({ signal }) => {
       aStarted.resolve();
@@ -216,11 +268,18 @@ it("releases the lock when the holder's connection is terminated, and the other 
   const aAttempt = a.scheduler.runOnce('takeover');
   await aStarted.promise;
   b.scheduler.start();
-  await eventually('b skipped while a held the lock', async () => (await metric(b.registry, 'scheduled_job_skips_total', { job: 'takeover', reason: 'locked' })) >= 1, 30_000, 20);
+  await eventually(
+    'b skipped while a held the lock',
+    async () => (await metric(b.registry, 'scheduled_job_skips_total', { job: 'takeover', reason: 'locked' })) >= 1,
+    30_000,
+    20,
+  );
   expect(bRuns).toBe(0);
 
   // a's lock connection is the session holding the advisory lock in this test's database.
-  const holder = await admin.query<{ pid: number }>("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+  const holder = await admin.query<{ pid: number }>(
+    "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+  );
   expect(holder.rows).toHaveLength(1);
   await admin.query('SELECT pg_terminate_backend($1)', [holder.rows[0].pid]);
 
@@ -235,7 +294,9 @@ it("releases the lock when the holder's connection is terminated, and the other 
 });
 
 it('marks a run left running by a vanished holder as abandoned', async () => {
-  await admin.query("INSERT INTO scheduled_job_runs (job, holder, started_at) VALUES ('orphan', 'crashed-pod', now() - interval '1 hour')");
+  await admin.query(
+    "INSERT INTO scheduled_job_runs (job, holder, started_at) VALUES ('orphan', 'crashed-pod', now() - interval '1 hour')",
+  );
   const a = replica('a', [{ name: 'orphan', intervalMs: 60_000, run: async () => ({ ok: 1 }) }]);
   expect(await a.scheduler.runOnce('orphan')).toMatchObject({ status: 'ran', outcome: 'succeeded' });
   expect((await runs('orphan')).map((r) => [r.holder, r.outcome])).toEqual([
@@ -248,10 +309,22 @@ it('logs and skips when the database cannot be reached, and stops cleanly', asyn
   const unreachable = new URL(db.url);
   unreachable.port = '1';
   let ran = 0;
-  const a = replica('a', [{ name: 'no-db', intervalMs: 100, run: async () => void (ran += 1) }], { url: unreachable.toString() });
-  expect(await a.scheduler.runOnce('no-db')).toMatchObject({ status: 'skipped', reason: 'database_error', nextInMs: 100 });
+  const a = replica('a', [{ name: 'no-db', intervalMs: 100, run: async () => void (ran += 1) }], {
+    url: unreachable.toString(),
+  });
+  expect(await a.scheduler.runOnce('no-db')).toMatchObject({
+    status: 'skipped',
+    reason: 'database_error',
+    nextInMs: 100,
+  });
   a.scheduler.start();
-  await eventually('several failed attempts', async () => (await metric(a.registry, 'scheduled_job_skips_total', { job: 'no-db', reason: 'database_error' })) >= 3, 30_000, 20);
+  await eventually(
+    'several failed attempts',
+    async () =>
+      (await metric(a.registry, 'scheduled_job_skips_total', { job: 'no-db', reason: 'database_error' })) >= 3,
+    30_000,
+    20,
+  );
   await a.scheduler.stop();
   expect(ran).toBe(0);
 });
@@ -277,16 +350,20 @@ it('stop() waits for a running job, and aborts one that outlives stopTimeoutMs',
 
   const stuck = deferred();
   const bLog = recordingLogger();
-  const b = replica('b', [
-    {
-      name: 'stuck',
-      intervalMs: 60_000,
-      run: async ({ signal }) => {
-        stuck.resolve();
-        await untilAborted(signal);
+  const b = replica(
+    'b',
+    [
+      {
+        name: 'stuck',
+        intervalMs: 60_000,
+        run: async ({ signal }) => {
+          stuck.resolve();
+          await untilAborted(signal);
+        },
       },
-    },
-  ], { stopTimeoutMs: 100, logger: bLog.logger });
+    ],
+    { stopTimeoutMs: 100, logger: bLog.logger },
+  );
   const stuckAttempt = b.scheduler.runOnce('stuck');
   await stuck.promise;
   await b.scheduler.stop(); // resolves at all: the job would otherwise wait for ever
@@ -295,21 +372,37 @@ it('stop() waits for a running job, and aborts one that outlives stopTimeoutMs',
   expect(row.outcome).toBe('aborted');
   expect(row.error).toMatch(/stopping/);
   // The abort came from the stopTimeoutMs asked for (not the 10 s default), and not before it.
-  expect(bLog.lines).toContainEqual(expect.objectContaining({ msg: 'scheduled jobs still running at stop: aborting them', stopTimeoutMs: 100, jobs: 1 }));
+  expect(bLog.lines).toContainEqual(
+    expect.objectContaining({
+      msg: 'scheduled jobs still running at stop: aborting them',
+      stopTimeoutMs: 100,
+      jobs: 1,
+    }),
+  );
   expect(row.duration_ms).toBeGreaterThanOrEqual(100);
-  const locks = await admin.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+  const locks = await admin.query(
+    "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+  );
   expect(locks.rowCount).toBe(0);
 });
 
-it("runOnce({ force }) runs a job that is not due, still under its lock; dryRun reaches the job and is recorded", async () => {
+it('runOnce({ force }) runs a job that is not due, still under its lock; dryRun reaches the job and is recorded', async () => {
   const seen: boolean[] = [];
-  const job: ScheduledJob = { name: 'forced', intervalMs: 3_600_000, run: async ({ dryRun }: JobContext) => (seen.push(dryRun), { done: 1 }) };
+  const job: ScheduledJob = {
+    name: 'forced',
+    intervalMs: 3_600_000,
+    run: async ({ dryRun }: JobContext) => (seen.push(dryRun), { done: 1 }),
+  };
   const a = replica('a', [job]);
   const b = replica('b', [job]);
   expect(await a.scheduler.runOnce('forced')).toMatchObject({ status: 'ran', counts: { done: 1 } });
   // Within the interval: not due, unless forced.
   expect(await b.scheduler.runOnce('forced')).toMatchObject({ status: 'skipped', reason: 'not_due' });
-  expect(await b.scheduler.runOnce('forced', { force: true, dryRun: true })).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { done: 1, dry_run: 1 } });
+  expect(await b.scheduler.runOnce('forced', { force: true, dryRun: true })).toMatchObject({
+    status: 'ran',
+    outcome: 'succeeded',
+    counts: { done: 1, dry_run: 1 },
+  });
   expect(seen).toEqual([false, true]);
   expect((await runs('forced')).map((r) => [r.holder, r.outcome, r.counts])).toEqual([
     ['a', 'succeeded', { done: 1 }],
@@ -317,12 +410,19 @@ it("runOnce({ force }) runs a job that is not due, still under its lock; dryRun 
   ]);
   // Forced is still exclusive: while a holds the lock, b is refused.
   let release!: () => void;
-  const slow: ScheduledJob = { name: 'forced-slow', intervalMs: 3_600_000, run: () => new Promise<void>((r) => (release = r)) };
+  const slow: ScheduledJob = {
+    name: 'forced-slow',
+    intervalMs: 3_600_000,
+    run: () => new Promise<void>((r) => (release = r)),
+  };
   const c = replica('c', [slow]);
   const d = replica('d', [slow]);
   const running = c.scheduler.runOnce('forced-slow', { force: true });
   await eventually('c holds the lock', async () => (await runs('forced-slow')).length === 1);
-  expect(await d.scheduler.runOnce('forced-slow', { force: true })).toMatchObject({ status: 'skipped', reason: 'locked' });
+  expect(await d.scheduler.runOnce('forced-slow', { force: true })).toMatchObject({
+    status: 'skipped',
+    reason: 'locked',
+  });
   release();
   expect(await running).toMatchObject({ status: 'ran', outcome: 'succeeded' });
 });

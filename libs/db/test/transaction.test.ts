@@ -21,16 +21,23 @@ afterAll(async () => {
   await db.drop();
 });
 
-const count = async (k: string) => Number((await pool.query('SELECT count(*) FROM effects WHERE k = $1', [k])).rows[0].count);
+const count = async (k: string) =>
+  Number((await pool.query('SELECT count(*) FROM effects WHERE k = $1', [k])).rows[0].count);
 const insert = (k: string) => async (tx: PoolClient) => {
   await tx.query('INSERT INTO effects (k) VALUES ($1)', [k]);
   return k;
 };
-const backendPid = async (c: PoolClient) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+const backendPid = async (c: PoolClient) =>
+  (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
 /** Terminates one backend of this test's own database, from another connection, and waits until it is gone. */
 async function terminate(pid: number): Promise<void> {
   await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-  await eventually(`backend ${pid} gone`, async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0, 5000, 20);
+  await eventually(
+    `backend ${pid} gone`,
+    async () => (await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid])).rowCount === 0,
+    5000,
+    20,
+  );
 }
 
 it('commits what fn did and returns its result; rolls everything back when fn throws', async () => {
@@ -46,10 +53,18 @@ it('commits what fn did and returns its result; rolls everything back when fn th
 
 it('opens the transaction with the isolation level and read-only mode asked for', async () => {
   const settings = (tx: PoolClient) =>
-    tx.query("SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro").then((r) => r.rows[0]);
+    tx
+      .query("SELECT current_setting('transaction_isolation') AS iso, current_setting('transaction_read_only') AS ro")
+      .then((r) => r.rows[0]);
   expect(await withTransaction(pool, settings)).toEqual({ iso: 'read committed', ro: 'off' });
-  expect(await withTransaction(pool, { isolation: 'repeatable read', readOnly: true }, settings)).toEqual({ iso: 'repeatable read', ro: 'on' });
-  expect(await withTransaction(pool, { isolation: 'serializable' }, settings)).toEqual({ iso: 'serializable', ro: 'off' });
+  expect(await withTransaction(pool, { isolation: 'repeatable read', readOnly: true }, settings)).toEqual({
+    iso: 'repeatable read',
+    ro: 'on',
+  });
+  expect(await withTransaction(pool, { isolation: 'serializable' }, settings)).toEqual({
+    iso: 'serializable',
+    ro: 'off',
+  });
   const refused = await withTransaction(pool, { readOnly: true }, insert('read-only')).catch((e: unknown) => e);
   expect(sqlState(refused)).toBe('25006'); // read_only_sql_transaction
 });
@@ -68,7 +83,8 @@ it('gives a repeatable-read transaction one snapshot for all its statements', as
 it('commits asynchronously only when asked, and only that transaction', async () => {
   const single = createPgPool(db.url, { max: 1 }); // one connection: the setting must not leak to the next user
   try {
-    const show = async (tx: PoolClient) => (await tx.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string;
+    const show = async (tx: PoolClient) =>
+      (await tx.query('SHOW synchronous_commit')).rows[0].synchronous_commit as string;
     expect(await withTransaction(single, { synchronousCommit: false }, show)).toBe('off');
     expect(await withTransaction(single, show)).toBe('on');
     await withTransaction(single, { synchronousCommit: false }, insert('async-1'));
@@ -112,7 +128,10 @@ describe('a connection that dies', () => {
 
   it('while idle in the pool: the pool drops it and serves the next query from a new connection', async () => {
     const warnings: string[] = [];
-    const single = createPgPool(db.url, { max: 1, logger: pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) }) });
+    const single = createPgPool(db.url, {
+      max: 1,
+      logger: pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) }),
+    });
     try {
       const pid = (await single.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
       await terminate(pid);
@@ -129,7 +148,13 @@ describe('a connection that dies', () => {
 describe('a signal (the caller deadline)', () => {
   /** Transactions of this test's database that are still open, seen from another connection. */
   const openTransactions = async () =>
-    Number((await admin.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()")).rows[0].count);
+    Number(
+      (
+        await admin.query(
+          'SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()',
+        )
+      ).rows[0].count,
+    );
 
   it('cancels the running statement, commits nothing, and returns only once the transaction has ended', async () => {
     const single = createPgPool(db.url, { max: 1 }); // exhausted while the statement runs: the cancel needs no pooled connection
@@ -147,7 +172,14 @@ describe('a signal (the caller deadline)', () => {
         });
       }).catch((e: unknown) => e);
       // The deadline passes while the statement runs on the server.
-      await eventually('the slow statement running', async () => (await admin.query("SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query = $1", [slow])).rowCount === 1, 15_000, 20);
+      await eventually(
+        'the slow statement running',
+        async () =>
+          (await admin.query("SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query = $1", [slow]))
+            .rowCount === 1,
+        15_000,
+        20,
+      );
       deadline.abort(reason);
       const failed = await running;
       const open = await openTransactions();
@@ -178,7 +210,9 @@ describe('a signal (the caller deadline)', () => {
   it('already aborted: nothing is checked out, fn never runs', async () => {
     const fn = jest.fn(insert('never'));
     const idleBefore = pool.idleCount + pool.totalCount;
-    await expect(withTransaction(pool, { signal: AbortSignal.abort(new Error('too late')) }, fn)).rejects.toThrow('too late');
+    await expect(withTransaction(pool, { signal: AbortSignal.abort(new Error('too late')) }, fn)).rejects.toThrow(
+      'too late',
+    );
     expect(fn).not.toHaveBeenCalled();
     expect(pool.idleCount + pool.totalCount).toBe(idleBefore);
   });
@@ -186,9 +220,16 @@ describe('a signal (the caller deadline)', () => {
   it('statementTimeoutMs ends a long statement on the server, for that transaction only', async () => {
     const single = createPgPool(db.url, { max: 1 });
     try {
-      const failed = await withTransaction(single, { statementTimeoutMs: 100 }, (tx) => tx.query('SELECT pg_sleep(5)')).catch((e: unknown) => e);
+      const failed = await withTransaction(single, { statementTimeoutMs: 100 }, (tx) =>
+        tx.query('SELECT pg_sleep(5)'),
+      ).catch((e: unknown) => e);
       expect(sqlState(failed)).toBe('57014'); // query_canceled
-      expect(await withTransaction(single, async (tx) => (await tx.query('SHOW statement_timeout')).rows[0].statement_timeout)).toBe('0');
+      expect(
+        await withTransaction(
+          single,
+          async (tx) => (await tx.query('SHOW statement_timeout')).rows[0].statement_timeout,
+        ),
+      ).toBe('0');
     } finally {
       await single.end();
     }

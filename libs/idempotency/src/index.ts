@@ -1,5 +1,11 @@
 export { inboxClaimSql } from './inbox';
-export { assertInboxRetention, inboxRetentionJob, purgeProcessedEvents, MIN_RETENTION_MS, DEFAULT_RETENTION_MS } from './retention';
+export {
+  assertInboxRetention,
+  inboxRetentionJob,
+  purgeProcessedEvents,
+  MIN_RETENTION_MS,
+  DEFAULT_RETENTION_MS,
+} from './retention';
 export type { InboxRetentionJobOptions, PurgeOptions } from './retention';
 export { longestRedeliveryMs } from './horizon';
 export type { RedeliveryPath } from './horizon';

@@ -29,7 +29,9 @@ export interface PurgeOptions {
 /** Refuses a horizon that could let a duplicate through. */
 export function assertInboxRetention(olderThanMs: number): void {
   if (!(olderThanMs >= MIN_RETENTION_MS)) {
-    throw new RangeError(`inbox retention of ${olderThanMs} ms is below the minimum of ${MIN_RETENTION_MS} ms (1 day): duplicates could be processed twice`);
+    throw new RangeError(
+      `inbox retention of ${olderThanMs} ms is below the minimum of ${MIN_RETENTION_MS} ms (1 day): duplicates could be processed twice`,
+    );
   }
 }
 
@@ -38,7 +40,8 @@ export async function purgeProcessedEvents(pool: Pool, options: PurgeOptions = {
   const olderThanMs = options.olderThanMs ?? DEFAULT_RETENTION_MS;
   assertInboxRetention(olderThanMs);
   const batchSize = options.batchSize ?? 5000;
-  const consumers = options.consumer !== undefined ? [options.consumer] : options.consumers ? [...options.consumers] : null;
+  const consumers =
+    options.consumer !== undefined ? [options.consumer] : options.consumers ? [...options.consumers] : null;
   let total = 0;
   for (;;) {
     options.signal?.throwIfAborted();
@@ -75,7 +78,12 @@ export function inboxRetentionJob(options: InboxRetentionJobOptions): ScheduledJ
     name: options.name,
     intervalMs: options.intervalMs,
     run: async ({ pool, signal }) => ({
-      deleted: await purgeProcessedEvents(pool, { olderThanMs: options.retentionMs, consumers: options.consumers, batchSize: options.batchSize, signal }),
+      deleted: await purgeProcessedEvents(pool, {
+        olderThanMs: options.retentionMs,
+        consumers: options.consumers,
+        batchSize: options.batchSize,
+        signal,
+      }),
     }),
   };
 }

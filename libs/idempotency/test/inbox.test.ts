@@ -19,7 +19,8 @@ afterAll(async () => {
   await db.drop();
 });
 
-const effectsOf = async (eventId: string) => Number((await pool.query('SELECT count(*) FROM effects WHERE event_id = $1', [eventId])).rows[0].count);
+const effectsOf = async (eventId: string) =>
+  Number((await pool.query('SELECT count(*) FROM effects WHERE event_id = $1', [eventId])).rows[0].count);
 
 /** The claim as a consumer runs it: its own statement here, a CTE of a bigger one in notification-service. */
 async function claim(tx: PoolClient, consumer: string, eventIds: string[]): Promise<Set<string>> {
@@ -78,7 +79,9 @@ it('never deadlocks two batches that claim the same ids in opposite orders', asy
 });
 
 it('purges only rows past the retention horizon, and refuses a horizon that could reopen duplicates', async () => {
-  await pool.query("INSERT INTO processed_events (consumer, event_id, processed_at) VALUES ('p', 'old-1', now() - interval '10 days'), ('p', 'old-2', now() - interval '8 days'), ('p', 'new-1', now())");
+  await pool.query(
+    "INSERT INTO processed_events (consumer, event_id, processed_at) VALUES ('p', 'old-1', now() - interval '10 days'), ('p', 'old-2', now() - interval '8 days'), ('p', 'new-1', now())",
+  );
   await expect(purgeProcessedEvents(pool, { olderThanMs: 60_000 })).rejects.toThrow(/below the minimum/);
   expect(await purgeProcessedEvents(pool, { consumer: 'p', batchSize: 1 })).toBe(2);
   const left = await pool.query("SELECT event_id FROM processed_events WHERE consumer = 'p'");
@@ -92,21 +95,39 @@ it("the scheduled inbox retention purges only its own consumers' rows past the h
        ('svc.standard', 's-old', now() - interval '30 days'), ('svc.standard', 's-new', now()),
        ('other.queue', 'x-old', now() - interval '30 days')`,
   );
-  const job = inboxRetentionJob({ name: 'inbox-retention:svc', intervalMs: 3_600_000, retentionMs: 2 * 86_400_000, consumers: ['svc.critical', 'svc.standard'], batchSize: 1 });
+  const job = inboxRetentionJob({
+    name: 'inbox-retention:svc',
+    intervalMs: 3_600_000,
+    retentionMs: 2 * 86_400_000,
+    consumers: ['svc.critical', 'svc.standard'],
+    batchSize: 1,
+  });
   const scheduler = createScheduler({ pool, logger: testLogger(), jobs: [job] });
-  expect(await scheduler.runOnce('inbox-retention:svc')).toMatchObject({ status: 'ran', outcome: 'succeeded', counts: { deleted: 2 } });
+  expect(await scheduler.runOnce('inbox-retention:svc')).toMatchObject({
+    status: 'ran',
+    outcome: 'succeeded',
+    counts: { deleted: 2 },
+  });
   await scheduler.stop();
-  const left = await pool.query("SELECT event_id FROM processed_events WHERE event_id IN ('c-old', 'c-edge', 's-old', 's-new', 'x-old') ORDER BY event_id");
+  const left = await pool.query(
+    "SELECT event_id FROM processed_events WHERE event_id IN ('c-old', 'c-edge', 's-old', 's-new', 'x-old') ORDER BY event_id",
+  );
   expect(left.rows.map((r) => r.event_id)).toEqual(['c-edge', 's-new', 'x-old']);
   const runs = await pool.query("SELECT outcome, counts FROM scheduled_job_runs WHERE job = 'inbox-retention:svc'");
   expect(runs.rows).toEqual([{ outcome: 'succeeded', counts: { deleted: 2 } }]);
 });
 
 it('refuses an inbox retention job below the minimum horizon, and stops a purge whose signal aborted', async () => {
-  expect(() => inboxRetentionJob({ name: 'inbox-retention:short', intervalMs: 60_000, retentionMs: 3_600_000, consumers: ['q'] })).toThrow(/below the minimum/);
-  await pool.query("INSERT INTO processed_events (consumer, event_id, processed_at) VALUES ('aborted', 'a-1', now() - interval '9 days')");
+  expect(() =>
+    inboxRetentionJob({ name: 'inbox-retention:short', intervalMs: 60_000, retentionMs: 3_600_000, consumers: ['q'] }),
+  ).toThrow(/below the minimum/);
+  await pool.query(
+    "INSERT INTO processed_events (consumer, event_id, processed_at) VALUES ('aborted', 'a-1', now() - interval '9 days')",
+  );
   const controller = new AbortController();
   controller.abort(new Error('stopping'));
-  await expect(purgeProcessedEvents(pool, { consumers: ['aborted'], signal: controller.signal })).rejects.toThrow('stopping');
+  await expect(purgeProcessedEvents(pool, { consumers: ['aborted'], signal: controller.signal })).rejects.toThrow(
+    'stopping',
+  );
   expect((await pool.query("SELECT 1 FROM processed_events WHERE consumer = 'aborted'")).rowCount).toBe(1);
 });

@@ -36,7 +36,8 @@ export function connect(options: ConnectionOptions): AmqpConnectionManager {
     reconnectTimeInSeconds: 0.1,
     connectionOptions: { clientProperties: { connection_name: name } },
     findServers: async () => {
-      if (failures > 0) await sleep(backoffDelay(failures, { baseMs: 250, maxMs: maxBackoffMs }), undefined, { ref: false });
+      if (failures > 0)
+        await sleep(backoffDelay(failures, { baseMs: 250, maxMs: maxBackoffMs }), undefined, { ref: false });
       failures += 1;
       // An empty list makes the manager wait and call us again; after close() it stops instead.
       return closed ? [] : urls;
@@ -49,7 +50,11 @@ export function connect(options: ConnectionOptions): AmqpConnectionManager {
   });
   manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'amqp disconnected; reconnecting'));
   manager.on('connectFailed', ({ err }) => {
-    if (!closed) logger.warn({ err: err?.message, attempt: failures, nodes: urls.length }, urls.length > 1 ? 'amqp connect failed; trying the next node' : 'amqp connect failed; retrying with backoff');
+    if (!closed)
+      logger.warn(
+        { err: err?.message, attempt: failures, nodes: urls.length },
+        urls.length > 1 ? 'amqp connect failed; trying the next node' : 'amqp connect failed; retrying with backoff',
+      );
   });
   manager.on('blocked', ({ reason }) => logger.warn({ reason }, 'amqp connection blocked by broker (resource alarm)'));
   manager.on('unblocked', () => logger.info('amqp connection unblocked'));

@@ -3,7 +3,11 @@ import { classify, HandlerTimeoutError, PermanentError, TransientError, type Err
 describe('classify', () => {
   it.each([
     ['PermanentError', new PermanentError('missing reference'), 'permanent'],
-    ['an error of another library flagged permanent (by property)', Object.assign(new Error('invalid payload'), { permanent: true }), 'permanent'],
+    [
+      'an error of another library flagged permanent (by property)',
+      Object.assign(new Error('invalid payload'), { permanent: true }),
+      'permanent',
+    ],
     ['TransientError', new TransientError('busy'), 'transient'],
     ['handler timeout', new HandlerTimeoutError(100), 'transient'],
     ['network reset', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }), 'transient'],

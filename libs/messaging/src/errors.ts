@@ -8,7 +8,11 @@
 export class PermanentError extends Error {
   override name = 'PermanentError';
   readonly permanent = true;
-  constructor(message: string, readonly code = 'PERMANENT', options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly code = 'PERMANENT',
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -17,7 +21,11 @@ export class PermanentError extends Error {
 export class TransientError extends Error {
   override name = 'TransientError';
   readonly transient = true;
-  constructor(message: string, readonly code = 'TRANSIENT', options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly code = 'TRANSIENT',
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
   }
 }
@@ -33,7 +41,11 @@ export class HandlerTimeoutError extends TransientError {
 /** A mandatory publish that no queue was bound to receive. */
 export class UnroutableError extends Error {
   override name = 'UnroutableError';
-  constructor(readonly exchange: string, readonly routingKey: string, readonly replyText: string) {
+  constructor(
+    readonly exchange: string,
+    readonly routingKey: string,
+    readonly replyText: string,
+  ) {
     super(`unroutable: no queue bound to "${exchange}" for routing key "${routingKey}" (${replyText})`);
   }
 }
@@ -49,7 +61,10 @@ export class PublishTimeoutError extends Error {
 /** The broker refused the message (basic.nack), e.g. a full queue with overflow=reject-publish. */
 export class PublishRejectedError extends Error {
   override name = 'PublishRejectedError';
-  constructor(readonly exchange: string, readonly routingKey: string) {
+  constructor(
+    readonly exchange: string,
+    readonly routingKey: string,
+  ) {
     super(`broker nacked the publish to "${exchange}" with routing key "${routingKey}"`);
   }
 }

@@ -27,21 +27,29 @@ describe('ProducerPolicy', () => {
     expect(refused(policy, 'user.mentioned', 'reconciler')).toBeUndefined();
     const err = refused(policy, 'user.mentioned', 'notification-service');
     expect(err).toBeInstanceOf(ForbiddenPublisherError);
-    expect(err?.message).toBe("user.mentioned published by broker user 'notification-service', which may not publish it (may: community-api)");
+    expect(err?.message).toBe(
+      "user.mentioned published by broker user 'notification-service', which may not publish it (may: community-api)",
+    );
     expect(classify(err, [])).toBe('permanent');
     expect(refused(policy, 'feed.unknown', 'community-api')?.message).toContain('(may: none declared)');
   });
 
   it('refuses a missing user-id unless the transition setting accepts it', () => {
-    expect(refused(new ProducerPolicy(producers, [], 'a', 'a'), 'user.mentioned', undefined)?.message).toContain('has no user-id');
-    expect(refused(new ProducerPolicy(producers, [], 'a', 'a', { missingUserId: 'accept' }), 'user.mentioned', undefined)).toBeUndefined();
+    expect(refused(new ProducerPolicy(producers, [], 'a', 'a'), 'user.mentioned', undefined)?.message).toContain(
+      'has no user-id',
+    );
+    expect(
+      refused(new ProducerPolicy(producers, [], 'a', 'a', { missingUserId: 'accept' }), 'user.mentioned', undefined),
+    ).toBeUndefined();
   });
 
   it('maps services to users: the own user’s prefix by default (a test vhost’s users), or the deployment’s map', () => {
     const prefixed = new ProducerPolicy(producers, [], 't1-notification-service', 'notification-service');
     expect(refused(prefixed, 'user.mentioned', 't1-community-api')).toBeUndefined();
     expect(refused(prefixed, 'user.mentioned', 'community-api')).toBeInstanceOf(ForbiddenPublisherError);
-    const mapped = new ProducerPolicy(producers, [], 'guest', 'notification-service', { brokerUsers: { 'community-api': ['api-old', 'api-new'] } });
+    const mapped = new ProducerPolicy(producers, [], 'guest', 'notification-service', {
+      brokerUsers: { 'community-api': ['api-old', 'api-new'] },
+    });
     expect(refused(mapped, 'user.mentioned', 'api-new')).toBeUndefined();
     expect(refused(mapped, 'user.mentioned', 'api-old')).toBeUndefined();
     expect(refused(mapped, 'user.mentioned', 'community-api')).toBeInstanceOf(ForbiddenPublisherError);

@@ -57,7 +57,10 @@ export class ForbiddenPublisherError extends PermanentError {
 /** A body larger than the consumer's limit: dead-lettered before it is parsed. */
 export class MessageTooLargeError extends PermanentError {
   override name = 'MessageTooLargeError';
-  constructor(readonly bytes: number, readonly maxBytes: number) {
+  constructor(
+    readonly bytes: number,
+    readonly maxBytes: number,
+  ) {
     super(`message body of ${bytes} bytes is larger than the limit of ${maxBytes} bytes`, 'MESSAGE_TOO_LARGE');
   }
 }
@@ -94,13 +97,17 @@ export class ProducerPolicy {
   check(type: string, userId: unknown): void {
     if (userId === undefined || userId === null || userId === '') {
       if (this.missing === 'accept') return;
-      throw new ForbiddenPublisherError(`${type} has no user-id: the publisher is unknown (producers must set user-id to their broker user)`);
+      throw new ForbiddenPublisherError(
+        `${type} has no user-id: the publisher is unknown (producers must set user-id to their broker user)`,
+      );
     }
     const user = String(userId);
     if (user === this.ownUser || this.replayers.has(user)) return;
     const allowed = this.byType.get(type);
     if (allowed?.has(user)) return;
     const who = allowed && allowed.size > 0 ? [...allowed].sort().join(', ') : 'none declared';
-    throw new ForbiddenPublisherError(`${type} published by broker user '${user.slice(0, 100)}', which may not publish it (may: ${who})`);
+    throw new ForbiddenPublisherError(
+      `${type} published by broker user '${user.slice(0, 100)}', which may not publish it (may: ${who})`,
+    );
   }
 }

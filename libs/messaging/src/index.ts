@@ -1,6 +1,12 @@
 // The public API of the messaging runtime. It knows no system: the topology, the validator and the
 // error classifiers all come from the caller (docs/MESSAGING.md).
-export { createMessaging, PROVISIONING_MODES, type Messaging, type MessagingOptions, type Provisioning } from './runtime';
+export {
+  createMessaging,
+  PROVISIONING_MODES,
+  type Messaging,
+  type MessagingOptions,
+  type Provisioning,
+} from './runtime';
 export type { Consumer } from './consumer/consumer';
 export type {
   BatchConsumerOptions,

@@ -1,6 +1,11 @@
 import { policyInForce, winningPolicies } from './policy-guard';
 
-const policy = (pattern: string, priority: number, definition: Record<string, unknown>, applyTo = 'queues') => ({ pattern, priority, definition, 'apply-to': applyTo });
+const policy = (pattern: string, priority: number, definition: Record<string, unknown>, applyTo = 'queues') => ({
+  pattern,
+  priority,
+  definition,
+  'apply-to': applyTo,
+});
 const safe = { 'dead-letter-exchange': 'dlx', 'delivery-limit': 50 };
 
 describe('policyInForce', () => {
@@ -18,7 +23,9 @@ describe('winningPolicies (a queue the broker has no statistics for yet)', () =>
     const ours = policy('^svc\\.work$', 10, safe);
     const operators = policy('^svc\\.', 100, { 'max-length': 5 });
     expect(winningPolicies('svc.work', [ours, operators])).toEqual([{ 'max-length': 5 }]);
-    expect(winningPolicies('svc.work', [ours, policy('^other$', 100, {}), policy('^svc', 100, {}, 'exchanges')])).toEqual([safe]);
+    expect(
+      winningPolicies('svc.work', [ours, policy('^other$', 100, {}), policy('^svc', 100, {}, 'exchanges')]),
+    ).toEqual([safe]);
   });
 
   it('returns every tie, and nothing when no policy matches', () => {

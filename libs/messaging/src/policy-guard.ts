@@ -3,7 +3,14 @@ import type { Logger } from 'pino';
 import { backoffDelay } from './backoff';
 import { errorMessage } from './errors';
 import type { RuntimeMetrics } from './metrics';
-import { dlqName, ensurePolicies, ManagementRefusedError, managementRequest, type ManagementTarget, type TopologyPlan } from './topology';
+import {
+  dlqName,
+  ensurePolicies,
+  ManagementRefusedError,
+  managementRequest,
+  type ManagementTarget,
+  type TopologyPlan,
+} from './topology';
 
 /** What a consumer asks before it subscribes, and hears when it changes. */
 export interface PolicyGate {
@@ -58,7 +65,9 @@ export function policyInForce(definition: Record<string, unknown> | undefined): 
  * be safe, since which one the broker picks among them is not specified.
  */
 export function winningPolicies(queue: string, policies: readonly PolicyRow[]): Array<Record<string, unknown>> {
-  const matching = policies.filter((p) => (p['apply-to'] === 'queues' || p['apply-to'] === 'all') && matches(p.pattern, queue));
+  const matching = policies.filter(
+    (p) => (p['apply-to'] === 'queues' || p['apply-to'] === 'all') && matches(p.pattern, queue),
+  );
   const top = Math.max(...matching.map((p) => p.priority));
   return matching.filter((p) => p.priority === top).map((p) => p.definition);
 }
@@ -115,7 +124,7 @@ export class PolicyGuard implements PolicyGate {
     for (let attempt = 0; ; attempt++) {
       try {
         for (const { policy, kept } of await ensurePolicies(target, plan.policies, logger)) {
-          logger.warn({ policy, kept }, 'policy tunables differ from the code; keeping the broker\'s');
+          logger.warn({ policy, kept }, "policy tunables differ from the code; keeping the broker's");
         }
         break;
       } catch (err) {
@@ -123,10 +132,16 @@ export class PolicyGuard implements PolicyGate {
         if (err instanceof ManagementRefusedError) {
           // Retrying cannot help: the user lacks the right. Consumers still wait for the policies.
           this.verifyOnly = true;
-          logger.warn({ err: err.message }, 'not allowed to apply queue policies; checking only that the topology admin has (consumers wait until they are in force)');
+          logger.warn(
+            { err: err.message },
+            'not allowed to apply queue policies; checking only that the topology admin has (consumers wait until they are in force)',
+          );
           return;
         }
-        logger.error({ err: errorMessage(err), attempt: attempt + 1 }, 'could not apply queue policies through the management API; not consuming yet, retrying');
+        logger.error(
+          { err: errorMessage(err), attempt: attempt + 1 },
+          'could not apply queue policies through the management API; not consuming yet, retrying',
+        );
         await sleep(backoffDelay(attempt, { baseMs: 500, maxMs: 10_000 }), undefined, { signal });
       }
     }
@@ -134,7 +149,9 @@ export class PolicyGuard implements PolicyGate {
 
   /** Checks at once (right after apply() and the declarations): consumers of a queue in force are told now. */
   async checkNow(): Promise<void> {
-    await this.check(true).catch((err: unknown) => this.o.logger.warn({ err: errorMessage(err) }, 'could not check queue policies; retrying'));
+    await this.check(true).catch((err: unknown) =>
+      this.o.logger.warn({ err: errorMessage(err) }, 'could not check queue policies; retrying'),
+    );
   }
 
   /** From now on, every interval (every second while a consumer waits), until the runtime stops. */
@@ -149,7 +166,10 @@ export class PolicyGuard implements PolicyGate {
     for (;;) {
       const pending = [...this.listeners.keys()].some((q) => !this.inForce(q));
       this.nap = new AbortController();
-      await sleep(pending ? PENDING_INTERVAL_MS : intervalMs, undefined, { signal: AbortSignal.any([signal, this.nap.signal]), ref: false }).catch(() => undefined);
+      await sleep(pending ? PENDING_INTERVAL_MS : intervalMs, undefined, {
+        signal: AbortSignal.any([signal, this.nap.signal]),
+        ref: false,
+      }).catch(() => undefined);
       if (signal.aborted) return;
       try {
         await this.check(false);
@@ -183,7 +203,8 @@ export class PolicyGuard implements PolicyGate {
     for (const queue of this.workQueues) {
       const row = rows.get(queue);
       const effective = row?.effective_policy_definition;
-      const definitions = row === undefined ? [] : effective !== undefined ? [effective] : winningPolicies(queue, policies);
+      const definitions =
+        row === undefined ? [] : effective !== undefined ? [effective] : winningPolicies(queue, policies);
       this.update(queue, definitions.length > 0 && definitions.every(policyInForce));
       const dlq = rows.get(dlqName(queue));
       if (dlq?.messages !== undefined) metrics.queueMessages.set({ queue: dlq.name }, dlq.messages);
@@ -193,7 +214,10 @@ export class PolicyGuard implements PolicyGate {
       if (typeof maxLength !== 'number') continue;
       metrics.queueMaxLength.set({ queue }, maxLength);
       if (row.messages >= maxLength * NEAR_FULL) {
-        logger.error({ queue, messages: row.messages, maxLength, dlq: dlqName(queue) }, 'queue at or near its max-length: its oldest messages are dead-lettered (reason maxlen)');
+        logger.error(
+          { queue, messages: row.messages, maxLength, dlq: dlqName(queue) },
+          'queue at or near its max-length: its oldest messages are dead-lettered (reason maxlen)',
+        );
       }
     }
   }
@@ -212,7 +236,11 @@ export class PolicyGuard implements PolicyGate {
     if (this.state.get(queue) === inForce) return;
     const before = this.state.get(queue);
     this.state.set(queue, inForce);
-    if (!inForce && before === true) this.o.logger.error({ queue }, 'queue no longer has a dead-letter exchange and delivery limit in force; its consumers stop until it has');
+    if (!inForce && before === true)
+      this.o.logger.error(
+        { queue },
+        'queue no longer has a dead-letter exchange and delivery limit in force; its consumers stop until it has',
+      );
     if (inForce && this.listeners.has(queue)) this.o.logger.info({ queue }, 'queue policy in force; consuming');
     for (const listener of this.listeners.get(queue) ?? []) listener(inForce);
   }

@@ -4,7 +4,16 @@ import type { Logger } from 'pino';
 import { PublishRejectedError, PublishTimeoutError, UnroutableError } from './errors';
 import { MessageTooLargeError } from './identity';
 import type { RuntimeMetrics } from './metrics';
-import { assertExchangeDeclared, declareOwnQueues, declareTopology, queueExchangeName, TopologyDriftError, TopologyError, type Topology, type TopologyPlan } from './topology';
+import {
+  assertExchangeDeclared,
+  declareOwnQueues,
+  declareTopology,
+  queueExchangeName,
+  TopologyDriftError,
+  TopologyError,
+  type Topology,
+  type TopologyPlan,
+} from './topology';
 
 /** The envelope fields the publisher maps to AMQP properties (see docs/CONTRACT.md "Broker contract"). */
 export interface EnvelopeLike {
@@ -99,15 +108,21 @@ export function createPublisher(deps: PublisherDeps): Publisher {
   async function publish(event: EnvelopeLike, options: PublishOptions = {}): Promise<void> {
     const exchange = options.exchange ?? deps.defaultExchange;
     if (exchange === undefined) {
-      throw new TopologyError(['publish names no exchange, and the runtime has no default (createMessaging({ defaultExchange }))']);
+      throw new TopologyError([
+        'publish names no exchange, and the runtime has no default (createMessaging({ defaultExchange }))',
+      ]);
     }
     const routingKey = options.routingKey ?? event.type;
     // Publishing to an undeclared exchange is a channel error that would take the channel down.
     assertExchangeDeclared(topology, exchange);
     // To a queue by name: through its group's own exchange, bound to it by its name.
-    const target = exchange === '' && plan.queues.some((q) => q.name === routingKey) ? queueExchangeName(groupOf(routingKey)) : exchange;
+    const target =
+      exchange === '' && plan.queues.some((q) => q.name === routingKey)
+        ? queueExchangeName(groupOf(routingKey))
+        : exchange;
     const body = Buffer.from(JSON.stringify(event));
-    if (deps.maxMessageBytes !== undefined && body.length > deps.maxMessageBytes) throw new MessageTooLargeError(body.length, deps.maxMessageBytes);
+    if (deps.maxMessageBytes !== undefined && body.length > deps.maxMessageBytes)
+      throw new MessageTooLargeError(body.length, deps.maxMessageBytes);
     const props: Options.Publish = {
       mandatory: true,
       persistent: true,

@@ -9,7 +9,14 @@ import { brokerUserOf, DEFAULT_MAX_MESSAGE_BYTES, ProducerPolicy, type ProducerC
 import { runtimeMetrics, type RuntimeMetrics } from './metrics';
 import { PolicyGuard } from './policy-guard';
 import { createPublisher, type Publisher } from './publisher';
-import { assertQueueDeclared, managementTargetFor, plan as planTopology, validateTopology, type Topology, type TopologyPlan } from './topology';
+import {
+  assertQueueDeclared,
+  managementTargetFor,
+  plan as planTopology,
+  validateTopology,
+  type Topology,
+  type TopologyPlan,
+} from './topology';
 
 export interface MessagingOptions {
   /** AMQP_URL; its vhost is the one used. */
@@ -108,8 +115,21 @@ export function createMessaging(options: MessagingOptions): Messaging {
   const provisioning = options.provisioning ?? 'declare-all';
   const userId = options.brokerUser ?? brokerUserOf(options.url);
   const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
-  const producers = topology.producers ? new ProducerPolicy(topology.producers, topology.replayers ?? [], userId, options.service, options.producerCheck) : undefined;
-  const publisher = createPublisher({ connection, topology, plan, logger, metrics, defaultExchange, defaultTimeoutMs: options.publishTimeoutMs, provisioning, userId, maxMessageBytes });
+  const producers = topology.producers
+    ? new ProducerPolicy(topology.producers, topology.replayers ?? [], userId, options.service, options.producerCheck)
+    : undefined;
+  const publisher = createPublisher({
+    connection,
+    topology,
+    plan,
+    logger,
+    metrics,
+    defaultExchange,
+    defaultTimeoutMs: options.publishTimeoutMs,
+    provisioning,
+    userId,
+    maxMessageBytes,
+  });
   const consumers: Consumer[] = [];
   const stopping = new AbortController();
   let started = false;
@@ -132,7 +152,22 @@ export function createMessaging(options: MessagingOptions): Messaging {
     consume<E>(opts: ConsumerOptions<E>): Consumer {
       assertQueueDeclared(topology, opts.queue);
       const spec = topology.queues.find((q) => q.name === opts.queue)!;
-      const consumer = createConsumer<E>({ connection, plan, spec, logger, metrics, classifiers, policies, provisioning, maxMessageBytes, producers, userId }, opts);
+      const consumer = createConsumer<E>(
+        {
+          connection,
+          plan,
+          spec,
+          logger,
+          metrics,
+          classifiers,
+          policies,
+          provisioning,
+          maxMessageBytes,
+          producers,
+          userId,
+        },
+        opts,
+      );
       consumers.push(consumer);
       if (started) void consumer.start();
       return consumer;

@@ -1,6 +1,13 @@
 import { Pool } from 'pg';
 import { Registry } from 'prom-client';
-import { createMessaging, PermanentError, TransientError, type BatchItem, type Messaging, type Middleware } from '../src';
+import {
+  createMessaging,
+  PermanentError,
+  TransientError,
+  type BatchItem,
+  type Messaging,
+  type Middleware,
+} from '../src';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
 import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
 import { createScratchDatabase } from './support/postgres';
@@ -92,7 +99,9 @@ afterAll(async () => {
 });
 
 async function effects(): Promise<Map<string, number>> {
-  const { rows } = await pool.query<{ event_id: string; n: string }>('SELECT event_id, count(*) AS n FROM effects GROUP BY event_id');
+  const { rows } = await pool.query<{ event_id: string; n: string }>(
+    'SELECT event_id, count(*) AS n FROM effects GROUP BY event_id',
+  );
   return new Map(rows.map((r) => [r.event_id, Number(r.n)]));
 }
 
@@ -100,7 +109,8 @@ it('acks committed items once, retries only the failing ones, dead-letters the p
   const ok = Array.from({ length: 60 }, () => mention('ok'));
   const flaky = [mention('flaky'), mention('flaky')];
   const poison = mention('poison');
-  for (const e of [...ok.slice(0, 30), ...flaky, poison, ...ok.slice(30)]) await messaging.publisher.publish(e, { routingKey: 'test.batch' });
+  for (const e of [...ok.slice(0, 30), ...flaky, poison, ...ok.slice(30)])
+    await messaging.publisher.publish(e, { routingKey: 'test.batch' });
 
   await eventually('all good items committed', async () => (await effects()).size === 62);
   const [dead] = await eventually('poison in the DLQ', async () => {

@@ -38,10 +38,28 @@ beforeAll(async () => {
   vhost = await createTestVhost('cancel');
   const logger = pino(
     { level: 'info' },
-    { write: (line: string) => void lines.push({ msg: String((JSON.parse(line) as { msg: unknown }).msg), consumersReady: messaging?.readiness().consumers ?? false }) },
+    {
+      write: (line: string) =>
+        void lines.push({
+          msg: String((JSON.parse(line) as { msg: unknown }).msg),
+          consumersReady: messaging?.readiness().consumers ?? false,
+        }),
+    },
   );
-  messaging = createMessaging({ url: vhost.url, service: 'cancel-test', topology, logger, registry: new Registry(), classifiers: [] });
-  messaging.consume({ queue: QUEUE, name: 'records', validate: validateTestEvent, handle: async (e) => void handled.push(e.id) });
+  messaging = createMessaging({
+    url: vhost.url,
+    service: 'cancel-test',
+    topology,
+    logger,
+    registry: new Registry(),
+    classifiers: [],
+  });
+  messaging.consume({
+    queue: QUEUE,
+    name: 'records',
+    validate: validateTestEvent,
+    handle: async (e) => void handled.push(e.id),
+  });
   await messaging.start();
 });
 
@@ -57,13 +75,24 @@ it('resubscribes after its queue is deleted under it, and is not ready until it 
   expect(messaging.readiness().consumers).toBe(true);
 
   // An operator deletes the queue in the management UI (or a node hosting it goes away).
-  const res = await managementRequest(vhost.management, 'DELETE', `/queues/${encodeURIComponent(vhost.vhost)}/${QUEUE}`);
+  const res = await managementRequest(
+    vhost.management,
+    'DELETE',
+    `/queues/${encodeURIComponent(vhost.vhost)}/${QUEUE}`,
+  );
   expect(res.status).toBe(204);
 
-  await eventually('the consumer resubscribed', () => lines.some((l) => l.msg === 'resubscribed after the broker cancelled the consumer'), 60_000);
+  await eventually(
+    'the consumer resubscribed',
+    () => lines.some((l) => l.msg === 'resubscribed after the broker cancelled the consumer'),
+    60_000,
+  );
   const cancelled = lines.find((l) => l.msg.startsWith('consumer cancelled by the broker'));
   // At the moment the cancel arrived, readiness already said so.
-  expect(cancelled).toEqual({ msg: 'consumer cancelled by the broker; not ready until resubscribed', consumersReady: false });
+  expect(cancelled).toEqual({
+    msg: 'consumer cancelled by the broker; not ready until resubscribed',
+    consumersReady: false,
+  });
   expect(messaging.readiness().consumers).toBe(true);
   // The queue is back, with this consumer on it, and takes new messages.
   expect(await queueState()).toEqual({ messageCount: 0, consumerCount: 1 });

@@ -17,7 +17,9 @@ const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'warn' }, pino.destin
 const messaging = createMessaging({
   url: process.env.AMQP_URL!,
   service: `child-${mode}`,
-  topology: testTopology([{ name: queue, deliveryLimit: Number(process.env.CHILD_DELIVERY_LIMIT ?? (queue === 'test.crash' ? 1 : 20)) }]),
+  topology: testTopology([
+    { name: queue, deliveryLimit: Number(process.env.CHILD_DELIVERY_LIMIT ?? (queue === 'test.crash' ? 1 : 20)) },
+  ]),
   logger,
   registry: new Registry(),
   classifiers: [],

@@ -26,14 +26,22 @@ beforeAll(async () => {
   const via = (n: TcpProxy) => Object.assign(new URL(vhost.url), { port: String(n.port) }).toString();
   messaging = createMessaging({
     url: nodes.map(via).join(','),
-    managementUrl: vhost.management.baseUrl.replace('//', `//${vhost.management.username}:${vhost.management.password}@`),
+    managementUrl: vhost.management.baseUrl.replace(
+      '//',
+      `//${vhost.management.username}:${vhost.management.password}@`,
+    ),
     service: 'endpoints-test',
     topology,
     logger,
     registry: new Registry(),
     classifiers: [],
   });
-  messaging.consume({ queue: QUEUE, name: 'records', validate: validateTestEvent, handle: async (e) => void handled.push(e.id) });
+  messaging.consume({
+    queue: QUEUE,
+    name: 'records',
+    validate: validateTestEvent,
+    handle: async (e) => void handled.push(e.id),
+  });
   await messaging.start();
 });
 
@@ -59,10 +67,22 @@ it('fails over to the other node of the list when the one it is connected to goe
   expect(used).toBeDefined();
 
   await used!.close();
-  await eventually('reconnected through the other node', () => lines.filter((l) => l.msg === 'amqp connected').length >= 2 && connectedPort() === other!.port, 60_000);
+  await eventually(
+    'reconnected through the other node',
+    () => lines.filter((l) => l.msg === 'amqp connected').length >= 2 && connectedPort() === other!.port,
+    60_000,
+  );
   await eventually('consumers ready again', () => messaging.readiness().consumers, 60_000);
   const second = mention('through the second node');
-  await eventually('published through the other node', () => messaging.publisher.publish(second, { routingKey: QUEUE }).then(() => true, () => false), 60_000);
+  await eventually(
+    'published through the other node',
+    () =>
+      messaging.publisher.publish(second, { routingKey: QUEUE }).then(
+        () => true,
+        () => false,
+      ),
+    60_000,
+  );
   await eventually('consumed after the failover', () => handled.includes(second.id), 60_000);
   // At least once: an ack still on the wire of the dropped connection is lost with it, and that
   // message comes again (the apps' handlers are idempotent; here both are simply there).

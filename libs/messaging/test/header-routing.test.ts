@@ -16,7 +16,11 @@ const topology: Topology = {
   ],
   queues: [
     { name: 'test.all', bindings: [{ exchange: 'test.events', routingKeys: ['thing.created'] }], retryDelaysMs: [] },
-    { name: 'test.urgent', bindings: [{ exchange: 'test.by-kind', headers: { kind: 'urgent' }, match: 'all' }], retryDelaysMs: [] },
+    {
+      name: 'test.urgent',
+      bindings: [{ exchange: 'test.by-kind', headers: { kind: 'urgent' }, match: 'all' }],
+      retryDelaysMs: [],
+    },
     { name: 'test.other', bindings: [{ exchange: 'test.events', routingKeys: ['other.thing'] }], retryDelaysMs: [] },
   ],
 };
@@ -25,7 +29,15 @@ let messaging: Messaging;
 
 beforeAll(async () => {
   vhost = await createTestVhost('header-routing');
-  messaging = createMessaging({ url: vhost.url, service: 'header-routing-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [], defaultExchange: 'test.events' });
+  messaging = createMessaging({
+    url: vhost.url,
+    service: 'header-routing-test',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+    defaultExchange: 'test.events',
+  });
   await messaging.start();
 });
 
@@ -37,19 +49,41 @@ afterAll(async () => {
 it('routes through the exchange-to-exchange binding and the header match only', async () => {
   const kinds = Array.from({ length: 60 }, (_, i) => (i % 3 === 0 ? 'urgent' : i % 3 === 1 ? 'routine' : undefined));
   await Promise.all(
-    kinds.map((kind) => messaging.publisher.publish({ ...mention(), type: 'thing.created' }, { routingKey: 'thing.created', ...(kind ? { headers: { kind } } : {}) })),
+    kinds.map((kind) =>
+      messaging.publisher.publish(
+        { ...mention(), type: 'thing.created' },
+        { routingKey: 'thing.created', ...(kind ? { headers: { kind } } : {}) },
+      ),
+    ),
   );
   // Same header, another routing key: the headers exchange never sees it.
-  await Promise.all(Array.from({ length: 5 }, () => messaging.publisher.publish({ ...mention(), type: 'other.thing' }, { routingKey: 'other.thing', headers: { kind: 'urgent' } })));
+  await Promise.all(
+    Array.from({ length: 5 }, () =>
+      messaging.publisher.publish(
+        { ...mention(), type: 'other.thing' },
+        { routingKey: 'other.thing', headers: { kind: 'urgent' } },
+      ),
+    ),
+  );
 
-  await eventually('all delivered', async () => (await vhost.ready('test.all')) === 60 && (await vhost.ready('test.other')) === 5);
+  await eventually(
+    'all delivered',
+    async () => (await vhost.ready('test.all')) === 60 && (await vhost.ready('test.other')) === 5,
+  );
   expect(await vhost.ready('test.urgent')).toBe(20);
   const urgent = await vhost.take('test.urgent', 100);
   expect(urgent.every((m) => m.properties.headers?.kind === 'urgent' && m.routingKey === 'thing.created')).toBe(true);
 });
 
 it('publishes to the entry exchange by default: an exchange fed by another is not a publish target', async () => {
-  const plain = createMessaging({ url: vhost.url, service: 'header-routing-default', topology, logger: testLogger(), registry: new Registry(), classifiers: [] });
+  const plain = createMessaging({
+    url: vhost.url,
+    service: 'header-routing-default',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+  });
   try {
     await plain.start();
     await plain.publisher.publish({ ...mention(), type: 'other.thing' }, { routingKey: 'other.thing' });

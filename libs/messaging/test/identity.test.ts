@@ -31,9 +31,19 @@ async function user(): Promise<{ name: string; url: string }> {
   const name = `id-${randomBytes(4).toString('hex')}`;
   users.push(name);
   const v = encodeURIComponent(vhost.vhost);
-  expect((await managementRequest(vhost.management, 'PUT', `/users/${name}`, { password: 'pw', tags: 'management' })).ok).toBe(true);
+  expect(
+    (await managementRequest(vhost.management, 'PUT', `/users/${name}`, { password: 'pw', tags: 'management' })).ok,
+  ).toBe(true);
   // Publishes to the events exchange, nothing else: what a producer's least-privilege user may do.
-  expect((await managementRequest(vhost.management, 'PUT', `/permissions/${v}/${name}`, { configure: '^$', write: '^test\\.events$', read: '^$' })).ok).toBe(true);
+  expect(
+    (
+      await managementRequest(vhost.management, 'PUT', `/permissions/${v}/${name}`, {
+        configure: '^$',
+        write: '^test\\.events$',
+        read: '^$',
+      })
+    ).ok,
+  ).toBe(true);
   const b = new URL(vhost.url);
   return { name, url: `${b.protocol}//${name}:pw@${b.host}/${v}` };
 }
@@ -44,7 +54,13 @@ async function publishRaw(who: { url: string }, body: Buffer, props: amqplib.Opt
   connections.push(conn);
   const ch = await conn.createConfirmChannel();
   await new Promise<void>((resolve, reject) =>
-    ch.publish('test.events', 'user.mentioned', body, { persistent: true, contentType: 'application/json', type: 'user.mentioned', ...props }, (err) => (err ? reject(err) : resolve())),
+    ch.publish(
+      'test.events',
+      'user.mentioned',
+      body,
+      { persistent: true, contentType: 'application/json', type: 'user.mentioned', ...props },
+      (err) => (err ? reject(err) : resolve()),
+    ),
   );
 }
 
@@ -93,7 +109,16 @@ afterAll(async () => {
 });
 
 async function producerRuntime(options: { maxMessageBytes?: number } = {}): Promise<Messaging> {
-  const messaging = createMessaging({ url: producer.url, service: 'community-api', topology, logger: testLogger(), registry: new Registry(), classifiers: [], provisioning: 'own-queues', ...options });
+  const messaging = createMessaging({
+    url: producer.url,
+    service: 'community-api',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+    provisioning: 'own-queues',
+    ...options,
+  });
   runtimes.push(messaging);
   await messaging.start();
   return messaging;
@@ -105,7 +130,12 @@ it('the publisher sets user-id to its connectionâ€™s user; the allowed producerâ
   const retried = mention('fail once');
   await messaging.publisher.publish(event);
   await messaging.publisher.publish(retried);
-  await eventually('both handled on the strict queue', () => ['id.strict' as const].every((q) => [event.id, retried.id].every((id) => handled[q].some((e) => e.id === id))), 20_000);
+  await eventually(
+    'both handled on the strict queue',
+    () =>
+      ['id.strict' as const].every((q) => [event.id, retried.id].every((id) => handled[q].some((e) => e.id === id))),
+    20_000,
+  );
   expect(failOnce.has(`id.strict:${retried.id}`)).toBe(true);
   expect(await vhost.ready('id.strict.dlq')).toBe(0);
 });
@@ -113,15 +143,30 @@ it('the publisher sets user-id to its connectionâ€™s user; the allowed producerâ
 it('a type published by a user that may not publish it is dead-lettered at once with the reason, never retried or handled', async () => {
   const event = mention('forged');
   await publishRaw(forger, Buffer.from(JSON.stringify(event)), { messageId: event.id, userId: forger.name });
-  const [dead] = await eventually('the forged event in the DLQ', async () => {
-    const got = await vhost.take('id.strict.dlq');
-    return got.length > 0 ? got : undefined;
-  }, 20_000);
-  expect(headersOf(dead)).toMatchObject({ 'x-error-class': 'ForbiddenPublisherError', 'x-error-kind': 'permanent', 'x-attempts': 1, 'x-original-queue': 'id.strict' });
-  expect(String(headersOf(dead)['x-error-message'])).toContain(`user.mentioned published by broker user '${forger.name}', which may not publish it (may: ${producer.name})`);
+  const [dead] = await eventually(
+    'the forged event in the DLQ',
+    async () => {
+      const got = await vhost.take('id.strict.dlq');
+      return got.length > 0 ? got : undefined;
+    },
+    20_000,
+  );
+  expect(headersOf(dead)).toMatchObject({
+    'x-error-class': 'ForbiddenPublisherError',
+    'x-error-kind': 'permanent',
+    'x-attempts': 1,
+    'x-original-queue': 'id.strict',
+  });
+  expect(String(headersOf(dead)['x-error-message'])).toContain(
+    `user.mentioned published by broker user '${forger.name}', which may not publish it (may: ${producer.name})`,
+  );
   expect(handled['id.strict'].some((e) => e.id === event.id)).toBe(false);
   // The lenient queue accepts a missing user-id only: a forged one is refused there too.
-  await eventually('refused on the lenient queue too', async () => (await vhost.take('id.lenient.dlq')).some((m) => m.properties.message_id === event.id), 20_000);
+  await eventually(
+    'refused on the lenient queue too',
+    async () => (await vhost.take('id.lenient.dlq')).some((m) => m.properties.message_id === event.id),
+    20_000,
+  );
   expect(handled['id.lenient'].some((e) => e.id === event.id)).toBe(false);
 });
 
@@ -129,10 +174,14 @@ it('without user-id: refused by default, accepted where the transition setting s
   const event = mention('no user-id');
   await publishRaw(producer, Buffer.from(JSON.stringify(event)), { messageId: event.id });
   await eventually('handled on the lenient queue', () => handled['id.lenient'].some((e) => e.id === event.id), 20_000);
-  const [dead] = await eventually('dead-lettered on the strict queue', async () => {
-    const got = await vhost.take('id.strict.dlq');
-    return got.length > 0 ? got : undefined;
-  }, 20_000);
+  const [dead] = await eventually(
+    'dead-lettered on the strict queue',
+    async () => {
+      const got = await vhost.take('id.strict.dlq');
+      return got.length > 0 ? got : undefined;
+    },
+    20_000,
+  );
   expect(dead.properties.message_id).toBe(event.id);
   expect(headersOf(dead)).toMatchObject({ 'x-error-class': 'ForbiddenPublisherError', 'x-error-kind': 'permanent' });
   expect(String(headersOf(dead)['x-error-message'])).toContain('has no user-id');
@@ -141,13 +190,23 @@ it('without user-id: refused by default, accepted where the transition setting s
 it('a message over the consumerâ€™s limit is dead-lettered unparsed with the reason; the publisher refuses one over its own', async () => {
   const big = mention('x'.repeat(MAX));
   await publishRaw(producer, Buffer.from(JSON.stringify(big)), { messageId: big.id, userId: producer.name });
-  const [dead] = await eventually('the large message in the DLQ', async () => {
-    const got = await vhost.take('id.strict.dlq');
-    return got.length > 0 ? got : undefined;
-  }, 20_000);
+  const [dead] = await eventually(
+    'the large message in the DLQ',
+    async () => {
+      const got = await vhost.take('id.strict.dlq');
+      return got.length > 0 ? got : undefined;
+    },
+    20_000,
+  );
   expect(dead.properties.message_id).toBe(big.id);
-  expect(headersOf(dead)).toMatchObject({ 'x-error-class': 'MessageTooLargeError', 'x-error-kind': 'permanent', 'x-attempts': 1 });
-  expect(String(headersOf(dead)['x-error-message'])).toMatch(/message body of \d+ bytes is larger than the limit of 2000 bytes/);
+  expect(headersOf(dead)).toMatchObject({
+    'x-error-class': 'MessageTooLargeError',
+    'x-error-kind': 'permanent',
+    'x-attempts': 1,
+  });
+  expect(String(headersOf(dead)['x-error-message'])).toMatch(
+    /message body of \d+ bytes is larger than the limit of 2000 bytes/,
+  );
   expect(handled['id.strict'].some((e) => e.id === big.id)).toBe(false);
 
   const small = await producerRuntime({ maxMessageBytes: 500 });

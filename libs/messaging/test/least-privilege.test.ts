@@ -4,7 +4,14 @@ import { Registry } from 'prom-client';
 import { createMessaging, managementRequest, permissionsFor, type Messaging, type Provisioning } from '../src';
 import { declareTopology, plan } from '../src/topology';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
-import { mention, recordingLogger, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
+import {
+  mention,
+  recordingLogger,
+  testLogger,
+  testTopology,
+  validateTestEvent,
+  type TestEvent,
+} from './support/events';
 
 /**
  * A service running as a broker user that may not set policies (no `policymaker` tag), the
@@ -24,12 +31,17 @@ beforeAll(async () => {
   await declareTopology(await conn.createChannel(), topologyPlan);
   await conn.close();
   for (const p of topologyPlan.policies) {
-    const res = await managementRequest(vhost.management, 'PUT', `/policies/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(p.name)}`, {
-      pattern: p.pattern,
-      'apply-to': p.applyTo,
-      priority: p.priority,
-      definition: p.definition,
-    });
+    const res = await managementRequest(
+      vhost.management,
+      'PUT',
+      `/policies/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(p.name)}`,
+      {
+        pattern: p.pattern,
+        'apply-to': p.applyTo,
+        priority: p.priority,
+        definition: p.definition,
+      },
+    );
     expect(res.ok).toBe(true);
   }
 });
@@ -49,17 +61,35 @@ async function user(perms: { configure: string; write: string; read: string }): 
   const name = `lp-${randomBytes(4).toString('hex')}`;
   users.push(name);
   const v = encodeURIComponent(vhost.vhost);
-  expect((await managementRequest(vhost.management, 'PUT', `/users/${name}`, { password: 'pw', tags: 'management' })).ok).toBe(true);
+  expect(
+    (await managementRequest(vhost.management, 'PUT', `/users/${name}`, { password: 'pw', tags: 'management' })).ok,
+  ).toBe(true);
   expect((await managementRequest(vhost.management, 'PUT', `/permissions/${v}/${name}`, perms)).ok).toBe(true);
   const base = new URL(vhost.url);
   return `${base.protocol}//${name}:pw@${base.host}/${v}`;
 }
 
-async function run(url: string, provisioning: Provisioning | undefined): Promise<{ messaging: Messaging; handled: TestEvent[] }> {
-  const messaging = createMessaging({ url, service: 'least-priv-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [], provisioning });
+async function run(
+  url: string,
+  provisioning: Provisioning | undefined,
+): Promise<{ messaging: Messaging; handled: TestEvent[] }> {
+  const messaging = createMessaging({
+    url,
+    service: 'least-priv-test',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+    provisioning,
+  });
   runtimes.push(messaging);
   const handled: TestEvent[] = [];
-  messaging.consume<TestEvent>({ queue: 'lp.work', name: 'records', validate: validateTestEvent, handle: async (e) => void handled.push(e) });
+  messaging.consume<TestEvent>({
+    queue: 'lp.work',
+    name: 'records',
+    validate: validateTestEvent,
+    handle: async (e) => void handled.push(e),
+  });
   await messaging.start();
   return { messaging, handled };
 }
@@ -70,7 +100,14 @@ async function policyNames(): Promise<string[]> {
 }
 
 it('own-queues: with only its own queues configurable, it declares them, consumes and publishes; it writes no policy', async () => {
-  const perms = permissionsFor(topology, topologyPlan, { user: 'x', consumes: ['lp.work'], publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }], sendsTo: [], reads: [], tags: ['management'] });
+  const perms = permissionsFor(topology, topologyPlan, {
+    user: 'x',
+    consumes: ['lp.work'],
+    publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }],
+    sendsTo: [],
+    reads: [],
+    tags: ['management'],
+  });
   const before = await policyNames();
   const { messaging, handled } = await run(await user(perms), 'own-queues');
   const event = mention('least privilege');
@@ -81,9 +118,24 @@ it('own-queues: with only its own queues configurable, it declares them, consume
 });
 
 it('own-queues, without any write on the default exchange: its retry copies and its DLQ copy go through its queue’s own exchange, and a send by name too', async () => {
-  const perms = permissionsFor(topology, topologyPlan, { user: 'x', consumes: ['lp.work'], publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }], sendsTo: [], reads: [], tags: ['management'] });
+  const perms = permissionsFor(topology, topologyPlan, {
+    user: 'x',
+    consumes: ['lp.work'],
+    publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }],
+    sendsTo: [],
+    reads: [],
+    tags: ['management'],
+  });
   expect(new RegExp(perms.write).test('amq.default')).toBe(false);
-  const messaging = createMessaging({ url: await user(perms), service: 'least-priv-retries', topology, logger: testLogger(), registry: new Registry(), classifiers: [], provisioning: 'own-queues' });
+  const messaging = createMessaging({
+    url: await user(perms),
+    service: 'least-priv-retries',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+    provisioning: 'own-queues',
+  });
   runtimes.push(messaging);
   const attempts = new Map<string, number>();
   messaging.consume<TestEvent>({
@@ -102,9 +154,16 @@ it('own-queues, without any write on the default exchange: its retry copies and 
   // Counted first, then taken: a take removes what it reads, so taking while only one had arrived
   // would lose it from every later look.
   await eventually('both in the DLQ after the last tier', async () => (await vhost.ready('lp.work.dlq')) >= 2, 60_000);
-  const dead = (await vhost.take('lp.work.dlq')).filter((m) => [byTopic.id, byName.id].includes(String(m.properties.message_id)));
+  const dead = (await vhost.take('lp.work.dlq')).filter((m) =>
+    [byTopic.id, byName.id].includes(String(m.properties.message_id)),
+  );
   expect(dead).toHaveLength(2);
-  for (const m of dead) expect(m.properties.headers).toMatchObject({ 'x-error-kind': 'retries-exhausted', 'x-attempts': 3, 'x-original-queue': 'lp.work' });
+  for (const m of dead)
+    expect(m.properties.headers).toMatchObject({
+      'x-error-kind': 'retries-exhausted',
+      'x-attempts': 3,
+      'x-original-queue': 'lp.work',
+    });
   expect([attempts.get(byTopic.id), attempts.get(byName.id)]).toEqual([3, 3]);
 });
 
@@ -116,11 +175,26 @@ it('declare-all, the policy apply refused (no policymaker tag): it checks instea
 });
 
 it('own-queues: the publisher does not become ready while an exchange the administrator should have provisioned is missing', async () => {
-  const perms = permissionsFor(topology, topologyPlan, { user: 'x', consumes: [], publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }], sendsTo: [], reads: [], tags: ['management'] });
+  const perms = permissionsFor(topology, topologyPlan, {
+    user: 'x',
+    consumes: [],
+    publishes: [{ exchange: 'test.events', routingKeys: ['user.mentioned'] }],
+    sendsTo: [],
+    reads: [],
+    tags: ['management'],
+  });
   const other = testTopology([{ name: 'lp.work' }]);
   other.exchanges.push({ name: 'lp.missing', type: 'topic' });
   const { logger, lines } = recordingLogger();
-  const messaging = createMessaging({ url: await user(perms), service: 'least-priv-missing', topology: other, logger, registry: new Registry(), classifiers: [], provisioning: 'own-queues' });
+  const messaging = createMessaging({
+    url: await user(perms),
+    service: 'least-priv-missing',
+    topology: other,
+    logger,
+    registry: new Registry(),
+    classifiers: [],
+    provisioning: 'own-queues',
+  });
   runtimes.push(messaging);
   let outcome: 'waiting' | 'started' | Error = 'waiting';
   const started = messaging.start().then(
@@ -129,7 +203,10 @@ it('own-queues: the publisher does not become ready while an exchange the admini
   );
   // The passive check fails (NOT_FOUND) and is retried: wait until it has failed twice, the second
   // time after start() had every chance to settle, and it has not: not ready, and not given up.
-  const missingChecks = () => lines.filter((l) => l.msg === 'publisher channel setup failed' && /NOT_FOUND.*lp\.missing/.test(JSON.stringify(l.err))).length;
+  const missingChecks = () =>
+    lines.filter(
+      (l) => l.msg === 'publisher channel setup failed' && /NOT_FOUND.*lp\.missing/.test(JSON.stringify(l.err)),
+    ).length;
   await eventually('the passive check of lp.missing failed twice', () => missingChecks() >= 2, 30_000, 20);
   expect(outcome).toBe('waiting');
   // The administrator provisions the exchange: the next check passes and the publisher becomes ready.

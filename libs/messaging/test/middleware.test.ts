@@ -1,5 +1,12 @@
 import { Registry } from 'prom-client';
-import { createMessaging, PermanentError, TransientError, type ErrorClassifier, type Messaging, type Middleware } from '../src';
+import {
+  createMessaging,
+  PermanentError,
+  TransientError,
+  type ErrorClassifier,
+  type Messaging,
+  type Middleware,
+} from '../src';
 import { createTestVhost, eventually, type TestVhost } from './support/broker';
 import { mention, testLogger, testTopology, validateTestEvent, type TestEvent } from './support/events';
 
@@ -13,14 +20,22 @@ const topology = testTopology([
 ]);
 
 /** An app's error type, and the classifier its owner registers: REFUSED will never succeed. */
-const refusedIsPermanent: ErrorClassifier = (err) => ((err as { code?: unknown }).code === 'REFUSED' ? 'permanent' : undefined);
+const refusedIsPermanent: ErrorClassifier = (err) =>
+  (err as { code?: unknown }).code === 'REFUSED' ? 'permanent' : undefined;
 
 let vhost: TestVhost;
 let messaging: Messaging;
 
 beforeAll(async () => {
   vhost = await createTestVhost('middleware');
-  messaging = createMessaging({ url: vhost.url, service: 'middleware-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [refusedIsPermanent] });
+  messaging = createMessaging({
+    url: vhost.url,
+    service: 'middleware-test',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [refusedIsPermanent],
+  });
 });
 
 afterAll(async () => {
@@ -42,7 +57,12 @@ it('returns a retry to its own queue only: another queue bound to the same key g
       return 'processed';
     },
   });
-  messaging.consume({ queue: 'test.other', name: 'records', validate: validateTestEvent, handle: async (e) => void other.push(e.id) });
+  messaging.consume({
+    queue: 'test.other',
+    name: 'records',
+    validate: validateTestEvent,
+    handle: async (e) => void other.push(e.id),
+  });
   await messaging.start();
 
   const event = mention('shared');
@@ -94,10 +114,18 @@ it('runs an app’s middleware around its handler, inside the runtime’s: valid
     return got.length ? got : undefined;
   });
 
-  expect(trace).toEqual(['before fine attempt=1 aborted=false', 'after fine duplicate', 'before blocked attempt=1 aborted=false']);
+  expect(trace).toEqual([
+    'before fine attempt=1 aborted=false',
+    'after fine duplicate',
+    'before blocked attempt=1 aborted=false',
+  ]);
   expect(handled).toEqual([fine.id]); // the middleware stopped the blocked one before the handler
   expect(dead.properties.message_id).toBe(blocked.id);
-  expect(dead.properties.headers).toMatchObject({ 'x-error-class': 'PermanentError', 'x-error-message': 'user blocked is blocked', 'x-error-kind': 'permanent' });
+  expect(dead.properties.headers).toMatchObject({
+    'x-error-class': 'PermanentError',
+    'x-error-message': 'user blocked is blocked',
+    'x-error-kind': 'permanent',
+  });
 });
 
 it('lets a registered classifier dead-letter an error type the runtime does not know, on the first attempt', async () => {
@@ -117,5 +145,9 @@ it('lets a registered classifier dead-letter an error type the runtime does not 
     return got.length ? got : undefined;
   });
   expect(attempts).toEqual([1]);
-  expect(dead.properties.headers).toMatchObject({ 'x-error-kind': 'permanent', 'x-attempts': 1, 'x-error-message': 'the provider refused it' });
+  expect(dead.properties.headers).toMatchObject({
+    'x-error-kind': 'permanent',
+    'x-attempts': 1,
+    'x-error-message': 'the provider refused it',
+  });
 });

@@ -17,7 +17,10 @@ const runtimes: Messaging[] = [];
 
 beforeAll(async () => {
   vhost = await createTestVhost('policy-gate');
-  proxy = await tcpProxy({ host: new URL(vhost.management.baseUrl).hostname, port: Number(new URL(vhost.management.baseUrl).port) });
+  proxy = await tcpProxy({
+    host: new URL(vhost.management.baseUrl).hostname,
+    port: Number(new URL(vhost.management.baseUrl).port),
+  });
 });
 
 afterAll(async () => {
@@ -45,12 +48,20 @@ async function publishRaw(queue: string, count: number): Promise<string[]> {
 
 /** The policy as stored at this moment (the queue's effective policy is reported ~5 s late). */
 async function storedPolicy(name: string): Promise<Record<string, unknown> | undefined> {
-  const res = await managementRequest(vhost.management, 'GET', `/policies/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(name)}`);
+  const res = await managementRequest(
+    vhost.management,
+    'GET',
+    `/policies/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(name)}`,
+  );
   return res.ok ? ((await res.json()) as { definition: Record<string, unknown> }).definition : undefined;
 }
 
 async function effectivePolicy(queue: string): Promise<Record<string, unknown> | undefined> {
-  const res = await managementRequest(vhost.management, 'GET', `/queues/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(queue)}`);
+  const res = await managementRequest(
+    vhost.management,
+    'GET',
+    `/queues/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(queue)}`,
+  );
   return ((await res.json()) as { effective_policy_definition?: Record<string, unknown> }).effective_policy_definition;
 }
 
@@ -92,7 +103,11 @@ it('consumes nothing while the management API is unreachable; once it answers, t
   // Each one was handled once its queue's policy existed, and the broker reports it in force.
   const dlx = { 'dead-letter-exchange': 'dlx', 'dead-letter-routing-key': 'test.gated', 'delivery-limit': 3 };
   for (const h of handled) expect(h.policy).toMatchObject(dlx);
-  await eventually('effective policy reported', async () => (await effectivePolicy('test.gated'))?.['dead-letter-exchange'] === 'dlx', 40_000);
+  await eventually(
+    'effective policy reported',
+    async () => (await effectivePolicy('test.gated'))?.['dead-letter-exchange'] === 'dlx',
+    40_000,
+  );
   expect(await effectivePolicy('test.gated')).toMatchObject(dlx);
   expect(messaging.readiness()).toEqual({ amqp: true, consumers: true });
 }, 60_000);
@@ -109,14 +124,24 @@ it('stops consuming while an operator policy overrides the dead-letter exchange,
   });
   runtimes.push(messaging);
   const handled: string[] = [];
-  messaging.consume({ queue: 'test.overridden', name: 'records', validate: validateTestEvent, handle: async (e) => void handled.push(e.id) });
+  messaging.consume({
+    queue: 'test.overridden',
+    name: 'records',
+    validate: validateTestEvent,
+    handle: async (e) => void handled.push(e.id),
+  });
   await messaging.start();
   const [first] = await publishRaw('test.overridden', 1);
   await eventually('first consumed', () => handled.includes(first), 20_000);
 
   // A higher-priority policy without dead-lettering replaces ours for this queue.
   const override = `/policies/${encodeURIComponent(vhost.vhost)}/operator-override`;
-  await managementRequest(vhost.management, 'PUT', override, { pattern: '^test\\.overridden$', 'apply-to': 'queues', priority: 100, definition: { 'max-length': 1000 } });
+  await managementRequest(vhost.management, 'PUT', override, {
+    pattern: '^test\\.overridden$',
+    'apply-to': 'queues',
+    priority: 100,
+    definition: { 'max-length': 1000 },
+  });
   await eventually('consumer stopped', () => !messaging.readiness().consumers, 20_000);
   // The queue has no consumer now (exact, from the queue itself), and the guard keeps checking while
   // the override holds (every second while a consumer waits): after two more checks with the second
@@ -130,11 +155,20 @@ it('stops consuming while an operator policy overrides the dead-letter exchange,
       await conn.close().catch(() => undefined);
     }
   };
-  await eventually('the consumer is cancelled at the broker', async () => (await queueState()).consumerCount === 0, 20_000);
+  await eventually(
+    'the consumer is cancelled at the broker',
+    async () => (await queueState()).consumerCount === 0,
+    20_000,
+  );
   const [second] = await publishRaw('test.overridden', 1);
-  const checks = async () => (await messaging.metrics.policyChecks.get()).values.find((v) => v.labels.outcome === 'ok')?.value ?? 0;
+  const checks = async () =>
+    (await messaging.metrics.policyChecks.get()).values.find((v) => v.labels.outcome === 'ok')?.value ?? 0;
   const before = await checks();
-  await eventually('the guard checked twice more while the override holds', async () => (await checks()) >= before + 2, 30_000);
+  await eventually(
+    'the guard checked twice more while the override holds',
+    async () => (await checks()) >= before + 2,
+    30_000,
+  );
   expect(handled).toEqual([first]);
   expect(messaging.readiness().consumers).toBe(false);
   expect(await queueState()).toEqual({ messageCount: 1, consumerCount: 0 });

@@ -18,7 +18,10 @@ beforeAll(async () => {
   publisherSide = createMessaging({
     url: vhost.url,
     service: 'process-test',
-    topology: testTopology([{ name: 'test.crash', deliveryLimit: 1 }, { name: 'test.drain', deliveryLimit: 20 }]),
+    topology: testTopology([
+      { name: 'test.crash', deliveryLimit: 1 },
+      { name: 'test.drain', deliveryLimit: 20 },
+    ]),
     logger: testLogger(),
     registry: new Registry(),
     classifiers: [],
@@ -86,17 +89,30 @@ it('SIGTERM under load finishes in-flight work, returns the rest, and nothing is
   const events = Array.from({ length: 120 }, (_, i) => mention(`load ${i}`));
   await Promise.all(events.map((e) => publisherSide.publisher.publish(e, { routingKey: 'test.drain' })));
 
-  const first = startChild({ CHILD_MODE: 'slow', CHILD_QUEUE: 'test.drain', CHILD_HANDLER_MS: '150', CHILD_PREFETCH: '10' });
+  const first = startChild({
+    CHILD_MODE: 'slow',
+    CHILD_QUEUE: 'test.drain',
+    CHILD_HANDLER_MS: '150',
+    CHILD_PREFETCH: '10',
+  });
   await first.ready;
   await eventually('some handled', () => first.handled.length >= 15);
   first.proc.kill('SIGTERM');
   const [code] = await once(first.proc, 'exit');
   expect(code).toBe(0);
   // The graceful stop acked what it finished and returned what it had not started.
-  await eventually('nothing unacked after the graceful stop', async () => (await vhost.depth('test.drain')).unacked === 0);
+  await eventually(
+    'nothing unacked after the graceful stop',
+    async () => (await vhost.depth('test.drain')).unacked === 0,
+  );
   expect(first.handled.length).toBeLessThan(events.length);
 
-  const second = startChild({ CHILD_MODE: 'slow', CHILD_QUEUE: 'test.drain', CHILD_HANDLER_MS: '5', CHILD_PREFETCH: '50' });
+  const second = startChild({
+    CHILD_MODE: 'slow',
+    CHILD_QUEUE: 'test.drain',
+    CHILD_HANDLER_MS: '5',
+    CHILD_PREFETCH: '50',
+  });
   await eventually('all handled', () => first.handled.length + second.handled.length >= events.length, 30_000);
   second.proc.kill('SIGTERM');
   await once(second.proc, 'exit');

@@ -32,14 +32,22 @@ afterAll(async () => {
 
 /** The broker's name for a runtime's current connection ("client ip:port -> server ip:port"). */
 function connectionNameOf(m: Messaging): string | undefined {
-  const socket = (m.connection.connection as unknown as { connection?: { stream?: Socket } } | undefined)?.connection?.stream;
-  return socket?.localPort ? `${socket.localAddress}:${socket.localPort} -> ${socket.remoteAddress}:${socket.remotePort}` : undefined;
+  const socket = (m.connection.connection as unknown as { connection?: { stream?: Socket } } | undefined)?.connection
+    ?.stream;
+  return socket?.localPort
+    ? `${socket.localAddress}:${socket.localPort} -> ${socket.remoteAddress}:${socket.remotePort}`
+    : undefined;
 }
 
 /** Closes one connection of our own vhost through the management API, as a broker-side loss would. */
 async function dropConnection(name: string): Promise<void> {
   // The management API knows a new connection only after its next statistics round (~5 s).
-  await eventually(`management API closed ${name}`, async () => (await managementRequest(vhost.management, 'DELETE', `/connections/${encodeURIComponent(name)}`)).ok, 20_000, 250);
+  await eventually(
+    `management API closed ${name}`,
+    async () => (await managementRequest(vhost.management, 'DELETE', `/connections/${encodeURIComponent(name)}`)).ok,
+    20_000,
+    250,
+  );
 }
 
 const registries = new Map<Messaging, Registry>();
@@ -71,7 +79,13 @@ it('a backlog survives 33 consumer restarts (graceful stops and dropped connecti
   // however fast or slow the machine. Between permits a handler is always in flight, waiting, so
   // every dropped connection takes one with it; that one is let finish once its connection is gone
   // (its ack is lost with it), as a handler busy at a connection loss does.
-  const permits = { granted: 0, unused: 0, used: 0, open: false, waiting: [] as Array<{ tag: string | undefined; go: (how: 'granted' | 'dropped' | 'open') => void }> };
+  const permits = {
+    granted: 0,
+    unused: 0,
+    used: 0,
+    open: false,
+    waiting: [] as Array<{ tag: string | undefined; go: (how: 'granted' | 'dropped' | 'open') => void }>,
+  };
   const dropped = new Set<string | undefined>([undefined]); // no connection: its delivery's channel is gone
   const grant = () => {
     permits.granted += 1;
@@ -123,7 +137,12 @@ it('a backlog survives 33 consumer restarts (graceful stops and dropped connecti
       // other starts in its place.
       const stopped = consumer.stop(20_000);
       const stopping = consumer;
-      await eventually(`unstarted returned at restart ${restart}`, async () => (await inFlight(stopping, 'test.backlog')) <= 1, 20_000, 10);
+      await eventually(
+        `unstarted returned at restart ${restart}`,
+        async () => (await inFlight(stopping, 'test.backlog')) <= 1,
+        20_000,
+        10,
+      );
       grant();
       await stopped;
       consumer = newRuntime('restarts-consumer');
@@ -139,7 +158,12 @@ it('a backlog survives 33 consumer restarts (graceful stops and dropped connecti
       drops += 1;
       dropped.add(name);
       releaseDropped();
-      await eventually(`reconnected after restart ${restart}`, () => connectionNameOf(consumer) !== name && consumer.readiness().consumers, 20_000, 10);
+      await eventually(
+        `reconnected after restart ${restart}`,
+        () => connectionNameOf(consumer) !== name && consumer.readiness().consumers,
+        20_000,
+        10,
+      );
       releaseDropped(); // one that began waiting on the dead connection meanwhile
     }
   }
@@ -171,7 +195,13 @@ it('a message that kills its consumer process on every delivery still ends in th
   while ((await vhost.ready('test.poison.dlq')) === 0) {
     expect(spawns).toBeLessThanOrEqual(DEFAULT_DELIVERY_LIMIT + 2);
     const child = spawn(process.execPath, childConsumer.args, {
-      env: { ...process.env, AMQP_URL: vhost.url, CHILD_MODE: 'crash', CHILD_QUEUE: 'test.poison', CHILD_DELIVERY_LIMIT: String(DEFAULT_DELIVERY_LIMIT) },
+      env: {
+        ...process.env,
+        AMQP_URL: vhost.url,
+        CHILD_MODE: 'crash',
+        CHILD_QUEUE: 'test.poison',
+        CHILD_DELIVERY_LIMIT: String(DEFAULT_DELIVERY_LIMIT),
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     spawns += 1;

@@ -2,7 +2,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect as amqpConnect } from 'amqplib';
 import { Pool, type PoolClient } from 'pg';
 import { Registry } from 'prom-client';
-import { createMessaging, HandlerTimeoutError, PermanentError, TopologyDriftError, TransientError, UnroutableError, type MessageContext, type Messaging } from '../src';
+import {
+  createMessaging,
+  HandlerTimeoutError,
+  PermanentError,
+  TopologyDriftError,
+  TransientError,
+  UnroutableError,
+  type MessageContext,
+  type Messaging,
+} from '../src';
 import { DELIVERY, type RuntimeContext } from '../src/consumer/delivery';
 import { createTestVhost, eventually, type PeekedMessage, type TestVhost } from './support/broker';
 import { createScratchDatabase } from './support/postgres';
@@ -24,7 +33,14 @@ let pool: Pool;
 const started: Messaging[] = [];
 
 function newMessaging(t = topology): Messaging {
-  const m = createMessaging({ url: vhost.url, service: 'runtime-test', topology: t, logger: testLogger(), registry: new Registry(), classifiers: [] });
+  const m = createMessaging({
+    url: vhost.url,
+    service: 'runtime-test',
+    topology: t,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+  });
   started.push(m);
   return m;
 }
@@ -54,7 +70,10 @@ afterAll(async () => {
 async function inTransactionUntilAborted(signal: AbortSignal, work: (tx: PoolClient) => Promise<void>): Promise<void> {
   const client = await pool.connect();
   client.on('error', () => undefined); // the ended backend reports itself here too
-  const end = () => void pool.query('SELECT pg_terminate_backend($1)', [(client as PoolClient & { processID: number }).processID]).catch(() => undefined);
+  const end = () =>
+    void pool
+      .query('SELECT pg_terminate_backend($1)', [(client as PoolClient & { processID: number }).processID])
+      .catch(() => undefined);
   signal.addEventListener('abort', end, { once: true });
   if (signal.aborted) end();
   try {
@@ -99,7 +118,9 @@ describe('topology setup', () => {
     expect((failure as Error).message).toMatch(/queue "test\.idle" exists on the broker with other arguments/);
     expect((failure as Error).message).toContain('x-single-active-consumer');
     // The broker kept the original queue as it was.
-    expect((await vhost.queues()).find((q) => q.name === 'test.idle')?.arguments).not.toHaveProperty('x-single-active-consumer');
+    expect((await vhost.queues()).find((q) => q.name === 'test.idle')?.arguments).not.toHaveProperty(
+      'x-single-active-consumer',
+    );
   });
 });
 
@@ -112,12 +133,18 @@ describe('publisher', () => {
       return got.length ? got : undefined;
     });
     expect(JSON.parse(msg.body)).toEqual(event);
-    expect(msg.properties).toMatchObject({ message_id: event.id, type: 'user.mentioned', correlation_id: event.correlationId });
+    expect(msg.properties).toMatchObject({
+      message_id: event.id,
+      type: 'user.mentioned',
+      correlation_id: event.correlationId,
+    });
     expect(msg.properties.headers).toMatchObject({ 'x-schema-version': 1 });
   });
 
   it('rejects an unroutable publish instead of dropping it', async () => {
-    await expect(messaging.publisher.publish(mention(), { routingKey: 'nobody.listens' })).rejects.toBeInstanceOf(UnroutableError);
+    await expect(messaging.publisher.publish(mention(), { routingKey: 'nobody.listens' })).rejects.toBeInstanceOf(
+      UnroutableError,
+    );
   });
 });
 
@@ -147,11 +174,21 @@ describe('consumer failures', () => {
     // The backoff is the broker's: attempt 2 came back from the 300 ms tier, attempt 3 from the
     // 600 ms one, each after its TTL expired there, and each tier queue holds exactly that TTL.
     expect(attempts[0].death).toBeUndefined();
-    expect(attempts[1].death).toEqual([expect.objectContaining({ queue: 'test.transient.retry.300ms', reason: 'expired', count: 1 })]);
-    expect(attempts[2].death).toEqual([expect.objectContaining({ queue: 'test.transient.retry.600ms', reason: 'expired', count: 1 })]);
+    expect(attempts[1].death).toEqual([
+      expect.objectContaining({ queue: 'test.transient.retry.300ms', reason: 'expired', count: 1 }),
+    ]);
+    expect(attempts[2].death).toEqual([
+      expect.objectContaining({ queue: 'test.transient.retry.600ms', reason: 'expired', count: 1 }),
+    ]);
     const tiers = Object.fromEntries((await vhost.queues()).map((q) => [q.name, q.arguments]));
-    expect(tiers['test.transient.retry.300ms']).toMatchObject({ 'x-message-ttl': 300, 'x-dead-letter-routing-key': 'test.transient' });
-    expect(tiers['test.transient.retry.600ms']).toMatchObject({ 'x-message-ttl': 600, 'x-dead-letter-routing-key': 'test.transient' });
+    expect(tiers['test.transient.retry.300ms']).toMatchObject({
+      'x-message-ttl': 300,
+      'x-dead-letter-routing-key': 'test.transient',
+    });
+    expect(tiers['test.transient.retry.600ms']).toMatchObject({
+      'x-message-ttl': 600,
+      'x-dead-letter-routing-key': 'test.transient',
+    });
     expect(JSON.parse(dead.body)).toEqual(event);
     expect(dead.properties.message_id).toBe(event.id);
     expect(dead.properties.headers).toMatchObject({
@@ -164,7 +201,9 @@ describe('consumer failures', () => {
       'x-handler': 'always-busy',
     });
     const h = dead.properties.headers!;
-    expect(Date.parse(String(h['x-first-failure-at']))).toBeLessThanOrEqual(Date.parse(String(h['x-dead-lettered-at'])));
+    expect(Date.parse(String(h['x-first-failure-at']))).toBeLessThanOrEqual(
+      Date.parse(String(h['x-dead-lettered-at'])),
+    );
     expect(await vhost.depth('test.transient')).toEqual({ ready: 0, unacked: 0, total: 0 });
   });
 
@@ -185,18 +224,30 @@ describe('consumer failures', () => {
       return got.length ? got : undefined;
     });
     expect(calls).toBe(1);
-    expect(dead.properties.headers).toMatchObject({ 'x-error-class': 'PermanentError', 'x-error-kind': 'permanent', 'x-attempts': 1 });
+    expect(dead.properties.headers).toMatchObject({
+      'x-error-class': 'PermanentError',
+      'x-error-kind': 'permanent',
+      'x-attempts': 1,
+    });
     expect(await vhost.depth('test.permanent.retry.300ms')).toMatchObject({ total: 0 });
   });
 
   it('dead-letters malformed and invalid bodies with the validator’s reason, and keeps serving', async () => {
     const handled: string[] = [];
-    messaging.consume({ queue: 'test.malformed', name: 'records', validate: validateTestEvent, handle: async (e: TestEvent) => void handled.push(e.id) });
+    messaging.consume({
+      queue: 'test.malformed',
+      name: 'records',
+      validate: validateTestEvent,
+      handle: async (e: TestEvent) => void handled.push(e.id),
+    });
     const raw = await amqpConnect(vhost.url);
     const ch = await raw.createConfirmChannel();
     ch.publish('test.events', 'test.malformed', Buffer.from('{not json'), { messageId: 'bad-1', persistent: true });
     const missingField = { ...mention(), data: { excerpt: 'x' } };
-    ch.publish('test.events', 'test.malformed', Buffer.from(JSON.stringify(missingField)), { messageId: 'bad-2', persistent: true });
+    ch.publish('test.events', 'test.malformed', Buffer.from(JSON.stringify(missingField)), {
+      messageId: 'bad-2',
+      persistent: true,
+    });
     await ch.waitForConfirms();
     await raw.close();
     const good = mention('after the bad ones');
@@ -210,8 +261,15 @@ describe('consumer failures', () => {
     });
     expect(dead).toHaveLength(2);
     const byId = Object.fromEntries(dead.map((d) => [d.properties.message_id, d.properties.headers]));
-    expect(byId['bad-1']).toMatchObject({ 'x-error-class': 'InvalidTestEvent', 'x-error-kind': 'permanent', 'x-attempts': 1 });
-    expect(byId['bad-2']).toMatchObject({ 'x-error-class': 'InvalidTestEvent', 'x-error-message': expect.stringContaining('/data/userId') });
+    expect(byId['bad-1']).toMatchObject({
+      'x-error-class': 'InvalidTestEvent',
+      'x-error-kind': 'permanent',
+      'x-attempts': 1,
+    });
+    expect(byId['bad-2']).toMatchObject({
+      'x-error-class': 'InvalidTestEvent',
+      'x-error-message': expect.stringContaining('/data/userId'),
+    });
     await eventually('the valid message handled', () => handled.includes(good.id));
     expect(handled).toEqual([good.id]);
   });
@@ -249,7 +307,11 @@ describe('consumer failures', () => {
     });
     const event = mention('slow');
     await messaging.publisher.publish(event, { routingKey: 'test.timeout' });
-    await eventually('second attempt processed', async () => (await pool.query('SELECT 1 FROM effects WHERE event_id = $1 AND attempt = 2', [event.id])).rowCount === 1);
+    await eventually(
+      'second attempt processed',
+      async () =>
+        (await pool.query('SELECT 1 FROM effects WHERE event_id = $1 AND attempt = 2', [event.id])).rowCount === 1,
+    );
     // The first run ended: its ten-minute statement was stopped by the abort, not finished.
     await eventually('first attempt settled', () => firstRun.settled);
     expect(firstRun.reason).toBeInstanceOf(HandlerTimeoutError);
@@ -286,8 +348,14 @@ describe('consumer failures', () => {
         done += 1;
       },
     });
-    await Promise.all(Array.from({ length: 30 }, () => messaging.publisher.publish(mention(), { routingKey: 'test.concurrency' })));
-    await eventually('the prefetch delivered', async () => (await vhost.depth('test.concurrency')).unacked === 20, 30_000);
+    await Promise.all(
+      Array.from({ length: 30 }, () => messaging.publisher.publish(mention(), { routingKey: 'test.concurrency' })),
+    );
+    await eventually(
+      'the prefetch delivered',
+      async () => (await vhost.depth('test.concurrency')).unacked === 20,
+      30_000,
+    );
     expect(running).toBe(3);
     release();
     await eventually('30 handled', () => done === 30, 30_000);

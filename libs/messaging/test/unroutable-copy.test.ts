@@ -12,7 +12,14 @@ let messaging: Messaging;
 
 beforeAll(async () => {
   vhost = await createTestVhost('unroutable');
-  messaging = createMessaging({ url: vhost.url, service: 'unroutable-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [] });
+  messaging = createMessaging({
+    url: vhost.url,
+    service: 'unroutable-test',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [],
+  });
 });
 
 afterAll(async () => {
@@ -34,18 +41,28 @@ it('keeps the original unacked while its retry queue is missing, counts it, and 
   });
   await messaging.start();
   const retryQueue = 'test.unroutable.retry.300ms';
-  const deleted = await managementRequest(vhost.management, 'DELETE', `/queues/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(retryQueue)}`);
+  const deleted = await managementRequest(
+    vhost.management,
+    'DELETE',
+    `/queues/${encodeURIComponent(vhost.vhost)}/${encodeURIComponent(retryQueue)}`,
+  );
   expect(deleted.status).toBe(204);
 
   await messaging.publisher.publish(mention('retry copy has nowhere to go'), { routingKey: 'test.unroutable' });
-  const unroutable = async () => (await messaging.metrics.unroutableCopies.get()).values.find((v) => v.labels.queue === 'test.unroutable')?.value ?? 0;
+  const unroutable = async () =>
+    (await messaging.metrics.unroutableCopies.get()).values.find((v) => v.labels.queue === 'test.unroutable')?.value ??
+    0;
   await eventually('the unroutable copy counted', async () => (await unroutable()) >= 1, 20_000);
   // The original is neither acked nor lost: it sits unacked on the consumer's channel (the quorum
   // queue's counters refresh every few seconds, hence the wait).
-  await eventually('original held unacked', async () => {
-    const d = await vhost.depth('test.unroutable');
-    return d.ready === 0 && d.unacked === 1;
-  }, 20_000);
+  await eventually(
+    'original held unacked',
+    async () => {
+      const d = await vhost.depth('test.unroutable');
+      return d.ready === 0 && d.unacked === 1;
+    },
+    20_000,
+  );
   // It tries the copy again (after its backoff) and is refused again; the original stays where it
   // was all along: not handled a second time, not dead-lettered, still unacked.
   await eventually('the copy tried again and refused again', async () => (await unroutable()) >= 2, 20_000);

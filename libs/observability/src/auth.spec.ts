@@ -1,11 +1,28 @@
 import Fastify from 'fastify';
-import { commonConfig, DEV_ADMIN_KEY_ID, DEV_ADMIN_OPERATOR, DEV_ADMIN_SIGNING_KEY, loadConfig } from '@community/config';
-import { adminTokenSigner, authGuards, authSettingsFrom, generateOperatorKey, registerAuth, tokenAuthenticator, TokenRefused, userTokenSigner } from './auth';
+import {
+  commonConfig,
+  DEV_ADMIN_KEY_ID,
+  DEV_ADMIN_OPERATOR,
+  DEV_ADMIN_SIGNING_KEY,
+  loadConfig,
+} from '@community/config';
+import {
+  adminTokenSigner,
+  authGuards,
+  authSettingsFrom,
+  generateOperatorKey,
+  registerAuth,
+  tokenAuthenticator,
+  TokenRefused,
+  userTokenSigner,
+} from './auth';
 
 const SECRET = 'current-secret-0123456789-abcdefghijkl';
 const PREVIOUS = 'previous-secret-0123456789-abcdefghijk';
-const settings = (env: Record<string, string> = {}) => authSettingsFrom('reconciler', loadConfig(commonConfig('reconciler'), { JWT_SECRET: SECRET, ...env }));
-const userToken = (secret: string, sub = 'ada') => userTokenSigner({ secret, issuer: 'community-site', audience: 'community-notifications' })(sub);
+const settings = (env: Record<string, string> = {}) =>
+  authSettingsFrom('reconciler', loadConfig(commonConfig('reconciler'), { JWT_SECRET: SECRET, ...env }));
+const userToken = (secret: string, sub = 'ada') =>
+  userTokenSigner({ secret, issuer: 'community-site', audience: 'community-notifications' })(sub);
 const refusal = (fn: () => unknown): TokenRefused | undefined => {
   try {
     fn();
@@ -21,20 +38,33 @@ describe('user tokens', () => {
     const during = tokenAuthenticator(settings({ JWT_SECRET_PREVIOUS: PREVIOUS }));
     expect(during.authenticate(userToken(PREVIOUS))).toMatchObject({ userId: 'ada', admin: false });
     expect(during.authenticate(userToken(SECRET))).toMatchObject({ userId: 'ada', admin: false });
-    expect(refusal(() => tokenAuthenticator(settings()).authenticate(userToken(PREVIOUS)))?.code).toBe('FAST_JWT_INVALID_SIGNATURE');
+    expect(refusal(() => tokenAuthenticator(settings()).authenticate(userToken(PREVIOUS)))?.code).toBe(
+      'FAST_JWT_INVALID_SIGNATURE',
+    );
   });
 
-  it('the longest lifetime is USER_TOKEN_MAX_LIFETIME_MS (exp - iat; without iat, exp - now: e2e and the apps\' auth tests)', () => {
+  it("the longest lifetime is USER_TOKEN_MAX_LIFETIME_MS (exp - iat; without iat, exp - now: e2e and the apps' auth tests)", () => {
     const now = Date.now();
     const auth = tokenAuthenticator(settings({ USER_TOKEN_MAX_LIFETIME_MS: '10m' }), () => now);
-    const sign = (ttlMs: number) => userTokenSigner({ secret: SECRET, issuer: 'community-site', audience: 'community-notifications', ttlMs })('ada');
+    const sign = (ttlMs: number) =>
+      userTokenSigner({ secret: SECRET, issuer: 'community-site', audience: 'community-notifications', ttlMs })('ada');
     expect(auth.authenticate(sign(10 * 60_000)).expiresAt).toBeGreaterThan(now);
-    expect(refusal(() => auth.authenticate(sign(11 * 60_000)))).toMatchObject({ code: 'TOKEN_LIFETIME_TOO_LONG', message: expect.stringMatching(/lives longer than allowed \(660 s > 600 s\)/) });
+    expect(refusal(() => auth.authenticate(sign(11 * 60_000)))).toMatchObject({
+      code: 'TOKEN_LIFETIME_TOO_LONG',
+      message: expect.stringMatching(/lives longer than allowed \(660 s > 600 s\)/),
+    });
   });
 
   it("an 'admin' scope makes no admin", () => {
-    const token = userTokenSigner({ secret: SECRET, issuer: 'community-site', audience: 'community-notifications' })('ada', { scope: 'admin' });
-    expect(tokenAuthenticator(settings()).authenticate(token)).toEqual({ userId: 'ada', admin: false, expiresAt: expect.any(Number) });
+    const token = userTokenSigner({ secret: SECRET, issuer: 'community-site', audience: 'community-notifications' })(
+      'ada',
+      { scope: 'admin' },
+    );
+    expect(tokenAuthenticator(settings()).authenticate(token)).toEqual({
+      userId: 'ada',
+      admin: false,
+      expiresAt: expect.any(Number),
+    });
   });
 });
 
@@ -46,25 +76,66 @@ describe('admin tokens', () => {
     const auth = tokenAuthenticator(settings({ ADMIN_KEYS: JSON.stringify([old.entry, next.entry, bob.entry]) }));
     for (const k of [old, next]) {
       const token = adminTokenSigner({ signingKey: k.privateKeyPem, kid: k.entry.kid, audience: 'reconciler' })();
-      expect(auth.authenticate(token)).toEqual({ userId: 'alice@example.org', admin: true, operator: { name: 'alice@example.org', kid: k.entry.kid }, expiresAt: expect.any(Number) });
+      expect(auth.authenticate(token)).toEqual({
+        userId: 'alice@example.org',
+        admin: true,
+        operator: { name: 'alice@example.org', kid: k.entry.kid },
+        expiresAt: expect.any(Number),
+      });
     }
     // Once the old entry is removed, its tokens are refused; the new key keeps working.
     const after = tokenAuthenticator(settings({ ADMIN_KEYS: JSON.stringify([next.entry, bob.entry]) }));
-    expect(refusal(() => after.authenticate(adminTokenSigner({ signingKey: old.privateKeyPem, kid: old.entry.kid, audience: 'reconciler' })()))?.code).toBe('ADMIN_KEY_UNKNOWN');
+    expect(
+      refusal(() =>
+        after.authenticate(
+          adminTokenSigner({ signingKey: old.privateKeyPem, kid: old.entry.kid, audience: 'reconciler' })(),
+        ),
+      )?.code,
+    ).toBe('ADMIN_KEY_UNKNOWN');
     // bob's key under alice's kid: the signature does not verify.
-    expect(refusal(() => after.authenticate(adminTokenSigner({ signingKey: bob.privateKeyPem, kid: next.entry.kid, audience: 'reconciler' })()))?.code).toBe('FAST_JWT_INVALID_SIGNATURE');
+    expect(
+      refusal(() =>
+        after.authenticate(
+          adminTokenSigner({ signingKey: bob.privateKeyPem, kid: next.entry.kid, audience: 'reconciler' })(),
+        ),
+      )?.code,
+    ).toBe('FAST_JWT_INVALID_SIGNATURE');
   });
 
   it('the development operator signs with the well-known key the default ADMIN_KEYS trusts', () => {
-    const token = adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience: 'reconciler' })();
-    expect(tokenAuthenticator(settings()).authenticate(token)).toMatchObject({ userId: DEV_ADMIN_OPERATOR, admin: true });
+    const token = adminTokenSigner({
+      signingKey: DEV_ADMIN_SIGNING_KEY,
+      kid: DEV_ADMIN_KEY_ID,
+      audience: 'reconciler',
+    })();
+    expect(tokenAuthenticator(settings()).authenticate(token)).toMatchObject({
+      userId: DEV_ADMIN_OPERATOR,
+      admin: true,
+    });
   });
 
   it('the longest lifetime is ADMIN_TOKEN_MAX_LIFETIME_MS', () => {
     const k = generateOperatorKey('carol', 'carol-1');
-    const auth = tokenAuthenticator(settings({ ADMIN_KEYS: JSON.stringify([k.entry]), ADMIN_TOKEN_MAX_LIFETIME_MS: '5m' }));
-    expect(refusal(() => auth.authenticate(adminTokenSigner({ signingKey: k.privateKeyPem, kid: 'carol-1', audience: 'reconciler', ttlMs: 6 * 60_000 })()))?.code).toBe('TOKEN_LIFETIME_TOO_LONG');
-    expect(auth.authenticate(adminTokenSigner({ signingKey: k.privateKeyPem, kid: 'carol-1', audience: 'reconciler', ttlMs: 5 * 60_000 })()).userId).toBe('carol');
+    const auth = tokenAuthenticator(
+      settings({ ADMIN_KEYS: JSON.stringify([k.entry]), ADMIN_TOKEN_MAX_LIFETIME_MS: '5m' }),
+    );
+    expect(
+      refusal(() =>
+        auth.authenticate(
+          adminTokenSigner({
+            signingKey: k.privateKeyPem,
+            kid: 'carol-1',
+            audience: 'reconciler',
+            ttlMs: 6 * 60_000,
+          })(),
+        ),
+      )?.code,
+    ).toBe('TOKEN_LIFETIME_TOO_LONG');
+    expect(
+      auth.authenticate(
+        adminTokenSigner({ signingKey: k.privateKeyPem, kid: 'carol-1', audience: 'reconciler', ttlMs: 5 * 60_000 })(),
+      ).userId,
+    ).toBe('carol');
   });
 
   it('generateOperatorKey refuses what the services would refuse at start', () => {
@@ -82,11 +153,24 @@ describe('the guards', () => {
     const user = await app.inject({ url: '/admin', headers: { authorization: `Bearer ${userToken(SECRET)}` } });
     expect(user.statusCode).toBe(403);
     expect(user.json()).toMatchObject({ code: 'XX_ADMIN_REQUIRED' });
-    const dev = adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience: 'reconciler' })();
-    expect((await app.inject({ url: '/admin', headers: { authorization: `Bearer ${dev}` } })).json()).toEqual({ ok: true });
+    const dev = adminTokenSigner({
+      signingKey: DEV_ADMIN_SIGNING_KEY,
+      kid: DEV_ADMIN_KEY_ID,
+      audience: 'reconciler',
+    })();
+    expect((await app.inject({ url: '/admin', headers: { authorization: `Bearer ${dev}` } })).json()).toEqual({
+      ok: true,
+    });
     // An admin token for another service is refused here.
-    const other = adminTokenSigner({ signingKey: DEV_ADMIN_SIGNING_KEY, kid: DEV_ADMIN_KEY_ID, audience: 'feed-service' })();
-    expect((await app.inject({ url: '/admin', headers: { authorization: `Bearer ${other}` } })).json()).toMatchObject({ statusCode: 401, code: 'FAST_JWT_INVALID_CLAIM_VALUE' });
+    const other = adminTokenSigner({
+      signingKey: DEV_ADMIN_SIGNING_KEY,
+      kid: DEV_ADMIN_KEY_ID,
+      audience: 'feed-service',
+    })();
+    expect((await app.inject({ url: '/admin', headers: { authorization: `Bearer ${other}` } })).json()).toMatchObject({
+      statusCode: 401,
+      code: 'FAST_JWT_INVALID_CLAIM_VALUE',
+    });
     await app.close();
   });
 });

@@ -134,7 +134,10 @@ function checkLifetime(claims: Claims, maxMs: number, now: number, what: string)
   const lifetimeMs = (exp - (iat ?? now / 1000)) * 1000;
   const remainingMs = exp * 1000 - now;
   if (lifetimeMs > maxMs || remainingMs > maxMs) {
-    throw new TokenRefused(`the ${what} lives longer than allowed (${Math.round(Math.max(lifetimeMs, remainingMs) / 1000)} s > ${maxMs / 1000} s)`, 'TOKEN_LIFETIME_TOO_LONG');
+    throw new TokenRefused(
+      `the ${what} lives longer than allowed (${Math.round(Math.max(lifetimeMs, remainingMs) / 1000)} s > ${maxMs / 1000} s)`,
+      'TOKEN_LIFETIME_TOO_LONG',
+    );
   }
 }
 
@@ -142,8 +145,18 @@ function checkLifetime(claims: Claims, maxMs: number, now: number, what: string)
 export function tokenAuthenticator(settings: AuthSettings, clock: () => number = Date.now): TokenAuthenticator {
   const user = settings.userTokens;
   const userVerifier = (key: string) =>
-    createVerifier({ key, algorithms: ['HS256'], allowedIss: user.issuer, allowedAud: user.audience, requiredClaims: ['iss', 'aud', 'exp'], cache: false });
-  const userVerifiers = [userVerifier(user.secret), ...(user.previousSecret ? [userVerifier(user.previousSecret)] : [])];
+    createVerifier({
+      key,
+      algorithms: ['HS256'],
+      allowedIss: user.issuer,
+      allowedAud: user.audience,
+      requiredClaims: ['iss', 'aud', 'exp'],
+      cache: false,
+    });
+  const userVerifiers = [
+    userVerifier(user.secret),
+    ...(user.previousSecret ? [userVerifier(user.previousSecret)] : []),
+  ];
   const admins = new Map(
     settings.adminTokens.keys.map((k) => [
       k.kid,
@@ -177,13 +190,18 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
     }
     if (!claims) throw refusal(firstError);
     checkLifetime(claims, user.maxLifetimeMs, clock(), 'user token');
-    if (typeof claims.sub !== 'string' || claims.sub.length === 0) throw new TokenRefused("the token has no 'sub' claim (the user id)", 'TOKEN_WITHOUT_SUBJECT');
+    if (typeof claims.sub !== 'string' || claims.sub.length === 0)
+      throw new TokenRefused("the token has no 'sub' claim (the user id)", 'TOKEN_WITHOUT_SUBJECT');
     return { userId: claims.sub, admin: false, expiresAt: expiresAtOf(claims.exp) };
   }
 
   function authenticateAdmin(token: string, kid: string): Principal {
     const entry = admins.get(kid);
-    if (!entry) throw new TokenRefused(`admin token signed with an unknown key id '${kid}' (not in ADMIN_KEYS)`, 'ADMIN_KEY_UNKNOWN');
+    if (!entry)
+      throw new TokenRefused(
+        `admin token signed with an unknown key id '${kid}' (not in ADMIN_KEYS)`,
+        'ADMIN_KEY_UNKNOWN',
+      );
     let claims: Claims;
     try {
       claims = entry.verify(token) as Claims;
@@ -194,9 +212,17 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
     // The identity is the kid's, from the services' own config. A token that names someone else is
     // refused rather than silently re-attributed: it is a forgery or a misconfigured tool either way.
     if (claims.sub !== undefined && claims.sub !== entry.key.operator) {
-      throw new TokenRefused(`the admin token's sub ${JSON.stringify(claims.sub)} is not the operator of key '${kid}'`, 'ADMIN_SUBJECT_MISMATCH');
+      throw new TokenRefused(
+        `the admin token's sub ${JSON.stringify(claims.sub)} is not the operator of key '${kid}'`,
+        'ADMIN_SUBJECT_MISMATCH',
+      );
     }
-    return { userId: entry.key.operator, admin: true, operator: { name: entry.key.operator, kid }, expiresAt: expiresAtOf(claims.exp) };
+    return {
+      userId: entry.key.operator,
+      admin: true,
+      operator: { name: entry.key.operator, kid },
+      expiresAt: expiresAtOf(claims.exp),
+    };
   }
 
   return {
@@ -210,7 +236,8 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
       // An EdDSA token with a kid is an operator's; everything else must be a user token (HS256
       // only: `none`, RS256 or an EdDSA token without a kid fail the user verifier).
       if (header.alg === 'EdDSA' && header.kid !== undefined) {
-        if (typeof header.kid !== 'string') throw new TokenRefused('the header kid is not a string', 'ADMIN_KEY_UNKNOWN');
+        if (typeof header.kid !== 'string')
+          throw new TokenRefused('the header kid is not a string', 'ADMIN_KEY_UNKNOWN');
         return authenticateAdmin(token, header.kid);
       }
       return authenticateUser(token);
@@ -231,8 +258,18 @@ export function registerAuth(app: FastifyInstance, settings: AuthSettings): void
   app.register(fastifyJwt, {
     secret: user.secret,
     // @fastify/jwt reads a number as seconds (jsonwebtoken's convention), fast-jwt as ms: a string is unambiguous.
-    sign: { algorithm: 'HS256', iss: user.issuer, aud: user.audience, expiresIn: `${Math.floor(Math.min(15 * 60_000, user.maxLifetimeMs) / 1000)}s` },
-    verify: { algorithms: ['HS256'], allowedIss: user.issuer, allowedAud: user.audience, requiredClaims: ['iss', 'aud', 'exp'] },
+    sign: {
+      algorithm: 'HS256',
+      iss: user.issuer,
+      aud: user.audience,
+      expiresIn: `${Math.floor(Math.min(15 * 60_000, user.maxLifetimeMs) / 1000)}s`,
+    },
+    verify: {
+      algorithms: ['HS256'],
+      allowedIss: user.issuer,
+      allowedAud: user.audience,
+      requiredClaims: ['iss', 'aud', 'exp'],
+    },
   });
 }
 
@@ -290,7 +327,8 @@ function headerOf(token: string): RawHeader | undefined {
 
 function pemOf(key: string | KeyObject, kind: 'private' | 'public'): string {
   const object = typeof key === 'string' ? (kind === 'private' ? createPrivateKey(key) : createPublicKey(key)) : key;
-  if (object.asymmetricKeyType !== 'ed25519') throw new Error(`service tokens need an Ed25519 ${kind} key, got ${object.asymmetricKeyType ?? 'a symmetric key'}`);
+  if (object.asymmetricKeyType !== 'ed25519')
+    throw new Error(`service tokens need an Ed25519 ${kind} key, got ${object.asymmetricKeyType ?? 'a symmetric key'}`);
   return object.export({ type: kind === 'private' ? 'pkcs8' : 'spki', format: 'pem' }).toString();
 }
 
@@ -357,13 +395,24 @@ export interface UserTokenSignerOptions {
 }
 
 /** Signs user tokens as the community site does (HS256, `iss`, `aud`, `iat`, `exp`): tests and dev tooling. */
-export function userTokenSigner(options: UserTokenSignerOptions): (sub: string, claims?: Record<string, unknown>) => string {
-  const sign = createSigner({ key: options.secret, algorithm: 'HS256', iss: options.issuer, aud: options.audience, expiresIn: options.ttlMs ?? 15 * 60_000 });
+export function userTokenSigner(
+  options: UserTokenSignerOptions,
+): (sub: string, claims?: Record<string, unknown>) => string {
+  const sign = createSigner({
+    key: options.secret,
+    algorithm: 'HS256',
+    iss: options.issuer,
+    aud: options.audience,
+    expiresIn: options.ttlMs ?? 15 * 60_000,
+  });
   return (sub, claims = {}) => sign({ ...claims, sub });
 }
 
 /** A new operator key pair: the private key (PKCS#8 PEM, for OPS_ADMIN_KEY_FILE) and its ADMIN_KEYS entry. */
-export function generateOperatorKey(operator: string, kid: string): { privateKeyPem: string; entry: { kid: string; operator: string; publicKey: string } } {
+export function generateOperatorKey(
+  operator: string,
+  kid: string,
+): { privateKeyPem: string; entry: { kid: string; operator: string; publicKey: string } } {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const entry = { kid, operator, publicKey: publicKey.export({ type: 'spki', format: 'der' }).toString('base64') };
   // The same checks the services run at start, so a bad kid or name fails here, not in production.
@@ -383,14 +432,18 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
     TOKEN_WITHOUT_SUBJECT: { statusCode: 401, message: "the token has no 'sub' claim (the user id)" },
     FORBIDDEN_USER: {
       statusCode: 403,
-      message: (subject: string, target: string) => `user '${subject}' may not access the ${resource} of user '${target}' (an operator's admin token required)`,
+      message: (subject: string, target: string) =>
+        `user '${subject}' may not access the ${resource} of user '${target}' (an operator's admin token required)`,
     },
     ADMIN_REQUIRED: {
       statusCode: 403,
       message: (subject: string) =>
         `user '${subject}' may not use this route: admin routes need an operator's admin token (EdDSA, signed with a key in ADMIN_KEYS); the 'admin' scope of a user token grants nothing`,
     },
-    SERVICE_FORBIDDEN: { statusCode: 403, message: (issuer: string, what: string) => `a service token of '${issuer}' may not ${what}` },
+    SERVICE_FORBIDDEN: {
+      statusCode: 403,
+      message: (issuer: string, what: string) => `a service token of '${issuer}' may not ${what}`,
+    },
   });
   const verifyServiceToken = serviceTokens
     ? createVerifier({
@@ -420,19 +473,32 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
       throw invalid(r.message, r.code);
     }
     if (typeof payload.sub !== 'string' || payload.sub.length === 0) throw errors.TOKEN_WITHOUT_SUBJECT();
-    return { userId: payload.sub, admin: false, service: { issuer: String(payload.iss), scopes: scopesOf(payload.scope) }, expiresAt: expiresAtOf(payload.exp) };
+    return {
+      userId: payload.sub,
+      admin: false,
+      service: { issuer: String(payload.iss), scopes: scopesOf(payload.scope) },
+      expiresAt: expiresAtOf(payload.exp),
+    };
   }
 
   async function authenticate(request: FastifyRequest): Promise<Principal> {
     const token = bearerOf(request);
-    if (token === undefined) throw invalid(request.headers.authorization === undefined ? 'no Authorization header (Bearer token expected)' : 'the Authorization header is not a Bearer token', 'INVALID_TOKEN');
+    if (token === undefined)
+      throw invalid(
+        request.headers.authorization === undefined
+          ? 'no Authorization header (Bearer token expected)'
+          : 'the Authorization header is not a Bearer token',
+        'INVALID_TOKEN',
+      );
     const header = headerOf(token);
     let principal: Principal;
     // EdDSA without a kid is only ever a service token; with a kid, an operator's admin token.
-    if (verifyServiceToken && header?.alg === 'EdDSA' && header.kid === undefined) principal = authenticateService(token, verifyServiceToken);
+    if (verifyServiceToken && header?.alg === 'EdDSA' && header.kid === undefined)
+      principal = authenticateService(token, verifyServiceToken);
     else {
       try {
-        if (!request.server.communityAuth) throw new Error('authGuards need registerAuth(app, authSettingsFrom(…)) on the app');
+        if (!request.server.communityAuth)
+          throw new Error('authGuards need registerAuth(app, authSettingsFrom(…)) on the app');
         principal = request.server.communityAuth.authenticate(token);
       } catch (err) {
         if (!(err instanceof TokenRefused)) throw err;
@@ -445,7 +511,11 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
   }
 
   const ownOrAdmin = (request: FastifyRequest, principal: Principal): void => {
-    if (principal.service) throw errors.SERVICE_FORBIDDEN(principal.service.issuer, `call ${request.method} ${request.routeOptions.url ?? request.url}`);
+    if (principal.service)
+      throw errors.SERVICE_FORBIDDEN(
+        principal.service.issuer,
+        `call ${request.method} ${request.routeOptions.url ?? request.url}`,
+      );
     const target = (request.params as { userId?: string }).userId;
     if (!principal.admin && principal.userId !== target) {
       throw errors.FORBIDDEN_USER(principal.userId, target ?? '').withCode(`${prefix}${forbiddenCode}`);
@@ -466,8 +536,13 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
       return async (request: FastifyRequest): Promise<void> => {
         const principal = await authenticate(request);
         if (!principal.service) return ownOrAdmin(request, principal);
-        if (!principal.service.scopes.includes(scope)) throw errors.SERVICE_FORBIDDEN(principal.service.issuer, `call this route without the '${scope}' scope`);
-        if (!methods.includes(request.method)) throw errors.SERVICE_FORBIDDEN(principal.service.issuer, `${request.method} this route (scope '${scope}' allows ${methods.join(', ')})`);
+        if (!principal.service.scopes.includes(scope))
+          throw errors.SERVICE_FORBIDDEN(principal.service.issuer, `call this route without the '${scope}' scope`);
+        if (!methods.includes(request.method))
+          throw errors.SERVICE_FORBIDDEN(
+            principal.service.issuer,
+            `${request.method} this route (scope '${scope}' allows ${methods.join(', ')})`,
+          );
       };
     },
     /** The 403 a route answers when a service token asks for more than its scope allows. */

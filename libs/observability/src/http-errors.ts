@@ -55,14 +55,20 @@ export function defineErrors<const C extends Record<string, ErrorSpec>>(prefix: 
       throw new Error(`error '${prefix}${key}': statusCode ${spec.statusCode} is not an HTTP error status (400-599)`);
     }
     const { message } = spec;
-    catalogue[key] = (...args: never[]) => new CodedHttpError(spec.statusCode, `${prefix}${key}`, typeof message === 'string' ? message : message(...args));
+    catalogue[key] = (...args: never[]) =>
+      new CodedHttpError(spec.statusCode, `${prefix}${key}`, typeof message === 'string' ? message : message(...args));
   }
   return catalogue as ErrorCatalogue<C>;
 }
 
 /** The contract's error body (docs/CONTRACT.md, "HTTP contract"), in fastify's key order. */
 function errorBody(err: CodedHttpError): { statusCode: number; code: string; error: string; message: string } {
-  return { statusCode: err.statusCode, code: err.code, error: STATUS_CODES[err.statusCode] ?? 'Error', message: err.message };
+  return {
+    statusCode: err.statusCode,
+    code: err.code,
+    error: STATUS_CODES[err.statusCode] ?? 'Error',
+    message: err.message,
+  };
 }
 
 /**
@@ -78,17 +84,31 @@ export const DEPENDENCY_UNAVAILABLE = 'DEPENDENCY_UNAVAILABLE';
 
 /** The code of a crash: a 5xx nobody coded (a bug, a constraint, a privilege refused). */
 export const INTERNAL_ERROR = 'INTERNAL_ERROR';
-const INTERNAL_ERROR_MESSAGE = 'Something went wrong on our side; the error is logged under this request id (x-request-id)';
+const INTERNAL_ERROR_MESSAGE =
+  'Something went wrong on our side; the error is logged under this request id (x-request-id)';
 
 /**
  * Node's socket errors: the peer refused, reset or never answered. Whatever the client library,
  * one of these means the dependency behind the socket is down or unreachable right now.
  */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 
 /** Recognises node's network errors (on the error or its `cause`, as wrappers keep it). */
 export const networkUnavailable: DependencyErrorClassifier = (err) => {
-  for (let e: unknown = err, depth = 0; e !== null && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = err, depth = 0;
+    e !== null && typeof e === 'object' && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'dependency';
   }
@@ -118,16 +138,27 @@ export interface ErrorHandlerOptions {
 function errorHandler(options: ErrorHandlerOptions) {
   const classifiers = [...(options.dependencyErrors ?? []), networkUnavailable];
   const retryAfter = String(options.retryAfterSeconds ?? 5);
-  return function codedErrorHandler(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return function codedErrorHandler(
+    error: FastifyError | Error,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): FastifyReply {
     if (!(error instanceof CodedHttpError)) {
       const dependency = classify(classifiers, error);
       if (dependency === undefined) {
         const status = (error as { statusCode?: unknown }).statusCode;
         if (typeof status === 'number' && status < 500) throw error;
         request.log.error({ err: error, code: INTERNAL_ERROR }, 'request failed');
-        return reply.code(500).header('x-request-id', request.id).send(errorBody(new CodedHttpError(500, INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE)));
+        return reply
+          .code(500)
+          .header('x-request-id', request.id)
+          .send(errorBody(new CodedHttpError(500, INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE)));
       }
-      const unavailable = new CodedHttpError(503, DEPENDENCY_UNAVAILABLE, `${dependency} is unavailable for the moment; retry after ${retryAfter} s`);
+      const unavailable = new CodedHttpError(
+        503,
+        DEPENDENCY_UNAVAILABLE,
+        `${dependency} is unavailable for the moment; retry after ${retryAfter} s`,
+      );
       request.log.warn({ err: error, code: DEPENDENCY_UNAVAILABLE, dependency }, unavailable.message);
       return reply.code(503).header('retry-after', retryAfter).send(errorBody(unavailable));
     }
@@ -150,6 +181,7 @@ function classify(classifiers: readonly DependencyErrorClassifier[], error: unkn
 
 export function registerErrorHandler(app: FastifyInstance, options: ErrorHandlerOptions = {}): void {
   const retryAfter = options.retryAfterSeconds ?? 5;
-  if (!Number.isInteger(retryAfter) || retryAfter < 0) throw new RangeError(`retryAfterSeconds must be a whole number of seconds >= 0, got ${String(retryAfter)}`);
+  if (!Number.isInteger(retryAfter) || retryAfter < 0)
+    throw new RangeError(`retryAfterSeconds must be a whole number of seconds >= 0, got ${String(retryAfter)}`);
   app.setErrorHandler(errorHandler(options));
 }

@@ -11,7 +11,8 @@ import { startTracing, type Tracing } from './tracing';
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 const logger = createLogger({ service: 'test-service', level: 'silent' });
-const build = () => buildServer({ logger, registry: createRegistry({ service: 'test-service' }), readiness: () => ({}) });
+const build = () =>
+  buildServer({ logger, registry: createRegistry({ service: 'test-service' }), readiness: () => ({}) });
 
 describe('HTTP server spans, tracing off', () => {
   it('adds no hook: a handler runs in no span, whatever traceparent the caller sends', async () => {
@@ -21,7 +22,12 @@ describe('HTTP server spans, tracing off', () => {
       active = trace.getActiveSpan();
       return {};
     });
-    await app.inject({ method: 'POST', url: '/x', payload: { a: 1 }, headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` } });
+    await app.inject({
+      method: 'POST',
+      url: '/x',
+      payload: { a: 1 },
+      headers: { traceparent: `00-${TRACE_ID}-${CALLER_SPAN}-01` },
+    });
     expect(active).toBeUndefined();
     await app.close();
   });
@@ -69,7 +75,11 @@ describe('HTTP server spans, tracing on', () => {
       const req = request(`${url}/things/7?x=1`, {
         method: 'POST',
         agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...(traceparent ? { traceparent } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...(traceparent ? { traceparent } : {}),
+        },
       });
       req.on('response', (res) => {
         res.resume();
@@ -89,18 +99,23 @@ describe('HTTP server spans, tracing on', () => {
     return exporter.getFinishedSpans();
   }
 
-  it('continues the caller\'s traceparent in a SERVER span named after the route, active in the handler after the body is read', async () => {
+  it("continues the caller's traceparent in a SERVER span named after the route, active in the handler after the body is read", async () => {
     expect(await slowPost(`00-${TRACE_ID}-${CALLER_SPAN}-01`)).toBe(201);
     const [span] = await finished(1);
     expect(span.name).toBe('POST /things/:id');
     expect(span.kind).toBe(SpanKind.SERVER);
     expect(span.spanContext().traceId).toBe(TRACE_ID);
     expect(span.parentSpanContext?.spanId).toBe(CALLER_SPAN);
-    expect(span.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/things/:id', 'url.path': '/things/7', 'http.response.status_code': 201 });
+    expect(span.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/things/:id',
+      'url.path': '/things/7',
+      'http.response.status_code': 201,
+    });
     expect(seen).toEqual([span.spanContext().spanId]);
   });
 
-  it('keeps requests apart on one keep-alive connection: each handler runs in its own request\'s span', async () => {
+  it("keeps requests apart on one keep-alive connection: each handler runs in its own request's span", async () => {
     for (let i = 0; i < 3; i++) expect(await slowPost()).toBe(201);
     const spans = await finished(3);
     expect(new Set(spans.map((s) => s.spanContext().traceId)).size).toBe(3);
@@ -112,8 +127,16 @@ describe('HTTP server spans, tracing on', () => {
     expect((await app.inject({ method: 'GET', url: '/nowhere' })).statusCode).toBe(404);
     const [boom, missing] = await finished(2);
     expect(boom.parentSpanContext).toBeUndefined();
-    expect([boom.name, boom.status.code, boom.attributes['http.response.status_code']]).toEqual(['GET /boom', SpanStatusCode.ERROR, 500]);
-    expect([missing.name, missing.status.code, missing.attributes['http.response.status_code']]).toEqual(['GET', SpanStatusCode.UNSET, 404]);
+    expect([boom.name, boom.status.code, boom.attributes['http.response.status_code']]).toEqual([
+      'GET /boom',
+      SpanStatusCode.ERROR,
+      500,
+    ]);
+    expect([missing.name, missing.status.code, missing.attributes['http.response.status_code']]).toEqual([
+      'GET',
+      SpanStatusCode.UNSET,
+      404,
+    ]);
   });
 });
 
@@ -122,7 +145,9 @@ describe('log lines inside a span, tracing on', () => {
     const lines: Array<Record<string, unknown>> = [];
     const destination = { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) };
     const before = createLogger({ service: 's', destination });
-    const tracing = startTracing('s', { spanProcessors: [new SimpleSpanProcessor({ exporter: new InMemorySpanExporter() })] });
+    const tracing = startTracing('s', {
+      spanProcessors: [new SimpleSpanProcessor({ exporter: new InMemorySpanExporter() })],
+    });
     const after = createLogger({ service: 's', destination });
     const span = trace.getTracer('t').startSpan('work');
     context.with(trace.setSpan(context.active(), span), () => {

@@ -1,6 +1,10 @@
 import { keysetCodec } from './keyset-cursor';
 
-const codec = keysetCodec<{ n: number; id: string }>({ parts: (k) => [k.n, k.id], key: (n, id) => ({ n, id }), validId: (id) => /^[a-z]+$/.test(id) });
+const codec = keysetCodec<{ n: number; id: string }>({
+  parts: (k) => [k.n, k.id],
+  key: (n, id) => ({ n, id }),
+  validId: (id) => /^[a-z]+$/.test(id),
+});
 const text = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 it('round-trips a key through an opaque base64url text', () => {

@@ -24,7 +24,11 @@ const JWT =
 
 function capture(options: Partial<LoggerOptions> = {}) {
   const raw: string[] = [];
-  const logger = createLogger({ service: 'test-service', destination: { write: (s: string) => raw.push(s) }, ...options });
+  const logger = createLogger({
+    service: 'test-service',
+    destination: { write: (s: string) => raw.push(s) },
+    ...options,
+  });
   const lines = () => raw.map((s) => JSON.parse(s) as Record<string, unknown>);
   return { logger, raw, lines };
 }
@@ -43,7 +47,10 @@ describe('redactString', () => {
     // An address inside a query value, after percent-encoded separators, where the run of
     // local-part characters before the '@' is longer than a local part may be: masked from the first
     // start after a `%XX` that fits (more than the address: never less).
-    ['/why?idempotencyKey=mention%3Ab11d5ab8-b063-4136-a35f-db53d667b3c6%3Aalice.longer.name.x%40example.com', '/why?idempotencyKey=mention%3Ab***@example.com'],
+    [
+      '/why?idempotencyKey=mention%3Ab11d5ab8-b063-4136-a35f-db53d667b3c6%3Aalice.longer.name.x%40example.com',
+      '/why?idempotencyKey=mention%3Ab***@example.com',
+    ],
     ['"url":"/v1/unsubscribe?token=eyJ2IjoxfQ.c2ln&x=1"', '"url":"/v1/unsubscribe?token=[REDACTED]&x=1"'],
     ['/cb?code=1&API_KEY=k-123#frag', '/cb?code=1&API_KEY=[REDACTED]#frag'],
     ['no query: token=abc limit=5', 'no query: token=abc limit=5'],
@@ -60,9 +67,13 @@ describe('redactString', () => {
     ['bearer prefixes', `${'Bearer '.repeat(500_000)}`],
     ['encoded @ runs', `${'a%40'.repeat(500_000)}`],
     ['query-secret prefixes', `${'?token='.repeat(500_000)}`],
-  ])('stays fast on a pathological line: %s (no quadratic backtracking)', async (_name, line) => {
-    expect(await redactsWithin(line, 20_000)).toBe('finished');
-  }, 30_000);
+  ])(
+    'stays fast on a pathological line: %s (no quadratic backtracking)',
+    async (_name, line) => {
+      expect(await redactsWithin(line, 20_000)).toBe('finished');
+    },
+    30_000,
+  );
 });
 
 describe('createLogger', () => {

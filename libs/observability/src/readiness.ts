@@ -62,6 +62,10 @@ export async function answers(check: () => Promise<unknown>): Promise<boolean> {
  * `{ broker: { publishes: 'blocked', reason } }` while it lasts, `{ broker: { publishes: 'flowing' } }`
  * otherwise. Details, not a check: the alarm is broker-wide, so every replica would go unready at once.
  */
-export function brokerDetails(blockedReason: string | undefined): { broker: { publishes: 'blocked' | 'flowing'; reason?: string } } {
-  return { broker: blockedReason === undefined ? { publishes: 'flowing' } : { publishes: 'blocked', reason: blockedReason } };
+export function brokerDetails(blockedReason: string | undefined): {
+  broker: { publishes: 'blocked' | 'flowing'; reason?: string };
+} {
+  return {
+    broker: blockedReason === undefined ? { publishes: 'flowing' } : { publishes: 'blocked', reason: blockedReason },
+  };
 }

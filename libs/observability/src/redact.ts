@@ -54,7 +54,8 @@ const EMAIL =
   /(?:(?<![A-Za-z0-9._%+-])|(?<=%[0-9A-Fa-f]{2}))([A-Za-z0-9])[A-Za-z0-9._%+-]{0,63}(?:@|%40)([A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*\.[A-Za-z]{2,})/g;
 // A credential in a query string (`/v1/unsubscribe?token=…`, `?api_key=…`): request logs print
 // the URL, and such a token is not a JWT the pattern above would catch.
-const QUERY_SECRET = /([?&](?:token|access_token|refresh_token|id_token|api_key|apikey|secret|password|signature|sig)=)[^&\s"\\#]+/gi;
+const QUERY_SECRET =
+  /([?&](?:token|access_token|refresh_token|id_token|api_key|apikey|secret|password|signature|sig)=)[^&\s"\\#]+/gi;
 
 export const REDACTED = '[REDACTED]';
 

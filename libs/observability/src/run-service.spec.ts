@@ -88,7 +88,9 @@ describe('runService (real process)', () => {
     await run.waitFor(/fixture started/);
     run.kill('SIGHUP');
     expect(await run.exit).toBe(0);
-    expect(run.lines).toContainEqual(expect.objectContaining({ level: 'warn', signal: 'SIGHUP', msg: 'shutting down: unexpected trigger' }));
+    expect(run.lines).toContainEqual(
+      expect.objectContaining({ level: 'warn', signal: 'SIGHUP', msg: 'shutting down: unexpected trigger' }),
+    );
   });
 
   it('exits 1 with a fatal line when start() fails', async () => {

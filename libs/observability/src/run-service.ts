@@ -55,7 +55,11 @@ export async function runService(options: RunServiceOptions): Promise<RunningSer
       // down (exit 0) on SIGHUP, SIGQUIT, SIGUSR2 and the like, and on `beforeExit`, when the event
       // loop ran empty (nothing left listening). Logged at warn so the cause of such an exit is in
       // the log even at LOG_LEVEL=warn (a chaos run once saw an unexplained exit 0).
-      else logger.warn({ signal: signal ?? 'none', trigger: signal ? 'signal' : 'event loop empty (beforeExit)' }, 'shutting down: unexpected trigger');
+      else
+        logger.warn(
+          { signal: signal ?? 'none', trigger: signal ? 'signal' : 'event loop empty (beforeExit)' },
+          'shutting down: unexpected trigger',
+        );
       readiness?.markShuttingDown();
       await options.stop();
       await app.close();

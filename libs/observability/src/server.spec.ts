@@ -100,7 +100,15 @@ describe('buildServer ops routes', () => {
     await app.inject({ method: 'GET', url: '/v1/thing?token=capability-secret' });
     const logged = lines.filter((l) => /request/.test(String(l['msg'])));
     // The URL is redacted like every logged string (an unsubscribe link carries a capability token).
-    expect(logged).toEqual([expect.objectContaining({ level: 'debug', msg: 'request completed', service: 'test-service', req: { method: 'GET', url: '/v1/thing?token=[REDACTED]' }, res: { statusCode: 200 } })]);
+    expect(logged).toEqual([
+      expect.objectContaining({
+        level: 'debug',
+        msg: 'request completed',
+        service: 'test-service',
+        req: { method: 'GET', url: '/v1/thing?token=[REDACTED]' },
+        res: { statusCode: 200 },
+      }),
+    ]);
   });
 
   it("keeps fastify's error shape, and answers a crash without its text, under a request id", async () => {
@@ -112,7 +120,12 @@ describe('buildServer ops routes', () => {
     expect(missing.statusCode).toBe(404);
     expect(missing.json()).toMatchObject({ statusCode: 404, error: 'Not Found' });
     const boom = await app.inject({ method: 'GET', url: '/boom' });
-    expect(boom.json()).toEqual({ statusCode: 500, code: 'INTERNAL_ERROR', error: 'Internal Server Error', message: expect.stringContaining('logged under this request id') });
+    expect(boom.json()).toEqual({
+      statusCode: 500,
+      code: 'INTERNAL_ERROR',
+      error: 'Internal Server Error',
+      message: expect.stringContaining('logged under this request id'),
+    });
     expect(boom.body).not.toContain('kaput');
     expect(boom.headers['x-request-id']).toEqual(expect.any(String));
   });

@@ -46,11 +46,21 @@ export function buildServer(options: ServerOptions): FastifyInstance {
   // error handler whatever the level.
   const app = Fastify({ disableRequestLogging: true, ...options.fastifyOptions, loggerInstance });
   app.addHook('onResponse', async (request, reply) => {
-    request.log.debug({ req: { method: request.method, url: request.url }, res: { statusCode: reply.statusCode }, responseTimeMs: Math.round(reply.elapsedTime) }, 'request completed');
+    request.log.debug(
+      {
+        req: { method: request.method, url: request.url },
+        res: { statusCode: reply.statusCode },
+        responseTimeMs: Math.round(reply.elapsedTime),
+      },
+      'request completed',
+    );
   });
   // First hook, so everything after it runs in the request's span; absent when tracing is off.
   if (tracingEnabled()) registerHttpTracing(app);
-  registerErrorHandler(app, { dependencyErrors: options.dependencyErrors, retryAfterSeconds: options.retryAfterSeconds });
+  registerErrorHandler(app, {
+    dependencyErrors: options.dependencyErrors,
+    retryAfterSeconds: options.retryAfterSeconds,
+  });
   registerOpsRoutes(app, options);
   return app;
 }
@@ -65,14 +75,19 @@ function registerOpsRoutes(app: FastifyInstance, options: ServerOptions): void {
   app.get('/readyz', OPS_ROUTE, async (request, reply) => {
     let checks: ReadinessChecks;
     try {
-      checks = await withTimeout(Promise.resolve().then(() => readiness()), timeoutMs);
+      checks = await withTimeout(
+        Promise.resolve().then(() => readiness()),
+        timeoutMs,
+      );
     } catch (err) {
       request.log.warn({ err }, 'readiness probe failed');
       return reply.code(503).send({ status: 'not_ready', checks: {} });
     }
     const ready = Object.values(checks).every(Boolean);
     const details = options.readinessDetails?.();
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', checks, ...(details ? { details } : {}) });
+    return reply
+      .code(ready ? 200 : 503)
+      .send({ status: ready ? 'ready' : 'not_ready', checks, ...(details ? { details } : {}) });
   });
 
   app.get('/metrics', OPS_ROUTE, async (_request, reply) => {

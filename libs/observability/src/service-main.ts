@@ -22,7 +22,10 @@ export interface ServiceMainOptions<C extends CommonConfig> {
   load: () => C;
   /** The config as it may be logged (libs/config's redactConfig with the app's spec). */
   redact: (config: C) => Record<string, unknown>;
-  create: (config: C, deps: { logger: Logger; registry: Registry }) => {
+  create: (
+    config: C,
+    deps: { logger: Logger; registry: Registry },
+  ) => {
     app: FastifyInstance;
     readiness: ReadinessState;
     start(): Promise<void>;

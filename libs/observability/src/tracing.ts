@@ -36,8 +36,14 @@ const set = (v: string | undefined): v is string => v !== undefined && v.trim() 
 /** Reads (and checks) the variables. Throws an Error naming the variable when one is invalid. */
 export function tracingSettings(env: Env = process.env): TracingSettings {
   const problems: string[] = [];
-  const exporters = set(env.OTEL_TRACES_EXPORTER) ? env.OTEL_TRACES_EXPORTER.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean) : [];
-  for (const e of exporters) if (!EXPORTERS.has(e)) problems.push(`OTEL_TRACES_EXPORTER: unknown exporter '${e}' (expected otlp, console or none)`);
+  const exporters = set(env.OTEL_TRACES_EXPORTER)
+    ? env.OTEL_TRACES_EXPORTER.split(',')
+        .map((s) => s.trim().toLowerCase())
+        .filter(Boolean)
+    : [];
+  for (const e of exporters)
+    if (!EXPORTERS.has(e))
+      problems.push(`OTEL_TRACES_EXPORTER: unknown exporter '${e}' (expected otlp, console or none)`);
   for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
     const v = env[name];
     if (!set(v)) continue;
@@ -51,16 +57,21 @@ export function tracingSettings(env: Env = process.env): TracingSettings {
   }
   for (const name of ['OTEL_EXPORTER_OTLP_PROTOCOL', 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL']) {
     const v = env[name];
-    if (set(v) && !PROTOCOLS.has(v.trim())) problems.push(`${name}: unknown protocol '${v}' (expected grpc, http/protobuf or http/json)`);
+    if (set(v) && !PROTOCOLS.has(v.trim()))
+      problems.push(`${name}: unknown protocol '${v}' (expected grpc, http/protobuf or http/json)`);
   }
-  if (problems.length > 0) throw new Error(`Invalid tracing configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  if (problems.length > 0)
+    throw new Error(`Invalid tracing configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
 
   if (/^true$/i.test(env.OTEL_SDK_DISABLED?.trim() ?? '')) return { enabled: false, reason: 'OTEL_SDK_DISABLED=true' };
   if (exporters.length > 0) {
     const real = exporters.filter((e) => e !== 'none');
-    return real.length > 0 ? { enabled: true, reason: `OTEL_TRACES_EXPORTER=${real.join(',')}` } : { enabled: false, reason: 'OTEL_TRACES_EXPORTER=none' };
+    return real.length > 0
+      ? { enabled: true, reason: `OTEL_TRACES_EXPORTER=${real.join(',')}` }
+      : { enabled: false, reason: 'OTEL_TRACES_EXPORTER=none' };
   }
-  if (set(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)) return { enabled: true, reason: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set' };
+  if (set(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT))
+    return { enabled: true, reason: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set' };
   if (set(env.OTEL_EXPORTER_OTLP_ENDPOINT)) return { enabled: true, reason: 'OTEL_EXPORTER_OTLP_ENDPOINT is set' };
   return { enabled: false, reason: 'not configured (set OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT)' };
 }
@@ -87,7 +98,9 @@ let running: { sdk: NodeSDK; tracing: Tracing } | undefined;
  */
 export function startTracing(serviceName: string, options: StartTracingOptions = {}): Tracing {
   if (running) return running.tracing;
-  const settings = options.spanProcessors ? { enabled: true, reason: 'span processors given' } : tracingSettings(options.env);
+  const settings = options.spanProcessors
+    ? { enabled: true, reason: 'span processors given' }
+    : tracingSettings(options.env);
   if (!settings.enabled) return { ...settings, shutdown: async () => undefined };
   // Loaded only when on: the SDK and its exporters are megabytes of modules a process with tracing
   // off never needs.

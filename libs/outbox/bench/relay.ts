@@ -32,8 +32,16 @@ const PRODUCER = 'bench';
 const topology: Topology = {
   exchanges: [{ name: 'community.events', type: 'topic' }],
   queues: [
-    { name: 'bench.relay', bindings: [{ exchange: 'community.events', routingKeys: ['user.mentioned'] }], retryDelaysMs: [1000] },
-    { name: 'bench.bare', bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare'] }], retryDelaysMs: [1000] },
+    {
+      name: 'bench.relay',
+      bindings: [{ exchange: 'community.events', routingKeys: ['user.mentioned'] }],
+      retryDelaysMs: [1000],
+    },
+    {
+      name: 'bench.bare',
+      bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare'] }],
+      retryDelaysMs: [1000],
+    },
   ],
 };
 
@@ -41,7 +49,13 @@ function events(): Array<EventOf<'user.mentioned'>> {
   return Array.from({ length: N }, (_, i) =>
     buildEvent(
       'user.mentioned',
-      { commentId: `comment-${i}`, postId: 'post-42', actorId: 'user-1', mentionedUserId: `user-${i % AGGREGATES}`, excerpt: 'x'.repeat(80) },
+      {
+        commentId: `comment-${i}`,
+        postId: 'post-42',
+        actorId: 'user-1',
+        mentionedUserId: `user-${i % AGGREGATES}`,
+        excerpt: 'x'.repeat(80),
+      },
       { producer: PRODUCER },
     ),
   );
@@ -59,13 +73,31 @@ async function enqueueAll(pool: Pool, batch: Array<EventOf<'user.mentioned'>>): 
 async function relayRound(url: string, pool: Pool, databaseUrl: string): Promise<number> {
   const registry = new Registry();
   const logger = pino({ level: 'warn' });
-  const messaging = createMessaging({ url, service: 'bench-relay', topology, logger, registry, classifiers: [classifyPgError] });
+  const messaging = createMessaging({
+    url,
+    service: 'bench-relay',
+    topology,
+    logger,
+    registry,
+    classifiers: [classifyPgError],
+  });
   await messaging.start();
-  const relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger, registry, databaseUrl, batchSize: BATCH });
+  const relay = createRelay({
+    pool,
+    publisher: messaging.publisher,
+    producer: PRODUCER,
+    logger,
+    registry,
+    databaseUrl,
+    batchSize: BATCH,
+  });
   const t0 = performance.now();
   await relay.start();
   for (;;) {
-    const { rows } = await pool.query<{ left: boolean }>('SELECT EXISTS (SELECT 1 FROM outbox_messages WHERE producer = $1 AND sent_at IS NULL) AS left', [PRODUCER]);
+    const { rows } = await pool.query<{ left: boolean }>(
+      'SELECT EXISTS (SELECT 1 FROM outbox_messages WHERE producer = $1 AND sent_at IS NULL) AS left',
+      [PRODUCER],
+    );
     if (!rows[0].left) break;
     await sleep(10);
   }
@@ -107,13 +139,19 @@ async function purge(url: string): Promise<void> {
   await conn.close();
 }
 
-
 async function main() {
   const [vhost, db] = await Promise.all([createTestVhost('bench-outbox'), createTestDatabase('bench_outbox')]);
   const pool = createPgPool(db.url, { max: 4 });
   try {
     // Declare the queues (and their policies) once, before the first round.
-    const setup = createMessaging({ url: vhost.url, service: 'bench-setup', topology, logger: pino({ level: 'warn' }), registry: new Registry(), classifiers: [classifyPgError] });
+    const setup = createMessaging({
+      url: vhost.url,
+      service: 'bench-setup',
+      topology,
+      logger: pino({ level: 'warn' }),
+      registry: new Registry(),
+      classifiers: [classifyPgError],
+    });
     await setup.start();
     await setup.stop();
     const bares: number[] = [];
@@ -129,15 +167,21 @@ async function main() {
       relays.push(relay);
       await purge(vhost.url);
       await pool.query('VACUUM ANALYZE outbox_messages');
-      console.log(`round ${r}: bare ${bare.toFixed(0)} msg/s, relay ${relay.toFixed(0)} rows/s, enqueue ${enqueue.toFixed(0)} rows/s`);
+      console.log(
+        `round ${r}: bare ${bare.toFixed(0)} msg/s, relay ${relay.toFixed(0)} rows/s, enqueue ${enqueue.toFixed(0)} rows/s`,
+      );
     }
     const b = median(bares);
     const rl = median(relays);
-    console.log(`\n${N} messages x ${ROUNDS} rounds, ${AGGREGATES} aggregates, batch ${BATCH}, quorum queue, ~400 B envelopes`);
+    console.log(
+      `\n${N} messages x ${ROUNDS} rounds, ${AGGREGATES} aggregates, batch ${BATCH}, quorum queue, ~400 B envelopes`,
+    );
     console.log(`bare confirm channel  : ${b.toFixed(0)} msg/s (median; windows of ${BATCH}, await confirms)`);
     console.log(`outbox relay          : ${rl.toFixed(0)} rows/s (median; claim, publish, confirm, mark, commit)`);
     console.log(`ratio relay / bare    : ${(rl / b).toFixed(2)}`);
-    console.log(`enqueue (producer side): ${median(enqueues).toFixed(0)} rows/s (median; ${BATCH} rows per transaction)`);
+    console.log(
+      `enqueue (producer side): ${median(enqueues).toFixed(0)} rows/s (median; ${BATCH} rows per transaction)`,
+    );
   } finally {
     await pool.end();
     await Promise.all([vhost.delete(), db.drop()]);

@@ -8,7 +8,12 @@ import { OUTBOX_CHANNEL } from './enqueue';
  * down the relay's polling covers, and once it is back `onWake` runs, because whatever was
  * committed meanwhile was announced to nobody.
  */
-export function createListener(opts: { databaseUrl: string; producer: string; logger: Logger; onWake: () => void }): ListenClient {
+export function createListener(opts: {
+  databaseUrl: string;
+  producer: string;
+  logger: Logger;
+  onWake: () => void;
+}): ListenClient {
   const { producer, onWake } = opts;
   return createListenClient({
     connectionString: opts.databaseUrl,

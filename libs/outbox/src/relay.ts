@@ -3,7 +3,15 @@ import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { withTransaction } from '@community/db';
-import { backoffDelay, errorMessage, PublishRejectedError, PublishTimeoutError, UnroutableError, type EnvelopeLike, type Publisher } from '@community/messaging';
+import {
+  backoffDelay,
+  errorMessage,
+  PublishRejectedError,
+  PublishTimeoutError,
+  UnroutableError,
+  type EnvelopeLike,
+  type Publisher,
+} from '@community/messaging';
 import { createListener } from './listener';
 import { outboxMetrics } from './metrics';
 import { propagationEnabled, startPublishSpan } from './trace';
@@ -58,7 +66,8 @@ export function retryDelayMs(failedAttempts: number): number {
 }
 
 /** A failing database is retried after 0.5 s, 1 s, 2 s, ... up to 30 s. */
-const dbRetryDelayMs = (failures: number): number => backoffDelay(failures, { baseMs: 250, maxMs: 30_000, jitter: 'none' });
+const dbRetryDelayMs = (failures: number): number =>
+  backoffDelay(failures, { baseMs: 250, maxMs: 30_000, jitter: 'none' });
 
 function outcomeOf(err: unknown): string {
   if (err instanceof UnroutableError) return 'unroutable';
@@ -124,15 +133,26 @@ export function createRelay(options: RelayOptions): OutboxRelay {
     const outcomes = await Promise.allSettled(
       rows.map((row) => {
         const headers = options.headers?.(row.payload);
-        if (!tracing) return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, ...(headers ? { headers } : {}) });
+        if (!tracing)
+          return publisher.publish(row.payload, {
+            routingKey: row.routingKey,
+            timeoutMs: publishTimeoutMs,
+            ...(headers ? { headers } : {}),
+          });
         const span = startPublishSpan(row, producer, tracing);
-        return publisher.publish(row.payload, { routingKey: row.routingKey, timeoutMs: publishTimeoutMs, headers: { ...headers, ...span.headers } }).then(
-          () => span.end(),
-          (err: unknown) => {
-            span.end(err);
-            throw err;
-          },
-        );
+        return publisher
+          .publish(row.payload, {
+            routingKey: row.routingKey,
+            timeoutMs: publishTimeoutMs,
+            headers: { ...headers, ...span.headers },
+          })
+          .then(
+            () => span.end(),
+            (err: unknown) => {
+              span.end(err);
+              throw err;
+            },
+          );
       }),
     );
     const sent: string[] = [];
@@ -153,7 +173,14 @@ export function createRelay(options: RelayOptions): OutboxRelay {
       // visible without flooding the log; every attempt counts in outbox_published_total.
       const level = (attempts & (attempts - 1)) === 0 ? 'warn' : 'debug';
       logger[level](
-        { eventId: row.eventId, eventType: row.eventType, aggregateId: row.aggregateId, attempts, retryInMs, err: errorMessage(err, 300) },
+        {
+          eventId: row.eventId,
+          eventType: row.eventType,
+          aggregateId: row.aggregateId,
+          attempts,
+          retryInMs,
+          err: errorMessage(err, 300),
+        },
         'outbox publish failed; the row stays unsent and is retried',
       );
     });
@@ -212,7 +239,10 @@ export function createRelay(options: RelayOptions): OutboxRelay {
       } catch (err) {
         dbFailures += 1;
         const retryInMs = dbRetryDelayMs(dbFailures);
-        logger.error({ err: errorMessage(err), failures: dbFailures, retryInMs }, 'outbox relay cycle failed (database); retrying');
+        logger.error(
+          { err: errorMessage(err), failures: dbFailures, retryInMs },
+          'outbox relay cycle failed (database); retrying',
+        );
         await sleep(retryInMs);
         continue;
       } finally {

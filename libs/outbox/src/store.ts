@@ -47,7 +47,12 @@ export interface ClaimedHeads {
  * `sent_at` is committed, which happens only after its broker confirm. Per aggregate, at most one
  * message is in flight across all relays, and it is in the queue before its successor is sent.
  */
-export async function claimHeads(tx: PoolClient, producer: string, afterAggregate: string, limit: number): Promise<ClaimedHeads> {
+export async function claimHeads(
+  tx: PoolClient,
+  producer: string,
+  afterAggregate: string,
+  limit: number,
+): Promise<ClaimedHeads> {
   const { rows } = await tx.query<{
     id: string;
     aggregate_id: string;
@@ -153,13 +158,19 @@ export async function purgeSentOutbox(
   const where = `sent_at IS NOT NULL AND sent_at < now() - make_interval(secs => $1::float8 / 1000) AND ($2::text IS NULL OR producer = $2)`;
   const params = [o.olderThanMs, o.producer ?? null];
   if (o.dryRun) {
-    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox_messages WHERE ${where}`, params);
+    const res = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM outbox_messages WHERE ${where}`,
+      params,
+    );
     return { deleted: res.rows[0].n };
   }
   let deleted = 0;
   for (;;) {
     o.signal?.throwIfAborted();
-    const res = await pool.query(`DELETE FROM outbox_messages WHERE id IN (SELECT id FROM outbox_messages WHERE ${where} ORDER BY sent_at LIMIT $3)`, [...params, batchSize]);
+    const res = await pool.query(
+      `DELETE FROM outbox_messages WHERE id IN (SELECT id FROM outbox_messages WHERE ${where} ORDER BY sent_at LIMIT $3)`,
+      [...params, batchSize],
+    );
     deleted += res.rowCount ?? 0;
     if ((res.rowCount ?? 0) < batchSize) return { deleted };
   }

@@ -18,8 +18,22 @@ function env(name: string): string {
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'warn' }, pino.destination(2));
 const registry = new Registry();
 const pool = createPgPool(env('DATABASE_URL'), { max: 2 });
-const messaging = createMessaging({ url: env('AMQP_URL'), service: 'child-relay', topology, logger, registry, classifiers: [classifyPgError] });
-const relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger, registry, databaseUrl: env('DATABASE_URL') });
+const messaging = createMessaging({
+  url: env('AMQP_URL'),
+  service: 'child-relay',
+  topology,
+  logger,
+  registry,
+  classifiers: [classifyPgError],
+});
+const relay = createRelay({
+  pool,
+  publisher: messaging.publisher,
+  producer: PRODUCER,
+  logger,
+  registry,
+  databaseUrl: env('DATABASE_URL'),
+});
 
 messaging
   .start()

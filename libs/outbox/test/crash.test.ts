@@ -5,7 +5,14 @@ import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createRelay } from '../src';
 import { enqueue, mention, PRODUCER, QUEUE, topology, unsentCount } from './helpers';
 
@@ -18,7 +25,14 @@ let messaging: Messaging;
 beforeAll(async () => {
   [vhost, db] = await Promise.all([createTestVhost('outbox-crash'), createTestDatabase('outbox_crash')]);
   pool = createPgPool(db.url, { max: 2 });
-  messaging = createMessaging({ url: vhost.url, service: 'outbox-crash-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [classifyPgError] });
+  messaging = createMessaging({
+    url: vhost.url,
+    service: 'outbox-crash-test',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [classifyPgError],
+  });
   await messaging.start(); // declares the queue before anything is published
 });
 
@@ -44,7 +58,14 @@ it('re-publishes rows whose confirm arrived just before the relay died: a duplic
   expect(await unsentCount(pool)).toBe(events.length);
 
   // The second run (any relay, here one in this process) cannot know the broker already has them.
-  const relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger: testLogger(), registry: new Registry(), databaseUrl: db.url });
+  const relay = createRelay({
+    pool,
+    publisher: messaging.publisher,
+    producer: PRODUCER,
+    logger: testLogger(),
+    registry: new Registry(),
+    databaseUrl: db.url,
+  });
   await relay.start();
   try {
     await eventually('the second run marked every row', async () => (await unsentCount(pool)) === 0);

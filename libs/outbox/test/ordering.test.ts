@@ -3,7 +3,14 @@ import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createRelay, type OutboxRelay } from '../src';
 import { enqueue, mention, PRODUCER, QUEUE, topology, unsentCount } from './helpers';
 
@@ -19,12 +26,28 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) {
     const registry = new Registry();
     const replicaPool = createPgPool(db.url, { max: 2 });
-    const messaging = createMessaging({ url: vhost.url, service: `relay-${i}`, topology, logger: testLogger(), registry, classifiers: [classifyPgError] });
+    const messaging = createMessaging({
+      url: vhost.url,
+      service: `relay-${i}`,
+      topology,
+      logger: testLogger(),
+      registry,
+      classifiers: [classifyPgError],
+    });
     await messaging.start();
     // Replica 0 is slow (every publish leaves 30 ms late, still in id order), as a replica on a
     // congested link would be: without the per-aggregate rule, replica 1 would overtake it.
     const publisher = i === 0 ? { publish: slow(messaging.publisher.publish) } : messaging.publisher;
-    const relay = createRelay({ pool: replicaPool, publisher, producer: PRODUCER, logger: testLogger(), registry, databaseUrl: db.url, batchSize: 8, pollIntervalMs: 100 });
+    const relay = createRelay({
+      pool: replicaPool,
+      publisher,
+      producer: PRODUCER,
+      logger: testLogger(),
+      registry,
+      databaseUrl: db.url,
+      batchSize: 8,
+      pollIntervalMs: 100,
+    });
     replicas.push({ messaging, relay, registry, pool: replicaPool });
   }
 });
@@ -71,7 +94,9 @@ it('keeps the order of every aggregate with two relays publishing from the same 
   }
   expect(received.size).toBe(AGGREGATES);
   for (const [aggregate, seqs] of received) {
-    const sent = events.filter((e) => e.data.mentionedUserId === aggregate).map((e) => Number(e.data.commentId.slice(2)));
+    const sent = events
+      .filter((e) => e.data.mentionedUserId === aggregate)
+      .map((e) => Number(e.data.commentId.slice(2)));
     expect(seqs).toEqual(sent);
   }
   // Both relays did part of the work; otherwise this test would prove nothing about concurrency.

@@ -3,7 +3,14 @@ import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
 import { classifyPgError, createPgPool, withTransaction } from '@community/db';
 import { brokerUserOf, createMessaging, type Messaging } from '@community/messaging';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createRelay, enqueueEvents, purgeSentOutbox, type OutboxRelay } from '../src';
 import { alert, enqueue, mention, PRODUCER, QUEUE, topology, unsentCount } from './helpers';
 
@@ -18,11 +25,26 @@ beforeAll(async () => {
   [vhost, db] = await Promise.all([createTestVhost('outbox-relay'), createTestDatabase('outbox_relay')]);
   pool = createPgPool(db.url, { max: 4 });
   registry = new Registry();
-  messaging = createMessaging({ url: vhost.url, service: 'outbox-test', topology, logger: testLogger(), registry, classifiers: [classifyPgError] });
+  messaging = createMessaging({
+    url: vhost.url,
+    service: 'outbox-test',
+    topology,
+    logger: testLogger(),
+    registry,
+    classifiers: [classifyPgError],
+  });
   await messaging.start();
   // Polling is set to an hour: anything the relay sends in these tests is LISTEN/NOTIFY (or a
   // retry it scheduled itself), never the poll.
-  relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger: testLogger(), registry, databaseUrl: db.url, pollIntervalMs: 3_600_000 });
+  relay = createRelay({
+    pool,
+    publisher: messaging.publisher,
+    producer: PRODUCER,
+    logger: testLogger(),
+    registry,
+    databaseUrl: db.url,
+    pollIntervalMs: 3_600_000,
+  });
   await relay.start();
 });
 
@@ -46,7 +68,14 @@ async function takeAll(expected: number) {
 
 it('reports the backlog and the age of its oldest row on /metrics, from the table', async () => {
   // A relay that is not running: its rows pile up, which is exactly what the gauges are for.
-  const idle = createRelay({ pool, publisher: messaging.publisher, producer: 'idle-producer', logger: testLogger(), registry, databaseUrl: db.url });
+  const idle = createRelay({
+    pool,
+    publisher: messaging.publisher,
+    producer: 'idle-producer',
+    logger: testLogger(),
+    registry,
+    databaseUrl: db.url,
+  });
   const [zed1, zed2] = [mention('zed', 1), mention('zed', 2)];
   await withTransaction(pool, (tx) =>
     enqueueEvents(tx, 'idle-producer', [
@@ -55,8 +84,14 @@ it('reports the backlog and the age of its oldest row on /metrics, from the tabl
     ]),
   );
   // Aged by hand instead of waited for: the oldest row 90 s old, the newer 30 s.
-  await pool.query("UPDATE outbox_messages SET created_at = now() - interval '90 seconds' WHERE producer = 'idle-producer' AND event_id = $1", [zed1.id]);
-  await pool.query("UPDATE outbox_messages SET created_at = now() - interval '30 seconds' WHERE producer = 'idle-producer' AND event_id = $1", [zed2.id]);
+  await pool.query(
+    "UPDATE outbox_messages SET created_at = now() - interval '90 seconds' WHERE producer = 'idle-producer' AND event_id = $1",
+    [zed1.id],
+  );
+  await pool.query(
+    "UPDATE outbox_messages SET created_at = now() - interval '30 seconds' WHERE producer = 'idle-producer' AND event_id = $1",
+    [zed2.id],
+  );
   expect(await metric('outbox_backlog_messages', 'producer="idle-producer"')).toBe(2);
   const lag = await metric('outbox_lag_seconds', 'producer="idle-producer"');
   expect(lag).toBeGreaterThanOrEqual(90); // the oldest row's age, not the newest's
@@ -88,7 +123,10 @@ it('publishes committed rows with the contract properties (user-id: the relay co
   expect(brokerUserOf(vhost.url)).not.toBe('');
   expect(JSON.parse(first.body)).toEqual(events[0]);
 
-  const { rows } = await pool.query('SELECT event_id, sent_at, attempts, last_error FROM outbox_messages WHERE producer = $1 ORDER BY id', [PRODUCER]);
+  const { rows } = await pool.query(
+    'SELECT event_id, sent_at, attempts, last_error FROM outbox_messages WHERE producer = $1 ORDER BY id',
+    [PRODUCER],
+  );
   expect(rows.map((r) => r.event_id)).toEqual(events.map((e) => e.id));
   for (const r of rows) expect(r).toMatchObject({ sent_at: expect.any(Date), attempts: 0, last_error: null });
   expect(await metric('outbox_backlog_messages', `producer="${PRODUCER}"`)).toBe(0);
@@ -118,7 +156,9 @@ it('wakes on NOTIFY at commit, long before the hourly poll', async () => {
   // Sent at all means woken: the relay's next poll is an hour away.
   await eventually(
     'row marked sent',
-    async () => (await pool.query('SELECT 1 FROM outbox_messages WHERE event_id = $1 AND sent_at IS NOT NULL', [event.id])).rowCount === 1,
+    async () =>
+      (await pool.query('SELECT 1 FROM outbox_messages WHERE event_id = $1 AND sent_at IS NOT NULL', [event.id]))
+        .rowCount === 1,
     30_000,
     20,
   );
@@ -133,15 +173,24 @@ it('keeps an unroutable row unsent, holds its aggregate back, and publishes both
   await enqueue(pool, [after]);
 
   const row = await eventually('a failed attempt recorded', async () => {
-    const { rows } = await pool.query('SELECT sent_at, attempts, last_error FROM outbox_messages WHERE event_id = $1', [blocked.id]);
+    const { rows } = await pool.query('SELECT sent_at, attempts, last_error FROM outbox_messages WHERE event_id = $1', [
+      blocked.id,
+    ]);
     return rows[0].attempts >= 1 ? rows[0] : undefined;
   });
   expect(row).toMatchObject({ sent_at: null, last_error: expect.stringMatching(/^UnroutableError: unroutable/) });
   expect(await metric('outbox_published_total', 'outcome="unroutable"')).toBeGreaterThanOrEqual(1);
   // Order per aggregate: erin's later event waits behind the failing one instead of overtaking it,
   // through another pass of the relay (the blocked row's retry) with both rows there.
-  await eventually('the blocked row retried', async () => (await pool.query('SELECT attempts FROM outbox_messages WHERE event_id = $1', [blocked.id])).rows[0].attempts >= 2);
-  expect((await pool.query('SELECT sent_at FROM outbox_messages WHERE event_id = $1', [after.id])).rows[0].sent_at).toBeNull();
+  await eventually(
+    'the blocked row retried',
+    async () =>
+      (await pool.query('SELECT attempts FROM outbox_messages WHERE event_id = $1', [blocked.id])).rows[0].attempts >=
+      2,
+  );
+  expect(
+    (await pool.query('SELECT sent_at FROM outbox_messages WHERE event_id = $1', [after.id])).rows[0].sent_at,
+  ).toBeNull();
   expect(await vhost.ready(QUEUE)).toBe(0);
   expect(relay.isHealthy()).toBe(true);
 
@@ -175,7 +224,9 @@ it('loses nothing and keeps per-aggregate order when the broker drops every conn
 
 it('refuses an event that breaks the contract, failing the producer transaction before anything is written', async () => {
   const bad = { ...mention('fay', 40), data: { commentId: 'c-40' } } as unknown as ReturnType<typeof mention>;
-  await expect(withTransaction(pool, (tx) => enqueueEvents(tx, PRODUCER, [{ event: bad, aggregateId: 'fay' }]))).rejects.toThrow(/postId|required/);
+  await expect(
+    withTransaction(pool, (tx) => enqueueEvents(tx, PRODUCER, [{ event: bad, aggregateId: 'fay' }])),
+  ).rejects.toThrow(/postId|required/);
   const { rows } = await pool.query('SELECT 1 FROM outbox_messages WHERE event_id = $1', [bad.id]);
   expect(rows).toHaveLength(0);
 });
@@ -188,11 +239,15 @@ it('retention deletes sent rows past the horizon and never an unsent one', async
     ]),
   );
   // As if the first one had been sent two hours ago (no relay serves this producer).
-  await pool.query(`UPDATE outbox_messages SET sent_at = now() - interval '2 hours' WHERE producer = 'retention-producer' AND payload->'data'->>'excerpt' = 'gus#50'`);
+  await pool.query(
+    `UPDATE outbox_messages SET sent_at = now() - interval '2 hours' WHERE producer = 'retention-producer' AND payload->'data'->>'excerpt' = 'gus#50'`,
+  );
   const producer = 'retention-producer';
   expect(await purgeSentOutbox(pool, { producer, olderThanMs: 3 * 3_600_000 })).toEqual({ deleted: 0 }); // younger than 3 h
   expect(await purgeSentOutbox(pool, { producer, olderThanMs: 3_600_000, dryRun: true })).toEqual({ deleted: 1 });
   expect(await purgeSentOutbox(pool, { producer, olderThanMs: 3_600_000, batchSize: 1 })).toEqual({ deleted: 1 });
-  const { rows } = await pool.query(`SELECT payload->'data'->>'excerpt' AS excerpt, sent_at FROM outbox_messages WHERE producer = 'retention-producer'`);
+  const { rows } = await pool.query(
+    `SELECT payload->'data'->>'excerpt' AS excerpt, sent_at FROM outbox_messages WHERE producer = 'retention-producer'`,
+  );
   expect(rows).toEqual([{ excerpt: 'gus#51', sent_at: null }]);
 });

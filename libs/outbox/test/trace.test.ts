@@ -5,7 +5,14 @@ import { Registry } from 'prom-client';
 import { classifyPgError, createPgPool, withTransaction } from '@community/db';
 import { createMessaging, type Messaging } from '@community/messaging';
 import { startTracing, type Tracing } from '@community/observability/tracing';
-import { createTestDatabase, createTestVhost, eventually, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { createRelay, enqueueEvents, type OutboxRelay } from '../src';
 import { mention, PRODUCER, QUEUE, topology } from './helpers';
 
@@ -27,9 +34,24 @@ let tracing: Tracing | undefined;
 beforeAll(async () => {
   [vhost, db] = await Promise.all([createTestVhost('outbox-trace'), createTestDatabase('outbox_trace')]);
   pool = createPgPool(db.url, { max: 4 });
-  messaging = createMessaging({ url: vhost.url, service: 'outbox-test', topology, logger: testLogger(), registry: new Registry(), classifiers: [classifyPgError] });
+  messaging = createMessaging({
+    url: vhost.url,
+    service: 'outbox-test',
+    topology,
+    logger: testLogger(),
+    registry: new Registry(),
+    classifiers: [classifyPgError],
+  });
   await messaging.start();
-  relay = createRelay({ pool, publisher: messaging.publisher, producer: PRODUCER, logger: testLogger(), registry: new Registry(), databaseUrl: db.url, pollIntervalMs: 200 });
+  relay = createRelay({
+    pool,
+    publisher: messaging.publisher,
+    producer: PRODUCER,
+    logger: testLogger(),
+    registry: new Registry(),
+    databaseUrl: db.url,
+    pollIntervalMs: 200,
+  });
   await relay.start();
 });
 
@@ -46,9 +68,16 @@ afterAll(async () => {
 
 /** Enqueues one mention inside the writer's span (a remote parent standing for the HTTP request's). */
 async function enqueueInSpan(aggregateId: string) {
-  const writer = trace.setSpanContext(ROOT_CONTEXT, { traceId: TRACE_ID, spanId: WRITER_SPAN, traceFlags: 1, isRemote: true });
+  const writer = trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: TRACE_ID,
+    spanId: WRITER_SPAN,
+    traceFlags: 1,
+    isRemote: true,
+  });
   const event = mention(aggregateId, 1);
-  await context.with(writer, () => withTransaction(pool, (tx) => enqueueEvents(tx, PRODUCER, [{ event, aggregateId }])));
+  await context.with(writer, () =>
+    withTransaction(pool, (tx) => enqueueEvents(tx, PRODUCER, [{ event, aggregateId }])),
+  );
   return event;
 }
 
@@ -58,7 +87,10 @@ async function published(eventId: string) {
     found = (await vhost.take(QUEUE, 100)).find((m) => m.properties.message_id === eventId);
     return found !== undefined;
   });
-  const { rows } = await pool.query<{ trace_context: Record<string, string> | null }>('SELECT trace_context FROM outbox_messages WHERE event_id = $1', [eventId]);
+  const { rows } = await pool.query<{ trace_context: Record<string, string> | null }>(
+    'SELECT trace_context FROM outbox_messages WHERE event_id = $1',
+    [eventId],
+  );
   return { message: found, stored: rows[0].trace_context };
 }
 
@@ -70,7 +102,7 @@ it('tracing off: the row stores no context and the message has no traceparent, e
   expect(message?.properties.headers?.['x-schema-version']).toBe(1);
 });
 
-it('tracing on: the row stores the writer\'s context; the message carries the publish span, its child', async () => {
+it("tracing on: the row stores the writer's context; the message carries the publish span, its child", async () => {
   tracing = startTracing('outbox-test', { spanProcessors: [new SimpleSpanProcessor({ exporter })] });
 
   const event = await enqueueInSpan('bob');

@@ -13,14 +13,16 @@ import { testResourceName } from './names';
  * the output (docs/TESTING.md, "Runs from any folder").
  */
 const CLI_CWD = '/';
-const run = (file: string, args: string[], options: { timeout?: number } = {}) => promisify(execFile)(file, args, { ...options, cwd: CLI_CWD });
+const run = (file: string, args: string[], options: { timeout?: number } = {}) =>
+  promisify(execFile)(file, args, { ...options, cwd: CLI_CWD });
 
 /**
  * The test broker's management API, found and called the way the runtime does it (libs/messaging's
  * `managementTargetFor` and `managementRequest`): RABBITMQ_MANAGEMENT_URL if set, else port 15672 on
  * the AMQP host, with the AMQP credentials.
  */
-const managementTarget = (amqpUrl: string): ManagementTarget => managementTargetFor(amqpUrl, process.env.RABBITMQ_MANAGEMENT_URL);
+const managementTarget = (amqpUrl: string): ManagementTarget =>
+  managementTargetFor(amqpUrl, process.env.RABBITMQ_MANAGEMENT_URL);
 
 const BASE_AMQP_URL = process.env.AMQP_URL || LOCAL_DEFAULTS.AMQP_URL;
 
@@ -55,7 +57,11 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
   const v = encodeURIComponent(vhost);
   await expectOk(managementRequest(management, 'PUT', `/vhosts/${v}`, {}), `create vhost ${vhost}`);
   await expectOk(
-    managementRequest(management, 'PUT', `/permissions/${v}/${encodeURIComponent(management.username)}`, { configure: '.*', write: '.*', read: '.*' }),
+    managementRequest(management, 'PUT', `/permissions/${v}/${encodeURIComponent(management.username)}`, {
+      configure: '.*',
+      write: '.*',
+      read: '.*',
+    }),
     `grant permissions on ${vhost}`,
   );
 
@@ -65,8 +71,20 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
     management,
     async depth(queue) {
       // The management API refreshes queue stats every few seconds; `rabbitmqctl` is exact.
-      const { stdout } = await run('rabbitmqctl', ['list_queues', '-q', '--no-table-headers', '-p', vhost, 'name', 'messages_ready', 'messages_unacknowledged']);
-      const line = stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((cols) => cols[0] === queue);
+      const { stdout } = await run('rabbitmqctl', [
+        'list_queues',
+        '-q',
+        '--no-table-headers',
+        '-p',
+        vhost,
+        'name',
+        'messages_ready',
+        'messages_unacknowledged',
+      ]);
+      const line = stdout
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/))
+        .find((cols) => cols[0] === queue);
       if (!line) throw new Error(`queue ${queue} not found in ${vhost}`);
       const ready = Number(line[1]);
       const unacked = Number(line[2]);
@@ -91,7 +109,11 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
         }),
         `get from ${queue}`,
       );
-      const rows = (await res.json()) as Array<{ payload: string; routing_key: string; properties: PeekedMessage['properties'] }>;
+      const rows = (await res.json()) as Array<{
+        payload: string;
+        routing_key: string;
+        properties: PeekedMessage['properties'];
+      }>;
       return rows.map((r) => ({ body: r.payload, routingKey: r.routing_key, properties: r.properties }));
     },
     async closeConnections() {
@@ -115,7 +137,12 @@ export async function rabbitmqctl(...args: string[]): Promise<string> {
 }
 
 /** Polls until `check` returns a truthy value, or fails with `what` after `timeoutMs` (default 30 s: generous, since a deadline only matters when the condition never comes, and a loaded 2-core CI machine is slow). */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -125,7 +152,8 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for: ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
     await sleep(everyMs);
   }
 }

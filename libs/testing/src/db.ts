@@ -74,7 +74,10 @@ function migrationsDir(): string {
 /** First 8 hex digits of a SHA-256 over every migration's folder name and SQL, in apply order. */
 async function hashMigrations(dir: string): Promise<string> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const names = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort((a, b) => a.localeCompare(b));
+  const names = entries
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort((a, b) => a.localeCompare(b));
   const hash = createHash('sha256');
   for (const name of names) {
     const sql = await readFile(path.join(dir, name, 'migration.sql'), 'utf8').catch(() => '');
@@ -148,7 +151,11 @@ function ensureTemplate(baseUrl: string, template: string): Promise<void> {
 }
 
 function uniqueName(prefix: string): string {
-  const clean = prefix.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_+|_+$/g, '') || 'db';
+  const clean =
+    prefix
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '_')
+      .replace(/^_+|_+$/g, '') || 'db';
   // `test_<prefix>_<pid>_<8 hex>` as testResourceName makes it (the owner pid lets npm test's setup
   // delete leaked ones); PostgreSQL truncates identifiers at 63 bytes, so the prefix is cut, never the suffix.
   const suffix = ownedSuffix('_');

@@ -21,18 +21,32 @@ export interface TestOperators {
 }
 
 /** The operators the harnesses trust by default; admin tokens name one of these. */
-export const TEST_OPERATOR_NAMES = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'operator', 'volunteer', 'u-ops'] as const;
+export const TEST_OPERATOR_NAMES = [
+  'alice',
+  'bob',
+  'carol',
+  'dave',
+  'erin',
+  'frank',
+  'operator',
+  'volunteer',
+  'u-ops',
+] as const;
 
 export function testOperators(names: readonly string[] = TEST_OPERATOR_NAMES): TestOperators {
   const keys = new Map(names.map((name) => [name, generateOperatorKey(name, `${name}-test-1`)]));
   const of = (name: string) => {
     const k = keys.get(name);
-    if (!k) throw new Error(`no test operator '${name}' (known: ${[...keys.keys()].join(', ')}); add it to the harness's operators`);
+    if (!k)
+      throw new Error(
+        `no test operator '${name}' (known: ${[...keys.keys()].join(', ')}); add it to the harness's operators`,
+      );
     return k;
   };
   return {
     adminKeys: JSON.stringify([...keys.values()].map((k) => k.entry)),
-    token: (name, audience, ttlMs) => adminTokenSigner({ signingKey: of(name).privateKeyPem, kid: of(name).entry.kid, audience, ttlMs })(),
+    token: (name, audience, ttlMs) =>
+      adminTokenSigner({ signingKey: of(name).privateKeyPem, kid: of(name).entry.kid, audience, ttlMs })(),
     key: (name) => ({ kid: of(name).entry.kid, privateKeyPem: of(name).privateKeyPem }),
     cliEnv(name) {
       const file = path.join(mkdtempSync(path.join(tmpdir(), 'ops-key-')), `${name}.pem`);
@@ -45,12 +59,19 @@ export function testOperators(names: readonly string[] = TEST_OPERATOR_NAMES): T
 const b64 = (v: object): string => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 /** A JWT with exactly these header and claims: HS* with `secret`, EdDSA with `key`, `none` unsigned. */
-export function craftToken(header: Record<string, unknown>, claims: Record<string, unknown>, signing: { secret?: string; key?: string } = {}): string {
+export function craftToken(
+  header: Record<string, unknown>,
+  claims: Record<string, unknown>,
+  signing: { secret?: string; key?: string } = {},
+): string {
   const head = `${b64(header)}.${b64(claims)}`;
   if (header.alg === 'none') return `${head}.`;
-  if (header.alg === 'EdDSA') return `${head}.${cryptoSign(null, Buffer.from(head), signing.key ?? '').toString('base64url')}`;
+  if (header.alg === 'EdDSA')
+    return `${head}.${cryptoSign(null, Buffer.from(head), signing.key ?? '').toString('base64url')}`;
   const hash = header.alg === 'HS512' ? 'sha512' : 'sha256';
-  return `${head}.${createHmac(hash, signing.secret ?? '').update(head).digest('base64url')}`;
+  return `${head}.${createHmac(hash, signing.secret ?? '')
+    .update(head)
+    .digest('base64url')}`;
 }
 
 /** How a service answers a token form: no principal, a user (the owner or someone else), or an operator. */
@@ -79,44 +100,86 @@ export function tokenForms(o: TokenFormOptions): Array<[string, TokenFormKind, s
   const now = Math.floor(Date.now() / 1000);
   const iss = o.issuer ?? 'community-site';
   const aud = o.audience ?? 'community-notifications';
-  const user = (claims: Record<string, unknown>, secret = o.secret, alg = 'HS256') => `Bearer ${craftToken({ alg, typ: 'JWT' }, claims, { secret })}`;
-  const valid = (sub: string, extra: Record<string, unknown> = {}) => ({ sub, iss, aud, iat: now, exp: now + 600, ...extra });
+  const user = (claims: Record<string, unknown>, secret = o.secret, alg = 'HS256') =>
+    `Bearer ${craftToken({ alg, typ: 'JWT' }, claims, { secret })}`;
+  const valid = (sub: string, extra: Record<string, unknown> = {}) => ({
+    sub,
+    iss,
+    aud,
+    iat: now,
+    exp: now + 600,
+    ...extra,
+  });
   const operator = o.operator ?? 'u-ops';
   const { kid, privateKeyPem } = o.operators.key(operator);
   const otherOperator = [...TEST_OPERATOR_NAMES].find((n) => n !== operator) ?? 'alice';
   const admin = (claims: Record<string, unknown>, header: Record<string, unknown> = {}, key = privateKeyPem) =>
     `Bearer ${craftToken({ alg: 'EdDSA', typ: 'JWT', kid, ...header }, claims, { key })}`;
-  const adminClaims = (extra: Record<string, unknown> = {}) => ({ iss: 'community-ops', aud: o.service, iat: now, exp: now + 600, ...extra });
+  const adminClaims = (extra: Record<string, unknown> = {}) => ({
+    iss: 'community-ops',
+    aud: o.service,
+    iat: now,
+    exp: now + 600,
+    ...extra,
+  });
   return [
     ['no Authorization header', 'invalid', undefined],
     ['a malformed header', 'invalid', 'Token abc'],
     ['a garbage token', 'invalid', 'Bearer not.a.jwt'],
-    ['a user token signed with another secret', 'invalid', user(valid(o.owner), 'someone-elses-secret-0123456789-abcdef')],
+    [
+      'a user token signed with another secret',
+      'invalid',
+      user(valid(o.owner), 'someone-elses-secret-0123456789-abcdef'),
+    ],
     ['an expired user token', 'invalid', user(valid(o.owner, { iat: now - 700, exp: now - 60 }))],
     ['a user token without exp', 'invalid', user(valid(o.owner, { exp: undefined }))],
     ['a user token of another issuer', 'invalid', user(valid(o.owner, { iss: 'elsewhere' }))],
     ['a user token without iss', 'invalid', user(valid(o.owner, { iss: undefined }))],
     ['a user token for another audience', 'invalid', user(valid(o.owner, { aud: 'another-app' }))],
-    ['a user token minted to live 2 h (exp - iat)', 'invalid', user(valid(o.owner, { iat: now - 60, exp: now + 7140 }))],
+    [
+      'a user token minted to live 2 h (exp - iat)',
+      'invalid',
+      user(valid(o.owner, { iat: now - 60, exp: now + 7140 })),
+    ],
     ['a user token without iat expiring in 2 h', 'invalid', user(valid(o.owner, { iat: undefined, exp: now + 7200 }))],
     ['an unsigned user token (alg none)', 'invalid', user(valid(o.owner, { scope: 'admin' }), o.secret, 'none')],
     ['a user token signed with HS512', 'invalid', user(valid(o.owner), o.secret, 'HS512')],
     ['a user token without sub', 'invalid', user(valid('', { sub: undefined, scope: 'admin' }))],
     ['another user', 'other-user', user(valid('u-intruder', { scope: 'read write' }))],
-    ['another user whose HS256 token has the admin scope', 'other-user-with-admin-scope', user(valid('u-ops', { scope: 'read admin' }))],
-    ['another user whose HS256 token has the admin scope (array)', 'other-user-with-admin-scope', user(valid('u-ops', { scope: ['admin'] }))],
+    [
+      'another user whose HS256 token has the admin scope',
+      'other-user-with-admin-scope',
+      user(valid('u-ops', { scope: 'read admin' })),
+    ],
+    [
+      'another user whose HS256 token has the admin scope (array)',
+      'other-user-with-admin-scope',
+      user(valid('u-ops', { scope: ['admin'] })),
+    ],
     ['the owner', 'owner', user(valid(o.owner))],
     ['the owner, token without iat expiring in 10 min', 'owner', user(valid(o.owner, { iat: undefined }))],
     ['an admin token with an unknown kid', 'invalid', admin(adminClaims(), { kid: 'nobody-1' })],
-    ['an admin token signed with another key than its kid', 'invalid', admin(adminClaims(), {}, o.operators.key(otherOperator).privateKeyPem)],
+    [
+      'an admin token signed with another key than its kid',
+      'invalid',
+      admin(adminClaims(), {}, o.operators.key(otherOperator).privateKeyPem),
+    ],
     ['an expired admin token', 'invalid', admin(adminClaims({ iat: now - 700, exp: now - 60 }))],
     ['an admin token without exp', 'invalid', admin(adminClaims({ exp: undefined }))],
     ['an admin token for another service', 'invalid', admin(adminClaims({ aud: 'another-service' }))],
     ['an admin token of another issuer', 'invalid', admin(adminClaims({ iss: 'community-site' }))],
     ['an admin token minted to live 2 h', 'invalid', admin(adminClaims({ exp: now + 7140, iat: now - 60 }))],
     ['an admin token whose sub names another operator', 'invalid', admin(adminClaims({ sub: otherOperator }))],
-    ['an unsigned admin token (alg none)', 'invalid', `Bearer ${craftToken({ alg: 'none', kid }, adminClaims({ sub: operator, scope: 'admin' }))}`],
-    ['an admin token signed with JWT_SECRET (HS256 with a kid)', 'invalid', `Bearer ${craftToken({ alg: 'HS256', kid }, adminClaims({ sub: operator }), { secret: o.secret })}`],
+    [
+      'an unsigned admin token (alg none)',
+      'invalid',
+      `Bearer ${craftToken({ alg: 'none', kid }, adminClaims({ sub: operator, scope: 'admin' }))}`,
+    ],
+    [
+      'an admin token signed with JWT_SECRET (HS256 with a kid)',
+      'invalid',
+      `Bearer ${craftToken({ alg: 'HS256', kid }, adminClaims({ sub: operator }), { secret: o.secret })}`,
+    ],
     ['an operator (admin token, own key)', 'operator', `Bearer ${o.operators.token(operator, o.service)}`],
     ['an operator whose token names them in sub', 'operator', admin(adminClaims({ sub: operator }))],
   ];

@@ -24,7 +24,9 @@ export async function ensureBrokerUsers(root, mgmt, env = process.env) {
   const defs = readFileSync(path.join(root, 'infra/rabbitmq/definitions.json'), 'utf8');
   const { vhost, users } = JSON.parse(readFileSync(path.join(root, 'infra/rabbitmq/dev-credentials.json'), 'utf8'));
   const api = new URL(mgmt);
-  const auth = Buffer.from(`${decodeURIComponent(api.username)}:${decodeURIComponent(api.password)}`).toString('base64');
+  const auth = Buffer.from(`${decodeURIComponent(api.username)}:${decodeURIComponent(api.password)}`).toString(
+    'base64',
+  );
   let res;
   try {
     res = await fetch(`${api.protocol}//${api.host}/api/definitions`, {
@@ -34,11 +36,15 @@ export async function ensureBrokerUsers(root, mgmt, env = process.env) {
       signal: AbortSignal.timeout(30_000),
     });
   } catch (err) {
-    log.warn(`could not import infra/rabbitmq/definitions.json (${err.message}): the apps run as ${api.username || 'guest'}`);
+    log.warn(
+      `could not import infra/rabbitmq/definitions.json (${err.message}): the apps run as ${api.username || 'guest'}`,
+    );
     return none;
   }
   if (!res.ok) {
-    log.warn(`importing infra/rabbitmq/definitions.json: HTTP ${res.status} ${await res.text()}; the apps run as ${decodeURIComponent(api.username) || 'guest'}`);
+    log.warn(
+      `importing infra/rabbitmq/definitions.json: HTTP ${res.status} ${await res.text()}; the apps run as ${decodeURIComponent(api.username) || 'guest'}`,
+    );
     return none;
   }
   const amqp = target(env, 'AMQP_URL');
@@ -51,7 +57,9 @@ export async function ensureBrokerUsers(root, mgmt, env = process.env) {
     envFor(app) {
       const password = users[app];
       if (!password) {
-        log.warn(`${app} has no broker user in infra/rabbitmq/definitions.json (libs/contracts access.ts): it runs as guest on /`);
+        log.warn(
+          `${app} has no broker user in infra/rabbitmq/definitions.json (libs/contracts access.ts): it runs as guest on /`,
+        );
         return {};
       }
       const url = `${amqp.url.protocol}//${encodeURIComponent(app)}:${encodeURIComponent(password)}@${amqp.url.host}/${encodeURIComponent(vhost)}`;

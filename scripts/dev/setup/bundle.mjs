@@ -50,7 +50,8 @@ function copyLuaScripts(inputs, root, outdir) {
   for (const dir of new Set(inputs.map((input) => path.dirname(path.resolve(root, input))))) {
     for (const file of readdirSync(dir).filter((f) => f.endsWith('.lua'))) {
       const from = path.join(dir, file);
-      if (copied.has(file) && copied.get(file) !== from) throw new Error(`two Lua scripts named ${file} in one bundle: ${copied.get(file)} and ${from}`);
+      if (copied.has(file) && copied.get(file) !== from)
+        throw new Error(`two Lua scripts named ${file} in one bundle: ${copied.get(file)} and ${from}`);
       copied.set(file, from);
       copyFileSync(from, path.join(outdir, file));
     }

@@ -24,9 +24,13 @@ function npmRun(root, script, { quiet }) {
 }
 
 export function ensureDatabase(root) {
-  const hasSchema = ['prisma.config.ts', 'prisma/schema.prisma', 'prisma/schema'].some((p) => existsSync(path.join(root, p)));
+  const hasSchema = ['prisma.config.ts', 'prisma/schema.prisma', 'prisma/schema'].some((p) =>
+    existsSync(path.join(root, p)),
+  );
   if (!hasSchema) {
-    log.warn('no Prisma schema in this checkout yet (prisma.config.ts / prisma/schema.prisma): skipping db:generate and db:migrate');
+    log.warn(
+      'no Prisma schema in this checkout yet (prisma.config.ts / prisma/schema.prisma): skipping db:generate and db:migrate',
+    );
     return;
   }
   log.step('generating the Prisma client: npm run db:generate');
@@ -37,7 +41,9 @@ export function ensureDatabase(root) {
     log.warn('scripts/db/migrate.ts is not in this checkout yet: skipping db:migrate');
     return;
   }
-  log.step(`creating the database if missing and applying migrations: npm run db:migrate (${redact(target(process.env, 'DATABASE_URL').raw)})`);
+  log.step(
+    `creating the database if missing and applying migrations: npm run db:migrate (${redact(target(process.env, 'DATABASE_URL').raw)})`,
+  );
   npmRun(root, 'db:migrate', { quiet: false });
   log.ok('database migrated');
 }

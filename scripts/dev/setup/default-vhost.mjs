@@ -29,7 +29,9 @@ export function topologyQueueNames(root) {
 
 async function listQueues(mgmt, vhost) {
   const api = new URL(mgmt);
-  const auth = Buffer.from(`${decodeURIComponent(api.username)}:${decodeURIComponent(api.password)}`).toString('base64');
+  const auth = Buffer.from(`${decodeURIComponent(api.username)}:${decodeURIComponent(api.password)}`).toString(
+    'base64',
+  );
   const res = await fetch(`${api.protocol}//${api.host}/api/queues/${encodeURIComponent(vhost)}?columns=name`, {
     headers: { authorization: `Basic ${auth}` },
     signal: AbortSignal.timeout(15_000),
@@ -43,14 +45,22 @@ async function listQueues(mgmt, vhost) {
  * Returns { removed, kept: [{ name, messages, consumers }] }, or null when it did not look.
  * `vhost` is `/` but for its test, which cannot clean the shared broker's `/`.
  */
-export async function removeStaleDefaultVhostQueues(root, mgmt, broker, env = process.env, { vhost = DEFAULT_VHOST } = {}) {
+export async function removeStaleDefaultVhostQueues(
+  root,
+  mgmt,
+  broker,
+  env = process.env,
+  { vhost = DEFAULT_VHOST } = {},
+) {
   if (!broker?.vhost || broker.vhost === vhost) return null;
   const project = topologyQueueNames(root);
   let names;
   try {
     names = (await listQueues(mgmt, vhost)).filter((n) => project.has(n));
   } catch (err) {
-    log.warn(`could not list the queues of vhost ${vhost} (${err.message}): a stale copy of the topology there is left as it is`);
+    log.warn(
+      `could not list the queues of vhost ${vhost} (${err.message}): a stale copy of the topology there is left as it is`,
+    );
     return null;
   }
   if (!names.length) return { removed: 0, kept: [] };
@@ -60,7 +70,9 @@ export async function removeStaleDefaultVhostQueues(root, mgmt, broker, env = pr
   const amqp = target(env, 'AMQP_URL').url;
   const api = new URL(mgmt);
   const url = `${amqp.protocol}//${api.username}:${api.password}@${amqp.host}/${encodeURIComponent(vhost)}`;
-  const conn = await amqplib.connect(url, { clientProperties: { connection_name: `npm start: stale queues in ${vhost}` } });
+  const conn = await amqplib.connect(url, {
+    clientProperties: { connection_name: `npm start: stale queues in ${vhost}` },
+  });
   conn.on('error', () => undefined);
   const kept = [];
   let removed = 0;
@@ -85,9 +97,15 @@ export async function removeStaleDefaultVhostQueues(root, mgmt, broker, env = pr
   } finally {
     await conn.close().catch(() => undefined);
   }
-  if (removed) log.ok(`removed ${removed} empty queue(s) with no consumer from vhost ${vhost} (a stale copy of the project's topology; the apps use vhost ${broker.vhost})`);
+  if (removed)
+    log.ok(
+      `removed ${removed} empty queue(s) with no consumer from vhost ${vhost} (a stale copy of the project's topology; the apps use vhost ${broker.vhost})`,
+    );
   if (kept.length) {
-    const shown = kept.slice(0, 5).map((q) => `${q.name} (${q.messages} messages, ${q.consumers} consumers)`).join(', ');
+    const shown = kept
+      .slice(0, 5)
+      .map((q) => `${q.name} (${q.messages} messages, ${q.consumers} consumers)`)
+      .join(', ');
     log.warn(
       `kept ${kept.length} queue(s) of the project's topology in vhost ${vhost} that hold messages or have consumers: ${shown}${kept.length > 5 ? ', …' : ''}. ` +
         `They are not the live queues (vhost ${broker.vhost}); look at them in the management UI (vhost ${vhost}) and delete them there as guest once nothing in them matters ` +

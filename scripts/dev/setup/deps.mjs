@@ -12,11 +12,13 @@ import { log, SetupError } from './log.mjs';
 export function ensureDependencies(root) {
   const lock = path.join(root, 'package-lock.json');
   const installed = path.join(root, 'node_modules', '.package-lock.json');
-  if (!existsSync(lock)) throw new SetupError('package-lock.json is missing; run the command from the repository root.');
+  if (!existsSync(lock))
+    throw new SetupError('package-lock.json is missing; run the command from the repository root.');
 
   let reason = null;
   if (!existsSync(installed)) reason = 'node_modules is missing';
-  else if (statSync(installed).mtimeMs < statSync(lock).mtimeMs) reason = 'package-lock.json changed since the last install';
+  else if (statSync(installed).mtimeMs < statSync(lock).mtimeMs)
+    reason = 'package-lock.json changed since the last install';
   if (!reason) {
     log.ok('dependencies installed');
     return false;

@@ -47,14 +47,18 @@ export function isLeftover(name) {
 
 async function vhosts(mgmt) {
   const res = await httpGet(`${mgmt}/api/vhosts`);
-  if (!res || res.status !== 200 || !Array.isArray(res.body)) throw new Error(`GET /api/vhosts answered ${res?.status ?? 'nothing'}`);
+  if (!res || res.status !== 200 || !Array.isArray(res.body))
+    throw new Error(`GET /api/vhosts answered ${res?.status ?? 'nothing'}`);
   const leaked = res.body.map((v) => v.name).filter(isLeftover);
   const url = new URL(mgmt);
   const auth = `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
   url.username = '';
   url.password = '';
   for (const name of leaked) {
-    const del = await fetch(`${url.origin}/api/vhosts/${encodeURIComponent(name)}`, { method: 'DELETE', headers: { authorization: auth } });
+    const del = await fetch(`${url.origin}/api/vhosts/${encodeURIComponent(name)}`, {
+      method: 'DELETE',
+      headers: { authorization: auth },
+    });
     if (!del.ok && del.status !== 404) throw new Error(`DELETE vhost ${name} answered ${del.status}`);
   }
   return leaked.length;
@@ -68,17 +72,24 @@ async function databases(req, url) {
   client.on('error', () => undefined);
   await client.connect();
   try {
-    const { rows } = await client.query(`SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%' AND NOT datistemplate`);
+    const { rows } = await client.query(
+      `SELECT datname FROM pg_database WHERE datname LIKE 'test\\_%' AND NOT datistemplate`,
+    );
     const leaked = rows.map((r) => r.datname).filter(isLeftover);
     for (const name of leaked) await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
     // Login roles the database-role tests create (`test_dbrole_…`): roles are cluster-wide, so they
     // outlive their database. After the databases: a role that still owns objects cannot be dropped,
     // and the one that owned a leaked database is free now. A role some live database still uses is
     // skipped (the next run retries).
-    const roles = (await client.query(`SELECT rolname FROM pg_roles WHERE rolname LIKE 'test\\_%'`)).rows.map((r) => r.rolname).filter(isLeftover);
+    const roles = (await client.query(`SELECT rolname FROM pg_roles WHERE rolname LIKE 'test\\_%'`)).rows
+      .map((r) => r.rolname)
+      .filter(isLeftover);
     let dropped = 0;
     for (const name of roles) {
-      const ok = await client.query(`DROP ROLE IF EXISTS "${name.replace(/"/g, '""')}"`).then(() => true, () => false);
+      const ok = await client.query(`DROP ROLE IF EXISTS "${name.replace(/"/g, '""')}"`).then(
+        () => true,
+        () => false,
+      );
       if (ok) dropped += 1;
     }
     return { databases: leaked.length, roles: dropped };
@@ -177,7 +188,10 @@ export async function removeLeftovers(root, mgmt, env = process.env) {
   });
   await step('databases', 'DATABASE_URL', async () => {
     const r = await databases(req, target(env, 'DATABASE_URL').raw);
-    const said = [r.databases && plural(r.databases, 'database', 'databases'), r.roles && plural(r.roles, 'login role', 'login roles')].filter(Boolean);
+    const said = [
+      r.databases && plural(r.databases, 'database', 'databases'),
+      r.roles && plural(r.roles, 'login role', 'login roles'),
+    ].filter(Boolean);
     return said.join(', ');
   });
   await step('Redis keys', 'REDIS_URL', async () => {
@@ -186,7 +200,10 @@ export async function removeLeftovers(root, mgmt, env = process.env) {
   });
   try {
     const r = sweepPrivateServers();
-    if (r.processes || r.dirs) found.push(`${plural(r.processes, 'fault-suite RabbitMQ node or haproxy', 'fault-suite RabbitMQ nodes and haproxy processes')} (${plural(r.dirs, 'directory', 'directories')})`);
+    if (r.processes || r.dirs)
+      found.push(
+        `${plural(r.processes, 'fault-suite RabbitMQ node or haproxy', 'fault-suite RabbitMQ nodes and haproxy processes')} (${plural(r.dirs, 'directory', 'directories')})`,
+      );
   } catch (err) {
     log.warn(`could not check for the fault suites' leaked RabbitMQ nodes: ${err.message}`);
   }

@@ -8,7 +8,12 @@
 export async function logFormat(terminal, env = process.env) {
   if (!terminal || env.LOG_FORMAT === 'json') return (line) => line;
   const { prettyFactory } = (await import('pino-pretty')).default;
-  const pretty = prettyFactory({ colorize: env.NO_COLOR === undefined, singleLine: true, translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname,service' });
+  const pretty = prettyFactory({
+    colorize: env.NO_COLOR === undefined,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss',
+    ignore: 'pid,hostname,service',
+  });
   return (line) => {
     if (!line.startsWith('{')) return line;
     try {

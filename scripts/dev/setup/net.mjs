@@ -47,7 +47,8 @@ export function handshake(host, port, hello, accept, timeoutMs = 2000) {
 }
 
 /** AMQP 0-9-1: the protocol header is answered by a Connection.Start method frame (type 1). */
-export const amqpProbe = (host, port) => handshake(host, port, Buffer.from('AMQP\x00\x00\x09\x01', 'latin1'), (b) => b[0] === 1);
+export const amqpProbe = (host, port) =>
+  handshake(host, port, Buffer.from('AMQP\x00\x00\x09\x01', 'latin1'), (b) => b[0] === 1);
 
 /** Redis: PING is answered by +PONG, or an error such as -NOAUTH / -LOADING (still a Redis). */
 export const redisProbe = (host, port) => handshake(host, port, 'PING\r\n', (b) => b[0] === 0x2b || b[0] === 0x2d);
@@ -84,7 +85,10 @@ export function pgProbe(host, port, user = 'postgres', timeoutMs = 2000) {
       if (type === 'R') return done('ready'); // authentication request or AuthenticationOk
       if (type !== 'E') return done('ready');
       if (buf.length < 5 || buf.length < 1 + buf.readInt32BE(1)) return; // wait for the whole error
-      const fields = buf.subarray(5, 1 + buf.readInt32BE(1)).toString('utf8').split('\0');
+      const fields = buf
+        .subarray(5, 1 + buf.readInt32BE(1))
+        .toString('utf8')
+        .split('\0');
       const code = fields.find((f) => f.startsWith('C'))?.slice(1);
       done(code === '57P03' ? 'starting' : 'ready');
     });

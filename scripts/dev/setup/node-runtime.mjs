@@ -47,7 +47,8 @@ export async function ensureProjectNode(root) {
   const range = enginesRange(root);
   const running = process.versions.node;
   const projectNode = projectNodePath(root);
-  const which = projectNode && process.execPath === realpathSync(projectNode) ? 'node_modules/.bin/node' : process.execPath;
+  const which =
+    projectNode && process.execPath === realpathSync(projectNode) ? 'node_modules/.bin/node' : process.execPath;
   if (semver.satisfies(running, range)) {
     log.ok(`node v${running} (${which}), engines ${range}`);
     return;
@@ -59,7 +60,9 @@ export async function ensureProjectNode(root) {
   if (process.env[REEXEC_MARK]) {
     throw new SetupError(`still on node v${running} after re-starting on ${projectNode}: ${hint}`);
   }
-  log.step(`node v${running} (${process.execPath}) is not the project's (${range}): running this again on node_modules/.bin/node`);
+  log.step(
+    `node v${running} (${process.execPath}) is not the project's (${range}): running this again on node_modules/.bin/node`,
+  );
   await reexec(projectNode, root);
 }
 

@@ -41,7 +41,12 @@ export class Supervisor {
     this.width = Math.max(this.width, name.length);
     const previous = this.children.get(name);
     const colour = previous?.colour ?? PALETTE[this.children.size % PALETTE.length];
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', quiet ? 'ignore' : 'pipe', 'pipe'], detached: true });
+    const child = spawn(command, args, {
+      cwd,
+      env,
+      stdio: ['ignore', quiet ? 'ignore' : 'pipe', 'pipe'],
+      detached: true,
+    });
     const entry = {
       name,
       child,
@@ -58,7 +63,10 @@ export class Supervisor {
       [child.stdout, process.stdout],
       [child.stderr, process.stderr],
     ]) {
-      if (stream) createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => out.write(`${prefix()} ${format(line)}\n`));
+      if (stream)
+        createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) =>
+          out.write(`${prefix()} ${format(line)}\n`),
+        );
     }
     entry.exited = new Promise((resolve) => {
       child.once('error', (err) => {
@@ -72,7 +80,9 @@ export class Supervisor {
           const how = signal ? `signal ${signal}` : `code ${code}`;
           if (entry.spec.restart) this.scheduleRestart(entry, how);
           else {
-            log.error(`${c.bold(name)} exited unexpectedly (${how}); the others keep running. Its last lines are above; restart with npm start.`);
+            log.error(
+              `${c.bold(name)} exited unexpectedly (${how}); the others keep running. Its last lines are above; restart with npm start.`,
+            );
             if (![...this.children.values()].some((e) => e.alive)) this.onAllExited?.();
           }
         }
@@ -105,7 +115,9 @@ export class Supervisor {
     if (Date.now() - entry.startedAt >= this.backoff.stableMs) entry.crashes = 0;
     const delay = this.restartDelay(entry);
     entry.crashes += 1;
-    log.error(`${c.bold(entry.name)} exited unexpectedly (${how}); its last lines are above. Restarting in ${formatMs(delay)} (restart #${entry.restarts + 1}).`);
+    log.error(
+      `${c.bold(entry.name)} exited unexpectedly (${how}); its last lines are above. Restarting in ${formatMs(delay)} (restart #${entry.restarts + 1}).`,
+    );
     entry.timer = setTimeout(() => {
       entry.timer = null;
       if (this.stopping) return;

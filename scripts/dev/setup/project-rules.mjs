@@ -60,6 +60,9 @@ export async function loadProjectRules(root) {
 
 /** The rules loaded by loadProjectRules(); throws when a caller runs before it. */
 export function projectRules() {
-  if (!loaded) throw new Error('scripts/dev: loadProjectRules() must run (after ensureDependencies) before the project rules are used');
+  if (!loaded)
+    throw new Error(
+      'scripts/dev: loadProjectRules() must run (after ensureDependencies) before the project rules are used',
+    );
   return loaded;
 }

@@ -21,7 +21,12 @@ async function enabledPluginsViaApi(mgmt) {
 function enabledPluginsViaCli(cli) {
   const res = run(cli, ['list', '-e', '-m'], { timeoutMs: 60_000 });
   if (!res.ok) return null;
-  return new Set(res.out.split('\n').map((l) => l.trim()).filter((l) => /^rabbitmq_/.test(l)));
+  return new Set(
+    res.out
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => /^rabbitmq_/.test(l)),
+  );
 }
 
 /**
@@ -43,7 +48,9 @@ export async function ensureRabbitPlugins(env = process.env) {
     log.step(`enabling RabbitMQ plugins: ${missing.join(' ')}`);
     const res = run(cli, ['enable', ...missing], { timeoutMs: 120_000 });
     if (!res.ok) {
-      throw new SetupError(`rabbitmq-plugins enable ${missing.join(' ')} failed (run it as root or the rabbitmq user):\n${res.out}`);
+      throw new SetupError(
+        `rabbitmq-plugins enable ${missing.join(' ')} failed (run it as root or the rabbitmq user):\n${res.out}`,
+      );
     }
     log.ok('RabbitMQ plugins enabled');
   } else if (enabled) {
@@ -68,13 +75,16 @@ export async function ensureRabbitPlugins(env = process.env) {
     );
   }
   if (overview.status !== 200) {
-    throw new SetupError(`The RabbitMQ management API at ${redact(mgmt)}/api/overview answered HTTP ${overview.status}.`);
+    throw new SetupError(
+      `The RabbitMQ management API at ${redact(mgmt)}/api/overview answered HTTP ${overview.status}.`,
+    );
   }
   if (!enabled && !cli) {
     // Could not check before the API was up (e.g. a container still booting): check now.
     const now = await enabledPluginsViaApi(mgmt);
     const still = now ? RABBITMQ_PLUGINS.filter((p) => !now.has(p)) : [];
-    if (still.length) log.warn(`RabbitMQ lacks plugins ${still.join(', ')}; enable them: rabbitmq-plugins enable ${still.join(' ')}`);
+    if (still.length)
+      log.warn(`RabbitMQ lacks plugins ${still.join(', ')}; enable them: rabbitmq-plugins enable ${still.join(' ')}`);
   }
   const version = overview.body?.rabbitmq_version;
   log.ok(`RabbitMQ management API answers${version ? ` (RabbitMQ ${version})` : ''}: ${redact(mgmt)}`);

@@ -54,7 +54,13 @@ const SERVICES = [
     apt: ['postgresql'],
     probe: async (t) => (await pgProbe(t.host, t.port, decodeURIComponent(t.url.username || 'postgres'))) === 'ready',
     startable: () => Boolean(findBin('pg_ctlcluster')) && postgresVersions().length > 0,
-    start: () => startDaemon('postgres', findBin('pg_ctlcluster'), ['--skip-systemctl-redirect', postgresVersions()[0], 'main', 'start']),
+    start: () =>
+      startDaemon('postgres', findBin('pg_ctlcluster'), [
+        '--skip-systemctl-redirect',
+        postgresVersions()[0],
+        'main',
+        'start',
+      ]),
     startCommand: () => `pg_ctlcluster --skip-systemctl-redirect ${postgresVersions()[0] ?? '<version>'} main start`,
   },
   {
@@ -67,7 +73,16 @@ const SERVICES = [
     startable: () => Boolean(findBin('redis-server')),
     start: (t) =>
       startDaemon('redis', findBin('redis-server'), [
-        '--daemonize', 'yes', '--bind', '127.0.0.1', '--port', String(t.port), '--save', '', '--appendonly', 'no',
+        '--daemonize',
+        'yes',
+        '--bind',
+        '127.0.0.1',
+        '--port',
+        String(t.port),
+        '--save',
+        '',
+        '--appendonly',
+        'no',
       ]),
     startCommand: (t) => `redis-server --daemonize yes --bind 127.0.0.1 --port ${t.port} --save "" --appendonly no`,
   },
@@ -91,14 +106,18 @@ function dockerCompose(root) {
   if (!findBin('docker')) return null;
   if (!run('docker', ['info'], { timeoutMs: 15_000 }).ok) return null;
   if (run('docker', ['compose', 'version'], { timeoutMs: 15_000 }).ok) return ['docker', 'compose'];
-  if (findBin('docker-compose') && run('docker-compose', ['version'], { timeoutMs: 15_000 }).ok) return ['docker-compose'];
+  if (findBin('docker-compose') && run('docker-compose', ['version'], { timeoutMs: 15_000 }).ok)
+    return ['docker-compose'];
   log.warn('a Docker engine answers but neither `docker compose` nor `docker-compose` is installed');
   return null;
 }
 
 const canApt = () =>
-  process.platform === 'linux' && typeof process.getuid === 'function' && process.getuid() === 0 &&
-  existsSync('/etc/debian_version') && Boolean(findBin('apt-get'));
+  process.platform === 'linux' &&
+  typeof process.getuid === 'function' &&
+  process.getuid() === 0 &&
+  existsSync('/etc/debian_version') &&
+  Boolean(findBin('apt-get'));
 
 /**
  * A freshly installed Debian cluster asks for a password on TCP; the local default DATABASE_URL has
@@ -141,7 +160,10 @@ export async function ensureServices(root, env = process.env) {
   if (unreachableRemote.length) {
     throw new SetupError(
       unreachableRemote
-        .map(({ svc, t }) => `${svc.label} does not answer at ${svc.envVar}=${redact(t.raw)}; it is not on this machine, so it is not started here.`)
+        .map(
+          ({ svc, t }) =>
+            `${svc.label} does not answer at ${svc.envVar}=${redact(t.raw)}; it is not on this machine, so it is not started here.`,
+        )
         .join('\n') + '\nCheck the address (and that the server is up), or unset the variable to use a local one.',
     );
   }
@@ -171,10 +193,14 @@ export async function ensureServices(root, env = process.env) {
   if (compose) {
     const names = left.map((m) => m.svc.compose);
     log.step(`starting ${names.join(', ')} with ${compose.join(' ')} up -d`);
-    const res = run(compose[0], [...compose.slice(1), '-f', path.join(root, 'docker-compose.yml'), 'up', '-d', ...names], {
-      inherit: true,
-      timeoutMs: 15 * 60_000,
-    });
+    const res = run(
+      compose[0],
+      [...compose.slice(1), '-f', path.join(root, 'docker-compose.yml'), 'up', '-d', ...names],
+      {
+        inherit: true,
+        timeoutMs: 15 * 60_000,
+      },
+    );
     if (!res.ok) throw new SetupError(`${compose.join(' ')} up -d ${names.join(' ')} failed; see its output above.`);
     for (const m of left) {
       await waitUp(m.svc, m.t, 300_000, `Look at \`${compose.join(' ')} logs ${m.svc.compose}\`.`);
@@ -186,7 +212,9 @@ export async function ensureServices(root, env = process.env) {
   // 4. apt-get on Debian/Ubuntu as root.
   if (canApt()) {
     const pkgs = left.flatMap((m) => m.svc.apt);
-    log.step(`no ${left.map((m) => m.svc.label).join(', ')} here and no Docker engine; installing Debian packages: ${pkgs.join(' ')}`);
+    log.step(
+      `no ${left.map((m) => m.svc.label).join(', ')} here and no Docker engine; installing Debian packages: ${pkgs.join(' ')}`,
+    );
     const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     if (!run('apt-get', ['update'], { inherit: true, timeoutMs: 15 * 60_000, env: aptEnv }).ok) {
       throw new SetupError('apt-get update failed; see its output above.');
@@ -195,7 +223,10 @@ export async function ensureServices(root, env = process.env) {
       throw new SetupError(`apt-get install -y ${pkgs.join(' ')} failed; see its output above.`);
     }
     for (const m of left) {
-      if (!m.svc.startable()) throw new SetupError(`${m.svc.label} was installed but ${m.svc.startCommand(m.t).split(' ')[0]} is still not available.`);
+      if (!m.svc.startable())
+        throw new SetupError(
+          `${m.svc.label} was installed but ${m.svc.startCommand(m.t).split(' ')[0]} is still not available.`,
+        );
       if (m.svc.key === 'postgres') {
         const version = postgresVersions()[0];
         trustLoopback(version);

@@ -4,7 +4,16 @@ import { SetupError } from './log.mjs';
 import { isLocalHost, redact } from './net.mjs';
 import { projectRules } from './project-rules.mjs';
 
-const SCHEME_PORTS = { amqp: 5672, amqps: 5671, postgres: 5432, postgresql: 5432, redis: 6379, rediss: 6379, smtp: 1025, smtps: 465 };
+const SCHEME_PORTS = {
+  amqp: 5672,
+  amqps: 5671,
+  postgres: 5432,
+  postgresql: 5432,
+  redis: 6379,
+  rediss: 6379,
+  smtp: 1025,
+  smtps: 465,
+};
 
 /** Parses a service URL from env (or its default); a malformed value fails naming the variable. */
 export function target(env, name) {
@@ -32,7 +41,9 @@ export function managementUrl(env) {
   try {
     mgmt = projectRules().managementTargetFor(amqp, env.RABBITMQ_MANAGEMENT_URL || undefined);
   } catch {
-    throw new SetupError(`RABBITMQ_MANAGEMENT_URL is not a valid URL: ${JSON.stringify(redact(env.RABBITMQ_MANAGEMENT_URL))}`);
+    throw new SetupError(
+      `RABBITMQ_MANAGEMENT_URL is not a valid URL: ${JSON.stringify(redact(env.RABBITMQ_MANAGEMENT_URL))}`,
+    );
   }
   const [scheme, host] = mgmt.baseUrl.split('//');
   return `${scheme}//${encodeURIComponent(mgmt.username)}:${encodeURIComponent(mgmt.password)}@${host}`;

@@ -17,14 +17,21 @@ export const TOOLS = [
   { bin: 'kubectl', apt: 'kubectl', why: 'renders the kustomize overlays' },
   { bin: 'chromium', apt: 'chromium', why: 'the DLQ console browser test' },
   // Debian installs it in /usr/sbin, which findBin also searches.
-  { bin: 'pgbouncer', apt: 'pgbouncer', why: 'the PgBouncer transaction-mode test (apps/feed-service/test/pgbouncer.test.ts)' },
+  {
+    bin: 'pgbouncer',
+    apt: 'pgbouncer',
+    why: 'the PgBouncer transaction-mode test (apps/feed-service/test/pgbouncer.test.ts)',
+  },
   // The package's own daemon does not start: the policy-rc.d below, and the suite runs its own in the foreground.
   { bin: 'haproxy', apt: 'haproxy', why: 'the load balancer of the cluster fault suite (e2e/cluster/cluster.ts)' },
 ];
 
 const canApt = () =>
-  process.platform === 'linux' && typeof process.getuid === 'function' && process.getuid() === 0 &&
-  existsSync('/etc/debian_version') && Boolean(findBin('apt-get'));
+  process.platform === 'linux' &&
+  typeof process.getuid === 'function' &&
+  process.getuid() === 0 &&
+  existsSync('/etc/debian_version') &&
+  Boolean(findBin('apt-get'));
 
 /** Installs the missing tools; `only` (executable names) limits it to those (`npm run test:cluster`: haproxy). */
 export function ensureTools(only) {
@@ -50,7 +57,8 @@ export function ensureTools(only) {
     if (ownPolicy) rmSync(policy, { force: true });
   }
   const still = wanted.filter((t) => !findBin(t.bin));
-  if (still.length > 0) throw new SetupError(`installed ${pkgs.join(' ')} but ${still.map((t) => t.bin).join(', ')} is still missing.`);
+  if (still.length > 0)
+    throw new SetupError(`installed ${pkgs.join(' ')} but ${still.map((t) => t.bin).join(', ')} is still missing.`);
   log.ok(`installed ${pkgs.join(' ')}`);
 }
 
@@ -58,6 +66,10 @@ function aptInstall(pkgs, env) {
   if (!run('apt-get', ['update'], { inherit: true, timeoutMs: 15 * 60_000, env }).ok) {
     throw new SetupError('apt-get update failed; see its output above.');
   }
-  const install = run('apt-get', ['install', '-y', '--no-install-recommends', ...pkgs], { inherit: true, timeoutMs: 30 * 60_000, env });
+  const install = run('apt-get', ['install', '-y', '--no-install-recommends', ...pkgs], {
+    inherit: true,
+    timeoutMs: 30 * 60_000,
+    env,
+  });
   if (!install.ok) throw new SetupError(`apt-get install -y ${pkgs.join(' ')} failed; see its output above.`);
 }

@@ -69,7 +69,10 @@ it('removes the empty, unconsumed queues of the topology, keeps and names the re
     const { removeStaleDefaultVhostQueues } = await import(root + '/scripts/dev/setup/default-vhost.mjs');
     const result = await removeStaleDefaultVhostQueues(root, managementUrl(process.env), { vhost: 'community' }, process.env, { vhost: ${JSON.stringify(stale.vhost)} });
     console.log('RESULT ' + JSON.stringify(result));`;
-  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env: process.env });
+  const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: ROOT,
+    env: process.env,
+  });
   const result = JSON.parse(/^RESULT (.*)$/m.exec(stdout)?.[1] ?? 'null');
   expect(result.removed).toBe(EMPTY.length);
   expect(result.kept).toEqual(
@@ -80,8 +83,12 @@ it('removes the empty, unconsumed queues of the topology, keeps and names the re
   );
   expect(result.kept).toHaveLength(2);
   // What it did, in the setup's log.
-  expect(stdout).toMatch(new RegExp(`removed ${EMPTY.length} empty queue\\(s\\) with no consumer from vhost ${stale.vhost}`));
-  expect(stderr).toMatch(/kept 2 queue\(s\) of the project's topology .*notification-service\.critical \(1 messages, 0 consumers\)/);
+  expect(stdout).toMatch(
+    new RegExp(`removed ${EMPTY.length} empty queue\\(s\\) with no consumer from vhost ${stale.vhost}`),
+  );
+  expect(stderr).toMatch(
+    /kept 2 queue\(s\) of the project's topology .*notification-service\.critical \(1 messages, 0 consumers\)/,
+  );
 
   for (const q of EMPTY) expect(await exists(stale, q)).toBe(false);
   for (const q of [WITH_MESSAGE, WITH_CONSUMER, NOT_OURS]) expect(await exists(stale, q)).toBe(true);
@@ -97,7 +104,10 @@ it('does nothing when the apps themselves use that vhost (AMQP_URL set: no proje
     const { managementUrl } = await import(root + '/scripts/dev/setup/targets.mjs');
     const { removeStaleDefaultVhostQueues } = await import(root + '/scripts/dev/setup/default-vhost.mjs');
     console.log('RESULT ' + JSON.stringify(await removeStaleDefaultVhostQueues(root, managementUrl(process.env), { vhost: null }, process.env, { vhost: ${JSON.stringify(other.vhost)} })));`;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env: process.env });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: ROOT,
+    env: process.env,
+  });
   expect(stdout).toContain('RESULT null');
   for (const q of EMPTY) expect(await exists(other, q)).toBe(true);
 }, 60_000);

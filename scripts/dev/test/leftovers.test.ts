@@ -47,7 +47,8 @@ async function sql<T extends pg.QueryResultRow>(text: string, params: unknown[] 
     await c.end();
   }
 }
-const vhostExists = async (v: string) => (await managementRequest(management, 'GET', `/vhosts/${encodeURIComponent(v)}`)).status === 200;
+const vhostExists = async (v: string) =>
+  (await managementRequest(management, 'GET', `/vhosts/${encodeURIComponent(v)}`)).status === 200;
 const dbExists = async (d: string) => (await sql('SELECT 1 FROM pg_database WHERE datname = $1', [d])).length === 1;
 const roleExists = async (r: string) => (await sql('SELECT 1 FROM pg_roles WHERE rolname = $1', [r])).length === 1;
 
@@ -64,10 +65,16 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const v of [names.deadVhost, names.liveVhost]) await managementRequest(management, 'DELETE', `/vhosts/${encodeURIComponent(v)}`).catch(() => undefined);
+  for (const v of [names.deadVhost, names.liveVhost])
+    await managementRequest(management, 'DELETE', `/vhosts/${encodeURIComponent(v)}`).catch(() => undefined);
   for (const d of [names.deadDb, names.liveDb]) await sql(`DROP DATABASE IF EXISTS "${d}" WITH (FORCE)`);
   for (const r of [names.deadRole, names.liveRole]) await sql(`DROP ROLE IF EXISTS "${r}"`);
-  await redis.del(`${names.deadRedis}feed:a`, `${names.deadRedis}feed:b`, `${names.liveRedis}feed:a`, `${names.liveRedis}feed:b`);
+  await redis.del(
+    `${names.deadRedis}feed:a`,
+    `${names.deadRedis}feed:b`,
+    `${names.liveRedis}feed:a`,
+    `${names.liveRedis}feed:b`,
+  );
   redis.disconnect();
 });
 
@@ -79,7 +86,10 @@ it("deletes the vhosts, databases, login roles and Redis keys of a process that 
     const { managementUrl } = await import(root + '/scripts/dev/setup/targets.mjs');
     const { removeLeftovers } = await import(root + '/scripts/dev/setup/leftovers.mjs');
     await removeLeftovers(root, managementUrl(process.env), process.env);`;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env: process.env });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: ROOT,
+    env: process.env,
+  });
   expect(stdout).toMatch(/removed what killed test runs left behind: .*vhost.*database.*login role.*Redis keys? under/);
 
   expect(await vhostExists(names.deadVhost)).toBe(false);

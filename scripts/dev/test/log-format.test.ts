@@ -7,7 +7,15 @@ import { promisify } from 'node:util';
  * Plain node ESM, which jest's CommonJS sandbox cannot import: driven from a node child, as npm start runs it.
  */
 const MODULE = path.resolve(__dirname, '../setup/log-format.mjs');
-const LINE = JSON.stringify({ level: 'warn', time: '2026-12-02T07:00:00.000Z', service: 'email-service', pid: 1, hostname: 'h', queue: 'email-service.send', msg: 'SMTP circuit breaker opened' });
+const LINE = JSON.stringify({
+  level: 'warn',
+  time: '2026-12-02T07:00:00.000Z',
+  service: 'email-service',
+  pid: 1,
+  hostname: 'h',
+  queue: 'email-service.send',
+  msg: 'SMTP circuit breaker opened',
+});
 const TRACE = '    at Object.<anonymous> (/x.js:1:1)';
 
 async function formatted(terminal: boolean, env: Record<string, string>): Promise<string[]> {
@@ -16,7 +24,10 @@ async function formatted(terminal: boolean, env: Record<string, string>): Promis
     const format = await logFormat(${terminal}, ${JSON.stringify(env)});
     console.log(JSON.stringify([${JSON.stringify(LINE)}, ${JSON.stringify(TRACE)}].map(format)));
   `;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd: path.resolve(__dirname, '../../..'), timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: path.resolve(__dirname, '../../..'),
+    timeout: 60_000,
+  });
   return JSON.parse(stdout) as string[];
 }
 

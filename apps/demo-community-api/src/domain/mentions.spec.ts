@@ -23,7 +23,10 @@ describe('mentionedUsers', () => {
       ['gracehopper', 'grace'],
       ['grace', 'grace'],
     ]);
-    expect(mentionedUsers(['bob', 'nobody', 'ada', 'gracehopper', 'grace', 'bob'], resolved, 'ada')).toEqual(['bob', 'grace']);
+    expect(mentionedUsers(['bob', 'nobody', 'ada', 'gracehopper', 'grace', 'bob'], resolved, 'ada')).toEqual([
+      'bob',
+      'grace',
+    ]);
   });
 
   it('stops at MAX_MENTIONS users', () => {

@@ -22,7 +22,11 @@ export function parseHandles(text: string): string[] {
  * user counts once however often they are named, in order of first mention, and only the first
  * MAX_MENTIONS users count.
  */
-export function mentionedUsers(handles: readonly string[], resolved: ReadonlyMap<string, string>, authorId: string): string[] {
+export function mentionedUsers(
+  handles: readonly string[],
+  resolved: ReadonlyMap<string, string>,
+  authorId: string,
+): string[] {
   const users: string[] = [];
   for (const handle of handles) {
     const id = resolved.get(handle);

@@ -63,7 +63,11 @@ export function actorHooks({ production, securityAlerts }: ActorAuthOptions): Ac
     prefix: '',
     resource: 'profile',
     serviceTokens: securityAlerts.verifyKey
-      ? { verifyKey: ed25519Key('public', securityAlerts.verifyKey), issuer: securityAlerts.issuer, audience: SERVICE_NAME }
+      ? {
+          verifyKey: ed25519Key('public', securityAlerts.verifyKey),
+          issuer: securityAlerts.issuer,
+          audience: SERVICE_NAME,
+        }
       : undefined,
   });
   const alertGuard = guards.ownOrAdminOrService(SECURITY_ALERT_SCOPE, ['POST']);
@@ -94,7 +98,8 @@ export function actorHooks({ production, securityAlerts }: ActorAuthOptions): Ac
     }
     const header = request.headers['x-user-id'];
     const named = typeof header === 'string' && header.trim() ? header.trim() : undefined;
-    if (production) throw named !== undefined || header !== undefined ? ERRORS.USER_ID_HEADER_REFUSED() : ERRORS.TOKEN_REQUIRED();
+    if (production)
+      throw named !== undefined || header !== undefined ? ERRORS.USER_ID_HEADER_REFUSED() : ERRORS.TOKEN_REQUIRED();
     if (named !== undefined) return { userId: named, admin: false, via: 'header', rateKey: `user:${named}` };
     if (allowAnonymous) return anonymous(request);
     throw ERRORS.ACTOR_REQUIRED();
@@ -143,5 +148,6 @@ export async function actingUser(request: FastifyRequest, pool: Pool): Promise<s
 /** 403 unless the actor may write `target`'s profile: themselves, or an admin; anonymous only outside production. */
 export function assertMayWriteProfile(request: FastifyRequest, target: string): void {
   const actor = request.actor;
-  if (actor?.userId !== undefined && !actor.admin && actor.userId !== target) throw ERRORS.PROFILE_FORBIDDEN(actor.userId, target);
+  if (actor?.userId !== undefined && !actor.admin && actor.userId !== target)
+    throw ERRORS.PROFILE_FORBIDDEN(actor.userId, target);
 }

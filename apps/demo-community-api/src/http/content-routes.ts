@@ -12,18 +12,24 @@ import { ERRORS } from './errors';
 import { AddReactionBody, CreateCommentBody, CreatePostBody, PostParams } from './schemas';
 
 export function registerContentRoutes(app: FastifyInstance, pool: Pool, guards: WriteGuards): void {
-  app.post<{ Body: CreatePostBody }>('/v1/posts', { schema: { body: CreatePostBody }, onRequest: guards.userWrite }, async (request, reply) => {
-    const authorId = await actingUser(request, pool);
-    const { title, body } = request.body;
-    const id = randomUUID();
-    const createdAt = await withTransaction(pool, async (tx) => {
-      const at = await insertPost(tx, { id, authorId, title, body });
-      // Ordered under the author: the followers' feeds are derived from the author's activity.
-      await new EventBatch(request.id).add('post.published', { postId: id, authorId, title, excerpt: excerpt(body) }, authorId).enqueue(tx);
-      return at;
-    });
-    return reply.code(201).send({ id, authorId, title, body, createdAt });
-  });
+  app.post<{ Body: CreatePostBody }>(
+    '/v1/posts',
+    { schema: { body: CreatePostBody }, onRequest: guards.userWrite },
+    async (request, reply) => {
+      const authorId = await actingUser(request, pool);
+      const { title, body } = request.body;
+      const id = randomUUID();
+      const createdAt = await withTransaction(pool, async (tx) => {
+        const at = await insertPost(tx, { id, authorId, title, body });
+        // Ordered under the author: the followers' feeds are derived from the author's activity.
+        await new EventBatch(request.id)
+          .add('post.published', { postId: id, authorId, title, excerpt: excerpt(body) }, authorId)
+          .enqueue(tx);
+        return at;
+      });
+      return reply.code(201).send({ id, authorId, title, body, createdAt });
+    },
+  );
 
   app.post<{ Params: PostParams; Body: CreateCommentBody }>(
     '/v1/posts/:postId/comments',
@@ -52,7 +58,11 @@ export function registerContentRoutes(app: FastifyInstance, pool: Pool, guards: 
           parentAuthorId ?? postAuthorId,
         );
         for (const mentionedUserId of mentionedUserIds) {
-          events.add('user.mentioned', { commentId: id, postId, actorId: authorId, mentionedUserId, excerpt: text }, mentionedUserId);
+          events.add(
+            'user.mentioned',
+            { commentId: id, postId, actorId: authorId, mentionedUserId, excerpt: text },
+            mentionedUserId,
+          );
         }
         await events.enqueue(tx);
         return { createdAt, mentionedUserIds };
@@ -61,22 +71,31 @@ export function registerContentRoutes(app: FastifyInstance, pool: Pool, guards: 
     },
   );
 
-  app.post<{ Body: AddReactionBody }>('/v1/reactions', { schema: { body: AddReactionBody }, onRequest: guards.userWrite }, async (request, reply) => {
-    const actorId = await actingUser(request, pool);
-    const { targetType, targetId, emoji } = request.body;
-    const result = await withTransaction(pool, async (tx) => {
-      const targetAuthorId = targetType === 'post' ? await postAuthor(tx, targetId) : await commentAuthor(tx, targetId);
-      if (targetAuthorId === undefined) throw ERRORS.TARGET_NOT_FOUND(targetType, targetId);
-      const reaction = await addReaction(tx, { targetType, targetId, actorId, emoji });
-      // The same reaction again: nothing changes, nobody is notified twice.
-      if (reaction.created) {
-        await new EventBatch(request.id)
-          .add('reaction.added', { reactionId: reaction.id, actorId, targetType, targetId, targetAuthorId, emoji }, targetAuthorId)
-          .enqueue(tx);
-      }
-      return reaction;
-    });
-    const { created, ...reaction } = result;
-    return reply.code(created ? 201 : 200).send({ ...reaction, actorId, targetType, targetId, emoji });
-  });
+  app.post<{ Body: AddReactionBody }>(
+    '/v1/reactions',
+    { schema: { body: AddReactionBody }, onRequest: guards.userWrite },
+    async (request, reply) => {
+      const actorId = await actingUser(request, pool);
+      const { targetType, targetId, emoji } = request.body;
+      const result = await withTransaction(pool, async (tx) => {
+        const targetAuthorId =
+          targetType === 'post' ? await postAuthor(tx, targetId) : await commentAuthor(tx, targetId);
+        if (targetAuthorId === undefined) throw ERRORS.TARGET_NOT_FOUND(targetType, targetId);
+        const reaction = await addReaction(tx, { targetType, targetId, actorId, emoji });
+        // The same reaction again: nothing changes, nobody is notified twice.
+        if (reaction.created) {
+          await new EventBatch(request.id)
+            .add(
+              'reaction.added',
+              { reactionId: reaction.id, actorId, targetType, targetId, targetAuthorId, emoji },
+              targetAuthorId,
+            )
+            .enqueue(tx);
+        }
+        return reaction;
+      });
+      const { created, ...reaction } = result;
+      return reply.code(created ? 201 : 200).send({ ...reaction, actorId, targetType, targetId, emoji });
+    },
+  );
 }

@@ -6,40 +6,63 @@ import { defineErrors } from '@community/observability';
  * with the code), so clients can branch on `code` and people can read `message`.
  */
 export const ERRORS = defineErrors('', {
-  ACTOR_REQUIRED: { statusCode: 401, message: 'Name the acting user with an x-user-id header or an Authorization: Bearer <JWT> (sub = user id)' },
+  ACTOR_REQUIRED: {
+    statusCode: 401,
+    message: 'Name the acting user with an x-user-id header or an Authorization: Bearer <JWT> (sub = user id)',
+  },
   USER_ID_HEADER_REFUSED: {
     statusCode: 401,
     message: 'x-user-id is not accepted in production: send Authorization: Bearer <user token> (sub = your user id)',
   },
-  TOKEN_REQUIRED: { statusCode: 401, message: 'This write needs Authorization: Bearer <user token> (sub = your user id)' },
+  TOKEN_REQUIRED: {
+    statusCode: 401,
+    message: 'This write needs Authorization: Bearer <user token> (sub = your user id)',
+  },
   SERVICE_TOKEN_REQUIRED: {
     statusCode: 401,
-    message: (issuer: string) => `Security alerts are raised by ${issuer}: send Authorization: Bearer <its service token> (scope security-alerts:raise)`,
+    message: (issuer: string) =>
+      `Security alerts are raised by ${issuer}: send Authorization: Bearer <its service token> (scope security-alerts:raise)`,
   },
   SECURITY_ALERT_FORBIDDEN: {
     statusCode: 403,
-    message: (actor: string, issuer: string) => `User "${actor}" may not raise security alerts: ${issuer} does, with a service token (scope security-alerts:raise), or an admin`,
+    message: (actor: string, issuer: string) =>
+      `User "${actor}" may not raise security alerts: ${issuer} does, with a service token (scope security-alerts:raise), or an admin`,
   },
   PROFILE_FORBIDDEN: {
     statusCode: 403,
-    message: (actor: string, target: string) => `User "${actor}" may create or update only their own profile, not "${target}" (an operator’s admin token may)`,
+    message: (actor: string, target: string) =>
+      `User "${actor}" may create or update only their own profile, not "${target}" (an operator’s admin token may)`,
   },
-  ACTOR_UNKNOWN: { statusCode: 401, message: (userId: string) => `The acting user "${userId}" does not exist; create it with POST /v1/users first` },
+  ACTOR_UNKNOWN: {
+    statusCode: 401,
+    message: (userId: string) => `The acting user "${userId}" does not exist; create it with POST /v1/users first`,
+  },
   TOKEN_INVALID: { statusCode: 401, message: (reason: string) => `The bearer token is invalid: ${reason}` },
   USER_NOT_FOUND: { statusCode: 404, message: (userId: string) => `User "${userId}" not found` },
   POST_NOT_FOUND: { statusCode: 404, message: (postId: string) => `Post "${postId}" not found` },
-  PARENT_COMMENT_NOT_FOUND: { statusCode: 404, message: (commentId: string, postId: string) => `Parent comment "${commentId}" not found on post "${postId}"` },
-  TARGET_NOT_FOUND: { statusCode: 404, message: (targetType: string, targetId: string) => `The ${targetType} "${targetId}" to react to was not found` },
+  PARENT_COMMENT_NOT_FOUND: {
+    statusCode: 404,
+    message: (commentId: string, postId: string) => `Parent comment "${commentId}" not found on post "${postId}"`,
+  },
+  TARGET_NOT_FOUND: {
+    statusCode: 404,
+    message: (targetType: string, targetId: string) => `The ${targetType} "${targetId}" to react to was not found`,
+  },
   SELF_FOLLOW: { statusCode: 400, message: 'A user cannot follow or unfollow themselves' },
   CORRELATION_ID_INVALID: {
     statusCode: 400,
-    message: (maxLength: string) => `The x-correlation-id header must be 1 to ${maxLength} characters (it is carried by every event of the request)`,
+    message: (maxLength: string) =>
+      `The x-correlation-id header must be 1 to ${maxLength} characters (it is carried by every event of the request)`,
   },
-  UNSTORABLE_TEXT: { statusCode: 400, message: (where: string) => `${where} must not contain NUL characters or unpaired surrogates` },
+  UNSTORABLE_TEXT: {
+    statusCode: 400,
+    message: (where: string) => `${where} must not contain NUL characters or unpaired surrogates`,
+  },
   // Never names the holder: who owns an address is not the caller's to learn.
   EMAIL_TAKEN: { statusCode: 409, message: 'The email address is already used by another user' },
   RATE_LIMITED: {
     statusCode: 429,
-    message: (max: string, window: string, retryAfter: string) => `Too many writes: at most ${max} per ${window} for one user (or one address when anonymous); retry after ${retryAfter} s`,
+    message: (max: string, window: string, retryAfter: string) =>
+      `Too many writes: at most ${max} per ${window} for one user (or one address when anonymous); retry after ${retryAfter} s`,
   },
 });

@@ -16,15 +16,21 @@ import { SecurityAlertBody } from './schemas';
  * scope (or an admin token). Outside production the demo raises them without a token.
  */
 export function registerSecurityAlertRoutes(app: FastifyInstance, pool: Pool, guards: WriteGuards): void {
-  app.post<{ Body: SecurityAlertBody }>('/v1/security-alerts', { schema: { body: SecurityAlertBody }, onRequest: guards.securityAlert }, async (request, reply) => {
-    const { userId, kind, detail } = request.body;
-    const id = randomUUID();
-    const createdAt = await withTransaction(pool, async (tx) => {
-      if (!(await userExists(tx, userId))) throw ERRORS.USER_NOT_FOUND(userId);
-      const at = await insertSecurityAlert(tx, { id, userId, kind, detail });
-      await new EventBatch(request.id).add('security.alert', { alertId: id, userId, kind, detail }, userId).enqueue(tx);
-      return at;
-    });
-    return reply.code(201).send({ id, userId, kind, detail, createdAt });
-  });
+  app.post<{ Body: SecurityAlertBody }>(
+    '/v1/security-alerts',
+    { schema: { body: SecurityAlertBody }, onRequest: guards.securityAlert },
+    async (request, reply) => {
+      const { userId, kind, detail } = request.body;
+      const id = randomUUID();
+      const createdAt = await withTransaction(pool, async (tx) => {
+        if (!(await userExists(tx, userId))) throw ERRORS.USER_NOT_FOUND(userId);
+        const at = await insertSecurityAlert(tx, { id, userId, kind, detail });
+        await new EventBatch(request.id)
+          .add('security.alert', { alertId: id, userId, kind, detail }, userId)
+          .enqueue(tx);
+        return at;
+      });
+      return reply.code(201).send({ id, userId, kind, detail, createdAt });
+    },
+  );
 }

@@ -34,7 +34,12 @@ describe('refuseUnstorableText', () => {
 
   it('answers 400 for a NUL nested deeper than the stack could recurse', async () => {
     const depth = 30_000;
-    const res = await app.inject({ method: 'POST', url: '/p/x', headers: { 'content-type': 'application/json' }, payload: `{"a":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}` });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/p/x',
+      headers: { 'content-type': 'application/json' },
+      payload: `{"a":${'['.repeat(depth)}"\\u0000"${']'.repeat(depth)}}`,
+    });
     expect(res.statusCode).toBe(400);
   });
 

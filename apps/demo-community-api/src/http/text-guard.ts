@@ -17,7 +17,9 @@ export function unstorableTextAt(value: unknown, part: string): string | undefin
 export function refuseUnstorableText(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
     const at =
-      unstorableTextAt(request.params, 'params') ?? unstorableTextAt(request.query, 'querystring') ?? unstorableTextAt(request.body, 'body');
+      unstorableTextAt(request.params, 'params') ??
+      unstorableTextAt(request.query, 'querystring') ??
+      unstorableTextAt(request.body, 'body');
     if (at !== undefined) throw ERRORS.UNSTORABLE_TEXT(at);
   });
 }

@@ -9,7 +9,14 @@ import { ERRORS } from './errors';
 import { UpsertUserBody, UserParams } from './schemas';
 
 function toUser(r: UserRow) {
-  return { id: r.id, email: r.email, displayName: r.display_name, locale: r.locale, createdAt: r.created_at, updatedAt: r.updated_at };
+  return {
+    id: r.id,
+    email: r.email,
+    displayName: r.display_name,
+    locale: r.locale,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
 }
 
 export function registerUserRoutes(app: FastifyInstance, pool: Pool, guards: WriteGuards): void {
@@ -19,51 +26,67 @@ export function registerUserRoutes(app: FastifyInstance, pool: Pool, guards: Wri
    * only when something changed, so re-sending the same profile (the traffic generator does at
    * every start) is a quiet no-op.
    */
-  app.post<{ Body: UpsertUserBody }>('/v1/users', { schema: { body: UpsertUserBody }, onRequest: guards.profileWrite }, async (request, reply) => {
-    const { id, email, displayName, locale } = request.body;
-    assertMayWriteProfile(request, id);
-    try {
-      const { row, inserted } = await withTransaction(pool, async (tx) => {
-        // 409 without naming the holder: which user owns an address is nobody else's business.
-        if ((await emailHolder(tx, email, id)) !== undefined) throw ERRORS.EMAIL_TAKEN();
-        const result = await upsertUser(tx, { id, email, displayName, locale });
-        if (result.changed) await new EventBatch(request.id).add('user.upserted', { userId: id, email, displayName, locale }, id).enqueue(tx);
-        return result;
-      });
-      return reply.code(inserted ? 201 : 200).send(toUser(row));
-    } catch (err) {
-      // Two requests claiming the same email at once: the unique index decides, the loser gets 409.
-      if (isUniqueViolation(err, 'community_users_email_key')) throw ERRORS.EMAIL_TAKEN();
-      throw err;
-    }
-  });
-
-  app.post<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams }, onRequest: guards.userWrite }, async (request, reply) => {
-    const followerId = await actingUser(request, pool);
-    const followeeId = request.params.userId;
-    if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
-    const created = await withTransaction(pool, async (tx) => {
-      await requireUser(tx, followeeId);
-      // Following twice changes nothing and notifies nobody twice.
-      const added = await addFollow(tx, followerId, followeeId);
-      if (added) await new EventBatch(request.id).add('user.followed', { followerId, followeeId }, followeeId).enqueue(tx);
-      return added;
-    });
-    return reply.code(created ? 201 : 200).send({ followerId, followeeId, following: true });
-  });
-
-  app.delete<{ Params: UserParams }>('/v1/users/:userId/follow', { schema: { params: UserParams }, onRequest: guards.userWrite }, async (request) => {
-    const followerId = await actingUser(request, pool);
-    const followeeId = request.params.userId;
-    if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
-    await withTransaction(pool, async (tx) => {
-      await requireUser(tx, followeeId);
-      if (await removeFollow(tx, followerId, followeeId)) {
-        await new EventBatch(request.id).add('user.unfollowed', { followerId, followeeId }, followeeId).enqueue(tx);
+  app.post<{ Body: UpsertUserBody }>(
+    '/v1/users',
+    { schema: { body: UpsertUserBody }, onRequest: guards.profileWrite },
+    async (request, reply) => {
+      const { id, email, displayName, locale } = request.body;
+      assertMayWriteProfile(request, id);
+      try {
+        const { row, inserted } = await withTransaction(pool, async (tx) => {
+          // 409 without naming the holder: which user owns an address is nobody else's business.
+          if ((await emailHolder(tx, email, id)) !== undefined) throw ERRORS.EMAIL_TAKEN();
+          const result = await upsertUser(tx, { id, email, displayName, locale });
+          if (result.changed)
+            await new EventBatch(request.id)
+              .add('user.upserted', { userId: id, email, displayName, locale }, id)
+              .enqueue(tx);
+          return result;
+        });
+        return reply.code(inserted ? 201 : 200).send(toUser(row));
+      } catch (err) {
+        // Two requests claiming the same email at once: the unique index decides, the loser gets 409.
+        if (isUniqueViolation(err, 'community_users_email_key')) throw ERRORS.EMAIL_TAKEN();
+        throw err;
       }
-    });
-    return { followerId, followeeId, following: false };
-  });
+    },
+  );
+
+  app.post<{ Params: UserParams }>(
+    '/v1/users/:userId/follow',
+    { schema: { params: UserParams }, onRequest: guards.userWrite },
+    async (request, reply) => {
+      const followerId = await actingUser(request, pool);
+      const followeeId = request.params.userId;
+      if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
+      const created = await withTransaction(pool, async (tx) => {
+        await requireUser(tx, followeeId);
+        // Following twice changes nothing and notifies nobody twice.
+        const added = await addFollow(tx, followerId, followeeId);
+        if (added)
+          await new EventBatch(request.id).add('user.followed', { followerId, followeeId }, followeeId).enqueue(tx);
+        return added;
+      });
+      return reply.code(created ? 201 : 200).send({ followerId, followeeId, following: true });
+    },
+  );
+
+  app.delete<{ Params: UserParams }>(
+    '/v1/users/:userId/follow',
+    { schema: { params: UserParams }, onRequest: guards.userWrite },
+    async (request) => {
+      const followerId = await actingUser(request, pool);
+      const followeeId = request.params.userId;
+      if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
+      await withTransaction(pool, async (tx) => {
+        await requireUser(tx, followeeId);
+        if (await removeFollow(tx, followerId, followeeId)) {
+          await new EventBatch(request.id).add('user.unfollowed', { followerId, followeeId }, followeeId).enqueue(tx);
+        }
+      });
+      return { followerId, followeeId, following: false };
+    },
+  );
 }
 
 async function requireUser(tx: PoolClient, userId: string): Promise<void> {

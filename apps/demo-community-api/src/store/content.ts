@@ -3,7 +3,10 @@ import type { PoolClient } from 'pg';
 
 /** Posts, comments, reactions and security alerts: each write runs in the caller's transaction. */
 
-export async function insertPost(tx: PoolClient, post: { id: string; authorId: string; title: string; body: string }): Promise<Date> {
+export async function insertPost(
+  tx: PoolClient,
+  post: { id: string; authorId: string; title: string; body: string },
+): Promise<Date> {
   const { rows } = await tx.query<{ created_at: Date }>(
     'INSERT INTO community_posts (id, author_id, title, body) VALUES ($1, $2, $3, $4) RETURNING created_at',
     [post.id, post.authorId, post.title, post.body],
@@ -13,7 +16,9 @@ export async function insertPost(tx: PoolClient, post: { id: string; authorId: s
 
 /** The author of a post; undefined when there is no such post. */
 export async function postAuthor(tx: PoolClient, postId: string): Promise<string | undefined> {
-  const { rows } = await tx.query<{ author_id: string }>('SELECT author_id FROM community_posts WHERE id = $1', [postId]);
+  const { rows } = await tx.query<{ author_id: string }>('SELECT author_id FROM community_posts WHERE id = $1', [
+    postId,
+  ]);
   return rows[0]?.author_id;
 }
 
@@ -56,7 +61,10 @@ export async function addReaction(
   return { id: existing.rows[0].id, createdAt: existing.rows[0].created_at, created: false };
 }
 
-export async function insertSecurityAlert(tx: PoolClient, alert: { id: string; userId: string; kind: string; detail: string }): Promise<Date> {
+export async function insertSecurityAlert(
+  tx: PoolClient,
+  alert: { id: string; userId: string; kind: string; detail: string },
+): Promise<Date> {
   const { rows } = await tx.query<{ created_at: Date }>(
     'INSERT INTO community_security_alerts (id, user_id, kind, detail) VALUES ($1, $2, $3, $4) RETURNING created_at',
     [alert.id, alert.userId, alert.kind, alert.detail],

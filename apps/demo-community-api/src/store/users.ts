@@ -19,7 +19,10 @@ export async function userExists(db: Db, userId: string): Promise<boolean> {
 
 /** The id of another user already holding `email`, if any. */
 export async function emailHolder(db: Db, email: string, exceptId: string): Promise<string | undefined> {
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM community_users WHERE email = $1 AND id <> $2', [email, exceptId]);
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM community_users WHERE email = $1 AND id <> $2', [
+    email,
+    exceptId,
+  ]);
   return rows[0]?.id;
 }
 
@@ -47,13 +50,19 @@ export async function upsertUser(
 
 /** True when the follow is new (following twice changes nothing). */
 export async function addFollow(tx: PoolClient, followerId: string, followeeId: string): Promise<boolean> {
-  const { rowCount } = await tx.query('INSERT INTO community_follows (follower_id, followee_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [followerId, followeeId]);
+  const { rowCount } = await tx.query(
+    'INSERT INTO community_follows (follower_id, followee_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+    [followerId, followeeId],
+  );
   return Boolean(rowCount);
 }
 
 /** True when a follow was removed. */
 export async function removeFollow(tx: PoolClient, followerId: string, followeeId: string): Promise<boolean> {
-  const { rowCount } = await tx.query('DELETE FROM community_follows WHERE follower_id = $1 AND followee_id = $2', [followerId, followeeId]);
+  const { rowCount } = await tx.query('DELETE FROM community_follows WHERE follower_id = $1 AND followee_id = $2', [
+    followerId,
+    followeeId,
+  ]);
   return Boolean(rowCount);
 }
 

@@ -52,12 +52,20 @@ export function startTraffic(options: TrafficOptions): Traffic {
   // Ends early, without an error, once stop() aborts.
   const pause = (ms: number): Promise<void> => sleep(ms, undefined, { signal: abort.signal }).catch(() => undefined);
 
-  async function call(method: string, path: string, actor: string | undefined, body?: unknown): Promise<Record<string, unknown> | undefined> {
+  async function call(
+    method: string,
+    path: string,
+    actor: string | undefined,
+    body?: unknown,
+  ): Promise<Record<string, unknown> | undefined> {
     stats.sent += 1;
     try {
       const res = await fetch(`${baseUrl}${path}`, {
         method,
-        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(actor ? { 'x-user-id': actor } : {}) },
+        headers: {
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(actor ? { 'x-user-id': actor } : {}),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.any([abort.signal, AbortSignal.timeout(10_000)]),
       });
@@ -82,7 +90,10 @@ export function startTraffic(options: TrafficOptions): Traffic {
   }
 
   async function newPost(author: Person): Promise<void> {
-    const post = await call('POST', '/v1/posts', author.id, { title: pick(POST_TITLES), body: `${pick(COMMENTS)} ${pick(COMMENTS)}` });
+    const post = await call('POST', '/v1/posts', author.id, {
+      title: pick(POST_TITLES),
+      body: `${pick(COMMENTS)} ${pick(COMMENTS)}`,
+    });
     if (post) remember(posts, { id: post.id as string, authorId: author.id }, 200);
   }
 
@@ -110,7 +121,11 @@ export function startTraffic(options: TrafficOptions): Traffic {
       const onComment = comments.length > 0 && chance(0.5);
       const target = onComment ? pick(comments).id : posts.length > 0 ? pick(posts).id : undefined;
       if (!target) return newPost(actor);
-      await call('POST', '/v1/reactions', actor.id, { targetType: onComment ? 'comment' : 'post', targetId: target, emoji: pick(EMOJI) });
+      await call('POST', '/v1/reactions', actor.id, {
+        targetType: onComment ? 'comment' : 'post',
+        targetId: target,
+        emoji: pick(EMOJI),
+      });
       return;
     }
     const other = pick(pool.filter((p) => p.id !== actor.id));
@@ -119,9 +134,18 @@ export function startTraffic(options: TrafficOptions): Traffic {
     if (roll < 0.93) return newPost(actor);
     if (roll < 0.99) {
       const locale = chance(0.5) ? actor.locale : pick(['en', 'id', 'de', 'fr', 'ja']);
-      return void (await call('POST', '/v1/users', undefined, { id: actor.id, email: actor.email, displayName: actor.displayName, locale }));
+      return void (await call('POST', '/v1/users', undefined, {
+        id: actor.id,
+        email: actor.email,
+        displayName: actor.displayName,
+        locale,
+      }));
     }
-    await call('POST', '/v1/security-alerts', undefined, { userId: actor.id, kind: pick(['new-login', 'password-changed', 'email-changed']), detail: 'from a new device (demo traffic)' });
+    await call('POST', '/v1/security-alerts', undefined, {
+      userId: actor.id,
+      kind: pick(['new-login', 'password-changed', 'email-changed']),
+      detail: 'from a new device (demo traffic)',
+    });
   }
 
   async function seed(): Promise<void> {

@@ -49,7 +49,10 @@ async function markSentDurably(deps: { pool: Pool; logger: Logger }, lease: Leas
     try {
       const recorded = await ledger.markSent(deps.pool, lease, response);
       if (!recorded) {
-        deps.logger.error({ deliveryId: lease.id, messageId: lease.messageId }, 'sent, but the lease had expired and was taken over: a second copy with the same Message-ID may go out');
+        deps.logger.error(
+          { deliveryId: lease.id, messageId: lease.messageId },
+          'sent, but the lease had expired and was taken over: a second copy with the same Message-ID may go out',
+        );
       }
       return;
     } catch (err) {

@@ -8,7 +8,12 @@ import { renderDigest } from '../templates/digest';
 import { headerSafe } from '../templates/escape';
 import type { RenderedEmail } from '../templates/layout';
 import { renderNotification, type NotificationView } from '../templates/notification';
-import { isUnsubscribeScope, unsubscribeUrl, type UnsubscribeScope, type UnsubscribeTokens } from '../unsubscribe/token';
+import {
+  isUnsubscribeScope,
+  unsubscribeUrl,
+  type UnsubscribeScope,
+  type UnsubscribeTokens,
+} from '../unsubscribe/token';
 
 export interface ComposerOptions {
   publicBaseUrl: string;
@@ -37,15 +42,32 @@ export class Composer {
     // A locked type (security alert) cannot be muted, so its email offers no unsubscribe link.
     const scope = isUnsubscribeScope(view.type) ? view.type : undefined;
     const unsubscribe = scope ? this.unsubscribeUrl(user.userId, scope) : undefined;
-    const rendered = renderNotification(view, { publicBaseUrl: this.options.publicBaseUrl, unsubscribeUrl: unsubscribe });
-    const mail = this.envelope(user, rendered, messageIdFor('immediate', idempotencyKey, this.options.messageIdDomain), unsubscribe);
+    const rendered = renderNotification(view, {
+      publicBaseUrl: this.options.publicBaseUrl,
+      unsubscribeUrl: unsubscribe,
+    });
+    const mail = this.envelope(
+      user,
+      rendered,
+      messageIdFor('immediate', idempotencyKey, this.options.messageIdDomain),
+      unsubscribe,
+    );
     return { ...mail, priority: sendPriority(view.type) };
   }
 
   digest(user: EmailUserRow, items: NotificationView[], idempotencyKey: string): OutgoingEmail {
     const unsubscribe = this.unsubscribeUrl(user.userId, 'digest');
-    const rendered = renderDigest(items, { publicBaseUrl: this.options.publicBaseUrl, period: this.options.digestPeriod, unsubscribeUrl: unsubscribe });
-    return this.envelope(user, rendered, messageIdFor('digest', idempotencyKey, this.options.messageIdDomain), unsubscribe);
+    const rendered = renderDigest(items, {
+      publicBaseUrl: this.options.publicBaseUrl,
+      period: this.options.digestPeriod,
+      unsubscribeUrl: unsubscribe,
+    });
+    return this.envelope(
+      user,
+      rendered,
+      messageIdFor('digest', idempotencyKey, this.options.messageIdDomain),
+      unsubscribe,
+    );
   }
 
   digestMessageId(idempotencyKey: string): string {
@@ -60,7 +82,12 @@ export class Composer {
     return unsubscribeUrl(this.options.unsubscribeBaseUrl, this.options.tokens.sign({ userId, scope }));
   }
 
-  private envelope(user: EmailUserRow, rendered: RenderedEmail, messageId: string, unsubscribe: string | undefined): OutgoingEmail {
+  private envelope(
+    user: EmailUserRow,
+    rendered: RenderedEmail,
+    messageId: string,
+    unsubscribe: string | undefined,
+  ): OutgoingEmail {
     // RFC 3834: an automated message; stops vacation auto-replies from answering it.
     const headers: Record<string, string> = { 'Auto-Submitted': 'auto-generated' };
     if (unsubscribe) {

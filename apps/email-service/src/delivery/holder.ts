@@ -24,7 +24,9 @@ export class HolderHeartbeat {
   private ticking: Promise<void> | undefined;
   private waiting: instances.DeadHolderLeases = { count: 0, until: null, holders: [] };
 
-  constructor(private readonly o: { pool: Pool; intervalMs: number; deadAfterMs: number; logger: Logger; metrics: EmailMetrics }) {
+  constructor(
+    private readonly o: { pool: Pool; intervalMs: number; deadAfterMs: number; logger: Logger; metrics: EmailMetrics },
+  ) {
     this.me = { id: randomUUID(), host: hostname(), pid: process.pid, deadAfterMs: o.deadAfterMs };
   }
 
@@ -39,7 +41,10 @@ export class HolderHeartbeat {
   /** Registers before the first claim: a lease must never name a holder that has no heartbeat yet. */
   async start(): Promise<void> {
     await instances.register(this.o.pool, this.me);
-    this.o.logger.info({ instanceId: this.id, intervalMs: this.o.intervalMs, deadAfterMs: this.o.deadAfterMs }, 'lease holder registered');
+    this.o.logger.info(
+      { instanceId: this.id, intervalMs: this.o.intervalMs, deadAfterMs: this.o.deadAfterMs },
+      'lease holder registered',
+    );
     await this.check();
     // Unref'd: the heartbeat never keeps a stopping process alive.
     this.timer = setInterval(() => {
@@ -49,14 +54,24 @@ export class HolderHeartbeat {
 
   /** For /readyz details. */
   describe(): { instanceId: string; waitingOnDeadHolders: { count: number; until: string | null } } {
-    return { instanceId: this.id, waitingOnDeadHolders: { count: this.waiting.count, until: this.waiting.until?.toISOString() ?? null } };
+    return {
+      instanceId: this.id,
+      waitingOnDeadHolders: { count: this.waiting.count, until: this.waiting.until?.toISOString() ?? null },
+    };
   }
 
   /** After the consumers drained (no lease of ours is left): the row goes, and reads as dead. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.ticking;
-    await instances.deregister(this.o.pool, this.id).catch((err: Error) => this.o.logger.warn({ err: err.message }, 'could not deregister the lease holder (it reads as dead once its heartbeat ages)'));
+    await instances
+      .deregister(this.o.pool, this.id)
+      .catch((err: Error) =>
+        this.o.logger.warn(
+          { err: err.message },
+          'could not deregister the lease holder (it reads as dead once its heartbeat ages)',
+        ),
+      );
   }
 
   private async tick(): Promise<void> {

@@ -38,7 +38,11 @@ export interface ImmediateDeps {
  * Errors of the effects propagate as they are: a 5xx (the row is already failed), a hold that
  * outlasted its limit (BreakerOpenError), a database error.
  */
-export async function deliverImmediate(deps: ImmediateDeps, event: EventOf<'notification.created'>, ctx: MessageContext): Promise<Outcome> {
+export async function deliverImmediate(
+  deps: ImmediateDeps,
+  event: EventOf<'notification.created'>,
+  ctx: MessageContext,
+): Promise<Outcome> {
   const d = event.data;
   const row: ledger.NewDelivery = {
     idempotencyKey: d.idempotencyKey,
@@ -54,9 +58,14 @@ export async function deliverImmediate(deps: ImmediateDeps, event: EventOf<'noti
   if (!user || user.email.trim() === '') {
     const waitedMs = deps.now().getTime() - Date.parse(event.occurredAt);
     if (!user && waitedMs < deps.userGraceMs) {
-      throw new TransientError(`no address for user ${d.userId} yet (no user.upserted seen; ${Math.round(waitedMs / 1000)} s of the ${Math.round(deps.userGraceMs / 1000)} s grace)`, 'USER_UNKNOWN');
+      throw new TransientError(
+        `no address for user ${d.userId} yet (no user.upserted seen; ${Math.round(waitedMs / 1000)} s of the ${Math.round(deps.userGraceMs / 1000)} s grace)`,
+        'USER_UNKNOWN',
+      );
     }
-    const reason = user ? `no_address: user ${d.userId} has an empty email address` : `no_address: no user.upserted for user ${d.userId} within the ${Math.round(deps.userGraceMs / 1000)} s grace period`;
+    const reason = user
+      ? `no_address: user ${d.userId} has an empty email address`
+      : `no_address: no user.upserted for user ${d.userId} within the ${Math.round(deps.userGraceMs / 1000)} s grace period`;
     await ledger.recordUndeliverable(deps.pool, row, reason);
     deps.metrics.undeliverable.inc({ reason: user ? 'empty_address' : 'unknown_user' });
     ctx.logger.warn({ idempotencyKey: d.idempotencyKey, reason }, 'email undeliverable: recorded as failed');
@@ -94,12 +103,19 @@ async function perform(step: Exclude<DeliveryStep, { kind: 'done' | 'fail' }>, e
   const { deps, row, ctx } = e;
   switch (step.kind) {
     case 'hold':
-      if (step.after !== undefined) ctx.logger.warn({ err: step.after }, 'send failed and the breaker is open: holding the message until it closes');
+      if (step.after !== undefined)
+        ctx.logger.warn(
+          { err: step.after },
+          'send failed and the breaker is open: holding the message until it closes',
+        );
       await ledger.record(deps.pool, row);
       await deps.breaker.waitUntilClosed(ctx.signal, deps.breakerMaxHoldMs);
       return { kind: 'hold' };
     case 'check-opt-out':
-      return { kind: 'check-opt-out', optedOut: await suppressions.blocks(deps.pool, row.userId, [e.type], e.decidedAt) };
+      return {
+        kind: 'check-opt-out',
+        optedOut: await suppressions.blocks(deps.pool, row.userId, [e.type], e.decidedAt),
+      };
     case 'suppress':
       await ledger.recordSuppressed(deps.pool, row, 'opted out after the email was decided');
       deps.metrics.decisions.inc({ decision: 'suppressed' });
@@ -108,8 +124,17 @@ async function perform(step: Exclude<DeliveryStep, { kind: 'done' | 'fail' }>, e
       const claim = await ledger.claim(deps.pool, row, deps.leaseMs, deps.holder);
       if (claim.claimed && claim.takeover) {
         deps.metrics.leaseTakeovers.inc({ reason: claim.takeover });
-        ctx.logger.warn({ deliveryId: claim.lease.id, messageId: claim.lease.messageId, attempts: claim.lease.attempts, takeover: claim.takeover },
-          claim.takeover === 'holder_dead' ? "took over the lease of a dead process (its heartbeat stopped): sending with the same Message-ID" : 'took over an expired lease: sending with the same Message-ID');
+        ctx.logger.warn(
+          {
+            deliveryId: claim.lease.id,
+            messageId: claim.lease.messageId,
+            attempts: claim.lease.attempts,
+            takeover: claim.takeover,
+          },
+          claim.takeover === 'holder_dead'
+            ? 'took over the lease of a dead process (its heartbeat stopped): sending with the same Message-ID'
+            : 'took over an expired lease: sending with the same Message-ID',
+        );
       }
       return { kind: 'claim', claim };
     }

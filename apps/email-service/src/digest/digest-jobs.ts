@@ -77,7 +77,10 @@ async function sendOne(deps: DigestJobDeps, lease: DigestLease, now: Date): Prom
     await ledger.markSuppressed(deps.pool, lease, 'every item of the window was opted out before sending');
     return false;
   }
-  const names = await users.displayNames(deps.pool, items.flatMap((i) => (i.actorId ? [i.actorId] : [])));
+  const names = await users.displayNames(
+    deps.pool,
+    items.flatMap((i) => (i.actorId ? [i.actorId] : [])),
+  );
   const views: NotificationView[] = items.map((i) => ({
     type: i.notificationType,
     notificationId: i.notificationId,
@@ -95,7 +98,10 @@ async function sendOne(deps: DigestJobDeps, lease: DigestLease, now: Date): Prom
     } else {
       // An attempt refused because the provider is down (the breaker opened) is not counted.
       const refundAttempt = deps.breaker.isOpen();
-      await ledger.release(deps.pool, lease, result.error.message, { nextAttemptAt: new Date(now.getTime() + digestRetryDelayMs(lease.attempts)), refundAttempt });
+      await ledger.release(deps.pool, lease, result.error.message, {
+        nextAttemptAt: new Date(now.getTime() + digestRetryDelayMs(lease.attempts)),
+        refundAttempt,
+      });
       log.warn({ err: result.error.message, attempts: lease.attempts }, 'digest send failed; rescheduled');
     }
   } catch (err) {

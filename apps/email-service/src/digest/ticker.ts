@@ -36,7 +36,10 @@ export class Ticker {
       try {
         await step.run(now);
       } catch (err) {
-        this.options.logger.error({ step: step.name, err: (err as Error).message }, 'scheduled step failed; retrying next tick');
+        this.options.logger.error(
+          { step: step.name, err: (err as Error).message },
+          'scheduled step failed; retrying next tick',
+        );
       }
     }
   }

@@ -94,13 +94,17 @@ type ResultOf<K extends StepResult['kind']> = Extract<StepResult, { kind: K }>;
 /** The transition function: the state after the current step's effect produced `result`. */
 export function next(state: DeliveryState, result: StepResult, facts: Facts): DeliveryState {
   const { step } = state;
-  if (result.kind !== step.kind) throw new Error(`delivery state machine: a '${result.kind}' result cannot follow the '${step.kind}' step`);
+  if (result.kind !== step.kind)
+    throw new Error(`delivery state machine: a '${result.kind}' result cannot follow the '${step.kind}' step`);
   switch (step.kind) {
     case 'hold':
       // The breaker closed (a wait that ended in failure threw instead: BreakerOpenError, transient).
       return afterHold(state);
     case 'check-opt-out':
-      return { ...state, step: (result as ResultOf<'check-opt-out'>).optedOut ? { kind: 'suppress' } : { kind: 'claim' } };
+      return {
+        ...state,
+        step: (result as ResultOf<'check-opt-out'>).optedOut ? { kind: 'suppress' } : { kind: 'claim' },
+      };
     case 'suppress':
       return { ...state, step: { kind: 'done', outcome: 'skipped' } };
     case 'claim': {

@@ -11,7 +11,9 @@ import { eraseUser } from '../store/erasure';
  */
 export function userErasedHandler(pool: Pool, consumer: string) {
   return async (event: EventOf<'user.erased'>, ctx: MessageContext): Promise<Outcome> => {
-    const counts = await withTransaction(pool, { signal: ctx.signal }, (tx) => eraseUser(tx, consumer, event, event.data.userId));
+    const counts = await withTransaction(pool, { signal: ctx.signal }, (tx) =>
+      eraseUser(tx, consumer, event, event.data.userId),
+    );
     if (!counts) return 'duplicate';
     ctx.logger.info({ erasureId: event.data.erasureId, ...counts }, 'user erased');
     return 'processed';

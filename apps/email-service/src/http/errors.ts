@@ -8,6 +8,7 @@ export const ERRORS = defineErrors('ES_', {
   INVALID_UNSUBSCRIBE_TOKEN: { statusCode: 400, message: 'invalid or tampered unsubscribe token' },
   EXPIRED_UNSUBSCRIBE_TOKEN: {
     statusCode: 410,
-    message: 'this unsubscribe link has expired; turn emails off in your notification settings, or use the link in a recent email',
+    message:
+      'this unsubscribe link has expired; turn emails off in your notification settings, or use the link in a recent email',
   },
 });

@@ -36,10 +36,16 @@ function page(reply: FastifyReply, title: string, bodyHtml: string): FastifyRepl
  */
 export function registerUnsubscribeRoutes(app: FastifyInstance, deps: UnsubscribeRouteDeps): void {
   // RFC 8058 allows both encodings; the token is in the URL, so the body's content is not needed.
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 8192 }, (_req, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(String(body))));
-  });
-  app.addContentTypeParser('multipart/form-data', { parseAs: 'string', bodyLimit: 65536 }, (_req, _body, done) => done(null, {}));
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string', bodyLimit: 8192 },
+    (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(String(body))));
+    },
+  );
+  app.addContentTypeParser('multipart/form-data', { parseAs: 'string', bodyLimit: 65536 }, (_req, _body, done) =>
+    done(null, {}),
+  );
 
   const querySchema = {
     type: 'object',
@@ -67,26 +73,38 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
     return undefined;
   };
 
-  app.get<{ Querystring: { token: string } }>('/v1/unsubscribe', { schema: { querystring: querySchema } }, async (request, reply) => {
-    const claim = verify(request.query.token, request, reply);
-    if (!claim) return reply;
-    const action = `/v1/unsubscribe?token=${encodeURIComponent(request.query.token)}`;
-    return page(
-      reply,
-      'Unsubscribe',
-      `<h1>Unsubscribe</h1>
+  app.get<{ Querystring: { token: string } }>(
+    '/v1/unsubscribe',
+    { schema: { querystring: querySchema } },
+    async (request, reply) => {
+      const claim = verify(request.query.token, request, reply);
+      if (!claim) return reply;
+      const action = `/v1/unsubscribe?token=${encodeURIComponent(request.query.token)}`;
+      return page(
+        reply,
+        'Unsubscribe',
+        `<h1>Unsubscribe</h1>
 <p>Stop receiving <strong>${escapeHtml(what(claim))}</strong>? You can turn them back on in your notification settings.</p>
 <form method="post" action="${escapeHtml(action)}"><input type="hidden" name="List-Unsubscribe" value="One-Click">
 <button type="submit">Unsubscribe</button></form>`,
-    );
-  });
+      );
+    },
+  );
 
-  app.post<{ Querystring: { token: string } }>('/v1/unsubscribe', { schema: { querystring: querySchema } }, async (request, reply) => {
-    const claim = verify(request.query.token, request, reply);
-    if (!claim) return reply;
-    await suppressions.add(deps.pool, claim.userId, claim.scope);
-    const synced = await syncOne(deps, claim.userId, claim.scope, 1, deps.now());
-    request.log.info({ userId: claim.userId, scope: claim.scope, synced }, 'unsubscribed');
-    return page(reply, 'Unsubscribed', `<h1>Unsubscribed</h1><p>You will no longer receive <strong>${escapeHtml(what(claim))}</strong>.</p>`);
-  });
+  app.post<{ Querystring: { token: string } }>(
+    '/v1/unsubscribe',
+    { schema: { querystring: querySchema } },
+    async (request, reply) => {
+      const claim = verify(request.query.token, request, reply);
+      if (!claim) return reply;
+      await suppressions.add(deps.pool, claim.userId, claim.scope);
+      const synced = await syncOne(deps, claim.userId, claim.scope, 1, deps.now());
+      request.log.info({ userId: claim.userId, scope: claim.scope, synced }, 'unsubscribed');
+      return page(
+        reply,
+        'Unsubscribed',
+        `<h1>Unsubscribed</h1><p>You will no longer receive <strong>${escapeHtml(what(claim))}</strong>.</p>`,
+      );
+    },
+  );
 }

@@ -20,23 +20,45 @@ describe('email retention policy', () => {
   it('with the default timings, accepts 5 days and refuses 4 (an acceptance window of 71.8 h < 73 h)', () => {
     expect(emailRetentionIssues({ ...defaults, EMAIL_RETENTION_DAYS: 5 })).toEqual([]);
     expect(emailRetentionIssues({ ...defaults, EMAIL_RETENTION_DAYS: 4 })).toHaveLength(1);
-    expect(() => loadEmailConfig({ EMAIL_RETENTION_DAYS: '2' })).toThrow(/EMAIL_RETENTION_DAYS: 2 days .* it must exceed 73 h/);
+    expect(() => loadEmailConfig({ EMAIL_RETENTION_DAYS: '2' })).toThrow(
+      /EMAIL_RETENTION_DAYS: 2 days .* it must exceed 73 h/,
+    );
   });
 
   it('refuses a horizon whose acceptance window a healthy message could outlast, naming the variable', () => {
     // Longer breaker holds and leases stretch every delivery: 6 × 50 × (20 min + 2 × 15 min + 30 s) ≈ 253 h.
-    const slow = { ...defaults, EMAIL_RETENTION_DAYS: 11, SMTP_BREAKER_MAX_HOLD_MS: 1_200_000, EMAIL_LEASE_MS: 900_000 };
+    const slow = {
+      ...defaults,
+      EMAIL_RETENTION_DAYS: 11,
+      SMTP_BREAKER_MAX_HOLD_MS: 1_200_000,
+      EMAIL_LEASE_MS: 900_000,
+    };
     const [issue] = emailRetentionIssues(slow);
     expect(issue.name).toBe('EMAIL_RETENTION_DAYS');
-    expect(issue.message).toMatch(/^EMAIL_RETENTION_DAYS: 11 days leave an acceptance window of 240 h .* it must exceed 253 h/);
+    expect(issue.message).toMatch(
+      /^EMAIL_RETENTION_DAYS: 11 days leave an acceptance window of 240 h .* it must exceed 253 h/,
+    );
     expect(emailRetentionIssues({ ...slow, EMAIL_RETENTION_DAYS: 12 })).toEqual([]);
-    expect(() => loadEmailConfig({ EMAIL_RETENTION_DAYS: '11', SMTP_BREAKER_MAX_HOLD_MS: '20m', EMAIL_LEASE_MS: '15m' })).toThrow(/EMAIL_RETENTION_DAYS: 11 days/);
+    expect(() =>
+      loadEmailConfig({ EMAIL_RETENTION_DAYS: '11', SMTP_BREAKER_MAX_HOLD_MS: '20m', EMAIL_LEASE_MS: '15m' }),
+    ).toThrow(/EMAIL_RETENTION_DAYS: 11 days/);
   });
 
   it("counts every email-service queue (a second lane of notification.created too), and no other service's", () => {
-    const lane = (name: string, retryDelaysMs: number[]): QueueSpec => ({ name, bindings: [], retryDelaysMs, deliveryLimit: 1 });
-    const policy = emailRetentionPolicy(defaults, [lane('email-service.send', []), lane('email-service.critical', [5 * DAY]), lane('feed-service.activity', [50 * DAY])]);
+    const lane = (name: string, retryDelaysMs: number[]): QueueSpec => ({
+      name,
+      bindings: [],
+      retryDelaysMs,
+      deliveryLimit: 1,
+    });
+    const policy = emailRetentionPolicy(defaults, [
+      lane('email-service.send', []),
+      lane('email-service.critical', [5 * DAY]),
+      lane('feed-service.activity', [50 * DAY]),
+    ]);
     expect(policy.longestRedeliveryMs).toBe(5 * DAY + 2 * 870_000);
-    expect(emailRetentionIssues({ ...defaults, EMAIL_RETENTION_DAYS: 6 }, [lane('email-service.critical', [5 * DAY])])).toHaveLength(1);
+    expect(
+      emailRetentionIssues({ ...defaults, EMAIL_RETENTION_DAYS: 6 }, [lane('email-service.critical', [5 * DAY])]),
+    ).toHaveLength(1);
   });
 });

@@ -23,7 +23,9 @@ interface PolicyConfig {
 }
 
 /** The send consumer's deadline: a breaker hold, waiting out a crashed sender's lease, and the send itself. */
-export function sendHandlerTimeoutMs(config: Pick<PolicyConfig, 'SMTP_BREAKER_MAX_HOLD_MS' | 'EMAIL_LEASE_MS'>): number {
+export function sendHandlerTimeoutMs(
+  config: Pick<PolicyConfig, 'SMTP_BREAKER_MAX_HOLD_MS' | 'EMAIL_LEASE_MS'>,
+): number {
   return config.SMTP_BREAKER_MAX_HOLD_MS + 2 * config.EMAIL_LEASE_MS + 30_000;
 }
 
@@ -44,12 +46,21 @@ export interface EmailRetentionPolicy {
 /** email-service's queues (the send queue, and any other lane of notification.created). */
 const emailQueues = (queues: readonly QueueSpec[]) => queues.filter((q) => q.name.startsWith('email-service.'));
 
-export function emailRetentionPolicy(config: PolicyConfig, queues: readonly QueueSpec[] = COMMUNITY_TOPOLOGY.queues): EmailRetentionPolicy {
+export function emailRetentionPolicy(
+  config: PolicyConfig,
+  queues: readonly QueueSpec[] = COMMUNITY_TOPOLOGY.queues,
+): EmailRetentionPolicy {
   const retentionMs = config.EMAIL_RETENTION_DAYS * DAY_MS;
   const handlerTimeoutMs = sendHandlerTimeoutMs(config);
   const longest = Math.max(
     0,
-    ...emailQueues(queues).map((q) => longestRedeliveryMs({ retryDelaysMs: q.retryDelaysMs, deliveryLimit: q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT, handlerTimeoutMs })),
+    ...emailQueues(queues).map((q) =>
+      longestRedeliveryMs({
+        retryDelaysMs: q.retryDelaysMs,
+        deliveryLimit: q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
+        handlerTimeoutMs,
+      }),
+    ),
   );
   return { retentionMs, maxEventAgeMs: retentionMs - CLOCK_MARGIN_MS - handlerTimeoutMs, longestRedeliveryMs: longest };
 }
@@ -60,7 +71,10 @@ export function emailRetentionPolicy(config: PolicyConfig, queues: readonly Queu
  * windows need nothing more: items only ever go to the window containing "now", and a purged
  * window ended a whole horizon ago.)
  */
-export function emailRetentionIssues(config: PolicyConfig, queues: readonly QueueSpec[] = COMMUNITY_TOPOLOGY.queues): ConfigIssue[] {
+export function emailRetentionIssues(
+  config: PolicyConfig,
+  queues: readonly QueueSpec[] = COMMUNITY_TOPOLOGY.queues,
+): ConfigIssue[] {
   const policy = emailRetentionPolicy(config, queues);
   const needed = policy.longestRedeliveryMs;
   if (policy.maxEventAgeMs > needed) return [];

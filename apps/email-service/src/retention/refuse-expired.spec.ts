@@ -27,7 +27,9 @@ describe('refuseExpiredEvents', () => {
 
   it('refuses an event whose occurredAt cannot be read rather than guess its age', async () => {
     const handler = jest.fn(async () => 'processed' as const);
-    await expect(refuseExpiredEvents(HOUR, () => now, handler)({ id: 'x', occurredAt: 'not a date' }, ctx)).rejects.toMatchObject({ code: 'EVENT_EXPIRED' });
+    await expect(
+      refuseExpiredEvents(HOUR, () => now, handler)({ id: 'x', occurredAt: 'not a date' }, ctx),
+    ).rejects.toMatchObject({ code: 'EVENT_EXPIRED' });
     expect(handler).not.toHaveBeenCalled();
   });
 });

@@ -10,7 +10,11 @@ import { PermanentError, type Handler } from '@community/messaging';
  * the same occurredAt, so refusing by age closes the door for all of them at once. It is
  * dead-lettered with the code EVENT_EXPIRED: visible, and replaying it changes nothing.
  */
-export function refuseExpiredEvents<E extends { id: string; occurredAt: string }>(maxAgeMs: number, now: () => Date, handler: Handler<E>): Handler<E> {
+export function refuseExpiredEvents<E extends { id: string; occurredAt: string }>(
+  maxAgeMs: number,
+  now: () => Date,
+  handler: Handler<E>,
+): Handler<E> {
   return async (event, ctx) => {
     const ageMs = now().getTime() - Date.parse(event.occurredAt);
     if (!(ageMs <= maxAgeMs)) {

@@ -50,7 +50,14 @@ describe('circuit breaker', () => {
   });
 
   it('describes its last error redacted and bounded: the unauthenticated /readyz and /v1/flow-control show it', async () => {
-    const breaker = new CircuitBreaker({ threshold: 1, probeMinMs: 60_000, probeMaxMs: 60_000, probe: async () => undefined, logger: testLogger(), metrics: emailMetrics(new Registry()) });
+    const breaker = new CircuitBreaker({
+      threshold: 1,
+      probeMinMs: 60_000,
+      probeMaxMs: 60_000,
+      probe: async () => undefined,
+      logger: testLogger(),
+      metrics: emailMetrics(new Registry()),
+    });
     breaker.recordFailure(new Error(`550 5.1.1 <alice.smith@example.com>: mailbox unavailable ${'x'.repeat(400)}`));
     const { lastError } = breaker.describe();
     expect(lastError).toMatch(/^550 5\.1\.1 <a\*\*\*@example\.com>: mailbox unavailable x+$/);

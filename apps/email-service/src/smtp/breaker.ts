@@ -58,7 +58,14 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
   }
 
   /** For /readyz details and logs. */
-  describe(): { state: BreakerState; consecutiveFailures: number; openForMs: number; lastError: string; lastErrorAt: string | null; held: number } {
+  describe(): {
+    state: BreakerState;
+    consecutiveFailures: number;
+    openForMs: number;
+    lastError: string;
+    lastErrorAt: string | null;
+    held: number;
+  } {
     return {
       state: this.current,
       consecutiveFailures: this.failures,
@@ -99,7 +106,10 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
       };
       const onClose = () => done();
       const onAbort = () => done(new BreakerOpenError('held message released by abort (handler deadline or shutdown)'));
-      const timer = setTimeout(() => done(new BreakerOpenError(`still open after holding the message ${maxMs} ms`)), maxMs);
+      const timer = setTimeout(
+        () => done(new BreakerOpenError(`still open after holding the message ${maxMs} ms`)),
+        maxMs,
+      );
       this.waiters.add(onClose);
       this.options.metrics.breakerHeld.set(this.waiters.size);
       if (signal?.aborted) onAbort();
@@ -128,7 +138,10 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
     this.openedAt = Date.now();
     this.options.metrics.breakerOpen.set(1);
     this.options.metrics.breakerTransitions.inc({ to: 'open' });
-    this.options.logger.error({ failures: this.failures, lastError: this.lastError }, 'SMTP circuit breaker opened: pausing the email queue and probing the provider');
+    this.options.logger.error(
+      { failures: this.failures, lastError: this.lastError },
+      'SMTP circuit breaker opened: pausing the email queue and probing the provider',
+    );
     this.emit('open');
     this.probing = this.probeUntilHealthy().finally(() => (this.probing = undefined));
   }
@@ -139,7 +152,10 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
     this.failures = 0;
     this.options.metrics.breakerOpen.set(0);
     this.options.metrics.breakerTransitions.inc({ to: 'closed' });
-    this.options.logger.info({ openForMs, held: this.waiters.size }, 'SMTP circuit breaker closed: provider answers again, resuming');
+    this.options.logger.info(
+      { openForMs, held: this.waiters.size },
+      'SMTP circuit breaker closed: provider answers again, resuming',
+    );
     this.emit('close');
     for (const release of [...this.waiters]) release();
   }
@@ -162,7 +178,10 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
       } catch (err) {
         this.noteError((err as Error).message);
         this.options.metrics.breakerProbes.inc({ outcome: 'failed' });
-        this.options.logger.warn({ attempt: attempt + 1, err: this.lastError }, 'SMTP probe failed; breaker stays open');
+        this.options.logger.warn(
+          { attempt: attempt + 1, err: this.lastError },
+          'SMTP probe failed; breaker stays open',
+        );
       }
     }
   }

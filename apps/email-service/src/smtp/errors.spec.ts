@@ -5,7 +5,9 @@ describe('SMTP error classification', () => {
   const err = (props: Record<string, unknown>) => Object.assign(new Error(String(props.response ?? 'boom')), props);
 
   it('5xx (except 503) is permanent, carrying the reply; 4xx and connection errors are transient', () => {
-    const p = toSmtpError(err({ code: 'EENVELOPE', responseCode: 550, response: '550 5.1.1 No such user', command: 'RCPT TO' }));
+    const p = toSmtpError(
+      err({ code: 'EENVELOPE', responseCode: 550, response: '550 5.1.1 No such user', command: 'RCPT TO' }),
+    );
     expect(p).toBeInstanceOf(SmtpPermanentError);
     expect(p.message).toBe('SMTP RCPT TO refused with 550: 550 5.1.1 No such user');
     expect(classify(p)).toBe('permanent');

@@ -9,7 +9,11 @@ import { PermanentError, TransientError } from '@community/messaging';
 /** The provider refused this message for good (5xx, RFC 5321 "permanent negative completion"). */
 export class SmtpPermanentError extends PermanentError {
   override name = 'SmtpPermanentError';
-  constructor(readonly responseCode: number, readonly reply: string, readonly command?: string) {
+  constructor(
+    readonly responseCode: number,
+    readonly reply: string,
+    readonly command?: string,
+  ) {
     super(`SMTP ${command ?? 'reply'} refused with ${responseCode}: ${reply}`, 'SMTP_PERMANENT');
   }
 }
@@ -20,7 +24,11 @@ export class SmtpPermanentError extends PermanentError {
  */
 export class SmtpTransientError extends TransientError {
   override name = 'SmtpTransientError';
-  constructor(message: string, readonly responseCode?: number, readonly smtpCode?: string) {
+  constructor(
+    message: string,
+    readonly responseCode?: number,
+    readonly smtpCode?: string,
+  ) {
     super(message, 'SMTP_TRANSIENT');
   }
 }
@@ -57,7 +65,17 @@ interface NodemailerError {
 // elsewhere would get the same answer, but so would every other message. They go to the breaker,
 // not the DLQ, even when the reply is 5xx (a 535 on AUTH would otherwise dead-letter everything).
 // EABORT is not among them: nodemailer raises it only when our own signal aborts the send.
-const PROVIDER_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EAUTH', 'ENOAUTH', 'EPROXY', 'EPROTOCOL']);
+const PROVIDER_CODES = new Set([
+  'ECONNECTION',
+  'ETIMEDOUT',
+  'ESOCKET',
+  'EDNS',
+  'ETLS',
+  'EAUTH',
+  'ENOAUTH',
+  'EPROXY',
+  'EPROTOCOL',
+]);
 
 export function toSmtpError(err: unknown): SmtpPermanentError | SmtpTransientError {
   if (err instanceof SmtpPermanentError || err instanceof SmtpTransientError) return err;

@@ -38,7 +38,10 @@ describe('rate limiter', () => {
     let t = 0;
     const granted: string[] = [];
     const waiting: Record<string, number> = {};
-    const limiter = createRateLimiter(10, 1, () => t, { granted: (p) => granted.push(p), waiting: (p, n) => (waiting[p] = n) });
+    const limiter = createRateLimiter(10, 1, () => t, {
+      granted: (p) => granted.push(p),
+      waiting: (p, n) => (waiting[p] = n),
+    });
     await limiter.acquire();
     expect(granted).toEqual(['regular']);
     const regular = [limiter.acquire(undefined, 'regular'), limiter.acquire(undefined, 'regular')];
@@ -54,7 +57,10 @@ describe('rate limiter', () => {
     expect(granted).toEqual(['regular', 'regular']);
     expect(waiting).toEqual({ regular: 1, critical: 0 });
     const unlimited: string[] = [];
-    await createRateLimiter(0, 1, undefined, { granted: (p) => unlimited.push(p), waiting: () => undefined }).acquire(undefined, 'critical');
+    await createRateLimiter(0, 1, undefined, { granted: (p) => unlimited.push(p), waiting: () => undefined }).acquire(
+      undefined,
+      'critical',
+    );
     expect(unlimited).toEqual(['critical']);
   });
 
@@ -80,7 +86,8 @@ describe('rate limiter priorities', () => {
     const limiter = createRateLimiter(10, 1, () => Date.now());
     const released: Array<{ who: string; at: number }> = [];
     const start = Date.now();
-    for (let i = 0; i < 50; i++) void limiter.acquire(undefined, 'regular').then(() => released.push({ who: `r${i}`, at: Date.now() - start }));
+    for (let i = 0; i < 50; i++)
+      void limiter.acquire(undefined, 'regular').then(() => released.push({ who: `r${i}`, at: Date.now() - start }));
     await jest.advanceTimersByTimeAsync(250); // r0 at 0, r1 at 100, r2 at 200
     void limiter.acquire(undefined, 'critical').then(() => released.push({ who: 'alert', at: Date.now() - start }));
     await jest.advanceTimersByTimeAsync(100);

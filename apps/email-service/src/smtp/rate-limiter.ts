@@ -64,7 +64,8 @@ export function createRateLimiter(
   // Theoretical arrival time of the next send.
   let tat = -Infinity;
   const waiting: Record<SendPriority, Waiter[]> = { critical: [], regular: [] };
-  const head = (): Waiter[] | undefined => (waiting.critical.length > 0 ? waiting.critical : waiting.regular.length > 0 ? waiting.regular : undefined);
+  const head = (): Waiter[] | undefined =>
+    waiting.critical.length > 0 ? waiting.critical : waiting.regular.length > 0 ? waiting.regular : undefined;
   let timer: NodeJS.Timeout | undefined;
 
   // Releases every waiter whose slot has come, then sleeps until the next slot: one timer however

@@ -37,8 +37,20 @@ async function silentServer(): Promise<{ port: number; connections: () => number
 
 function stack(port: number, threshold: number) {
   const metrics = emailMetrics(new Registry());
-  const transport = createTransport({ url: `smtp://127.0.0.1:${port}`, poolSize: 5, connectionTimeoutMs: 10_000, socketTimeoutMs: 10_000 });
-  const breaker = new CircuitBreaker({ threshold, probeMinMs: 60_000, probeMaxMs: 60_000, probe: async () => undefined, logger: testLogger(), metrics });
+  const transport = createTransport({
+    url: `smtp://127.0.0.1:${port}`,
+    poolSize: 5,
+    connectionTimeoutMs: 10_000,
+    socketTimeoutMs: 10_000,
+  });
+  const breaker = new CircuitBreaker({
+    threshold,
+    probeMinMs: 60_000,
+    probeMaxMs: 60_000,
+    probe: async () => undefined,
+    logger: testLogger(),
+    metrics,
+  });
   const sender = createSender({ transport, limiter: createRateLimiter(0), breaker, metrics, from: 'x@example.com' });
   return { breaker, sender, metrics };
 }
@@ -49,7 +61,12 @@ describe('sender and the breaker', () => {
     const { breaker, sender, metrics } = stack(server.port, 3);
     try {
       const shutdown = new AbortController();
-      const inFlight = [1, 2, 3, 4, 5].map((n) => sender.send(mail(n), 'immediate', shutdown.signal).then(() => undefined, (err: unknown) => err));
+      const inFlight = [1, 2, 3, 4, 5].map((n) =>
+        sender.send(mail(n), 'immediate', shutdown.signal).then(
+          () => undefined,
+          (err: unknown) => err,
+        ),
+      );
       // Every send is on a connection of its own (pool of 5), waiting for a greeting that never comes.
       await eventually('five sends connected', () => server.connections() === 5, 10_000, 5);
       shutdown.abort(new Error('forced shutdown'));
@@ -70,7 +87,8 @@ describe('sender and the breaker', () => {
     await server.close(); // nothing listens there any more: ECONNREFUSED
     const { breaker, sender } = stack(port, 3);
     try {
-      for (const n of [1, 2, 3]) await expect(sender.send(mail(n), 'immediate')).rejects.toBeInstanceOf(SmtpTransientError);
+      for (const n of [1, 2, 3])
+        await expect(sender.send(mail(n), 'immediate')).rejects.toBeInstanceOf(SmtpTransientError);
       expect(breaker.state).toBe('open');
     } finally {
       sender.close();

@@ -89,7 +89,10 @@ export function createSender(deps: SenderDeps): Sender {
 }
 
 /** A transient failure seen after our signal aborted is the abort's doing; a 5xx stays what it is. */
-function asAbortedIf(aborted: boolean, err: SmtpPermanentError | SmtpTransientError): SmtpPermanentError | SmtpTransientError {
+function asAbortedIf(
+  aborted: boolean,
+  err: SmtpPermanentError | SmtpTransientError,
+): SmtpPermanentError | SmtpTransientError {
   if (!aborted || err instanceof SmtpPermanentError || err instanceof SmtpAbortedError) return err;
   return new SmtpAbortedError(`SMTP send aborted (handler deadline or shutdown): ${err.message}`);
 }

@@ -19,7 +19,11 @@ export interface SmtpStack {
  */
 export function createSmtpStack(
   config: EmailConfig,
-  deps: { logger: Logger; metrics: EmailMetrics; /** The rate limiter's clock (ms); a test drives it by hand. */ rateLimitClock?: () => number },
+  deps: {
+    logger: Logger;
+    metrics: EmailMetrics;
+    /** The rate limiter's clock (ms); a test drives it by hand. */ rateLimitClock?: () => number;
+  },
 ): SmtpStack {
   const transport = createTransport({
     url: config.SMTP_URL,

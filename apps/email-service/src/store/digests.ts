@@ -37,7 +37,12 @@ export interface FlushResult {
  * holds the same lock while it reads the items, and once it commits the window is no longer
  * open and the item goes to the next window. The item's key makes a redelivery a no-op.
  */
-export async function addItem(pool: Pool, item: DigestItemInput, period: DigestPeriod, now: Date): Promise<'added' | 'duplicate'> {
+export async function addItem(
+  pool: Pool,
+  item: DigestItemInput,
+  period: DigestPeriod,
+  now: Date,
+): Promise<'added' | 'duplicate'> {
   return withTransaction(pool, async (tx) => {
     let { start, end } = windowFor(now, period);
     for (let hops = 0; ; hops++) {
@@ -49,7 +54,11 @@ export async function addItem(pool: Pool, item: DigestItemInput, period: DigestP
       );
       if (w.rows[0].status === 'open') return insertItem(tx, item, w.rows[0].id);
       // Only a clock far behind the other replicas' could see several closed windows ahead.
-      if (hops >= 2) throw new TransientError(`digest windows of user ${item.userId} up to ${end.toISOString()} are already closed`, 'DIGEST_CLOCK');
+      if (hops >= 2)
+        throw new TransientError(
+          `digest windows of user ${item.userId} up to ${end.toISOString()} are already closed`,
+          'DIGEST_CLOCK',
+        );
       ({ start, end } = nextWindow(end, period));
     }
   });
@@ -84,7 +93,12 @@ async function insertItem(tx: PoolClient, item: DigestItemInput, windowId: strin
  * `digest:{user}:{window}` as a second guard). A window with nothing left to send (every item
  * suppressed) becomes `empty` and sends nothing.
  */
-export async function flushDue(pool: Pool, now: Date, limit: number, messageIdFor: (key: string) => string): Promise<FlushResult> {
+export async function flushDue(
+  pool: Pool,
+  now: Date,
+  limit: number,
+  messageIdFor: (key: string) => string,
+): Promise<FlushResult> {
   return withTransaction(pool, async (tx) => {
     const due = await tx.query<{ id: string; userId: string; windowStart: Date }>(
       `SELECT id::text AS id, user_id AS "userId", window_start AS "windowStart"

@@ -36,8 +36,16 @@ export interface ErasureCounts {
  * - Items in OTHER users' digests whose actor is the erased user: actor_id and excerpt set to NULL.
  * - email_suppressions (the unsubscribe state): deleted; with no address nothing is sent anyway.
  */
-export async function eraseUser(tx: PoolClient, consumer: string, event: { id: string; occurredAt: string }, userId: string): Promise<ErasureCounts | null> {
-  const claimed = await tx.query(`WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`, [consumer, [event.id]]);
+export async function eraseUser(
+  tx: PoolClient,
+  consumer: string,
+  event: { id: string; occurredAt: string },
+  userId: string,
+): Promise<ErasureCounts | null> {
+  const claimed = await tx.query(
+    `WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`,
+    [consumer, [event.id]],
+  );
   if (claimed.rows[0].n === 0) return null;
 
   await tx.query(
@@ -60,7 +68,10 @@ export async function eraseUser(tx: PoolClient, consumer: string, event: { id: s
   );
   const digestItems = await tx.query(`DELETE FROM email_digest_items WHERE user_id = $1`, [userId]);
   const digestWindows = await tx.query(`DELETE FROM email_digest_windows WHERE user_id = $1`, [userId]);
-  const anonymisedItems = await tx.query(`UPDATE email_digest_items SET actor_id = NULL, excerpt = NULL WHERE actor_id = $1`, [userId]);
+  const anonymisedItems = await tx.query(
+    `UPDATE email_digest_items SET actor_id = NULL, excerpt = NULL WHERE actor_id = $1`,
+    [userId],
+  );
   const suppressions = await tx.query(`DELETE FROM email_suppressions WHERE user_id = $1`, [userId]);
   return {
     deliveries: deliveries.rowCount ?? 0,

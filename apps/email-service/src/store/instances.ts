@@ -19,7 +19,10 @@ export const holderAlive = (col: string) =>
   `EXISTS (SELECT 1 FROM email_service_instances i WHERE i.instance_id = ${col} AND i.heartbeat_at >= now() - i.dead_after_ms * interval '1 millisecond')`;
 
 export async function register(pool: Pool, me: Instance): Promise<void> {
-  await pool.query(`INSERT INTO email_service_instances (instance_id, host, pid, dead_after_ms) VALUES ($1, $2, $3, $4)`, [me.id, me.host, me.pid, me.deadAfterMs]);
+  await pool.query(
+    `INSERT INTO email_service_instances (instance_id, host, pid, dead_after_ms) VALUES ($1, $2, $3, $4)`,
+    [me.id, me.host, me.pid, me.deadAfterMs],
+  );
 }
 
 /** Re-creates the row if it went missing (pruned by another replica while this one was cut off). */

@@ -74,7 +74,8 @@ const LEASE_COLUMNS = `id::text AS id, lease_token::text AS token, attempts, mes
 const takeable = (t: string, claimer: string) =>
   `(${t}.state = 'sending' AND (${t}.lease_until < now() OR (${claimer}::uuid IS NOT NULL AND ${t}.lease_holder IS NOT NULL AND NOT ${holderAlive(`${t}.lease_holder`)})))`;
 /** The takeover column's value for a row about to be claimed (its old values). */
-const takeoverOf = (t: string) => `CASE WHEN ${t}.state <> 'sending' THEN NULL WHEN ${t}.lease_until < now() THEN 'lease_expired' ELSE 'holder_dead' END`;
+const takeoverOf = (t: string) =>
+  `CASE WHEN ${t}.state <> 'sending' THEN NULL WHEN ${t}.lease_until < now() THEN 'lease_expired' ELSE 'holder_dead' END`;
 
 /** Records a decision waiting to be sent (pending), e.g. while the breaker holds it. No-op if the row exists. */
 export async function record(pool: Pool, d: NewDelivery): Promise<void> {
@@ -102,7 +103,17 @@ export async function claim(pool: Pool, d: NewDelivery, leaseMs: number, holder?
            takeover = ${takeoverOf('email_deliveries')}, updated_at = now()
      WHERE email_deliveries.state IN ('pending', 'failed') OR ${takeable('email_deliveries', '$9')}
      RETURNING ${LEASE_COLUMNS}, takeover`,
-    [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, randomUUID(), leaseMs, holder?.id ?? null],
+    [
+      d.idempotencyKey,
+      d.channel,
+      d.userId,
+      d.messageId,
+      d.notificationType ?? null,
+      d.notificationId ?? null,
+      randomUUID(),
+      leaseMs,
+      holder?.id ?? null,
+    ],
   );
   const won = res.rows[0];
   if (won) {
@@ -123,7 +134,13 @@ export async function claim(pool: Pool, d: NewDelivery, leaseMs: number, holder?
  * takeable lease: expired, or its holder dead). SKIP LOCKED: concurrent schedulers take disjoint
  * rows instead of waiting.
  */
-export async function claimDueDigests(pool: Pool, now: Date, limit: number, leaseMs: number, holder?: LeaseHolder): Promise<DigestLease[]> {
+export async function claimDueDigests(
+  pool: Pool,
+  now: Date,
+  limit: number,
+  leaseMs: number,
+  holder?: LeaseHolder,
+): Promise<DigestLease[]> {
   const res = await pool.query<DigestLease>(
     `UPDATE email_deliveries d
         SET state = 'sending', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
@@ -159,7 +176,12 @@ export async function markSent(pool: Pool, lease: Lease, smtpResponse: string): 
  * sending → pending after a transient failure. `nextAttemptAt` schedules a digest's next try;
  * `refundAttempt` undoes the claim's attempt count when nothing was tried (breaker opened).
  */
-export async function release(pool: Pool, lease: Lease, error: string, options: { nextAttemptAt?: Date; refundAttempt?: boolean } = {}): Promise<void> {
+export async function release(
+  pool: Pool,
+  lease: Lease,
+  error: string,
+  options: { nextAttemptAt?: Date; refundAttempt?: boolean } = {},
+): Promise<void> {
   await pool.query(
     `UPDATE email_deliveries
         SET state = 'pending', last_error = $3, next_attempt_at = COALESCE($4::timestamptz, next_attempt_at),

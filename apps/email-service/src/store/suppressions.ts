@@ -40,7 +40,11 @@ export async function add(pool: Pool, userId: string, scope: string): Promise<vo
 
 /** True when any of `scopes` blocks a notification for `userId` decided at `decidedAt`. */
 export async function blocks(pool: Pool, userId: string, scopes: string[], decidedAt: Date): Promise<boolean> {
-  const res = await pool.query(`SELECT 1 FROM email_suppressions s WHERE s.user_id = $1 AND ${BLOCKS} LIMIT 1`, [userId, scopes, decidedAt]);
+  const res = await pool.query(`SELECT 1 FROM email_suppressions s WHERE s.user_id = $1 AND ${BLOCKS} LIMIT 1`, [
+    userId,
+    scopes,
+    decidedAt,
+  ]);
   return (res.rowCount ?? 0) > 0;
 }
 
@@ -69,7 +73,13 @@ export async function markSynced(pool: Pool, userId: string, scope: string): Pro
   );
 }
 
-export async function markSyncFailed(pool: Pool, userId: string, scope: string, error: string, nextSyncAt: Date): Promise<void> {
+export async function markSyncFailed(
+  pool: Pool,
+  userId: string,
+  scope: string,
+  error: string,
+  nextSyncAt: Date,
+): Promise<void> {
   await pool.query(
     `UPDATE email_suppressions SET last_sync_error = $3, next_sync_at = $4 WHERE user_id = $1 AND scope = $2 AND synced_at IS NULL`,
     [userId, scope, error.slice(0, 1000), nextSyncAt],

@@ -17,7 +17,10 @@ const HEADER_UNSAFE = /[\u0000-\u001f\u007f\u2028\u2029]+/g;
 
 /** One line, no control characters, trimmed and bounded: for Subject, display names, any header. */
 export function headerSafe(value: string, maxLength = 200): string {
-  const line = value.replace(HEADER_UNSAFE, ' ').replace(/\s{2,}/g, ' ').trim();
+  const line = value
+    .replace(HEADER_UNSAFE, ' ')
+    .replace(/\s{2,}/g, ' ')
+    .trim();
   return line.length > maxLength ? `${line.slice(0, maxLength - 1)}…` : line;
 }
 

@@ -37,7 +37,8 @@ export function htmlDocument(title: string, bodyHtml: string, footer: Footer): s
 
 export function textFooter(footer: Footer): string {
   const lines = ['--', footer.reason];
-  if (footer.unsubscribeUrl) lines.push(`Unsubscribe from ${footer.unsubscribeWhat ?? 'these emails'}: ${footer.unsubscribeUrl}`);
+  if (footer.unsubscribeUrl)
+    lines.push(`Unsubscribe from ${footer.unsubscribeWhat ?? 'these emails'}: ${footer.unsubscribeUrl}`);
   return lines.join('\n');
 }
 

@@ -73,7 +73,12 @@ export function renderNotification(view: NotificationView, options: RenderOption
 
   const text = [
     `${title}.`,
-    excerpt ? `\n${excerpt.split(/\r\n?|\n/).map((l) => `> ${l}`).join('\n')}` : '',
+    excerpt
+      ? `\n${excerpt
+          .split(/\r\n?|\n/)
+          .map((l) => `> ${l}`)
+          .join('\n')}`
+      : '',
     security ? '\nIf this was not you, change your password now.' : '',
     `\nView it: ${link}`,
     '',
@@ -84,7 +89,9 @@ export function renderNotification(view: NotificationView, options: RenderOption
 
   const body = [
     `<p><strong>${escapeHtml(title)}</strong></p>`,
-    excerpt ? `<blockquote style="border-left:3px solid #ccc;margin:0;padding-left:12px">${blockHtml(excerpt)}</blockquote>` : '',
+    excerpt
+      ? `<blockquote style="border-left:3px solid #ccc;margin:0;padding-left:12px">${blockHtml(excerpt)}</blockquote>`
+      : '',
     security ? '<p>If this was not you, change your password now.</p>' : '',
     `<p><a href="${escapeHtml(link)}">View it on the community</a></p>`,
   ]

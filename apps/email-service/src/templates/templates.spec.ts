@@ -19,7 +19,9 @@ const view = (type: NotificationType, over: Partial<NotificationView> = {}): Not
 
 describe('escaping', () => {
   it('escapes the five HTML specials and strips every line break and control from header values', () => {
-    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe('&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe(
+      '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    );
     expect(headerSafe('a\r\nBcc: x\u0000\u2028y\tz')).toBe('a Bcc: x y z');
     expect(headerSafe('x'.repeat(300))).toHaveLength(200);
   });
@@ -38,18 +40,29 @@ describe.each(NOTIFICATION_TYPES.map((t) => [t]))('the %s template', (type) => {
   it('escapes every user-supplied value in the HTML part', () => {
     expect(rendered.html).not.toContain('<script>');
     expect(rendered.html).not.toContain('<img');
-    if (type !== 'security_alert') expect(rendered.html).toContain('Eve &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co Bcc: victim@evil.test');
+    if (type !== 'security_alert')
+      expect(rendered.html).toContain(
+        'Eve &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co Bcc: victim@evil.test',
+      );
     expect(rendered.html).toContain('line one &lt;img src=x onerror=alert(1)&gt;<br>line two');
   });
 
-  it(type === 'security_alert' ? 'offers no unsubscribe link (alerts are always sent)' : 'offers an unsubscribe link', () => {
-    if (type === 'security_alert') expect(rendered.html).not.toContain('Unsubscribe');
-    else expect(rendered.html).toContain(`href="${BASE}/unsub?token=a&amp;b"`);
-  });
+  it(
+    type === 'security_alert' ? 'offers no unsubscribe link (alerts are always sent)' : 'offers an unsubscribe link',
+    () => {
+      if (type === 'security_alert') expect(rendered.html).not.toContain('Unsubscribe');
+      else expect(rendered.html).toContain(`href="${BASE}/unsub?token=a&amp;b"`);
+    },
+  );
 });
 
 it('words each type', () => {
-  const subjects = Object.fromEntries(NOTIFICATION_TYPES.map((t) => [t, renderNotification(view(t, { actorName: 'Ann' }), { publicBaseUrl: BASE }).subject]));
+  const subjects = Object.fromEntries(
+    NOTIFICATION_TYPES.map((t) => [
+      t,
+      renderNotification(view(t, { actorName: 'Ann' }), { publicBaseUrl: BASE }).subject,
+    ]),
+  );
   expect(subjects).toEqual({
     mention: 'Ann mentioned you in a comment',
     reply: 'Ann replied to your comment',
@@ -58,12 +71,18 @@ it('words each type', () => {
     follow: 'Ann started following you',
     security_alert: 'Security alert on your account',
   });
-  expect(renderNotification(view('follow', { actorName: undefined }), { publicBaseUrl: BASE }).subject).toBe('Someone started following you');
-  expect(renderNotification(view('reaction', { actorName: 'Ann', resourceType: '<evil>' }), { publicBaseUrl: BASE }).subject).toBe('Ann reacted to your content');
+  expect(renderNotification(view('follow', { actorName: undefined }), { publicBaseUrl: BASE }).subject).toBe(
+    'Someone started following you',
+  );
+  expect(
+    renderNotification(view('reaction', { actorName: 'Ann', resourceType: '<evil>' }), { publicBaseUrl: BASE }).subject,
+  ).toBe('Ann reacted to your content');
 });
 
 it('renders a digest listing every item, summarising past the limit', () => {
-  const items = Array.from({ length: DIGEST_MAX_LINES + 2 }, (_, i) => view(i % 2 ? 'follow' : 'reaction', { notificationId: `n${i}` }));
+  const items = Array.from({ length: DIGEST_MAX_LINES + 2 }, (_, i) =>
+    view(i % 2 ? 'follow' : 'reaction', { notificationId: `n${i}` }),
+  );
   const d = renderDigest(items, { publicBaseUrl: BASE, period: 'hourly', unsubscribeUrl: `${BASE}/u` });
   expect(d.subject).toBe(`Your hourly digest: ${DIGEST_MAX_LINES + 2} new notifications`);
   expect(d.text).toContain(`${BASE}/notifications/n0`);
@@ -75,8 +94,19 @@ it('renders a digest listing every item, summarising past the limit', () => {
 
 describe('Composer', () => {
   const tokens = new UnsubscribeTokens('secret-secret-secret-secret-secret-42');
-  const composer = new Composer({ publicBaseUrl: BASE, unsubscribeBaseUrl: 'https://mail.example/', messageIdDomain: 'community.example', digestPeriod: 'daily', tokens });
-  const user = { userId: 'u1', email: 'u1@example.test\r\nBcc: x@evil.test', displayName: 'Ann\r\nX-Evil: 1', locale: null };
+  const composer = new Composer({
+    publicBaseUrl: BASE,
+    unsubscribeBaseUrl: 'https://mail.example/',
+    messageIdDomain: 'community.example',
+    digestPeriod: 'daily',
+    tokens,
+  });
+  const user = {
+    userId: 'u1',
+    email: 'u1@example.test\r\nBcc: x@evil.test',
+    displayName: 'Ann\r\nX-Evil: 1',
+    locale: null,
+  };
 
   it('derives the Message-ID from the key, sets list headers, and strips CR/LF from recipient fields', () => {
     const mail = composer.notification(user, view('mention'), 'mention:c1:u1');
@@ -85,13 +115,18 @@ describe('Composer', () => {
     expect(composer.notification(user, view('mention'), 'mention:c1:u1').messageId).toBe(mail.messageId);
     expect(mail.to).toEqual({ name: 'Ann X-Evil: 1', address: 'u1@example.test Bcc: x@evil.test' });
     const link = /^<https:\/\/mail\.example\/v1\/unsubscribe\?token=(.+)>$/.exec(mail.headers['List-Unsubscribe']);
-    expect(tokens.verify(decodeURIComponent(link?.[1] ?? ''))).toMatchObject({ ok: true, claim: { userId: 'u1', scope: 'mention' } });
+    expect(tokens.verify(decodeURIComponent(link?.[1] ?? ''))).toMatchObject({
+      ok: true,
+      claim: { userId: 'u1', scope: 'mention' },
+    });
     expect(mail.headers['List-Unsubscribe-Post']).toBe('List-Unsubscribe=One-Click');
     expect(Object.values(mail.headers).join('')).not.toMatch(/[\r\n]/);
   });
 
   it('gives security alerts no List-Unsubscribe, and digests a digest-scoped one', () => {
-    expect(composer.notification(user, view('security_alert'), 'security:a1').headers['List-Unsubscribe']).toBeUndefined();
+    expect(
+      composer.notification(user, view('security_alert'), 'security:a1').headers['List-Unsubscribe'],
+    ).toBeUndefined();
     expect(composer.notification(user, view('security_alert'), 'security:a1').priority).toBe('critical');
     expect(composer.notification(user, view('mention'), 'mention:c1:u1').priority).toBe('regular');
     const digest = composer.digest(user, [view('follow')], 'digest:u1:2026-11-29T00:00:00.000Z');

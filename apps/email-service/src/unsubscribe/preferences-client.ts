@@ -40,20 +40,31 @@ export class PreferencesClient {
     if (types.length === 0) return; // nothing goes to the digest any more: the opt-out already holds
     const preferences = Object.fromEntries(types.map((t) => [t, { email: 'off' }]));
     const res = await this.request('PUT', userId, { preferences });
-    if (!res.ok) throw new PreferencesSyncError(`PUT preferences of ${userId}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
+    if (!res.ok)
+      throw new PreferencesSyncError(
+        `PUT preferences of ${userId}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`,
+      );
   }
 
   private async digestTypes(userId: string): Promise<NotificationType[]> {
     const res = await this.request('GET', userId);
-    if (!res.ok) throw new PreferencesSyncError(`GET preferences of ${userId}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
+    if (!res.ok)
+      throw new PreferencesSyncError(
+        `GET preferences of ${userId}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`,
+      );
     const body = (await res.json()) as { preferences?: Record<string, { email?: unknown } | undefined> };
-    return NOTIFICATION_TYPES.filter((t) => !PREFERENCE_LOCKED_TYPES.includes(t) && body.preferences?.[t]?.email === 'digest');
+    return NOTIFICATION_TYPES.filter(
+      (t) => !PREFERENCE_LOCKED_TYPES.includes(t) && body.preferences?.[t]?.email === 'digest',
+    );
   }
 
   private request(method: 'GET' | 'PUT', userId: string, body?: unknown): Promise<Response> {
     return fetch(`${this.baseUrl.replace(/\/+$/, '')}/v1/users/${encodeURIComponent(userId)}/preferences`, {
       method,
-      headers: { authorization: `Bearer ${this.serviceToken()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${this.serviceToken()}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(this.timeoutMs),
     });

@@ -14,7 +14,13 @@ export interface SyncDeps {
 }
 
 /** Pushes one opt-out to notification-service and records the outcome (never throws). */
-export async function syncOne(deps: SyncDeps, userId: string, scope: UnsubscribeScope, attempts: number, now: Date): Promise<boolean> {
+export async function syncOne(
+  deps: SyncDeps,
+  userId: string,
+  scope: UnsubscribeScope,
+  attempts: number,
+  now: Date,
+): Promise<boolean> {
   try {
     await deps.preferences.optOut(userId, scope);
     await suppressions.markSynced(deps.pool, userId, scope);
@@ -22,9 +28,14 @@ export async function syncOne(deps: SyncDeps, userId: string, scope: Unsubscribe
     return true;
   } catch (err) {
     const message = (err as Error).message;
-    await suppressions.markSyncFailed(deps.pool, userId, scope, message, new Date(now.getTime() + optOutSyncRetryDelayMs(attempts))).catch(() => undefined);
+    await suppressions
+      .markSyncFailed(deps.pool, userId, scope, message, new Date(now.getTime() + optOutSyncRetryDelayMs(attempts)))
+      .catch(() => undefined);
     deps.metrics.suppressionSyncs.inc({ outcome: 'failed' });
-    deps.logger.warn({ userId, scope, attempts, err: message }, 'could not update preferences in notification-service; will retry');
+    deps.logger.warn(
+      { userId, scope, attempts, err: message },
+      'could not update preferences in notification-service; will retry',
+    );
     return false;
   }
 }

@@ -18,9 +18,15 @@ describe('unsubscribe tokens', () => {
   it('round-trips, and refuses other secrets, tampering and unsubscribable scopes', () => {
     const token = tokens.sign({ userId: 'u:1', scope: 'reaction' });
     expect(tokens.verify(token)).toMatchObject({ ok: true, claim: { userId: 'u:1', scope: 'reaction' } });
-    expect(new UnsubscribeTokens('another-secret-entirely-0123456789').verify(token)).toEqual({ ok: false, reason: 'invalid' });
+    expect(new UnsubscribeTokens('another-secret-entirely-0123456789').verify(token)).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
     expect(tokens.verify(`${token}x`)).toEqual({ ok: false, reason: 'invalid' });
-    expect(tokens.verify(tokens.sign({ userId: 'u', scope: 'security_alert' as never }))).toEqual({ ok: false, reason: 'invalid' });
+    expect(tokens.verify(tokens.sign({ userId: 'u', scope: 'security_alert' as never }))).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
     expect(tokens.verify(undefined)).toEqual({ ok: false, reason: 'invalid' });
   });
 
@@ -36,13 +42,18 @@ describe('unsubscribe tokens', () => {
 
     const [payload, mac] = token.split('.');
     const body = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
-    const extended = Buffer.from(JSON.stringify({ ...body, e: (body.e as number) + 3650 * 86_400 })).toString('base64url');
+    const extended = Buffer.from(JSON.stringify({ ...body, e: (body.e as number) + 3650 * 86_400 })).toString(
+      'base64url',
+    );
     expect(clocked.verify(`${extended}.${mac}`)).toEqual({ ok: false, reason: 'invalid' });
   });
 
   it('is not signed with JWT_SECRET: a token keyed from it (the old scheme) does not pass as a new one', () => {
     const fromJwtSecret = new UnsubscribeTokens(JWT_SECRET).sign({ userId: 'alice', scope: 'mention' });
-    expect(new UnsubscribeTokens(SECRET, { legacy: { jwtSecret: JWT_SECRET } }).verify(fromJwtSecret)).toEqual({ ok: false, reason: 'invalid' });
+    expect(new UnsubscribeTokens(SECRET, { legacy: { jwtSecret: JWT_SECRET } }).verify(fromJwtSecret)).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
   });
 
   it('old version 1 tokens (no expiry): expired, or honoured until the configured instant; forged ones are invalid', () => {
@@ -50,7 +61,10 @@ describe('unsubscribe tokens', () => {
     let now = new Date('2027-01-01T00:00:00Z');
     const noTransition = new UnsubscribeTokens(SECRET, { now: () => now, legacy: { jwtSecret: JWT_SECRET } });
     expect(noTransition.verify(old)).toEqual({ ok: false, reason: 'expired' });
-    expect(noTransition.verify(v1Token('a-guessed-secret-0123456789abcdef', 'alice', 'follow'))).toEqual({ ok: false, reason: 'invalid' });
+    expect(noTransition.verify(v1Token('a-guessed-secret-0123456789abcdef', 'alice', 'follow'))).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
 
     const until = new Date('2027-03-01T00:00:00Z');
     const transition = new UnsubscribeTokens(SECRET, { now: () => now, legacy: { jwtSecret: JWT_SECRET, until } });

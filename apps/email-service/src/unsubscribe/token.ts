@@ -16,7 +16,10 @@ export type VerifiedToken =
 
 export function isUnsubscribeScope(value: unknown): value is UnsubscribeScope {
   if (value === 'digest') return true;
-  return NOTIFICATION_TYPES.includes(value as NotificationType) && !PREFERENCE_LOCKED_TYPES.includes(value as NotificationType);
+  return (
+    NOTIFICATION_TYPES.includes(value as NotificationType) &&
+    !PREFERENCE_LOCKED_TYPES.includes(value as NotificationType)
+  );
 }
 
 export const DEFAULT_UNSUBSCRIBE_TOKEN_TTL_MS = 60 * 24 * 3_600_000;
@@ -59,7 +62,9 @@ export class UnsubscribeTokens {
     private readonly options: UnsubscribeTokenOptions = {},
   ) {
     this.key = createHmac('sha256', secret).update('email-service:unsubscribe:v2').digest();
-    this.legacyKey = options.legacy ? createHmac('sha256', options.legacy.jwtSecret).update('email-service:unsubscribe:v1').digest() : undefined;
+    this.legacyKey = options.legacy
+      ? createHmac('sha256', options.legacy.jwtSecret).update('email-service:unsubscribe:v1').digest()
+      : undefined;
     this.ttlMs = options.ttlMs ?? DEFAULT_UNSUBSCRIBE_TOKEN_TTL_MS;
     this.now = options.now ?? (() => new Date());
   }
@@ -91,7 +96,9 @@ export class UnsubscribeTokens {
       if (this.legacyKey === undefined || !macMatches(this.legacyKey, payload, given)) return invalid;
       // Genuine, but issued before links expired: honoured during the transition only.
       const until = this.options.legacy?.until;
-      return until !== undefined && nowMs < until.getTime() ? { ok: true, claim, expiresAt: until } : { ok: false, reason: 'expired' };
+      return until !== undefined && nowMs < until.getTime()
+        ? { ok: true, claim, expiresAt: until }
+        : { ok: false, reason: 'expired' };
     }
     return invalid;
   }

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
-import { buildEvent, COMMUNITY_TOPOLOGY, notificationHeaders, type EventOf, type NotificationType } from '@community/contracts';
+import {
+  buildEvent,
+  COMMUNITY_TOPOLOGY,
+  notificationHeaders,
+  type EventOf,
+  type NotificationType,
+} from '@community/contracts';
 import type { Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
 import { loadEmailConfig, type EmailConfig } from '../../src/config';
@@ -51,16 +57,34 @@ export interface StartedService {
   registry: Registry;
   config: EmailConfig;
   /** Publishes as notification-service does: notification.created with its `notification-type` header. */
-  publish(event: { id: string; type: string; version: number; occurredAt: string; correlationId: string }): Promise<void>;
+  publish(event: {
+    id: string;
+    type: string;
+    version: number;
+    occurredAt: string;
+    correlationId: string;
+  }): Promise<void>;
   /** Publishes without the header, as before it existed (a message already queued at an upgrade). */
-  publishWithoutHeaders(event: { id: string; type: string; version: number; occurredAt: string; correlationId: string }): Promise<void>;
+  publishWithoutHeaders(event: {
+    id: string;
+    type: string;
+    version: number;
+    occurredAt: string;
+    correlationId: string;
+  }): Promise<void>;
   /** A counter or gauge value from the service's registry (summed over matching labels). */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
 }
 
 export async function startService(
   config: EmailConfig,
-  options: { retryDelaysMs?: number[]; clock?: () => Date; rateLimitClock?: () => number; runTicker?: boolean; before?: (svc: EmailService) => void } = {},
+  options: {
+    retryDelaysMs?: number[];
+    clock?: () => Date;
+    rateLimitClock?: () => number;
+    runTicker?: boolean;
+    before?: (svc: EmailService) => void;
+  } = {},
 ): Promise<StartedService> {
   const registry = new Registry();
   const svc = createEmailService(config, {
@@ -87,13 +111,20 @@ export async function startService(
       if (!m) return 0;
       const { values } = await m.get();
       return values
-        .filter((v) => Object.entries(labels).every(([k, want]) => String((v.labels as Record<string, unknown>)[k]) === want))
+        .filter((v) =>
+          Object.entries(labels).every(([k, want]) => String((v.labels as Record<string, unknown>)[k]) === want),
+        )
         .reduce((sum, v) => sum + v.value, 0);
     },
   };
 }
 
-export function userUpserted(userId: string, email: string, displayName: string, occurredAt: Date = new Date()): EventOf<'user.upserted'> {
+export function userUpserted(
+  userId: string,
+  email: string,
+  displayName: string,
+  occurredAt: Date = new Date(),
+): EventOf<'user.upserted'> {
   return buildEvent('user.upserted', { userId, email, displayName }, { producer: 'test', occurredAt });
 }
 

@@ -16,7 +16,10 @@ export interface ParsedMail {
 }
 
 function unfold(block: string): string[] {
-  return block.replace(/\r\n[ \t]+/g, ' ').split('\r\n').filter(Boolean);
+  return block
+    .replace(/\r\n[ \t]+/g, ' ')
+    .split('\r\n')
+    .filter(Boolean);
 }
 
 function headerMap(lines: string[]): Map<string, string> {
@@ -66,7 +69,9 @@ function decodeBody(body: string, encoding: string | undefined): string {
 
 function split(raw: string): { headerLines: string[]; body: string } {
   const at = raw.indexOf('\r\n\r\n');
-  return at < 0 ? { headerLines: unfold(raw), body: '' } : { headerLines: unfold(raw.slice(0, at)), body: raw.slice(at + 4) };
+  return at < 0
+    ? { headerLines: unfold(raw), body: '' }
+    : { headerLines: unfold(raw.slice(0, at)), body: raw.slice(at + 4) };
 }
 
 export function parseMail(raw: string): ParsedMail {

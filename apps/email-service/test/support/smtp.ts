@@ -11,7 +11,9 @@ export interface SmtpBehaviour {
   /** Return an Error with `responseCode` to refuse the recipient (4xx/5xx). */
   onRcpt?: (address: string, session: SMTPServerSession) => (Error & { responseCode?: number }) | undefined;
   /** Called once the whole message is in, before the reply; may delay or refuse it. */
-  onMessage?: (mail: ReceivedEmail) => Promise<(Error & { responseCode?: number }) | undefined> | (Error & { responseCode?: number }) | undefined;
+  onMessage?: (
+    mail: ReceivedEmail,
+  ) => Promise<(Error & { responseCode?: number }) | undefined> | (Error & { responseCode?: number }) | undefined;
 }
 
 export function smtpError(responseCode: number, message: string): Error & { responseCode: number } {
@@ -41,12 +43,17 @@ export class TestSmtp {
       disabledCommands: ['STARTTLS', 'AUTH'],
       logger: false,
       closeTimeout: 100,
-      onRcptTo: (address, session, callback) => callback(this.behaviour.onRcpt?.(address.address, session) ?? undefined),
+      onRcptTo: (address, session, callback) =>
+        callback(this.behaviour.onRcpt?.(address.address, session) ?? undefined),
       onData: (stream, session, callback) => {
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', async () => {
-          const mail: ReceivedEmail = { ...parseMail(Buffer.concat(chunks).toString('utf8')), rcptTo: session.envelope.rcptTo.map((r) => r.address), at: Date.now() };
+          const mail: ReceivedEmail = {
+            ...parseMail(Buffer.concat(chunks).toString('utf8')),
+            rcptTo: session.envelope.rcptTo.map((r) => r.address),
+            at: Date.now(),
+          };
           this.received.push(mail);
           try {
             const err = await this.behaviour.onMessage?.(mail);

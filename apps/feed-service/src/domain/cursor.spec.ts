@@ -5,7 +5,13 @@ describe('cursor', () => {
   it('round-trips and refuses what it did not issue', () => {
     const key = { at: 1_780_000_000_123, postId: 'p-1' };
     expect(decodeCursor(encodeCursor(key))).toEqual(key);
-    for (const bad of ['', 'abc', Buffer.from('[1]').toString('base64url'), Buffer.from('[-1,"x"]').toString('base64url'), Buffer.from('[1,""]').toString('base64url')]) {
+    for (const bad of [
+      '',
+      'abc',
+      Buffer.from('[1]').toString('base64url'),
+      Buffer.from('[-1,"x"]').toString('base64url'),
+      Buffer.from('[1,""]').toString('base64url'),
+    ]) {
       expect(decodeCursor(bad)).toBeUndefined();
     }
   });

@@ -7,7 +7,11 @@ import { compareKeys, isAfter, type FeedKey } from './cursor';
  * `limit` items after the cursor or all it has, so the page is exactly what one sorted source would
  * give.
  */
-export function mergePage<T extends FeedKey>(sources: ReadonlyArray<ReadonlyArray<T>>, cursor: FeedKey | undefined, limit: number): T[] {
+export function mergePage<T extends FeedKey>(
+  sources: ReadonlyArray<ReadonlyArray<T>>,
+  cursor: FeedKey | undefined,
+  limit: number,
+): T[] {
   const all = sources.flat().filter((item) => isAfter(item, cursor));
   all.sort(compareKeys);
   const out: T[] = [];

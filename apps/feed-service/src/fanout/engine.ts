@@ -137,7 +137,11 @@ export function createFanout(deps: FanoutDeps) {
       /** The Redis writes check the marker inside feed-push-many.lua (redis/commands), atomically. */
       pushOptions() {
         if (!preempt) return undefined;
-        return { canYield: () => spentMs < config.FEED_FANOUT_YIELD_MAX_MS, wait: budget.wait, resumed: budget.resumed };
+        return {
+          canYield: () => spentMs < config.FEED_FANOUT_YIELD_MAX_MS,
+          wait: budget.wait,
+          resumed: budget.resumed,
+        };
       },
     };
     return budget;
@@ -147,7 +151,13 @@ export function createFanout(deps: FanoutDeps) {
    * One chunk. `lane: 'large'` (a chunk message of a multi-chunk fan-out) yields to small-lane work
    * in flight; `'small'` (the inline one-chunk fan-out, which is the small lane) never does.
    */
-  async function runChunk(postId: string, chunkNo: number, logger?: Logger, lane: 'small' | 'large' = 'large', signal?: AbortSignal): Promise<'processed' | 'duplicate'> {
+  async function runChunk(
+    postId: string,
+    chunkNo: number,
+    logger?: Logger,
+    lane: 'small' | 'large' = 'large',
+    signal?: AbortSignal,
+  ): Promise<'processed' | 'duplicate'> {
     signal?.throwIfAborted();
     const chunk = await fanout.startChunk(pool, postId, chunkNo);
     if (!chunk) {
@@ -160,12 +170,19 @@ export function createFanout(deps: FanoutDeps) {
       await budget?.gate();
       signal?.throwIfAborted();
       const followers = await fanout.chunkFollowers(pool, chunk.authorId, chunk, chunk.activeSince);
-      const written = await cache.pushToFeeds(followers, { postId, at: chunk.publishedAt.getTime() }, budget?.pushOptions(), signal);
+      const written = await cache.pushToFeeds(
+        followers,
+        { postId, at: chunk.publishedAt.getTime() },
+        budget?.pushOptions(),
+        signal,
+      );
       signal?.throwIfAborted();
       await cache.extendAuthor(chunk.authorId, postId, config.FEED_AUTHOR_LEASE_MS);
       await budget?.gate();
       // With the signal, a checkpoint whose deadline passes is cancelled and rolled back, never committed.
-      const finished = await withTransaction(pool, { signal }, (tx) => fanout.finishChunk(tx, postId, chunkNo, written));
+      const finished = await withTransaction(pool, { signal }, (tx) =>
+        fanout.finishChunk(tx, postId, chunkNo, written),
+      );
       if (finished?.jobDone) {
         metrics.fanoutLag.observe(Math.max(0, (now().getTime() - chunk.publishedAt.getTime()) / 1000));
         await cache.releaseAuthor(chunk.authorId, postId).catch(() => undefined); // expires anyway
@@ -186,7 +203,13 @@ export function createFanout(deps: FanoutDeps) {
    * briefly, rather than through a delayed retry of several seconds; a long fan-out in the way
    * (many chunks) makes the wait run out, and the post is retried later.
    */
-  async function acquireAuthorWithin(authorId: string, holder: string, waitMs: number, mark: SmallLaneMark, signal?: AbortSignal): Promise<boolean> {
+  async function acquireAuthorWithin(
+    authorId: string,
+    holder: string,
+    waitMs: number,
+    mark: SmallLaneMark,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
     const deadline = Date.now() + waitMs;
     if (await cache.acquireAuthor(authorId, holder, config.FEED_AUTHOR_LEASE_MS)) return true;
     // Waiting is not small-lane work: large fan-outs (maybe this author's) go on meanwhile.
@@ -206,7 +229,11 @@ export function createFanout(deps: FanoutDeps) {
    * until the inline chunk is written (so large fan-outs yield to it), and gives it up as soon as the
    * author turns out to have more followers than one chunk (planning a large fan-out is not small work).
    */
-  async function onPost(post: PublishedPost, logger?: Logger, signal?: AbortSignal): Promise<'processed' | 'duplicate' | 'skipped'> {
+  async function onPost(
+    post: PublishedPost,
+    logger?: Logger,
+    signal?: AbortSignal,
+  ): Promise<'processed' | 'duplicate' | 'skipped'> {
     const mark = smallLaneMark();
     await mark.enter();
     try {
@@ -216,7 +243,12 @@ export function createFanout(deps: FanoutDeps) {
     }
   }
 
-  async function handlePost(post: PublishedPost, mark: SmallLaneMark, logger?: Logger, signal?: AbortSignal): Promise<'processed' | 'duplicate' | 'skipped'> {
+  async function handlePost(
+    post: PublishedPost,
+    mark: SmallLaneMark,
+    logger?: Logger,
+    signal?: AbortSignal,
+  ): Promise<'processed' | 'duplicate' | 'skipped'> {
     const step = () => signal?.throwIfAborted();
     step();
     await projections.recordActivity(pool, post.authorId, post.publishedAt);
@@ -224,7 +256,10 @@ export function createFanout(deps: FanoutDeps) {
     const followers = await projections.followerCount(pool, post.authorId);
     if (followers > config.FEED_FANOUT_CHUNK_SIZE) await mark.leave();
     step();
-    const stored = await projections.recordPost(pool, { ...post, pushed: followers <= config.FEED_LARGE_AUTHOR_THRESHOLD });
+    const stored = await projections.recordPost(pool, {
+      ...post,
+      pushed: followers <= config.FEED_LARGE_AUTHOR_THRESHOLD,
+    });
     // A large author's post is not fanned out: reads merge it in (the first recording decided).
     if (!stored.pushed) return stored.inserted ? 'skipped' : 'duplicate';
     step();
@@ -239,7 +274,11 @@ export function createFanout(deps: FanoutDeps) {
         // replica's connection ends.
         await tx.query(`SELECT pg_advisory_xact_lock(hashtext('feed-author'), hashtext($1))`, [post.authorId]);
         const chunks = await fanout.planChunks(tx, post.authorId, activeSince, config.FEED_FANOUT_CHUNK_SIZE);
-        await fanout.createJob(tx, { postId: post.postId, authorId: post.authorId, publishedAt: stored.publishedAt, activeSince }, chunks);
+        await fanout.createJob(
+          tx,
+          { postId: post.postId, authorId: post.authorId, publishedAt: stored.publishedAt, activeSince },
+          chunks,
+        );
       });
       job = (await fanout.getJob(pool, post.postId))!;
     }
@@ -251,7 +290,10 @@ export function createFanout(deps: FanoutDeps) {
     // post.published) until this one released the lease or the lease expired after a crash.
     step();
     if (!(await acquireAuthorWithin(post.authorId, post.postId, LEASE_WAIT_MS, mark, signal))) {
-      throw new TransientError(`a fan-out of author '${post.authorId}' is running; post '${post.postId}' waits for it`, 'AUTHOR_BUSY');
+      throw new TransientError(
+        `a fan-out of author '${post.authorId}' is running; post '${post.postId}' waits for it`,
+        'AUTHOR_BUSY',
+      );
     }
     step();
     const pending = await fanout.pendingChunks(pool, post.postId);
@@ -263,7 +305,11 @@ export function createFanout(deps: FanoutDeps) {
     const publisher = deps.publisher;
     for (let i = 0; i < pending.length; i += PUBLISH_PARALLELISM) {
       step(); // chunks not sent are sent by the retry (it finds the job and sends the pending ones)
-      await Promise.all(pending.slice(i, i + PUBLISH_PARALLELISM).map((c) => sendFanoutChunk(publisher, { postId: post.postId, chunkNo: c.chunkNo }, post.correlationId)));
+      await Promise.all(
+        pending
+          .slice(i, i + PUBLISH_PARALLELISM)
+          .map((c) => sendFanoutChunk(publisher, { postId: post.postId, chunkNo: c.chunkNo }, post.correlationId)),
+      );
     }
     logger?.debug({ postId: post.postId, chunks: pending.length }, 'fan-out planned');
     return 'processed';

@@ -26,7 +26,18 @@ export function createActivityHandler(deps: ActivityDeps) {
     switch (event.type) {
       case 'post.published': {
         const { postId, authorId, title, excerpt } = event.data;
-        return fanout.onPost({ postId, authorId, title, excerpt, publishedAt: new Date(event.occurredAt), correlationId: event.correlationId }, ctx.logger, ctx.signal);
+        return fanout.onPost(
+          {
+            postId,
+            authorId,
+            title,
+            excerpt,
+            publishedAt: new Date(event.occurredAt),
+            correlationId: event.correlationId,
+          },
+          ctx.logger,
+          ctx.signal,
+        );
       }
       case 'user.followed':
       case 'user.unfollowed': {
@@ -39,7 +50,13 @@ export function createActivityHandler(deps: ActivityDeps) {
         try {
           // Past the deadline (ctx.signal) nothing more is done: the edge's transaction is cancelled and
           // rolled back, and the retry applies the event (idempotent by occurredAt).
-          const result = await projections.applyFollow(pool, followerId, followeeId, { active: wanted, occurredAt }, ctx.signal);
+          const result = await projections.applyFollow(
+            pool,
+            followerId,
+            followeeId,
+            { active: wanted, occurredAt },
+            ctx.signal,
+          );
           ctx.signal.throwIfAborted();
           await projections.recordActivity(pool, followerId, occurredAt);
           // The edge is in this event's state (applied now, or by an earlier delivery of it): the

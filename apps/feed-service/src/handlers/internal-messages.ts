@@ -30,7 +30,10 @@ const envelope = <T extends string, D extends ReturnType<typeof Type.Object>>(ty
   });
 
 /** One chunk of a planned fan-out: its range and job are in feed_fanout_chunks / feed_fanout_jobs. */
-export const FanoutChunkMessage = envelope('feed.fanout-chunk', Type.Object({ postId: Id, chunkNo: Type.Integer({ minimum: 0 }) }));
+export const FanoutChunkMessage = envelope(
+  'feed.fanout-chunk',
+  Type.Object({ postId: Id, chunkNo: Type.Integer({ minimum: 0 }) }),
+);
 /** Bring one follower's feed in line with one edge: backfill the followee's posts, or remove them. */
 export const ReconcileMessage = envelope('feed.follow-reconcile', Type.Object({ followerId: Id, followeeId: Id }));
 
@@ -48,7 +51,10 @@ function validator<S extends typeof FanoutChunkMessage | typeof ReconcileMessage
     }
     if (!check.Check(value)) {
       const first = check.Errors(value).First();
-      throw new PermanentError(`invalid ${schema.properties.type.const} message: ${first?.path || '/'} ${first?.message ?? 'does not match'}`, 'INVALID_MESSAGE');
+      throw new PermanentError(
+        `invalid ${schema.properties.type.const} message: ${first?.path || '/'} ${first?.message ?? 'does not match'}`,
+        'INVALID_MESSAGE',
+      );
     }
     return value as Static<S>;
   };
@@ -59,14 +65,33 @@ export const validateReconcile = validator(ReconcileMessage);
 
 function wrap<T extends 'feed.fanout-chunk' | 'feed.follow-reconcile', D>(type: T, data: D, correlationId: string) {
   const id = randomUUID();
-  return { id, type, version: 1 as const, occurredAt: new Date().toISOString(), producer: SERVICE_NAME, correlationId, data };
+  return {
+    id,
+    type,
+    version: 1 as const,
+    occurredAt: new Date().toISOString(),
+    producer: SERVICE_NAME,
+    correlationId,
+    data,
+  };
 }
 
 /** Straight to the queue through the default exchange (the queues have no topic binding). */
-export function sendFanoutChunk(publisher: Publisher, data: FanoutChunkMessage['data'], correlationId: string): Promise<void> {
+export function sendFanoutChunk(
+  publisher: Publisher,
+  data: FanoutChunkMessage['data'],
+  correlationId: string,
+): Promise<void> {
   return publisher.publish(wrap('feed.fanout-chunk', data, correlationId), { exchange: '', routingKey: FANOUT_QUEUE });
 }
 
-export function sendReconcile(publisher: Publisher, data: ReconcileMessage['data'], correlationId: string): Promise<void> {
-  return publisher.publish(wrap('feed.follow-reconcile', data, correlationId), { exchange: '', routingKey: BACKFILL_QUEUE });
+export function sendReconcile(
+  publisher: Publisher,
+  data: ReconcileMessage['data'],
+  correlationId: string,
+): Promise<void> {
+  return publisher.publish(wrap('feed.follow-reconcile', data, correlationId), {
+    exchange: '',
+    routingKey: BACKFILL_QUEUE,
+  });
 }

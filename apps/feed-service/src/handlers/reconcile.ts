@@ -17,7 +17,12 @@ import type { ReconcileMessage } from './internal-messages';
  * Past the handler's deadline (`ctx.signal`) no further step starts; the retry redoes them (each is
  * idempotent: ZADD, ZREM of the same members).
  */
-export function createReconcileHandler(deps: { pool: Pool; cache: FeedCache; metrics: FeedMetrics; config: FeedConfig }) {
+export function createReconcileHandler(deps: {
+  pool: Pool;
+  cache: FeedCache;
+  metrics: FeedMetrics;
+  config: FeedConfig;
+}) {
   const { pool, cache, metrics, config } = deps;
   return async (message: ReconcileMessage, ctx: Pick<MessageContext, 'signal'>): Promise<Outcome> => {
     const { followerId, followeeId } = message.data;
@@ -39,12 +44,18 @@ export function createReconcileHandler(deps: { pool: Pool; cache: FeedCache; met
       return 'processed';
     }
     if ((await fanout.unfinishedJobs(pool, followeeId)) > 0) {
-      throw new TransientError(`a fan-out of '${followeeId}' is running; the removal from '${followerId}''s feed waits for it`, 'FANOUT_RUNNING');
+      throw new TransientError(
+        `a fan-out of '${followeeId}' is running; the removal from '${followerId}''s feed waits for it`,
+        'FANOUT_RUNNING',
+      );
     }
     step();
     const posts = await projections.latestPushedPosts(pool, followeeId, config.FEED_CAP);
     step();
-    await cache.removePosts(followerId, posts.map((p) => p.postId));
+    await cache.removePosts(
+      followerId,
+      posts.map((p) => p.postId),
+    );
     metrics.backfills.inc({ action: 'removed' });
     return 'processed';
   };

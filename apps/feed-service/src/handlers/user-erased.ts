@@ -34,7 +34,9 @@ export function createUserErasedHandler(deps: UserErasedDeps) {
     ctx.signal.throwIfAborted();
     await cache.forgetUser(userId, found.postIds, found.followerIds);
     ctx.signal.throwIfAborted();
-    const counts = await withTransaction(pool, { signal: ctx.signal }, (tx) => eraseUser(tx, consumer, event.id, userId));
+    const counts = await withTransaction(pool, { signal: ctx.signal }, (tx) =>
+      eraseUser(tx, consumer, event.id, userId),
+    );
     if (!counts) return 'duplicate';
     ctx.logger.info({ erasureId, ...counts, redisFeeds: found.followerIds.length }, 'user erased');
     return 'processed';

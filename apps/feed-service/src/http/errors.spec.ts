@@ -1,7 +1,9 @@
 import { ERRORS } from './errors';
 
 it('every HTTP error code is unique, FS_-prefixed and carries a 4xx status', () => {
-  const made = Object.values(ERRORS).map((make) => (make as (...a: unknown[]) => { code: string; statusCode: number })('x', 1, 2));
+  const made = Object.values(ERRORS).map((make) =>
+    (make as (...a: unknown[]) => { code: string; statusCode: number })('x', 1, 2),
+  );
   expect(new Set(made.map((e) => e.code)).size).toBe(made.length);
   for (const e of made) {
     expect(e.code).toMatch(/^FS_[A-Z_]+$/);

@@ -6,5 +6,8 @@ import { defineErrors } from '@community/observability';
  * the wire). Bodies keep fastify's shape `{ statusCode, code, error, message }`.
  */
 export const ERRORS = defineErrors('FS_', {
-  INVALID_CURSOR: { statusCode: 400, message: "querystring/cursor is not a cursor issued by this API (use 'nextCursor' from a previous page)" },
+  INVALID_CURSOR: {
+    statusCode: 400,
+    message: "querystring/cursor is not a cursor issued by this API (use 'nextCursor' from a previous page)",
+  },
 });

@@ -25,7 +25,13 @@ export function registerFeedRoutes(app: FastifyInstance, deps: { reader: FeedRea
       reply.header('x-feed-source', page.result);
       const last = page.items.at(-1);
       return {
-        items: page.items.map(({ postId, authorId, title, excerpt, publishedAt }) => ({ postId, authorId, title, excerpt, publishedAt })),
+        items: page.items.map(({ postId, authorId, title, excerpt, publishedAt }) => ({
+          postId,
+          authorId,
+          title,
+          excerpt,
+          publishedAt,
+        })),
         nextCursor: page.items.length === limit && last ? encodeCursor(last) : null,
       };
     },

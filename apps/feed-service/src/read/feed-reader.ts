@@ -30,7 +30,13 @@ export interface FeedPage {
   result: 'hit' | 'miss' | 'fallback';
 }
 
-export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: FeedMetrics; config: FeedConfig; logger: Logger }) {
+export function createFeedReader(deps: {
+  pool: Pool;
+  cache: FeedCache;
+  metrics: FeedMetrics;
+  config: FeedConfig;
+  logger: Logger;
+}) {
   const { pool, cache, metrics, config, logger } = deps;
 
   /** A cache call whose failure means "answer from Postgres", unlike a database error. */
@@ -53,7 +59,11 @@ export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: 
   }
 
   /** The page of a ready feed merged with the large authors' posts; undefined when not ready; null past the cap. */
-  async function fromCache(userId: string, cursor: FeedKey | undefined, limit: number): Promise<FeedItem[] | undefined | null> {
+  async function fromCache(
+    userId: string,
+    cursor: FeedKey | undefined,
+    limit: number,
+  ): Promise<FeedItem[] | undefined | null> {
     const [page, large] = await Promise.all([
       cached(() => cache.readyPage(userId, cursor, limit)),
       projections.feedFromProjections(pool, userId, 'unpushed', { cursor, limit }),
@@ -63,7 +73,10 @@ export function createFeedReader(deps: { pool: Pool; cache: FeedCache; metrics: 
     if (page.items.length + page.missing.length < limit && page.size >= config.FEED_CAP) return null;
     let items = page.items;
     if (page.missing.length > 0) {
-      const loaded = await projections.postsByIds(pool, page.missing.map((m) => m.postId));
+      const loaded = await projections.postsByIds(
+        pool,
+        page.missing.map((m) => m.postId),
+      );
       await cached(() => cache.putPosts(loaded)).catch(() => undefined);
       items = [...items, ...loaded.map(toItem)];
     }

@@ -21,7 +21,12 @@ export interface FeedEntry {
 export async function rebuildFeed(
   deps: { pool: Pool; cache: FeedCache; cap: number },
   userId: string,
-  options: { exact?: boolean; /** Wraps the Redis calls (the read path tells a Redis failure from a database one). */ redis?: <T>(fn: () => Promise<T>) => Promise<T> } = {},
+  options: {
+    exact?: boolean;
+    /** Wraps the Redis calls (the read path tells a Redis failure from a database one). */ redis?: <T>(
+      fn: () => Promise<T>,
+    ) => Promise<T>;
+  } = {},
 ): Promise<number> {
   const { pool, cache, cap } = deps;
   const redis = options.redis ?? (<T>(fn: () => Promise<T>) => fn());
@@ -40,7 +45,10 @@ export async function rebuildFeed(
 
 /** What the materialised feed of `userId` should hold: its newest `cap` fanned-out posts, newest first. */
 export async function expectedFeed(pool: Pool, userId: string, cap: number): Promise<FeedEntry[]> {
-  return (await projections.feedFromProjections(pool, userId, 'pushed', { limit: cap })).map((p) => ({ postId: p.postId, at: p.publishedAt.getTime() }));
+  return (await projections.feedFromProjections(pool, userId, 'pushed', { limit: cap })).map((p) => ({
+    postId: p.postId,
+    at: p.publishedAt.getTime(),
+  }));
 }
 
 export interface FeedDiff {
@@ -54,7 +62,11 @@ export interface FeedDiff {
  * Compares a materialised feed with its expected entries, ignoring entries newer than
  * `settledBefore` (ms) on both sides: a fan-out in flight is not drift.
  */
-export function diffFeed(expected: readonly FeedEntry[], actual: readonly FeedEntry[], settledBefore = Number.POSITIVE_INFINITY): FeedDiff {
+export function diffFeed(
+  expected: readonly FeedEntry[],
+  actual: readonly FeedEntry[],
+  settledBefore = Number.POSITIVE_INFINITY,
+): FeedDiff {
   const key = (e: FeedEntry) => `${e.postId}@${e.at}`;
   const exp = expected.filter((e) => e.at < settledBefore);
   const act = actual.filter((e) => e.at < settledBefore);

@@ -18,12 +18,22 @@ export interface FeedItem extends FeedKey {
 
 export function toItem(post: PostRow): FeedItem {
   const publishedAt = post.publishedAt.toISOString();
-  return { postId: post.postId, authorId: post.authorId, title: post.title, excerpt: post.excerpt, publishedAt, at: post.publishedAt.getTime() };
+  return {
+    postId: post.postId,
+    authorId: post.authorId,
+    title: post.title,
+    excerpt: post.excerpt,
+    publishedAt,
+    at: post.publishedAt.getTime(),
+  };
 }
 
 type Page = { items: FeedItem[]; missing: FeedKey[]; size: number };
 
-export function createFeeds({ redis, bulk }: Pick<FeedConnections, 'redis' | 'bulk'>, options: Pick<FeedCacheOptions, 'prefix' | 'cap' | 'feedTtlMs'>) {
+export function createFeeds(
+  { redis, bulk }: Pick<FeedConnections, 'redis' | 'bulk'>,
+  options: Pick<FeedCacheOptions, 'prefix' | 'cap' | 'feedTtlMs'>,
+) {
   const { cap, feedTtlMs } = options;
 
   /**
@@ -36,7 +46,17 @@ export function createFeeds({ redis, bulk }: Pick<FeedConnections, 'redis' | 'bu
     let offset = 0;
     const batch = limit + 16;
     for (;;) {
-      const raw = await redis.zrange(k.feed(user), cursor ? cursor.at : '+inf', '-inf', 'BYSCORE', 'REV', 'LIMIT', offset, batch, 'WITHSCORES');
+      const raw = await redis.zrange(
+        k.feed(user),
+        cursor ? cursor.at : '+inf',
+        '-inf',
+        'BYSCORE',
+        'REV',
+        'LIMIT',
+        offset,
+        batch,
+        'WITHSCORES',
+      );
       for (let i = 0; i < raw.length; i += 2) {
         const key = { postId: raw[i], at: Number(raw[i + 1]) };
         if (isAfter(key, cursor)) keys.push(key);
@@ -154,7 +174,13 @@ export function createFeeds({ redis, bulk }: Pick<FeedConnections, 'redis' | 'bu
     },
     /** The reader was seen: the feed lives FEED_ACTIVE_WINDOW_DAYS from now, like their activity row. */
     async extend(user: string): Promise<void> {
-      await exec(redis.pipeline().pexpire(k.live(user), feedTtlMs).pexpire(k.ready(user), feedTtlMs).pexpire(k.feed(user), feedTtlMs));
+      await exec(
+        redis
+          .pipeline()
+          .pexpire(k.live(user), feedTtlMs)
+          .pexpire(k.ready(user), feedTtlMs)
+          .pexpire(k.feed(user), feedTtlMs),
+      );
     },
     /** True for the one caller that may rebuild this feed now (others within the window read Postgres). */
     async claimRebuild(user: string, windowMs: number): Promise<boolean> {
@@ -174,7 +200,13 @@ export function createFeeds({ redis, bulk }: Pick<FeedConnections, 'redis' | 'bu
      */
     async readyPage(user: string, cursor: FeedKey | undefined, limit: number): Promise<Page | undefined> {
       const batch = limit + 16;
-      const res = await redis.readyPage(k.ready(user), k.feed(user), cursor ? cursor.at : '+inf', batch, `${options.prefix}p:`);
+      const res = await redis.readyPage(
+        k.ready(user),
+        k.feed(user),
+        cursor ? cursor.at : '+inf',
+        batch,
+        `${options.prefix}p:`,
+      );
       if (!res) return undefined;
       const [raw, bodies, size] = res;
       const items: FeedItem[] = [];

@@ -16,14 +16,19 @@ export interface ErasureCounts {
 
 /** Whether this consumer already erased for this event (the inbox has its claim). */
 export async function alreadyErased(pool: Pool, consumer: string, eventId: string): Promise<boolean> {
-  const { rows } = await pool.query(`SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2`, [consumer, eventId]);
+  const { rows } = await pool.query(`SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2`, [
+    consumer,
+    eventId,
+  ]);
   return rows.length > 0;
 }
 
 export async function footprint(pool: Pool, userId: string): Promise<ErasureFootprint> {
   const [posts, followers] = await Promise.all([
     pool.query<{ post_id: string }>(`SELECT post_id FROM feed_posts WHERE author_id = $1`, [userId]),
-    pool.query<{ follower_id: string }>(`SELECT follower_id FROM feed_follows WHERE followee_id = $1 AND active`, [userId]),
+    pool.query<{ follower_id: string }>(`SELECT follower_id FROM feed_follows WHERE followee_id = $1 AND active`, [
+      userId,
+    ]),
   ]);
   return { postIds: posts.rows.map((r) => r.post_id), followerIds: followers.rows.map((r) => r.follower_id) };
 }
@@ -41,14 +46,25 @@ export async function footprint(pool: Pool, userId: string): Promise<ErasureFoot
  * Nothing is anonymised here: no other user's row holds anything of the erased user's but the
  * edges and posts deleted above.
  */
-export async function eraseUser(tx: PoolClient, consumer: string, eventId: string, userId: string): Promise<ErasureCounts | null> {
-  const claimed = await tx.query(`WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`, [consumer, [eventId]]);
+export async function eraseUser(
+  tx: PoolClient,
+  consumer: string,
+  eventId: string,
+  userId: string,
+): Promise<ErasureCounts | null> {
+  const claimed = await tx.query(
+    `WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`,
+    [consumer, [eventId]],
+  );
   if (claimed.rows[0].n === 0) return null;
   const follows = await tx.query<{ followee_id: string; active: boolean; follower_id: string }>(
     `DELETE FROM feed_follows WHERE follower_id = $1 OR followee_id = $1 RETURNING follower_id, followee_id, active`,
     [userId],
   );
-  const followees = follows.rows.filter((r) => r.active && r.follower_id === userId && r.followee_id !== userId).map((r) => r.followee_id).sort();
+  const followees = follows.rows
+    .filter((r) => r.active && r.follower_id === userId && r.followee_id !== userId)
+    .map((r) => r.followee_id)
+    .sort();
   if (followees.length) {
     await tx.query(
       `UPDATE feed_authors SET follower_count = GREATEST(follower_count - 1, 0) WHERE author_id = ANY($1::text[])`,

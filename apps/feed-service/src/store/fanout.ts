@@ -32,7 +32,12 @@ export interface JobRow {
  * follower who turns active or follows later is not added to a running fan-out (they get the post
  * from a rebuild or a backfill).
  */
-export async function planChunks(db: Db, authorId: string, activeSince: Date, chunkSize: number): Promise<ChunkRange[]> {
+export async function planChunks(
+  db: Db,
+  authorId: string,
+  activeSince: Date,
+  chunkSize: number,
+): Promise<ChunkRange[]> {
   const { rows } = await db.query<{ follower_id: string; rn: string; total: string }>(
     `SELECT follower_id, rn, total FROM (
        SELECT f.follower_id, row_number() OVER (ORDER BY f.follower_id) AS rn, count(*) OVER () AS total
@@ -51,7 +56,11 @@ export async function planChunks(db: Db, authorId: string, activeSince: Date, ch
 }
 
 /** Creates the job and its chunks once (false: it already existed, e.g. a redelivered post.published). */
-export async function createJob(tx: PoolClient, job: Omit<JobRow, 'doneAt' | 'chunksTotal'>, chunks: ChunkRange[]): Promise<boolean> {
+export async function createJob(
+  tx: PoolClient,
+  job: Omit<JobRow, 'doneAt' | 'chunksTotal'>,
+  chunks: ChunkRange[],
+): Promise<boolean> {
   const { rowCount } = await tx.query(
     `INSERT INTO feed_fanout_jobs (post_id, author_id, published_at, active_since, chunks_total, done_at)
      VALUES ($1, $2, $3, $4, $5, CASE WHEN $5 = 0 THEN now() END) ON CONFLICT (post_id) DO NOTHING`,
@@ -61,7 +70,12 @@ export async function createJob(tx: PoolClient, job: Omit<JobRow, 'doneAt' | 'ch
   await tx.query(
     `INSERT INTO feed_fanout_chunks (post_id, chunk_no, after_follower, through_follower)
      SELECT $1, * FROM unnest($2::int[], $3::text[], $4::text[])`,
-    [job.postId, chunks.map((c) => c.chunkNo), chunks.map((c) => c.afterFollower), chunks.map((c) => c.throughFollower)],
+    [
+      job.postId,
+      chunks.map((c) => c.chunkNo),
+      chunks.map((c) => c.afterFollower),
+      chunks.map((c) => c.throughFollower),
+    ],
   );
   return true;
 }
@@ -72,7 +86,16 @@ export async function getJob(db: Db, postId: string): Promise<JobRow | undefined
     [postId],
   );
   const r = rows[0];
-  return r && { postId: r.post_id, authorId: r.author_id, publishedAt: r.published_at, activeSince: r.active_since, chunksTotal: r.chunks_total, doneAt: r.done_at };
+  return (
+    r && {
+      postId: r.post_id,
+      authorId: r.author_id,
+      publishedAt: r.published_at,
+      activeSince: r.active_since,
+      chunksTotal: r.chunks_total,
+      doneAt: r.done_at,
+    }
+  );
 }
 
 export async function pendingChunks(db: Db, postId: string): Promise<ChunkRange[]> {
@@ -80,7 +103,11 @@ export async function pendingChunks(db: Db, postId: string): Promise<ChunkRange[
     `SELECT chunk_no, after_follower, through_follower FROM feed_fanout_chunks WHERE post_id = $1 AND done_at IS NULL ORDER BY chunk_no`,
     [postId],
   );
-  return rows.map((r) => ({ chunkNo: r.chunk_no, afterFollower: r.after_follower, throughFollower: r.through_follower }));
+  return rows.map((r) => ({
+    chunkNo: r.chunk_no,
+    afterFollower: r.after_follower,
+    throughFollower: r.through_follower,
+  }));
 }
 
 export interface StartedChunk extends ChunkRange {
@@ -121,7 +148,12 @@ export async function startChunk(db: Db, postId: string, chunkNo: number): Promi
  * (auto_explain in bench:feed; 22 ms a chunk, most of the fan-out's time); the LIMIT keeps the probe
  * from being flattened into a join, so it is always an index lookup on the primary key.
  */
-export async function chunkFollowers(db: Db, authorId: string, range: ChunkRange, activeSince: Date): Promise<string[]> {
+export async function chunkFollowers(
+  db: Db,
+  authorId: string,
+  range: ChunkRange,
+  activeSince: Date,
+): Promise<string[]> {
   const { rows } = await db.query<{ follower_id: string }>(
     `SELECT f.follower_id FROM feed_follows f
      CROSS JOIN LATERAL (SELECT 1 FROM feed_user_activity u WHERE u.user_id = f.follower_id AND u.last_active_at >= $4 LIMIT 1) active
@@ -136,7 +168,12 @@ export async function chunkFollowers(db: Db, authorId: string, range: ChunkRange
  * Checkpoints a chunk (once) and counts it on its job; returns the job's completion when this was
  * its last chunk, undefined otherwise (and when the chunk was already done).
  */
-export async function finishChunk(tx: PoolClient, postId: string, chunkNo: number, written: number): Promise<{ jobDone: boolean } | undefined> {
+export async function finishChunk(
+  tx: PoolClient,
+  postId: string,
+  chunkNo: number,
+  written: number,
+): Promise<{ jobDone: boolean } | undefined> {
   const done = await tx.query(
     `UPDATE feed_fanout_chunks SET done_at = now(), written = $3 WHERE post_id = $1 AND chunk_no = $2 AND done_at IS NULL`,
     [postId, chunkNo, written],
@@ -153,6 +190,9 @@ export async function finishChunk(tx: PoolClient, postId: string, chunkNo: numbe
 
 /** Fan-outs of this author not finished yet (an unfollow's removal waits for them). */
 export async function unfinishedJobs(db: Db, authorId: string): Promise<number> {
-  const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM feed_fanout_jobs WHERE author_id = $1 AND done_at IS NULL`, [authorId]);
+  const { rows } = await db.query<{ n: string }>(
+    `SELECT count(*) AS n FROM feed_fanout_jobs WHERE author_id = $1 AND done_at IS NULL`,
+    [authorId],
+  );
   return Number(rows[0].n);
 }

@@ -56,7 +56,13 @@ export interface FollowResult {
  * (domain/follow-state.ts), and keeps the followee's follower count in the same transaction.
  * `signal` (the handler's deadline) cancels it: rolled back, never committed after the abort.
  */
-export async function applyFollow(pool: Pool, followerId: string, followeeId: string, event: EdgeState, signal?: AbortSignal): Promise<FollowResult> {
+export async function applyFollow(
+  pool: Pool,
+  followerId: string,
+  followeeId: string,
+  event: EdgeState,
+  signal?: AbortSignal,
+): Promise<FollowResult> {
   return withTransaction(pool, { signal }, async (tx) => {
     let current = await lockEdge(tx, followerId, followeeId);
     if (current === undefined) {
@@ -73,7 +79,10 @@ export async function applyFollow(pool: Pool, followerId: string, followeeId: st
     }
     const { next, changed } = applyFollowEvent(current, event);
     if (next === undefined) return { changed: false, active: current!.active };
-    await tx.query(`UPDATE feed_follows SET active = $3, occurred_at = $4 WHERE follower_id = $1 AND followee_id = $2`, [followerId, followeeId, next.active, next.occurredAt]);
+    await tx.query(
+      `UPDATE feed_follows SET active = $3, occurred_at = $4 WHERE follower_id = $1 AND followee_id = $2`,
+      [followerId, followeeId, next.active, next.occurredAt],
+    );
     if (changed) await addFollowers(tx, followeeId, next.active ? 1 : -1);
     return { changed, active: next.active };
   });
@@ -96,12 +105,18 @@ async function addFollowers(tx: PoolClient, authorId: string, delta: number): Pr
 }
 
 export async function isFollowing(db: Db, followerId: string, followeeId: string): Promise<boolean> {
-  const { rows } = await db.query(`SELECT 1 FROM feed_follows WHERE follower_id = $1 AND followee_id = $2 AND active`, [followerId, followeeId]);
+  const { rows } = await db.query(`SELECT 1 FROM feed_follows WHERE follower_id = $1 AND followee_id = $2 AND active`, [
+    followerId,
+    followeeId,
+  ]);
   return rows.length > 0;
 }
 
 export async function followerCount(db: Db, authorId: string): Promise<number> {
-  const { rows } = await db.query<{ follower_count: number }>(`SELECT follower_count FROM feed_authors WHERE author_id = $1`, [authorId]);
+  const { rows } = await db.query<{ follower_count: number }>(
+    `SELECT follower_count FROM feed_authors WHERE author_id = $1`,
+    [authorId],
+  );
   return rows[0]?.follower_count ?? 0;
 }
 
@@ -120,7 +135,9 @@ export async function recordPost(db: Db, post: PostInput): Promise<PostInput & {
   const stored =
     rows.length === 1
       ? { ...post, inserted: true }
-      : await db.query(`SELECT ${POST_COLUMNS}, pushed FROM feed_posts p WHERE post_id = $1`, [post.postId]).then((r) => ({ ...toPost(r.rows[0]), pushed: r.rows[0].pushed as boolean, inserted: false }));
+      : await db
+          .query(`SELECT ${POST_COLUMNS}, pushed FROM feed_posts p WHERE post_id = $1`, [post.postId])
+          .then((r) => ({ ...toPost(r.rows[0]), pushed: r.rows[0].pushed as boolean, inserted: false }));
   if (!stored.pushed) {
     await db.query(
       `INSERT INTO feed_authors (author_id, has_unpushed) VALUES ($1, true)
@@ -170,7 +187,12 @@ export interface PageQuery {
  * read-time merge). One index range per followee (LATERAL … LIMIT) instead of sorting every post
  * of every followee. This is the truth the Redis feed caches.
  */
-export async function feedFromProjections(db: Db, userId: string, which: 'all' | 'pushed' | 'unpushed', page: PageQuery): Promise<PostRow[]> {
+export async function feedFromProjections(
+  db: Db,
+  userId: string,
+  which: 'all' | 'pushed' | 'unpushed',
+  page: PageQuery,
+): Promise<PostRow[]> {
   const params: unknown[] = [userId, page.limit];
   let bound = '';
   if (page.cursor) {

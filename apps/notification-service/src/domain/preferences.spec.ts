@@ -20,15 +20,23 @@ describe('effectivePreferences / deliveryFor', () => {
 
 describe('parsePreferencesUpdate', () => {
   it('accepts partial updates', () => {
-    expect(parsePreferencesUpdate({ preferences: { follow: { email: 'off' } } })).toEqual({ ok: true, updates: [{ type: 'follow', email: 'off' }] });
+    expect(parsePreferencesUpdate({ preferences: { follow: { email: 'off' } } })).toEqual({
+      ok: true,
+      updates: [{ type: 'follow', email: 'off' }],
+    });
   });
 
   it('drops empty entries and the locked type at its fixed values', () => {
-    expect(parsePreferencesUpdate({ preferences: { follow: {}, security_alert: { inApp: true, email: 'immediate' } } })).toEqual({ ok: true, updates: [] });
+    expect(
+      parsePreferencesUpdate({ preferences: { follow: {}, security_alert: { inApp: true, email: 'immediate' } } }),
+    ).toEqual({ ok: true, updates: [] });
   });
 
   it('names the problem', () => {
     expect(parsePreferencesUpdate(null)).toMatchObject({ ok: false, message: expect.stringContaining('JSON object') });
-    expect(parsePreferencesUpdate({ preferences: { mention: 'off' } })).toMatchObject({ ok: false, message: "preferences.mention must be an object with 'inApp' and/or 'email'" });
+    expect(parsePreferencesUpdate({ preferences: { mention: 'off' } })).toMatchObject({
+      ok: false,
+      message: "preferences.mention must be an object with 'inApp' and/or 'email'",
+    });
   });
 });

@@ -33,17 +33,22 @@ const CHANNELS = ['inApp', 'email'] as const;
  */
 export function parsePreferencesUpdate(body: unknown): ParseResult {
   const fail = (message: string): ParseResult => ({ ok: false, message });
-  if (!isPlainObject(body)) return fail('body must be a JSON object: { "preferences": { "<type>": { "inApp"?: boolean, "email"?: "immediate" | "digest" | "off" } } }');
+  if (!isPlainObject(body))
+    return fail(
+      'body must be a JSON object: { "preferences": { "<type>": { "inApp"?: boolean, "email"?: "immediate" | "digest" | "off" } } }',
+    );
   const extra = Object.keys(body).filter((k) => k !== 'preferences');
   if (extra.length) return fail(`unknown field '${extra[0]}' in body (expected only 'preferences')`);
   const prefs = body.preferences;
   if (!isPlainObject(prefs)) return fail("'preferences' must be an object keyed by notification type");
   const updates: PreferenceUpdate[] = [];
   for (const [type, value] of Object.entries(prefs)) {
-    if (!isType(type)) return fail(`unknown notification type '${type}' (expected one of: ${NOTIFICATION_TYPES.join(', ')})`);
+    if (!isType(type))
+      return fail(`unknown notification type '${type}' (expected one of: ${NOTIFICATION_TYPES.join(', ')})`);
     if (!isPlainObject(value)) return fail(`preferences.${type} must be an object with 'inApp' and/or 'email'`);
     const unknown = Object.keys(value).find((k) => !(CHANNELS as readonly string[]).includes(k));
-    if (unknown !== undefined) return fail(`unknown channel '${unknown}' for type '${type}' (expected one of: ${CHANNELS.join(', ')})`);
+    if (unknown !== undefined)
+      return fail(`unknown channel '${unknown}' for type '${type}' (expected one of: ${CHANNELS.join(', ')})`);
     const update: PreferenceUpdate = { type };
     if (value.inApp !== undefined) {
       if (typeof value.inApp !== 'boolean') return fail(`preferences.${type}.inApp must be a boolean`);
@@ -57,7 +62,10 @@ export function parsePreferencesUpdate(body: unknown): ParseResult {
     }
     if (isLocked(type)) {
       const fixed = DEFAULT_PREFERENCES[type];
-      if ((update.inApp !== undefined && update.inApp !== fixed.inApp) || (update.email !== undefined && update.email !== fixed.email)) {
+      if (
+        (update.inApp !== undefined && update.inApp !== fixed.inApp) ||
+        (update.email !== undefined && update.email !== fixed.email)
+      ) {
         return fail(`${type} cannot be changed: it is always delivered in-app and by immediate email`);
       }
       continue; // nothing to store: the fixed values are the defaults

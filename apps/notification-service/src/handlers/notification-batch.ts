@@ -29,7 +29,14 @@ export interface NotificationBatchDeps {
   batchTimeoutMs: number;
 }
 
-const HANDLED = new Set<AnyEvent['type']>(['user.upserted', 'user.mentioned', 'comment.created', 'reaction.added', 'user.followed', 'security.alert']);
+const HANDLED = new Set<AnyEvent['type']>([
+  'user.upserted',
+  'user.mentioned',
+  'comment.created',
+  'reaction.added',
+  'user.followed',
+  'security.alert',
+]);
 
 /**
  * The consumers' batch handler (both queues): one transaction for the whole batch, two statements.
@@ -104,8 +111,17 @@ async function isolateOnPermanentFailure(
  */
 function describeFailure(err: unknown): Error {
   const code = (err as { code?: unknown }).code;
-  if (err instanceof Error && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && classify(err, [classifyPgError]) === 'permanent') {
-    return new PermanentError(`PostgreSQL refused this event's data (SQLSTATE ${code}): ${err.message}`, 'DATABASE_REFUSED', { cause: err });
+  if (
+    err instanceof Error &&
+    typeof code === 'string' &&
+    /^[0-9A-Z]{5}$/.test(code) &&
+    classify(err, [classifyPgError]) === 'permanent'
+  ) {
+    return new PermanentError(
+      `PostgreSQL refused this event's data (SQLSTATE ${code}): ${err.message}`,
+      'DATABASE_REFUSED',
+      { cause: err },
+    );
   }
   return err instanceof Error ? err : new Error(String(err));
 }
@@ -115,7 +131,11 @@ function describeFailure(err: unknown): Error {
  * events before it in the batch are committed first (so their notifications are erased too), those
  * after it once it has committed.
  */
-async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEvent>[], deadline: BatchDeadline): Promise<Array<Outcome | Error>> {
+async function processBatch(
+  deps: NotificationBatchDeps,
+  items: BatchItem<AnyEvent>[],
+  deadline: BatchDeadline,
+): Promise<Array<Outcome | Error>> {
   if (!items.some(({ event }) => event.type === 'user.erased')) return processEvents(deps, items, deadline);
   const results: Array<Outcome | Error> = [];
   let run: BatchItem<AnyEvent>[] = [];
@@ -129,26 +149,43 @@ async function processBatch(deps: NotificationBatchDeps, items: BatchItem<AnyEve
       continue;
     }
     await flush();
-    results.push(await handleUserErased(deps.pool, deps.consumer, item.event, { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) }, item.ctx.logger));
+    results.push(
+      await handleUserErased(
+        deps.pool,
+        deps.consumer,
+        item.event,
+        { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) },
+        item.ctx.logger,
+      ),
+    );
   }
   await flush();
   return results;
 }
 
-async function processEvents(deps: NotificationBatchDeps, items: BatchItem<AnyEvent>[], deadline: BatchDeadline): Promise<Array<Outcome | Error>> {
+async function processEvents(
+  deps: NotificationBatchDeps,
+  items: BatchItem<AnyEvent>[],
+  deadline: BatchDeadline,
+): Promise<Array<Outcome | Error>> {
   const results: Array<Outcome | Error> = items.map(() => 'duplicate');
   const events = new Map<string, AnyEvent>();
   items.forEach(({ event }, i) => {
     // Refused before the claim: a claimed event would count as a duplicate when replayed after a fix.
     if (HANDLED.has(event.type)) events.set(event.id, event);
-    else results[i] = new PermanentError(`notification-service does not handle event type '${event.type}'`, 'UNHANDLED_EVENT_TYPE');
+    else
+      results[i] = new PermanentError(
+        `notification-service does not handle event type '${event.type}'`,
+        'UNHANDLED_EVENT_TYPE',
+      );
   });
   if (events.size === 0) return results;
 
   // Each notification.created continues its source message's trace (its consumer span; null with
   // tracing off): the batch runs in no single message's context, so it is looked up per item.
   const traces = new Map<string, TraceCarrier | null>();
-  for (const { event, ctx } of items) if (!traces.has(event.id)) traces.set(event.id, traceCarrier(messageTraceContext(ctx)));
+  for (const { event, ctx } of items)
+    if (!traces.has(event.id)) traces.set(event.id, traceCarrier(messageTraceContext(ctx)));
   const outcomes = await withTransaction(
     deps.pool,
     { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) },
@@ -188,7 +225,15 @@ async function applyEvents(
   const users = events.filter((e): e is EventOf<'user.upserted'> => e.type === 'user.upserted' && fresh.has(e.id));
   if (users.length) {
     signal.throwIfAborted(); // no new statement after the deadline (withTransaction cancels a running one)
-    await upsertUsers(tx, users.map((e) => ({ userId: e.data.userId, displayName: e.data.displayName, locale: e.data.locale, occurredAt: e.occurredAt })));
+    await upsertUsers(
+      tx,
+      users.map((e) => ({
+        userId: e.data.userId,
+        displayName: e.data.displayName,
+        locale: e.data.locale,
+        occurredAt: e.occurredAt,
+      })),
+    );
     for (const e of users) outcomes.set(e.id, 'processed');
   }
 

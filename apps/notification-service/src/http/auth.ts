@@ -26,7 +26,11 @@ export function inboxGuards(emailServiceVerifyKey: string): InboxGuards {
     prefix: 'NS_',
     resource: 'notifications',
     forbiddenCode: 'FORBIDDEN_INBOX',
-    serviceTokens: { verifyKey: ed25519Key('public', emailServiceVerifyKey), issuer: 'email-service', audience: 'notification-service' },
+    serviceTokens: {
+      verifyKey: ed25519Key('public', emailServiceVerifyKey),
+      issuer: 'email-service',
+      audience: 'notification-service',
+    },
   });
   return {
     authorizeInbox: guards.ownOrAdmin,

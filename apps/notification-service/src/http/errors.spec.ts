@@ -5,7 +5,9 @@ import { ERRORS } from './errors';
 const SERVER_SIDE = new Set(['NS_STREAMS_FULL']);
 
 it('every HTTP error code is unique, NS_-prefixed and carries a 4xx status (a full replica: 503)', () => {
-  const made = Object.values(ERRORS).map((make) => (make as (...a: unknown[]) => { code: string; statusCode: number })('x', 1, 2));
+  const made = Object.values(ERRORS).map((make) =>
+    (make as (...a: unknown[]) => { code: string; statusCode: number })('x', 1, 2),
+  );
   expect(new Set(made.map((e) => e.code)).size).toBe(made.length);
   for (const e of made) {
     expect(e.code).toMatch(/^NS_[A-Z_]+$/);

@@ -21,16 +21,21 @@ const ListQuery = Type.Object({
  */
 function seenVersion(body: unknown): number | undefined {
   if (body === undefined || body === null || body === '') return undefined;
-  if (typeof body !== 'object' || Array.isArray(body)) throw ERRORS.INVALID_BODY('body must be a JSON object like { "version": 12 } or empty');
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw ERRORS.INVALID_BODY('body must be a JSON object like { "version": 12 } or empty');
   const extra = Object.keys(body).find((k) => k !== 'version');
   if (extra !== undefined) throw ERRORS.INVALID_BODY(`unknown field '${extra}' in body (expected only 'version')`);
   const v = (body as { version?: unknown }).version;
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw ERRORS.INVALID_BODY('body/version must be a non-negative integer');
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw ERRORS.INVALID_BODY('body/version must be a non-negative integer');
   return v;
 }
 
-export function registerNotificationRoutes(app: FastifyInstance, deps: { pool: Pool; metrics: NotificationMetrics; guards: InboxGuards }): void {
+export function registerNotificationRoutes(
+  app: FastifyInstance,
+  deps: { pool: Pool; metrics: NotificationMetrics; guards: InboxGuards },
+): void {
   const { authorizeInbox } = deps.guards;
   const { pool, metrics } = deps;
 

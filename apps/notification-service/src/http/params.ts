@@ -6,4 +6,6 @@ import { Type } from '@sinclair/typebox';
  * from the query instead of a 400. An unpaired surrogate cannot arrive here: its percent-encoding
  * is not UTF-8, and fastify answers 400 before routing.
  */
-export const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000]*$' }) });
+export const UserParams = Type.Object({
+  userId: Type.String({ minLength: 1, maxLength: 256, pattern: '^[^\\u0000]*$' }),
+});

@@ -105,7 +105,10 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
     s.res.write(text);
     metrics.sseEvents.inc({ event });
     if (s.res.writableLength > maxBuffered) {
-      logger.warn({ userId: s.userId, buffered: s.res.writableLength }, 'SSE client too slow; disconnecting it (it will resume)');
+      logger.warn(
+        { userId: s.userId, buffered: s.res.writableLength },
+        'SSE client too slow; disconnecting it (it will resume)',
+      );
       s.res.destroy();
     }
   }
@@ -123,7 +126,10 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
         if (s.closed) return;
         if (s.synced && changes.version === s.sentVersion) continue;
         // Too much was missed to replay: say so, so the client reloads its list, then send the newest.
-        if (changes.truncated) write(s, 'reset', { reason: `more than ${backlogLimit} notifications since the last event; reload the list` });
+        if (changes.truncated)
+          write(s, 'reset', {
+            reason: `more than ${backlogLimit} notifications since the last event; reload the list`,
+          });
         for (const item of changes.items) write(s, 'notification', item);
         write(s, 'count', { count: changes.count, version: changes.version }, changes.version);
         s.sentVersion = changes.version;
@@ -184,12 +190,18 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
       s.expiry.unref();
       return;
     }
-    s.expiry = setTimeout(() => {
-      if (s.closed) return;
-      write(s, 'token-expired', { reason: 'the token this stream was opened with has expired; reconnect with a new token (and Last-Event-ID)', expiredAt: new Date(expiresAt).toISOString() });
-      close(s);
-      s.res.end();
-    }, Math.max(0, delay));
+    s.expiry = setTimeout(
+      () => {
+        if (s.closed) return;
+        write(s, 'token-expired', {
+          reason: 'the token this stream was opened with has expired; reconnect with a new token (and Last-Event-ID)',
+          expiredAt: new Date(expiresAt).toISOString(),
+        });
+        close(s);
+        s.res.end();
+      },
+      Math.max(0, delay),
+    );
     s.expiry.unref();
   }
 
@@ -224,7 +236,15 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
       return undefined;
     },
     open(userId, res, lastEventId, expiresAt) {
-      const s: Stream = { userId, res, sentVersion: lastEventId, synced: false, syncing: false, again: false, closed: false };
+      const s: Stream = {
+        userId,
+        res,
+        sentVersion: lastEventId,
+        synced: false,
+        syncing: false,
+        again: false,
+        closed: false,
+      };
       res.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache, no-transform',

@@ -15,7 +15,11 @@ export interface Cursor {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const codec = keysetCodec<Cursor>({ parts: (c) => [c.version, c.id], key: (version, id) => ({ version, id }), validId: (id) => UUID.test(id) });
+const codec = keysetCodec<Cursor>({
+  parts: (c) => [c.version, c.id],
+  key: (version, id) => ({ version, id }),
+  validId: (id) => UUID.test(id),
+});
 
 export const encodeCursor = codec.encode;
 /** undefined when the text is not a cursor this service issued. */

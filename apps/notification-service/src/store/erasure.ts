@@ -30,12 +30,23 @@ export interface ErasureCounts {
  * Locks: the counter rows in user id order, like the consumers' batch (claimAndLockInboxes), so an
  * erasure and a batch wait for each other instead of deadlocking.
  */
-export async function eraseUser(tx: PoolClient, consumer: string, eventId: string, userId: string): Promise<ErasureCounts | null> {
-  const claimed = await tx.query(`WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`, [consumer, [eventId]]);
+export async function eraseUser(
+  tx: PoolClient,
+  consumer: string,
+  eventId: string,
+  userId: string,
+): Promise<ErasureCounts | null> {
+  const claimed = await tx.query(
+    `WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`,
+    [consumer, [eventId]],
+  );
   if (claimed.rows[0].n === 0) return null;
 
   const recipients = (
-    await tx.query<{ user_id: string }>(`SELECT DISTINCT user_id FROM notification_items WHERE actor_id = $1 AND user_id <> $1`, [userId])
+    await tx.query<{ user_id: string }>(
+      `SELECT DISTINCT user_id FROM notification_items WHERE actor_id = $1 AND user_id <> $1`,
+      [userId],
+    )
   ).rows.map((r) => r.user_id);
   const locked = await tx.query<{ user_id: string; version: string }>(
     `INSERT INTO notification_counters AS c (user_id, version)

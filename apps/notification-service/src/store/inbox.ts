@@ -89,7 +89,10 @@ export async function listNotifications(pool: Pool, userId: string, opts: ListOp
       params.push(opts.cursor.version, opts.cursor.id);
       where += ' AND (n.created_version, n.id) < ($3, $4::uuid)';
     }
-    const page = await tx.query<ItemRow>(`SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE ${where} ORDER BY n.created_version DESC, n.id DESC LIMIT $2`, params);
+    const page = await tx.query<ItemRow>(
+      `SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE ${where} ORDER BY n.created_version DESC, n.id DESC LIMIT $2`,
+      params,
+    );
     return { rows: page.rows, state: await readState(tx, userId) };
   });
   const more = rows.length > opts.limit;
@@ -105,7 +108,10 @@ export async function listNotifications(pool: Pool, userId: string, opts: ListOp
 export { decodeCursor };
 
 async function readState(db: Pool | PoolClient, userId: string): Promise<InboxState> {
-  const res = await db.query<{ unread_count: number; version: string }>('SELECT unread_count, version FROM notification_counters WHERE user_id = $1', [userId]);
+  const res = await db.query<{ unread_count: number; version: string }>(
+    'SELECT unread_count, version FROM notification_counters WHERE user_id = $1',
+    [userId],
+  );
   const row = res.rows[0];
   return row ? { count: row.unread_count, version: Number(row.version) } : { count: 0, version: 0 };
 }
@@ -123,7 +129,13 @@ export type ReadStateResult =
  * when the notification changed after it (and is not already in the asked state) the request is
  * stale and changes nothing.
  */
-export async function setReadState(pool: Pool, userId: string, id: string, read: boolean, seenVersion?: number): Promise<ReadStateResult> {
+export async function setReadState(
+  pool: Pool,
+  userId: string,
+  id: string,
+  read: boolean,
+  seenVersion?: number,
+): Promise<ReadStateResult> {
   return withTransaction(pool, async (tx) => {
     const locked = await tx.query<{ version: string; unread_count: number }>(
       'SELECT version, unread_count FROM notification_counters WHERE user_id = $1 FOR UPDATE',
@@ -189,7 +201,10 @@ export async function readAll(pool: Pool, userId: string, upTo?: number): Promis
 }
 
 async function fetchItem(db: PoolClient, userId: string, id: string): Promise<NotificationItem | undefined> {
-  const res = await db.query<ItemRow>(`SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE n.id = $1 AND n.user_id = $2 AND n.in_app`, [id, userId]);
+  const res = await db.query<ItemRow>(
+    `SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE n.id = $1 AND n.user_id = $2 AND n.in_app`,
+    [id, userId],
+  );
   return res.rows[0] ? toItem(res.rows[0]) : undefined;
 }
 
@@ -205,7 +220,12 @@ export interface InboxChanges extends InboxState {
  * count and version, read by ONE statement (one snapshot), so the version sent as the event id
  * covers exactly the rows sent. Without `sinceVersion`, only the current state.
  */
-export async function inboxChangesSince(pool: Pool, userId: string, sinceVersion: number | undefined, limit: number): Promise<InboxChanges> {
+export async function inboxChangesSince(
+  pool: Pool,
+  userId: string,
+  sinceVersion: number | undefined,
+  limit: number,
+): Promise<InboxChanges> {
   const res = await pool.query<ItemRow & { inbox_version: string; unread_count: number; id: string | null }>(
     `SELECT c.version AS inbox_version, c.unread_count, x.*
      FROM notification_counters c

@@ -61,8 +61,20 @@ export interface ClaimedAndLocked {
  * it is one is only known from this very statement): locking a recipient who then gets nothing only
  * advances their version, which is harmless.
  */
-export async function claimAndLockInboxes(tx: PoolClient, consumer: string, eventIds: string[], userIds: string[]): Promise<ClaimedAndLocked> {
-  const res = await tx.query<{ claimed: string | null; user_id: string | null; version: string | null; type: string | null; in_app: boolean | null; email: string | null }>({
+export async function claimAndLockInboxes(
+  tx: PoolClient,
+  consumer: string,
+  eventIds: string[],
+  userIds: string[],
+): Promise<ClaimedAndLocked> {
+  const res = await tx.query<{
+    claimed: string | null;
+    user_id: string | null;
+    version: string | null;
+    type: string | null;
+    in_app: boolean | null;
+    email: string | null;
+  }>({
     // Named: prepared once per connection, planned once, not parsed again for every batch.
     name: 'ns-claim-and-lock',
     text: `WITH claimed AS (${inboxClaimSql('$1', '$2')}),
@@ -218,7 +230,12 @@ export async function writeNotifications(
       rows.map((_, i) => (traceContexts[i] ? JSON.stringify(traceContexts[i]) : null)),
     ],
   });
-  return res.rows.map((r) => ({ sourceEventId: r.source_event_id, type: r.type, inApp: r.in_app, inserted: r.inserted }));
+  return res.rows.map((r) => ({
+    sourceEventId: r.source_event_id,
+    type: r.type,
+    inApp: r.in_app,
+    inserted: r.inserted,
+  }));
 }
 
 export interface UserUpsert {
@@ -245,10 +262,14 @@ export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<
        SET display_name = EXCLUDED.display_name, locale = EXCLUDED.locale,
            source_occurred_at = EXCLUDED.source_occurred_at, updated_at = now()
        WHERE u.source_occurred_at <= EXCLUDED.source_occurred_at`,
-    [list.map((u) => u.userId), list.map((u) => u.displayName), list.map((u) => u.locale ?? null), list.map((u) => u.occurredAt)],
+    [
+      list.map((u) => u.userId),
+      list.map((u) => u.displayName),
+      list.map((u) => u.locale ?? null),
+      list.map((u) => u.occurredAt),
+    ],
   );
 }
-
 
 /**
  * Tells every replica's SSE hub which inboxes changed (the read-state path; the consumers' batch
@@ -256,5 +277,9 @@ export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<
  * at commit and dropped on rollback, so a stream never shows a change that did not happen.
  */
 export async function notifyInboxes(tx: PoolClient, userIds: Iterable<string>): Promise<void> {
-  await tx.query(notifyInboxesSql('unnest($2::text[]) AS u(user_id)', '$1', '$3'), [INBOX_CHANNEL, [...userIds], NOTIFY_CHUNK_BYTES]);
+  await tx.query(notifyInboxesSql('unnest($2::text[]) AS u(user_id)', '$1', '$3'), [
+    INBOX_CHANNEL,
+    [...userIds],
+    NOTIFY_CHUNK_BYTES,
+  ]);
 }

@@ -1,6 +1,11 @@
 import type { Pool } from 'pg';
 import { withTransaction } from '@community/db';
-import { effectivePreferences, type PreferenceMap, type PreferenceUpdate, type StoredPreference } from '../domain/preferences';
+import {
+  effectivePreferences,
+  type PreferenceMap,
+  type PreferenceUpdate,
+  type StoredPreference,
+} from '../domain/preferences';
 
 async function stored(db: Pick<Pool, 'query'>, userId: string): Promise<StoredPreference[]> {
   const res = await db.query<{ type: string; in_app: boolean; email: string }>(
@@ -18,7 +23,11 @@ export async function getPreferences(pool: Pool, userId: string): Promise<Prefer
  * Applies a validated update: each given type gets a full row (the unchanged channel keeps its
  * current effective value), so a later change of DEFAULT_PREFERENCES never half-applies to it.
  */
-export async function updatePreferences(pool: Pool, userId: string, updates: PreferenceUpdate[]): Promise<PreferenceMap> {
+export async function updatePreferences(
+  pool: Pool,
+  userId: string,
+  updates: PreferenceUpdate[],
+): Promise<PreferenceMap> {
   return withTransaction(pool, async (tx) => {
     if (updates.length > 0) {
       // Serialises concurrent PUTs of one user (the row-level upserts alone could interleave reads).

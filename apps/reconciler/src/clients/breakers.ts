@@ -1,13 +1,12 @@
 import type { BreakerReading, FlowControlReading, RateLimitReading } from '../domain/facts';
 
-
-
 interface FlowControlBody {
   breakers?: Array<{ series?: unknown; lastError?: unknown; lastErrorAt?: unknown; pauses?: unknown }>;
   rateLimits?: Array<{ name?: unknown; perSecond?: unknown; queues?: unknown }>;
 }
 
-const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined);
+const strings = (v: unknown): string[] | undefined =>
+  Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined;
 
 async function get(url: string): Promise<Response> {
   return fetch(url, { signal: AbortSignal.timeout(3_000) });
@@ -54,7 +53,8 @@ export async function readFlowControl(urls: readonly string[]): Promise<FlowCont
     breakers.push(...found);
     for (const r of info?.rateLimits ?? []) {
       const queues = strings(r.queues);
-      if (typeof r.name === 'string' && typeof r.perSecond === 'number' && queues) rateLimits.push({ source: url, name: r.name, perSecond: r.perSecond, queues });
+      if (typeof r.name === 'string' && typeof r.perSecond === 'number' && queues)
+        rateLimits.push({ source: url, name: r.name, perSecond: r.perSecond, queues });
     }
   }
   return { breakers, rateLimits };

@@ -1,7 +1,6 @@
 import { managementRequest, type ManagementTarget } from '@community/messaging';
 import type { QueueSample } from '../domain/facts';
 
-
 /**
  * The window the drain rate is averaged over. A minute: long enough that one 5 s sample with
  * almost no ack (a batch boundary, a consumer reconnecting) cannot turn a backlog into a
@@ -25,7 +24,11 @@ interface ApiQueue {
 /** Every queue of the target's vhost. Throws with the HTTP status when the API refuses. */
 export async function sampleQueues(target: ManagementTarget): Promise<QueueSample[]> {
   // msg_rates_age/msg_rates_incr make the broker add `avg_rate` over that window to every *_details.
-  const res = await managementRequest(target, 'GET', `/queues/${encodeURIComponent(target.vhost)}?msg_rates_age=${RATE_WINDOW_S}&msg_rates_incr=5`);
+  const res = await managementRequest(
+    target,
+    'GET',
+    `/queues/${encodeURIComponent(target.vhost)}?msg_rates_age=${RATE_WINDOW_S}&msg_rates_incr=5`,
+  );
   if (!res.ok) throw new Error(`RabbitMQ management API answered ${res.status} for GET /queues/${target.vhost}`);
   const body = (await res.json()) as ApiQueue[];
   return body.map((q) => ({
@@ -41,4 +44,3 @@ export async function sampleQueues(target: ManagementTarget): Promise<QueueSampl
     readyTrend: q.messages_ready_details?.avg_rate ?? 0,
   }));
 }
-

@@ -23,7 +23,8 @@ export interface DeadLetter {
   normalized: string;
 }
 
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : Buffer.isBuffer(v) ? v.toString('utf8') : null);
+const str = (v: unknown): string | null =>
+  typeof v === 'string' && v.length > 0 ? v : Buffer.isBuffer(v) ? v.toString('utf8') : null;
 const num = (v: unknown): number => {
   const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v) : NaN;
   return Number.isFinite(n) ? n : 0;
@@ -31,7 +32,12 @@ const num = (v: unknown): number => {
 
 /** An AMQP timestamp as amqplib decodes it (seconds), or the `{ '!': 'timestamp', value }` form. */
 function amqpTime(v: unknown): Date | null {
-  const seconds = typeof v === 'number' ? v : typeof v === 'object' && v !== null && 'value' in v ? num((v as { value: unknown }).value) : NaN;
+  const seconds =
+    typeof v === 'number'
+      ? v
+      : typeof v === 'object' && v !== null && 'value' in v
+        ? num((v as { value: unknown }).value)
+        : NaN;
   return Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : null;
 }
 
@@ -67,7 +73,11 @@ function envelopeType(body: Buffer): string | null {
  *   `x-death` says where it came from and why; the error is the broker's reason.
  * Total: whatever arrives becomes a row, so nothing is stuck in a DLQ the console cannot show.
  */
-export function readDeadLetter(dlq: string, msg: Pick<ConsumeMessage, 'content' | 'properties' | 'fields'>, now: Date = new Date()): DeadLetter {
+export function readDeadLetter(
+  dlq: string,
+  msg: Pick<ConsumeMessage, 'content' | 'properties' | 'fields'>,
+  now: Date = new Date(),
+): DeadLetter {
   const p = msg.properties;
   const headers: Record<string, unknown> = { ...(p.headers ?? {}) };
   const deaths = Array.isArray(headers['x-death']) ? (headers['x-death'] as XDeath[]) : [];
@@ -100,11 +110,24 @@ export function readDeadLetter(dlq: string, msg: Pick<ConsumeMessage, 'content' 
   const handler = str(headers[H.handler]);
   const messageType = str(p.type) ?? envelopeType(msg.content);
   const attempts = num(headers[H.attempts]) || num(death?.count) || num(headers[H.retryAttempt]);
-  const routingKey = str(headers[H.originalRoutingKey]) ?? (Array.isArray(death?.['routing-keys']) ? str((death['routing-keys'] as unknown[])[0]) : null) ?? str(msg.fields.routingKey);
+  const routingKey =
+    str(headers[H.originalRoutingKey]) ??
+    (Array.isArray(death?.['routing-keys']) ? str((death['routing-keys'] as unknown[])[0]) : null) ??
+    str(msg.fields.routingKey);
   const { fingerprint, normalized } = fingerprintOf({ errorClass, errorMessage, handler, messageType });
 
   const properties: Record<string, unknown> = {};
-  for (const key of ['contentType', 'contentEncoding', 'correlationId', 'type', 'timestamp', 'appId', 'priority', 'replyTo', 'userId'] as const) {
+  for (const key of [
+    'contentType',
+    'contentEncoding',
+    'correlationId',
+    'type',
+    'timestamp',
+    'appId',
+    'priority',
+    'replyTo',
+    'userId',
+  ] as const) {
     const v = p[key];
     if (v !== undefined && v !== null) properties[key] = v;
   }
@@ -148,7 +171,8 @@ export function storableText(s: string): string {
 function storableJson(v: unknown): unknown {
   if (typeof v === 'string') return storableText(v);
   if (Array.isArray(v)) return v.map(storableJson);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [storableText(k), storableJson(x)]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [storableText(k), storableJson(x)]));
   // NaN and ±Infinity have no JSON form (JSON.stringify writes null): kept as text.
   if (typeof v === 'number' && !Number.isFinite(v)) return String(v);
   return v;
@@ -187,7 +211,11 @@ export const HISTORY_HEADERS: readonly string[] = [
   ...Object.values(H),
 ];
 
-export function replayHeaders(stored: Record<string, unknown>, operationId: string, replayCount: number): Record<string, unknown> {
+export function replayHeaders(
+  stored: Record<string, unknown>,
+  operationId: string,
+  replayCount: number,
+): Record<string, unknown> {
   const headers: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(stored)) if (!HISTORY_HEADERS.includes(k)) headers[k] = v;
   headers['x-replay-operation'] = operationId;

@@ -5,8 +5,14 @@ import { defineErrors } from '@community/observability';
  * Messages say what is wrong and what is expected.
  */
 export const DLQ_ERRORS = defineErrors('RC_', {
-  DLQ_MESSAGE_NOT_FOUND: { statusCode: 404, message: (id: string) => `dead letter '${id}' does not exist (ids come from GET /v1/admin/dlq/messages)` },
-  DLQ_OPERATION_NOT_FOUND: { statusCode: 404, message: (id: string) => `operation '${id}' does not exist (ids come from a replay or discard answer)` },
+  DLQ_MESSAGE_NOT_FOUND: {
+    statusCode: 404,
+    message: (id: string) => `dead letter '${id}' does not exist (ids come from GET /v1/admin/dlq/messages)`,
+  },
+  DLQ_OPERATION_NOT_FOUND: {
+    statusCode: 404,
+    message: (id: string) => `operation '${id}' does not exist (ids come from a replay or discard answer)`,
+  },
   DLQ_INVALID_FILTER: { statusCode: 400, message: (reason: string) => reason },
   DLQ_INVALID_SELECTION: { statusCode: 400, message: (reason: string) => reason },
   DLQ_DISCARD_TOO_MANY: {
@@ -16,6 +22,7 @@ export const DLQ_ERRORS = defineErrors('RC_', {
   },
   DLQ_DISCARD_COUNT_CHANGED: {
     statusCode: 409,
-    message: (expected: number, matched: number) => `"expectedCount" is ${expected} but the selection matches ${matched} messages now; dry-run again and send its count`,
+    message: (expected: number, matched: number) =>
+      `"expectedCount" is ${expected} but the selection matches ${matched} messages now; dry-run again and send its count`,
   },
 });

@@ -27,7 +27,18 @@ export interface DlqFilter {
   asOf?: string;
 }
 
-export const FILTER_KEYS = ['queue', 'originalQueue', 'group', 'q', 'errorClass', 'messageType', 'state', 'since', 'until', 'asOf'] as const;
+export const FILTER_KEYS = [
+  'queue',
+  'originalQueue',
+  'group',
+  'q',
+  'errorClass',
+  'messageType',
+  'state',
+  'since',
+  'until',
+  'asOf',
+] as const;
 
 export class FilterError extends Error {}
 
@@ -37,9 +48,11 @@ export function parseFilter(raw: Record<string, unknown> | undefined): DlqFilter
   for (const key of FILTER_KEYS) {
     const v = raw?.[key];
     if (v === undefined || v === null || v === '') continue;
-    if (typeof v !== 'string' && !(key === 'asOf' && typeof v === 'number')) throw new FilterError(`filter.${key} must be a string`);
+    if (typeof v !== 'string' && !(key === 'asOf' && typeof v === 'number'))
+      throw new FilterError(`filter.${key} must be a string`);
     const s = String(v);
-    if (key === 'state' && !(STATES as readonly string[]).includes(s)) throw new FilterError(`filter.state must be one of ${STATES.join(', ')}; got '${s}'`);
+    if (key === 'state' && !(STATES as readonly string[]).includes(s))
+      throw new FilterError(`filter.state must be one of ${STATES.join(', ')}; got '${s}'`);
     if (s.length > 500) throw new FilterError(`filter.${key} is longer than 500 characters`);
     // PostgreSQL refuses NUL in text: a query with one would fail (500), not match nothing.
     if (s.includes('\u0000')) throw new FilterError(`filter.${key} holds a NUL character`);
@@ -48,11 +61,13 @@ export function parseFilter(raw: Record<string, unknown> | undefined): DlqFilter
       // and years that timestamptz does not, which would fail the query instead of answering 400.
       const at = new Date(s);
       const year = at.getUTCFullYear();
-      if (Number.isNaN(at.getTime()) || year < 1 || year > 9999) throw new FilterError(`filter.${key} must be an ISO 8601 time; got '${s.slice(0, 40)}'`);
+      if (Number.isNaN(at.getTime()) || year < 1 || year > 9999)
+        throw new FilterError(`filter.${key} must be an ISO 8601 time; got '${s.slice(0, 40)}'`);
       (out as Record<string, string>)[key] = at.toISOString();
       continue;
     }
-    if (key === 'asOf' && !/^\d{1,18}$/.test(s)) throw new FilterError(`filter.asOf must be a message id (digits); got '${s.slice(0, 40)}'`);
+    if (key === 'asOf' && !/^\d{1,18}$/.test(s))
+      throw new FilterError(`filter.asOf must be a message id (digits); got '${s.slice(0, 40)}'`);
     (out as Record<string, string>)[key] = s;
   }
   return out;

@@ -15,10 +15,17 @@ describe('normaliseErrorMessage', () => {
 });
 
 describe('fingerprintOf', () => {
-  const base = { errorClass: 'PermanentError', errorMessage: 'user 42 not found', handler: 'ingest', messageType: 'user.mentioned' };
+  const base = {
+    errorClass: 'PermanentError',
+    errorMessage: 'user 42 not found',
+    handler: 'ingest',
+    messageType: 'user.mentioned',
+  };
 
   it('is the same for two occurrences that differ only in ids and numbers', () => {
-    expect(fingerprintOf(base).fingerprint).toBe(fingerprintOf({ ...base, errorMessage: 'user 977 not found' }).fingerprint);
+    expect(fingerprintOf(base).fingerprint).toBe(
+      fingerprintOf({ ...base, errorMessage: 'user 977 not found' }).fingerprint,
+    );
   });
 
   it.each([
@@ -35,7 +42,8 @@ describe('the normalised input is bounded (the rules are quadratic on long runs)
   const base = { errorClass: 'Error', handler: 'ingest', messageType: 'user.mentioned' };
   // Uuids normalise to much shorter placeholders, so without the bound the tail would reach the
   // normalised text (cut at 500) and change the fingerprint.
-  const head = 'upstream said: ' + '4f1c2a9e-1111-4a2b-9c3d-0123456789ab '.repeat(26).padEnd(FINGERPRINT_INPUT_CHARS - 15, ' ');
+  const head =
+    'upstream said: ' + '4f1c2a9e-1111-4a2b-9c3d-0123456789ab '.repeat(26).padEnd(FINGERPRINT_INPUT_CHARS - 15, ' ');
 
   it('text past FINGERPRINT_INPUT_CHARS does not change the fingerprint', () => {
     const a = fingerprintOf({ ...base, errorMessage: head + ' first tail 42 alice@example.org' });
@@ -44,7 +52,9 @@ describe('the normalised input is bounded (the rules are quadratic on long runs)
     expect(a.normalized.length).toBeLessThan(500);
     expect(a.fingerprint).toBe(b.fingerprint);
     // ...while a difference inside the bound still does.
-    expect(fingerprintOf({ ...base, errorMessage: 'upstream SAID: ' + head.slice(15) }).fingerprint).not.toBe(a.fingerprint);
+    expect(fingerprintOf({ ...base, errorMessage: 'upstream SAID: ' + head.slice(15) }).fingerprint).not.toBe(
+      a.fingerprint,
+    );
   });
 
   it.each([
@@ -61,8 +71,26 @@ describe('the normalised input is bounded (the rules are quadratic on long runs)
 describe('JSON parse errors are one cause, whatever the parser says about where the bytes broke', () => {
   // Bodies that break JSON in each of the ways V8 words differently: a token and a snippet, the end,
   // a position after a property, an array, a string, an escape, a number, trailing bytes.
-  const bodies = ['{"a":}', 'hello', '', '{"a":1', '[1,2', '{a:1}', '"abc', '{"a":1}x', '-', '1e', '{"a" 1}', '"\\x"', '"\\u12"', '"a\u0001"',
-    `{"${'k'.repeat(40)}":${'v'.repeat(40)}}`, "'single'", '{"text":"line one\nline two" oops}', '{"user":"4f1c2a9e-1111-4a2b-9c3d-0123456789ab",}'];
+  const bodies = [
+    '{"a":}',
+    'hello',
+    '',
+    '{"a":1',
+    '[1,2',
+    '{a:1}',
+    '"abc',
+    '{"a":1}x',
+    '-',
+    '1e',
+    '{"a" 1}',
+    '"\\x"',
+    '"\\u12"',
+    '"a\u0001"',
+    `{"${'k'.repeat(40)}":${'v'.repeat(40)}}`,
+    "'single'",
+    '{"text":"line one\nline two" oops}',
+    '{"user":"4f1c2a9e-1111-4a2b-9c3d-0123456789ab",}',
+  ];
   const messages = bodies.map((body) => {
     const result = validate(Buffer.from(body));
     if (result.ok) throw new Error(`${JSON.stringify(body)} parsed`);
@@ -70,12 +98,14 @@ describe('JSON parse errors are one cause, whatever the parser says about where 
   });
   const base = { errorClass: 'ContractError', handler: 'ingest', messageType: null };
 
-  it('the contract lib\'s messages differ per body (positions, snippets)', () => {
+  it("the contract lib's messages differ per body (positions, snippets)", () => {
     expect(new Set(messages).size).toBe(messages.length);
   });
 
   it('every one normalises to the same text and so one fingerprint', () => {
-    expect(new Set(messages.map(normaliseErrorMessage))).toEqual(new Set([`Body is not valid JSON (${JSON_SYNTAX_ERROR})`]));
+    expect(new Set(messages.map(normaliseErrorMessage))).toEqual(
+      new Set([`Body is not valid JSON (${JSON_SYNTAX_ERROR})`]),
+    );
     expect(new Set(messages.map((errorMessage) => fingerprintOf({ ...base, errorMessage }).fingerprint)).size).toBe(1);
   });
 
@@ -86,17 +116,23 @@ describe('JSON parse errors are one cause, whatever the parser says about where 
     ['Node 22+, a quote as the token', `Unexpected token ''', "'abc" is not valid JSON`],
     ['a snippet cut at both ends', 'Unexpected token \'b\', ..."aaaaaaaa":bbbbbbbbbb"... is not valid JSON'],
   ])('the %s wording is the same cause too', (_what, parser) => {
-    expect(normaliseErrorMessage(`Body is not valid JSON (${parser})`)).toBe(`Body is not valid JSON (${JSON_SYNTAX_ERROR})`);
+    expect(normaliseErrorMessage(`Body is not valid JSON (${parser})`)).toBe(
+      `Body is not valid JSON (${JSON_SYNTAX_ERROR})`,
+    );
   });
 
   it('a JSON parse error is still another cause than a schema violation of the same type', () => {
     const schema = validate(Buffer.from(JSON.stringify({ type: 'user.mentioned' })));
     expect(schema.ok).toBe(false);
     const other = schema.ok ? '' : schema.error.message;
-    expect(fingerprintOf({ ...base, errorMessage: other }).fingerprint).not.toBe(fingerprintOf({ ...base, errorMessage: messages[0] }).fingerprint);
+    expect(fingerprintOf({ ...base, errorMessage: other }).fingerprint).not.toBe(
+      fingerprintOf({ ...base, errorMessage: messages[0] }).fingerprint,
+    );
   });
 
   it('text around the parser message still tells causes apart', () => {
-    expect(normaliseErrorMessage('config file x.json: Unexpected end of JSON input')).toBe(`config file x.json: ${JSON_SYNTAX_ERROR}`);
+    expect(normaliseErrorMessage('config file x.json: Unexpected end of JSON input')).toBe(
+      `config file x.json: ${JSON_SYNTAX_ERROR}`,
+    );
   });
 });

@@ -52,7 +52,12 @@ export function createDlqConsole(deps: DlqConsoleDeps): DlqConsole {
   const logger = deps.logger.child({ component: 'dlq' });
   const service = deps.service ?? 'reconciler';
   const dlqs = deps.topology.queues.map((q) => ({ dlq: dlqName(q.name), originalQueue: q.name }));
-  const metrics = dlqMetrics(deps.registry, deps.pool, dlqs.map((d) => d.dlq), (err) => logger.warn({ err }, 'dlq metrics: reading the summary failed'));
+  const metrics = dlqMetrics(
+    deps.registry,
+    deps.pool,
+    dlqs.map((d) => d.dlq),
+    (err) => logger.warn({ err }, 'dlq metrics: reading the summary failed'),
+  );
   const ingest = createIngest({
     url: deps.amqpUrl,
     connectionName: `${service} dlq-ingest`,
@@ -73,7 +78,15 @@ export function createDlqConsole(deps: DlqConsoleDeps): DlqConsole {
     sweepMs: deps.replaySweepMs,
   });
   const management = managementTargetFor(deps.amqpUrl, deps.managementUrl);
-  const summary = () => buildSummary({ pool: deps.pool, management, dlqs, consuming: ingest.consuming, logger, threshold: deps.statusThreshold });
+  const summary = () =>
+    buildSummary({
+      pool: deps.pool,
+      management,
+      dlqs,
+      consuming: ingest.consuming,
+      logger,
+      threshold: deps.statusThreshold,
+    });
 
   return {
     routes: dlqRoutes({

@@ -48,7 +48,11 @@ export interface IngestOptions {
  * the manager only re-creates a channel after a *connection* loss, so it would never read that
  * queue. Here a missing DLQ is probed again every `retryMs` on a throwaway channel.
  */
-export function createIngest(options: IngestOptions): { start(): Promise<void>; stop(): Promise<void>; consuming(): string[] } {
+export function createIngest(options: IngestOptions): {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  consuming(): string[];
+} {
   const { url, pool, dlqs, logger, metrics } = options;
   const retryMs = options.retryMs ?? 5000;
   let stopping = false;
@@ -70,7 +74,10 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
       // Refused for what it holds, not for the moment (readDeadLetter already made every text
       // storable; this is whatever is left): the same insert would fail at every redelivery, so the
       // copy is stored without its headers and properties, the refusal recorded in their place.
-      logger.error({ err, queue, messageId: letter.messageId }, 'dlq ingest: the database refused this dead letter; storing it without its headers');
+      logger.error(
+        { err, queue, messageId: letter.messageId },
+        'dlq ingest: the database refused this dead letter; storing it without its headers',
+      );
       return withTransaction(pool, (tx) => insertDeadLetter(tx, withoutHeaders(letter, err)));
     }
   }
@@ -89,7 +96,10 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
       } catch (err) {
         if (stopping || !open()) return;
         const pauseMs = Math.min(storeRetryMaxMs, storeRetryMs * 2 ** Math.min(failures, 20));
-        logger.error({ err, queue, messageId: letter.messageId, failures: failures + 1, retryInMs: pauseMs }, 'dlq ingest failed; the message stays in its DLQ, unacked, and is stored again later');
+        logger.error(
+          { err, queue, messageId: letter.messageId, failures: failures + 1, retryInMs: pauseMs },
+          'dlq ingest failed; the message stays in its DLQ, unacked, and is stored again later',
+        );
         await sleep(pauseMs, undefined, { signal: wake.signal }).catch(() => undefined);
         if (stopping || !open()) return;
       }
@@ -104,7 +114,14 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
     if (stored.newCause) {
       metrics.newCauses.inc();
       logger.warn(
-        { queue, originalQueue: letter.originalQueue, fingerprint: letter.fingerprint, errorClass: letter.errorClass, handler: letter.handler, messageType: letter.messageType },
+        {
+          queue,
+          originalQueue: letter.originalQueue,
+          fingerprint: letter.fingerprint,
+          errorClass: letter.errorClass,
+          handler: letter.handler,
+          messageType: letter.messageType,
+        },
         'dlq: a cause never seen before',
       );
     }
@@ -157,12 +174,16 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
         waiting.delete(queue);
         consumingNow.add(queue);
       }
-      if (waiting.size > 0) logger.warn({ missing: [...waiting] }, `dlq ingest: DLQs not declared yet; probing every ${retryMs} ms`);
+      if (waiting.size > 0)
+        logger.warn({ missing: [...waiting] }, `dlq ingest: DLQs not declared yet; probing every ${retryMs} ms`);
     };
     await attach();
     first();
     while (!stopping && waiting.size > 0) {
-      const ended = await Promise.race([closed.then(() => true), sleep(retryMs, false, { signal: wake.signal }).catch(() => true)]);
+      const ended = await Promise.race([
+        closed.then(() => true),
+        sleep(retryMs, false, { signal: wake.signal }).catch(() => true),
+      ]);
       if (ended) break;
       await attach();
     }
@@ -194,7 +215,10 @@ export function createIngest(options: IngestOptions): { start(): Promise<void>; 
               first(); // start() does not wait for the broker: the loop keeps trying.
             }
             conn = null;
-            if (!stopping) await sleep(Math.min(15_000, 250 * 2 ** Math.min(failures, 6)), undefined, { signal: wake.signal }).catch(() => undefined);
+            if (!stopping)
+              await sleep(Math.min(15_000, 250 * 2 ** Math.min(failures, 6)), undefined, { signal: wake.signal }).catch(
+                () => undefined,
+              );
           }
         })();
       });
@@ -221,6 +245,8 @@ function isTransient(err: unknown): boolean {
 
 /** The copy as a row the database takes: headers and properties replaced by why they are missing. */
 function withoutHeaders(letter: DeadLetter, err: unknown): DeadLetter {
-  const why = storableText(`${sqlState(err) ?? 'no SQLSTATE'}: ${(err as Error)?.message ?? String(err)}`.slice(0, 500));
+  const why = storableText(
+    `${sqlState(err) ?? 'no SQLSTATE'}: ${(err as Error)?.message ?? String(err)}`.slice(0, 500),
+  );
   return { ...letter, properties: {}, headers: { 'x-dlq-unstorable': why } };
 }

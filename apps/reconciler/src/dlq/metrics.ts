@@ -13,7 +13,12 @@ export interface DlqMetrics {
  * truth, and every replica reports the same figures); a failed read keeps the previous values and
  * is logged by the caller's `onError`.
  */
-export function dlqMetrics(registry: Registry, pool: Pool, dlqs: readonly string[], onError: (err: unknown) => void): DlqMetrics {
+export function dlqMetrics(
+  registry: Registry,
+  pool: Pool,
+  dlqs: readonly string[],
+  onError: (err: unknown) => void,
+): DlqMetrics {
   let last = new Map<string, { pending: number; oldest: number }>();
   let inFlight: Promise<void> | null = null;
   const refresh = (): Promise<void> =>

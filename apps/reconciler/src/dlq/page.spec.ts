@@ -13,16 +13,35 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   app = Fastify();
-  const unused = new Proxy({}, { get: () => { throw new Error('the console page reads no data'); } });
+  const unused = new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('the console page reads no data');
+      },
+    },
+  );
   await app.register(
-    dlqRoutes({ pool: unused as Pool, metrics: unused as DlqMetrics, adminOnly: async () => undefined, summary: () => Promise.reject(new Error('unused')), runReplay: () => undefined }),
+    dlqRoutes({
+      pool: unused as Pool,
+      metrics: unused as DlqMetrics,
+      adminOnly: async () => undefined,
+      summary: () => Promise.reject(new Error('unused')),
+      runReplay: () => undefined,
+    }),
   );
   await app.ready();
 });
 afterAll(async () => app.close());
 
 function directives(csp: string | undefined): Map<string, string[]> {
-  return new Map((csp ?? '').split(';').map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map(([name, ...values]) => [name, values]));
+  return new Map(
+    (csp ?? '')
+      .split(';')
+      .map((d) => d.trim().split(/\s+/))
+      .filter((d) => d[0])
+      .map(([name, ...values]) => [name, values]),
+  );
 }
 
 it('GET /console: a policy without unsafe-inline, no framing, and no inline script or style in the page', async () => {
@@ -53,7 +72,10 @@ it('serves every asset the page references, with its type and the same policy', 
   const html = (await app.inject({ url: '/console' })).body;
   const refs = [...html.matchAll(/<(?:script|link)\b[^>]*\s(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
   expect(refs.sort()).toEqual(['/console/console.css', '/console/console.js']);
-  const types: Record<string, string> = { '/console/console.css': 'text/css; charset=utf-8', '/console/console.js': 'text/javascript; charset=utf-8' };
+  const types: Record<string, string> = {
+    '/console/console.css': 'text/css; charset=utf-8',
+    '/console/console.js': 'text/javascript; charset=utf-8',
+  };
   for (const ref of refs) {
     const res = await app.inject({ url: ref });
     expect(res.statusCode).toBe(200);

@@ -364,4 +364,5 @@ export const CONSOLE_JS = `(() => {
  * No inline script or style ('unsafe-inline' is gone), nothing from elsewhere, calls only to the
  * reconciler's own API, and no framing (clickjacking the Confirm button): frame-ancestors 'none'.
  */
-export const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";

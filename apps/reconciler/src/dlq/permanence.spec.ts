@@ -22,7 +22,12 @@ describe('permanenceOf', () => {
   it.each([
     ['a body that is not JSON', 'ContractError', notJson, 'fails-again'],
     ['a body that is not UTF-8', 'ContractError', notUtf8, 'fails-again'],
-    ['a body over the limit', 'MessageTooLargeError', new MessageTooLargeError(2_000_000, 1_000_000).message, 'fails-again'],
+    [
+      'a body over the limit',
+      'MessageTooLargeError',
+      new MessageTooLargeError(2_000_000, 1_000_000).message,
+      'fails-again',
+    ],
     ['an unknown type (a consumer deploy can fix it)', 'ContractError', unknownType, 'likely-fails-again'],
     ['another permanent error', 'PermanentError', 'user 42 not found after the grace period', 'likely-fails-again'],
   ])('%s: %s', (_what, errorClass, errorMessage, expected) => {
@@ -43,7 +48,9 @@ describe('replayWarnings', () => {
       ['likely-fails-again', 'PermanentError', 7],
       ['likely-fails-again', 'ContractError', 2],
     ]);
-    expect(warnings[0].message).toMatch(/^4 message\(s\) failed with ContractError: the body is not valid JSON, .* will fail again/);
+    expect(warnings[0].message).toMatch(
+      /^4 message\(s\) failed with ContractError: the body is not valid JSON, .* will fail again/,
+    );
     expect(warnings[2].message).toContain('unless a consumer that accepts them');
   });
 

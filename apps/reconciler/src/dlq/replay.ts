@@ -6,7 +6,14 @@ import { withTransaction } from '@community/db';
 import { brokerUserOf, connectToAny, queueExchangeName } from '@community/messaging';
 import { replayHeaders } from './dead-letter';
 import type { DlqMetrics } from './metrics';
-import { claimReplayBatch, claimStaleOperation, finishOperation, heartbeat, recordReplay, type ReplayItem } from './store';
+import {
+  claimReplayBatch,
+  claimStaleOperation,
+  finishOperation,
+  heartbeat,
+  recordReplay,
+  type ReplayItem,
+} from './store';
 
 export interface ReplayerOptions {
   url: string;
@@ -46,7 +53,9 @@ export function createReplayer(options: ReplayerOptions) {
   async function publishAll(operationId: string, ratePerSecond: number): Promise<void> {
     const conn = await connectToAny(options.url, { clientProperties: { connection_name: options.connectionName } });
     conn.on('error', (err: Error) => logger.warn({ err: err.message, operationId }, 'dlq replay connection error'));
-    const lost = new Promise<never>((_resolve, reject) => conn.on('close', () => reject(new Error('broker connection closed during the replay'))));
+    const lost = new Promise<never>((_resolve, reject) =>
+      conn.on('close', () => reject(new Error('broker connection closed during the replay'))),
+    );
     lost.catch(() => undefined);
     const ch = await conn.createConfirmChannel();
     ch.on('error', () => undefined);
@@ -75,12 +84,14 @@ export function createReplayer(options: ReplayerOptions) {
             try {
               returned = new Set();
               await Promise.race([publish(ch, item, operationId), lost]);
-              if (returned.has(item.messageId)) detail = `queue '${item.originalQueue}' does not exist (returned by the broker)`;
+              if (returned.has(item.messageId))
+                detail = `queue '${item.originalQueue}' does not exist (returned by the broker)`;
               else ok = true;
             } catch (err) {
               // The connection is gone: this and the rest of the batch go back to pending.
               const rest = items.slice(i);
-              for (const r of rest) await withTransaction(pool, (tx) => recordReplay(tx, operationId, r.id, false, (err as Error).message));
+              for (const r of rest)
+                await withTransaction(pool, (tx) => recordReplay(tx, operationId, r.id, false, (err as Error).message));
               metrics.actions.inc({ action: 'replay', outcome: 'failed' }, rest.length);
               throw err;
             }
@@ -133,7 +144,9 @@ export function createReplayer(options: ReplayerOptions) {
         logger.info({ operationId }, 'dlq replay finished');
       } catch (err) {
         logger.error({ err, operationId }, 'dlq replay failed');
-        await finishOperation(pool, operationId, (err as Error).message).catch((e) => logger.error({ err: e }, 'dlq replay: recording the failure failed'));
+        await finishOperation(pool, operationId, (err as Error).message).catch((e) =>
+          logger.error({ err: e }, 'dlq replay: recording the failure failed'),
+        );
       } finally {
         running.delete(operationId);
       }
@@ -145,7 +158,10 @@ export function createReplayer(options: ReplayerOptions) {
   async function sweep(): Promise<void> {
     const id = await claimStaleOperation(pool, options.staleMs ?? 30_000);
     if (!id) return;
-    const { rows } = await pool.query<{ rate: number | null }>(`SELECT rate_per_second AS rate FROM dlq_operations WHERE id = $1::bigint`, [id]);
+    const { rows } = await pool.query<{ rate: number | null }>(
+      `SELECT rate_per_second AS rate FROM dlq_operations WHERE id = $1::bigint`,
+      [id],
+    );
     logger.warn({ operationId: id }, 'dlq replay: taking over an operation whose runner stopped');
     void run(id, rows[0]?.rate ?? DEFAULT_RATE_PER_SECOND);
   }

@@ -51,30 +51,42 @@ interface ActionBody {
 
 /** A discard's confirmation of a bulk beyond the bound: `all: true` and the count it expects. */
 function bulkOf(body: ActionBody | undefined): { all: boolean; expectedCount?: number } {
-  if (body?.all !== undefined && typeof body.all !== 'boolean') throw DLQ_ERRORS.DLQ_INVALID_SELECTION('all must be true or false');
+  if (body?.all !== undefined && typeof body.all !== 'boolean')
+    throw DLQ_ERRORS.DLQ_INVALID_SELECTION('all must be true or false');
   const all = body?.all === true;
   if (!all) return { all };
   const n = body?.expectedCount;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw DLQ_ERRORS.DLQ_INVALID_SELECTION('"all": true needs "expectedCount": the number of messages the dry run matched');
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+    throw DLQ_ERRORS.DLQ_INVALID_SELECTION(
+      '"all": true needs "expectedCount": the number of messages the dry run matched',
+    );
   return { all, expectedCount: n };
 }
 
 /** `{ ids }` or `{ filter }`, exactly one; a dry run unless `dryRun: false` is said explicitly. */
 function selectionOf(body: ActionBody | undefined): { selection: store.Selection; dryRun: boolean } {
-  if (!body || typeof body !== 'object') throw DLQ_ERRORS.DLQ_INVALID_SELECTION('the body must be a JSON object: { "filter": {…} } or { "ids": [...] }, with "dryRun"');
-  if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean') throw DLQ_ERRORS.DLQ_INVALID_SELECTION('dryRun must be true or false');
+  if (!body || typeof body !== 'object')
+    throw DLQ_ERRORS.DLQ_INVALID_SELECTION(
+      'the body must be a JSON object: { "filter": {…} } or { "ids": [...] }, with "dryRun"',
+    );
+  if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean')
+    throw DLQ_ERRORS.DLQ_INVALID_SELECTION('dryRun must be true or false');
   const dryRun = body.dryRun !== false;
   if ((body.ids === undefined) === (body.filter === undefined)) {
-    throw DLQ_ERRORS.DLQ_INVALID_SELECTION('give exactly one of "ids" (dead-letter ids) or "filter" (the list filter; {} is every pending message)');
+    throw DLQ_ERRORS.DLQ_INVALID_SELECTION(
+      'give exactly one of "ids" (dead-letter ids) or "filter" (the list filter; {} is every pending message)',
+    );
   }
   if (body.ids !== undefined) {
-    if (!Array.isArray(body.ids) || body.ids.length === 0 || body.ids.length > 10_000) throw DLQ_ERRORS.DLQ_INVALID_SELECTION('ids must be a non-empty array of at most 10000 dead-letter ids');
+    if (!Array.isArray(body.ids) || body.ids.length === 0 || body.ids.length > 10_000)
+      throw DLQ_ERRORS.DLQ_INVALID_SELECTION('ids must be a non-empty array of at most 10000 dead-letter ids');
     const ids = body.ids.map(String);
     const bad = ids.find((id) => !ID.test(id));
     if (bad) throw DLQ_ERRORS.DLQ_INVALID_SELECTION(`'${bad.slice(0, 40)}' is not a dead-letter id (digits)`);
     return { selection: { ids }, dryRun };
   }
-  if (typeof body.filter !== 'object' || body.filter === null || Array.isArray(body.filter)) throw DLQ_ERRORS.DLQ_INVALID_FILTER('filter must be an object');
+  if (typeof body.filter !== 'object' || body.filter === null || Array.isArray(body.filter))
+    throw DLQ_ERRORS.DLQ_INVALID_FILTER('filter must be an object');
   return { selection: { filter: filterOf(body.filter) }, dryRun };
 }
 
@@ -124,9 +136,11 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
       admin.get('/v1/admin/dlq/messages', async (request) => {
         const query = request.query as Record<string, unknown>;
         const limit = query.limit === undefined ? 50 : Number(query.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw DLQ_ERRORS.DLQ_INVALID_FILTER('limit must be an integer from 1 to 500');
+        if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+          throw DLQ_ERRORS.DLQ_INVALID_FILTER('limit must be an integer from 1 to 500');
         const cursor = query.cursor === undefined || query.cursor === '' ? undefined : String(query.cursor);
-        if (cursor !== undefined && !ID.test(cursor)) throw DLQ_ERRORS.DLQ_INVALID_FILTER("cursor must be 'nextCursor' from a previous page");
+        if (cursor !== undefined && !ID.test(cursor))
+          throw DLQ_ERRORS.DLQ_INVALID_FILTER("cursor must be 'nextCursor' from a previous page");
         return store.listMessages(pool, filterOf(query), { limit, cursor });
       });
 
@@ -152,11 +166,19 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
         const ratePerSecond = rateOf(body?.ratePerSecond);
         if (dryRun) {
           // The causes a replay does not remove, said before anything is sent (permanence.ts).
-          const [p, permanent] = await Promise.all([store.preview(pool, selection), store.permanentCauses(pool, selection)]);
+          const [p, permanent] = await Promise.all([
+            store.preview(pool, selection),
+            store.permanentCauses(pool, selection),
+          ]);
           return { dryRun: true, action: 'replay', ratePerSecond, ...p, warnings: replayWarnings(permanent) };
         }
-        const op = await withTransaction(pool, (tx) => store.createOperation(tx, { action: 'replay', requestedBy: who(request), selection, ratePerSecond }));
-        request.log.info({ operationId: op.id, matched: op.matched, by: who(request), selection }, 'dlq replay requested');
+        const op = await withTransaction(pool, (tx) =>
+          store.createOperation(tx, { action: 'replay', requestedBy: who(request), selection, ratePerSecond }),
+        );
+        request.log.info(
+          { operationId: op.id, matched: op.matched, by: who(request), selection },
+          'dlq replay requested',
+        );
         if (op.matched > 0) deps.runReplay(op.id, ratePerSecond);
         return reply.code(202).send({ dryRun: false, operationId: op.id, matched: op.matched });
       });
@@ -170,9 +192,15 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
           return { dryRun: true, action: 'discard', maxPerCall, needsAll: p.matched > maxPerCall, ...p };
         }
         const result = await withTransaction(pool, async (tx) => {
-          const op = await store.createOperation(tx, { action: 'discard', requestedBy: who(request), selection, ratePerSecond: null });
+          const op = await store.createOperation(tx, {
+            action: 'discard',
+            requestedBy: who(request),
+            selection,
+            ratePerSecond: null,
+          });
           // Counted on the operation's fixed items; throwing rolls the operation back with them.
-          if (bulk.all && bulk.expectedCount !== op.matched) throw DLQ_ERRORS.DLQ_DISCARD_COUNT_CHANGED(bulk.expectedCount ?? 0, op.matched);
+          if (bulk.all && bulk.expectedCount !== op.matched)
+            throw DLQ_ERRORS.DLQ_DISCARD_COUNT_CHANGED(bulk.expectedCount ?? 0, op.matched);
           if (!bulk.all && op.matched > maxPerCall) throw DLQ_ERRORS.DLQ_DISCARD_TOO_MANY(op.matched, maxPerCall);
           const done = op.matched > 0 ? await store.discardItems(tx, op.id) : { discarded: 0, skipped: 0 };
           return { operationId: op.id, matched: op.matched, ...done };
@@ -187,10 +215,23 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
       // messages go back to pending, audited like every action.
       admin.post('/v1/admin/dlq/restore', async (request) => {
         const { selection, dryRun } = selectionOf(request.body as ActionBody | undefined);
-        if (dryRun) return { dryRun: true, action: 'restore', restoreWindowMs, ...(await store.preview(pool, selection, 'restore', restoreWindowMs)) };
+        if (dryRun)
+          return {
+            dryRun: true,
+            action: 'restore',
+            restoreWindowMs,
+            ...(await store.preview(pool, selection, 'restore', restoreWindowMs)),
+          };
         const result = await withTransaction(pool, async (tx) => {
-          const op = await store.createOperation(tx, { action: 'restore', requestedBy: who(request), selection, ratePerSecond: null, restoreWindowMs });
-          const done = op.matched > 0 ? await store.restoreItems(tx, op.id, restoreWindowMs) : { restored: 0, skipped: 0 };
+          const op = await store.createOperation(tx, {
+            action: 'restore',
+            requestedBy: who(request),
+            selection,
+            ratePerSecond: null,
+            restoreWindowMs,
+          });
+          const done =
+            op.matched > 0 ? await store.restoreItems(tx, op.id, restoreWindowMs) : { restored: 0, skipped: 0 };
           return { operationId: op.id, matched: op.matched, ...done };
         });
         if (result.restored > 0) metrics.actions.inc({ action: 'restore', outcome: 'ok' }, result.restored);

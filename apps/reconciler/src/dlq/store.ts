@@ -10,14 +10,33 @@ type Db = Pool | PoolClient;
  * broker redelivers after a crash between commit and ack is not stored twice) and its group.
  * Returns whether the row is new and whether its cause was never seen before.
  */
-export async function insertDeadLetter(tx: PoolClient, d: DeadLetter): Promise<{ inserted: boolean; newCause: boolean }> {
+export async function insertDeadLetter(
+  tx: PoolClient,
+  d: DeadLetter,
+): Promise<{ inserted: boolean; newCause: boolean }> {
   const row = await tx.query(
     `INSERT INTO dlq_messages (queue, original_queue, message_id, dead_lettered_at, properties, headers, body, routing_key,
                                message_type, error_class, error_message, error_kind, handler, attempts, fingerprint)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (message_id, dead_lettered_at) DO NOTHING
      RETURNING id`,
-    [d.queue, d.originalQueue, d.messageId, d.deadLetteredAt, d.properties, d.headers, d.body, d.routingKey, d.messageType, d.errorClass, d.errorMessage, d.errorKind, d.handler, d.attempts, d.fingerprint],
+    [
+      d.queue,
+      d.originalQueue,
+      d.messageId,
+      d.deadLetteredAt,
+      d.properties,
+      d.headers,
+      d.body,
+      d.routingKey,
+      d.messageType,
+      d.errorClass,
+      d.errorMessage,
+      d.errorKind,
+      d.handler,
+      d.attempts,
+      d.fingerprint,
+    ],
   );
   if (row.rowCount === 0) return { inserted: false, newCause: false };
   const group = await tx.query<{ created: boolean }>(
@@ -151,9 +170,16 @@ function messageRow(r: Record<string, unknown>): MessageRow {
  * `total` counts every match and `asOf` is the highest matching id: a bulk action sent with the
  * same filter and this `asOf` acts on exactly these `total` messages.
  */
-export async function listMessages(db: Db, filter: DlqFilter, page: { limit: number; cursor?: string }): Promise<{ items: MessageRow[]; total: number; asOf: string | null; nextCursor: string | null }> {
+export async function listMessages(
+  db: Db,
+  filter: DlqFilter,
+  page: { limit: number; cursor?: string },
+): Promise<{ items: MessageRow[]; total: number; asOf: string | null; nextCursor: string | null }> {
   const w = whereOf(filter);
-  const head = await db.query<{ total: number; max: string | null }>(`SELECT count(*)::int AS total, max(m.id)::text AS max FROM dlq_messages m WHERE ${w.sql}`, w.params);
+  const head = await db.query<{ total: number; max: string | null }>(
+    `SELECT count(*)::int AS total, max(m.id)::text AS max FROM dlq_messages m WHERE ${w.sql}`,
+    w.params,
+  );
   const params = [...w.params];
   let cond = w.sql;
   if (page.cursor) {
@@ -161,7 +187,10 @@ export async function listMessages(db: Db, filter: DlqFilter, page: { limit: num
     cond += ` AND m.id < $${params.length}::bigint`;
   }
   params.push(page.limit);
-  const { rows } = await db.query(`SELECT ${MESSAGE_COLUMNS} FROM dlq_messages m WHERE ${cond} ORDER BY m.id DESC LIMIT $${params.length}`, params);
+  const { rows } = await db.query(
+    `SELECT ${MESSAGE_COLUMNS} FROM dlq_messages m WHERE ${cond} ORDER BY m.id DESC LIMIT $${params.length}`,
+    params,
+  );
   const items = rows.map(messageRow);
   return {
     items,
@@ -181,11 +210,25 @@ export interface MessageDetail extends MessageRow {
   /** The body as text (UTF-8), and parsed when it is JSON. */
   body: string;
   bodyJson: unknown;
-  history: Array<{ operationId: string; action: string; requestedBy: string; result: string; detail: string | null; at: string | null }>;
+  history: Array<{
+    operationId: string;
+    action: string;
+    requestedBy: string;
+    result: string;
+    detail: string | null;
+    at: string | null;
+  }>;
 }
 
-export async function getMessage(db: Db, id: string, restoreWindowMs: number = DEFAULT_RESTORE_WINDOW_MS): Promise<MessageDetail | null> {
-  const { rows } = await db.query(`SELECT ${MESSAGE_COLUMNS}, m.properties, m.headers, m.body FROM dlq_messages m WHERE m.id = $1::bigint`, [id]);
+export async function getMessage(
+  db: Db,
+  id: string,
+  restoreWindowMs: number = DEFAULT_RESTORE_WINDOW_MS,
+): Promise<MessageDetail | null> {
+  const { rows } = await db.query(
+    `SELECT ${MESSAGE_COLUMNS}, m.properties, m.headers, m.body FROM dlq_messages m WHERE m.id = $1::bigint`,
+    [id],
+  );
   if (rows.length === 0) return null;
   const r = rows[0];
   const body = (r.body as Buffer).toString('utf8');
@@ -248,11 +291,21 @@ export const DEFAULT_RESTORE_WINDOW_MS = 30 * 86_400_000;
  * Restore: only `discarded` ones discarded less than the restore window ago (a filter's `state`
  * is ignored: nothing else can be restored).
  */
-function selectionSql(selection: Selection, action: Action = 'replay', restoreWindowMs = DEFAULT_RESTORE_WINDOW_MS): { sql: string; params: unknown[] } {
-  const base = 'ids' in selection ? { sql: `m.id = ANY($1::bigint[])`, params: [selection.ids] as unknown[] } : whereOf(action === 'restore' ? { ...selection.filter, state: 'discarded' } : selection.filter);
+function selectionSql(
+  selection: Selection,
+  action: Action = 'replay',
+  restoreWindowMs = DEFAULT_RESTORE_WINDOW_MS,
+): { sql: string; params: unknown[] } {
+  const base =
+    'ids' in selection
+      ? { sql: `m.id = ANY($1::bigint[])`, params: [selection.ids] as unknown[] }
+      : whereOf(action === 'restore' ? { ...selection.filter, state: 'discarded' } : selection.filter);
   if (action !== 'restore') return { sql: `${base.sql} AND m.state IN ('pending', 'replayed')`, params: base.params };
   const window = `$${base.params.length + 1}`;
-  return { sql: `${base.sql} AND m.state = 'discarded' AND m.acted_at > now() - make_interval(secs => ${window}::float8 / 1000)`, params: [...base.params, restoreWindowMs] };
+  return {
+    sql: `${base.sql} AND m.state = 'discarded' AND m.acted_at > now() - make_interval(secs => ${window}::float8 / 1000)`,
+    params: [...base.params, restoreWindowMs],
+  };
 }
 
 export interface Preview {
@@ -282,12 +335,23 @@ export async function permanentCauses(db: Db, selection: Selection): Promise<Per
   return rows.map((r) => ({ errorClass: r.error_class, errorMessage: r.error_message, count: r.n }));
 }
 
-export async function preview(db: Db, selection: Selection, action: Action = 'replay', restoreWindowMs?: number): Promise<Preview> {
+export async function preview(
+  db: Db,
+  selection: Selection,
+  action: Action = 'replay',
+  restoreWindowMs?: number,
+): Promise<Preview> {
   const s = selectionSql(selection, action, restoreWindowMs);
   const [head, byQueue, byGroup, sample] = await Promise.all([
     db.query(`SELECT count(*)::int AS n, max(m.id)::text AS max FROM dlq_messages m WHERE ${s.sql}`, s.params),
-    db.query(`SELECT m.original_queue, count(*)::int AS n FROM dlq_messages m WHERE ${s.sql} GROUP BY 1 ORDER BY 2 DESC`, s.params),
-    db.query(`SELECT m.fingerprint, min(m.error_class) AS error_class, count(*)::int AS n FROM dlq_messages m WHERE ${s.sql} GROUP BY 1 ORDER BY 3 DESC LIMIT 20`, s.params),
+    db.query(
+      `SELECT m.original_queue, count(*)::int AS n FROM dlq_messages m WHERE ${s.sql} GROUP BY 1 ORDER BY 2 DESC`,
+      s.params,
+    ),
+    db.query(
+      `SELECT m.fingerprint, min(m.error_class) AS error_class, count(*)::int AS n FROM dlq_messages m WHERE ${s.sql} GROUP BY 1 ORDER BY 3 DESC LIMIT 20`,
+      s.params,
+    ),
     db.query(`SELECT ${MESSAGE_COLUMNS} FROM dlq_messages m WHERE ${s.sql} ORDER BY m.id DESC LIMIT 10`, s.params),
   ]);
   return {
@@ -302,7 +366,13 @@ export async function preview(db: Db, selection: Selection, action: Action = 're
 /** Creates the operation and fixes its items (the exact messages) in one transaction. */
 export async function createOperation(
   tx: PoolClient,
-  op: { action: Action; requestedBy: string; selection: Selection; ratePerSecond: number | null; restoreWindowMs?: number },
+  op: {
+    action: Action;
+    requestedBy: string;
+    selection: Selection;
+    ratePerSecond: number | null;
+    restoreWindowMs?: number;
+  },
 ): Promise<{ id: string; matched: number }> {
   const created = await tx.query<{ id: string }>(
     `INSERT INTO dlq_operations (action, requested_by, selection, rate_per_second, matched) VALUES ($1, $2, $3, $4, 0) RETURNING id::text`,
@@ -315,7 +385,10 @@ export async function createOperation(
     [...s.params, id],
   );
   const matched = items.rowCount ?? 0;
-  await tx.query(`UPDATE dlq_operations SET matched = $2, state = CASE WHEN $2 = 0 THEN 'done' ELSE state END, finished_at = CASE WHEN $2 = 0 THEN now() END WHERE id = $1`, [id, matched]);
+  await tx.query(
+    `UPDATE dlq_operations SET matched = $2, state = CASE WHEN $2 = 0 THEN 'done' ELSE state END, finished_at = CASE WHEN $2 = 0 THEN now() END WHERE id = $1`,
+    [id, matched],
+  );
   return { id, matched };
 }
 
@@ -359,7 +432,9 @@ export async function getOperation(db: Db, id: string): Promise<OperationRow | n
 }
 
 export async function listOperations(db: Db, limit = 20): Promise<OperationRow[]> {
-  const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM dlq_operations ORDER BY id DESC LIMIT $1`, [limit]);
+  const { rows } = await db.query<{ id: string }>(`SELECT id::text FROM dlq_operations ORDER BY id DESC LIMIT $1`, [
+    limit,
+  ]);
   const out: OperationRow[] = [];
   for (const r of rows) {
     const op = await getOperation(db, r.id);
@@ -372,7 +447,10 @@ export async function listOperations(db: Db, limit = 20): Promise<OperationRow[]
  * Discard of every item of an operation, in the caller's transaction: each message still in a
  * discardable state is discarded, the others are recorded as skipped (a replay got there first).
  */
-export async function discardItems(tx: PoolClient, operationId: string): Promise<{ discarded: number; skipped: number }> {
+export async function discardItems(
+  tx: PoolClient,
+  operationId: string,
+): Promise<{ discarded: number; skipped: number }> {
   const done = await tx.query(
     `WITH d AS (
        UPDATE dlq_messages m SET state = 'discarded', acted_at = now()
@@ -389,7 +467,10 @@ export async function discardItems(tx: PoolClient, operationId: string): Promise
   );
   const discarded = done.rows.filter((r) => r.result === 'discarded').length;
   const skipped = done.rows.length - discarded;
-  await tx.query(`UPDATE dlq_operations SET succeeded = $2, skipped = $3, state = 'done', finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint`, [operationId, discarded, skipped]);
+  await tx.query(
+    `UPDATE dlq_operations SET succeeded = $2, skipped = $3, state = 'done', finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint`,
+    [operationId, discarded, skipped],
+  );
   return { discarded, skipped };
 }
 
@@ -398,7 +479,11 @@ export async function discardItems(tx: PoolClient, operationId: string): Promise
  * message still discarded, and discarded less than the window ago, goes back to `pending` (it waits
  * for a decision again); the others are recorded as skipped with the reason.
  */
-export async function restoreItems(tx: PoolClient, operationId: string, restoreWindowMs: number): Promise<{ restored: number; skipped: number }> {
+export async function restoreItems(
+  tx: PoolClient,
+  operationId: string,
+  restoreWindowMs: number,
+): Promise<{ restored: number; skipped: number }> {
   const done = await tx.query(
     `WITH r AS (
        UPDATE dlq_messages m SET state = 'pending', acted_at = now()
@@ -416,7 +501,10 @@ export async function restoreItems(tx: PoolClient, operationId: string, restoreW
   );
   const restored = done.rows.filter((r) => r.result === 'restored').length;
   const skipped = done.rows.length - restored;
-  await tx.query(`UPDATE dlq_operations SET succeeded = $2, skipped = $3, state = 'done', finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint`, [operationId, restored, skipped]);
+  await tx.query(
+    `UPDATE dlq_operations SET succeeded = $2, skipped = $3, state = 'done', finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint`,
+    [operationId, restored, skipped],
+  );
   return { restored, skipped };
 }
 
@@ -435,7 +523,11 @@ export interface ReplayItem {
  * replaying (a message discarded since the request is skipped here). A message left `replaying` by
  * a crashed runner is taken again: publishing it twice is absorbed by the consumer's idempotency.
  */
-export async function claimReplayBatch(tx: PoolClient, operationId: string, limit: number): Promise<{ items: ReplayItem[]; skipped: number }> {
+export async function claimReplayBatch(
+  tx: PoolClient,
+  operationId: string,
+  limit: number,
+): Promise<{ items: ReplayItem[]; skipped: number }> {
   const pending = await tx.query<{ message_id: string; state: string }>(
     `SELECT i.message_id::text, m.state FROM dlq_operation_items i JOIN dlq_messages m ON m.id = i.message_id
       WHERE i.operation_id = $1::bigint AND i.result = 'pending' ORDER BY i.message_id LIMIT $2 FOR UPDATE OF m`,
@@ -444,8 +536,14 @@ export async function claimReplayBatch(tx: PoolClient, operationId: string, limi
   const skip = pending.rows.filter((r) => r.state === 'discarded').map((r) => r.message_id);
   const take = pending.rows.filter((r) => r.state !== 'discarded').map((r) => r.message_id);
   if (skip.length > 0) {
-    await tx.query(`UPDATE dlq_operation_items SET result = 'skipped', detail = 'discarded before its turn', at = now() WHERE operation_id = $1::bigint AND message_id = ANY($2::bigint[])`, [operationId, skip]);
-    await tx.query(`UPDATE dlq_operations SET skipped = skipped + $2 WHERE id = $1::bigint`, [operationId, skip.length]);
+    await tx.query(
+      `UPDATE dlq_operation_items SET result = 'skipped', detail = 'discarded before its turn', at = now() WHERE operation_id = $1::bigint AND message_id = ANY($2::bigint[])`,
+      [operationId, skip],
+    );
+    await tx.query(`UPDATE dlq_operations SET skipped = skipped + $2 WHERE id = $1::bigint`, [
+      operationId,
+      skip.length,
+    ]);
   }
   if (take.length === 0) return { items: [], skipped: skip.length };
   const { rows } = await tx.query(
@@ -454,34 +552,48 @@ export async function claimReplayBatch(tx: PoolClient, operationId: string, limi
     [take],
   );
   const items = rows
-    .map((r) => ({ id: r.id, originalQueue: r.original_queue, messageId: r.message_id, properties: r.properties, headers: r.headers, body: r.body, replayCount: r.replay_count }))
+    .map((r) => ({
+      id: r.id,
+      originalQueue: r.original_queue,
+      messageId: r.message_id,
+      properties: r.properties,
+      headers: r.headers,
+      body: r.body,
+      replayCount: r.replay_count,
+    }))
     .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
   return { items, skipped: skip.length };
 }
 
 /** The result of one replayed message, with the operation's counters, in one transaction. */
-export async function recordReplay(tx: PoolClient, operationId: string, messageId: string, ok: boolean, detail: string | null): Promise<void> {
+export async function recordReplay(
+  tx: PoolClient,
+  operationId: string,
+  messageId: string,
+  ok: boolean,
+  detail: string | null,
+): Promise<void> {
   await tx.query(
     ok
       ? `UPDATE dlq_messages SET state = 'replayed', acted_at = now(), replay_count = replay_count + 1 WHERE id = $1::bigint`
       : `UPDATE dlq_messages SET state = 'pending' WHERE id = $1::bigint AND state = 'replaying'`,
     [messageId],
   );
-  await tx.query(`UPDATE dlq_operation_items SET result = $3, detail = $4, at = now() WHERE operation_id = $1::bigint AND message_id = $2::bigint`, [
-    operationId,
-    messageId,
-    ok ? 'replayed' : 'failed',
-    detail,
-  ]);
-  await tx.query(`UPDATE dlq_operations SET ${ok ? 'succeeded = succeeded + 1' : 'failed = failed + 1'}, heartbeat_at = now() WHERE id = $1::bigint`, [operationId]);
+  await tx.query(
+    `UPDATE dlq_operation_items SET result = $3, detail = $4, at = now() WHERE operation_id = $1::bigint AND message_id = $2::bigint`,
+    [operationId, messageId, ok ? 'replayed' : 'failed', detail],
+  );
+  await tx.query(
+    `UPDATE dlq_operations SET ${ok ? 'succeeded = succeeded + 1' : 'failed = failed + 1'}, heartbeat_at = now() WHERE id = $1::bigint`,
+    [operationId],
+  );
 }
 
 export async function finishOperation(db: Db, operationId: string, error: string | null): Promise<void> {
-  await db.query(`UPDATE dlq_operations SET state = $2, error = $3, finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint AND state = 'running'`, [
-    operationId,
-    error ? 'failed' : 'done',
-    error,
-  ]);
+  await db.query(
+    `UPDATE dlq_operations SET state = $2, error = $3, finished_at = now(), heartbeat_at = now() WHERE id = $1::bigint AND state = 'running'`,
+    [operationId, error ? 'failed' : 'done', error],
+  );
 }
 
 /**

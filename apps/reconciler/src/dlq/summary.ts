@@ -4,7 +4,11 @@ import { managementRequest, type ManagementTarget } from '@community/messaging';
 import { listGroups, summaryByQueue, type GroupRow, type QueueSummary } from './store';
 
 export interface DlqSummary {
-  queues: Array<QueueSummary & { /** Still in the broker's DLQ, not yet read into the console (null: unknown). */ inBroker: number | null }>;
+  queues: Array<
+    QueueSummary & {
+      /** Still in the broker's DLQ, not yet read into the console (null: unknown). */ inBroker: number | null;
+    }
+  >;
   totalPending: number;
   topCauses: GroupRow[];
   /** DLQs the ingest is reading right now (a DLQ missing here is not declared yet, or the broker is down). */
@@ -18,7 +22,11 @@ export const DLQ_RUNBOOK = 'docs/RUNBOOK.md#check-dlq';
 /** Messages sitting in a DLQ on the broker, from the management API; null when it cannot answer. */
 async function brokerDepth(target: ManagementTarget, queue: string): Promise<number | null> {
   try {
-    const res = await managementRequest(target, 'GET', `/queues/${encodeURIComponent(target.vhost)}/${encodeURIComponent(queue)}`);
+    const res = await managementRequest(
+      target,
+      'GET',
+      `/queues/${encodeURIComponent(target.vhost)}/${encodeURIComponent(queue)}`,
+    );
     if (!res.ok) return null;
     const body = (await res.json()) as { messages?: number };
     return typeof body.messages === 'number' ? body.messages : null;
@@ -54,7 +62,8 @@ export async function buildSummary(deps: {
     inBroker: inBroker[i],
   }));
   // Rows of a DLQ no longer in the topology still count: they are someone's lost messages.
-  for (const r of rows) if (!known.has(r.queue)) queues.push({ ...r, originalQueue: r.queue.replace(/\.dlq$/, ''), inBroker: null });
+  for (const r of rows)
+    if (!known.has(r.queue)) queues.push({ ...r, originalQueue: r.queue.replace(/\.dlq$/, ''), inBroker: null });
   const totalPending = queues.reduce((n, q) => n + q.pending, 0);
   const threshold = deps.threshold ?? 0;
   return {

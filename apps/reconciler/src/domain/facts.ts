@@ -84,7 +84,15 @@ export interface WhyFacts {
   preferences: { type: string; inApp: boolean; email: string }[];
   /** notification.created of the items (outbox of notification-service). */
   created: { eventId: string; idempotencyKey: string; sentAt: string | null }[];
-  deliveries: { idempotencyKey: string; channel: string; state: string; attempts: number; lastError: string | null; smtpResponse: string | null; sentAt: string | null }[];
+  deliveries: {
+    idempotencyKey: string;
+    channel: string;
+    state: string;
+    attempts: number;
+    lastError: string | null;
+    smtpResponse: string | null;
+    sentAt: string | null;
+  }[];
   digestItems: { idempotencyKey: string; windowStatus: string; windowEnd: string }[];
   emailUser: boolean;
   suppressions: string[];

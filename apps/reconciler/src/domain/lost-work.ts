@@ -1,7 +1,6 @@
 import { QUEUES } from '@community/contracts';
 import type { QueueSample } from './facts';
 
-
 /**
  * The kinds of work the database knows is due and that only a message moves (docs/RECONCILER.md
  * "Lost work"). Each is re-driven from its rows by `POST /v1/admin/lost-work/<kind>/redrive`.
@@ -54,7 +53,8 @@ export function holdersOf(queue: string): string[] {
   return queue === QUEUES.emailSend ? [queue, QUEUES.emailSendCritical] : [queue];
 }
 
-const inFamily = (name: string, queue: string) => name === queue || name.startsWith(`${queue}.retry.`) || name === `${queue}.dlq`;
+const inFamily = (name: string, queue: string) =>
+  name === queue || name.startsWith(`${queue}.retry.`) || name === `${queue}.dlq`;
 
 /** ready + unacked over every queue that may hold a message for `queue`'s due work. */
 export function heldBy(queue: string, sample: readonly QueueSample[]): number {
@@ -84,10 +84,18 @@ const KIND_LABEL: Record<LostWorkKind, [string, string]> = {
  * misses a loss while the queue holds as many unrelated messages (a burst behind it): it is a lower
  * bound, exact once the queue drains. docs/RECONCILER.md "Lost work" lists the remaining cases.
  */
-export function evaluateLostWork(due: readonly DueWork[], sample: readonly QueueSample[] | { error: string }, o: { graceMs: number }): LostWorkVerdict {
+export function evaluateLostWork(
+  due: readonly DueWork[],
+  sample: readonly QueueSample[] | { error: string },
+  o: { graceMs: number },
+): LostWorkVerdict {
   if ('error' in sample) {
     const rows = due.reduce((n, d) => n + d.rows, 0);
-    return { ok: false, queues: [], detail: `cannot compare ${plural(rows, 'due row')} with the queues: RabbitMQ management API: ${sample.error}` };
+    return {
+      ok: false,
+      queues: [],
+      detail: `cannot compare ${plural(rows, 'due row')} with the queues: RabbitMQ management API: ${sample.error}`,
+    };
   }
   const byQueue = new Map<string, DueWork[]>();
   for (const d of due) if (d.rows > 0) byQueue.set(d.queue, [...(byQueue.get(d.queue) ?? []), d]);

@@ -16,8 +16,20 @@ export interface RecountRequest {
   data: { after: string; through: string; requestedBy: string };
 }
 
-export function recountRequest(range: { after: string; through: string }, requestedBy: string, correlationId: string, now: Date): RecountRequest {
-  return { id: randomUUID(), type: RECONCILER_RECOUNT_TYPE, version: 1, occurredAt: now.toISOString(), correlationId, data: { ...range, requestedBy } };
+export function recountRequest(
+  range: { after: string; through: string },
+  requestedBy: string,
+  correlationId: string,
+  now: Date,
+): RecountRequest {
+  return {
+    id: randomUUID(),
+    type: RECONCILER_RECOUNT_TYPE,
+    version: 1,
+    occurredAt: now.toISOString(),
+    correlationId,
+    data: { ...range, requestedBy },
+  };
 }
 
 /** The consumer's validator: anything else is dead-lettered at once with the reason. */
@@ -40,7 +52,10 @@ export function parseRecountRequest(body: Buffer): RecountRequest {
     typeof d.requestedBy !== 'string' ||
     !(d.after < d.through)
   ) {
-    throw new PermanentError('reconciler.low-priority: expected a reconciler.recount with data { after < through, requestedBy }', 'VALIDATION_FAILED');
+    throw new PermanentError(
+      'reconciler.low-priority: expected a reconciler.recount with data { after < through, requestedBy }',
+      'VALIDATION_FAILED',
+    );
   }
   return m as RecountRequest;
 }

@@ -1,6 +1,5 @@
 import type { QueueSample } from './facts';
 
-
 export type FindingKind = 'stalled' | 'no_consumer' | 'dlq_growing';
 export const FINDING_KINDS: readonly FindingKind[] = ['stalled', 'no_consumer', 'dlq_growing'];
 
@@ -22,7 +21,11 @@ export interface Finding {
  *
  * "At every sample" rather than "overall" so a burst that is being worked off is not reported.
  */
-export function watchdogFindings(history: readonly (readonly QueueSample[])[], workQueues: readonly string[], n: number): Finding[] {
+export function watchdogFindings(
+  history: readonly (readonly QueueSample[])[],
+  workQueues: readonly string[],
+  n: number,
+): Finding[] {
   const latest = history[history.length - 1];
   if (!latest) return [];
   const window = history.slice(-n);
@@ -31,13 +34,18 @@ export function watchdogFindings(history: readonly (readonly QueueSample[])[], w
     const xs = window.map((s) => s.find((q) => q.name === name)).filter((x): x is QueueSample => x !== undefined);
     return xs.length >= n ? xs : [];
   };
-  const grewEachTime = (xs: QueueSample[]) => xs.length > 0 && xs.every((x, i) => i === 0 || x.messages > xs[i - 1].messages);
+  const grewEachTime = (xs: QueueSample[]) =>
+    xs.length > 0 && xs.every((x, i) => i === 0 || x.messages > xs[i - 1].messages);
   const findings: Finding[] = [];
   for (const queue of workQueues) {
     const now = latest.find((q) => q.name === queue);
     const before = history.length >= 2 ? history[history.length - 2].find((q) => q.name === queue) : undefined;
     if (now && before && now.consumers === 0 && before.consumers === 0) {
-      findings.push({ queue, kind: 'no_consumer', detail: `${queue} has no consumer (${now.messages} messages waiting)` });
+      findings.push({
+        queue,
+        kind: 'no_consumer',
+        detail: `${queue} has no consumer (${now.messages} messages waiting)`,
+      });
     }
     const work = series(queue);
     if (grewEachTime(work) && work.every((x) => x.acked === work[0].acked)) {
@@ -49,7 +57,11 @@ export function watchdogFindings(history: readonly (readonly QueueSample[])[], w
     }
     const dlq = series(`${queue}.dlq`);
     if (grewEachTime(dlq)) {
-      findings.push({ queue: `${queue}.dlq`, kind: 'dlq_growing', detail: `${queue}.dlq grew from ${dlq[0].messages} to ${dlq[dlq.length - 1].messages} messages over ${n} samples` });
+      findings.push({
+        queue: `${queue}.dlq`,
+        kind: 'dlq_growing',
+        detail: `${queue}.dlq grew from ${dlq[0].messages} to ${dlq[dlq.length - 1].messages} messages over ${n} samples`,
+      });
     }
   }
   return findings;

@@ -3,7 +3,11 @@ import { explain } from './why';
 import type { WhyFacts } from './facts';
 
 const mention = (actorId: string, mentionedUserId: string) =>
-  buildEvent('user.mentioned', { commentId: 'c1', postId: 'p1', actorId, mentionedUserId, excerpt: 'hi' }, { producer: 'community-api', id: '00000000-0000-4000-8000-000000000001' });
+  buildEvent(
+    'user.mentioned',
+    { commentId: 'c1', postId: 'p1', actorId, mentionedUserId, excerpt: 'hi' },
+    { producer: 'community-api', id: '00000000-0000-4000-8000-000000000001' },
+  );
 const empty = (over: Partial<WhyFacts> = {}): WhyFacts => ({
   events: [],
   inbox: [],
@@ -18,7 +22,13 @@ const empty = (over: Partial<WhyFacts> = {}): WhyFacts => ({
   dlqSource: 'the broker DLQs',
   ...over,
 });
-const sent = (payload: unknown) => ({ eventId: '00000000-0000-4000-8000-000000000001', producer: 'community-api', payload, createdAt: 't0', sentAt: 't1' });
+const sent = (payload: unknown) => ({
+  eventId: '00000000-0000-4000-8000-000000000001',
+  producer: 'community-api',
+  payload,
+  createdAt: 't0',
+  sentAt: 't1',
+});
 const statuses = (r: ReturnType<typeof explain>) => Object.fromEntries(r.steps.map((s) => [s.step, s.status]));
 
 describe('explain (why)', () => {
@@ -28,9 +38,30 @@ describe('explain (why)', () => {
       empty({
         events: [sent(mention('bob', 'ada'))],
         inbox: [{ consumer: 'notification-service.critical', eventId: 'e', processedAt: 't2' }],
-        items: [{ id: 'n1', type: 'mention', idempotencyKey: 'mention:c1:ada', inApp: true, emailChannel: 'immediate', sourceEventId: 'e', createdAt: 't2', readAt: null }],
+        items: [
+          {
+            id: 'n1',
+            type: 'mention',
+            idempotencyKey: 'mention:c1:ada',
+            inApp: true,
+            emailChannel: 'immediate',
+            sourceEventId: 'e',
+            createdAt: 't2',
+            readAt: null,
+          },
+        ],
         created: [{ eventId: 'e2', idempotencyKey: 'mention:c1:ada', sentAt: 't3' }],
-        deliveries: [{ idempotencyKey: 'mention:c1:ada', channel: 'immediate', state: 'sent', attempts: 1, lastError: null, smtpResponse: '250 OK', sentAt: 't4' }],
+        deliveries: [
+          {
+            idempotencyKey: 'mention:c1:ada',
+            channel: 'immediate',
+            state: 'sent',
+            attempts: 1,
+            lastError: null,
+            smtpResponse: '250 OK',
+            sentAt: 't4',
+          },
+        ],
       }),
     );
     expect(Object.values(statuses(r)).every((s) => s === 'ok')).toBe(true);
@@ -39,7 +70,9 @@ describe('explain (why)', () => {
 
   it('self-action, and a user who is not a recipient at all, from the planning rule itself', () => {
     const self = explain({ userId: 'ada', eventId: 'e' }, empty({ events: [sent(mention('ada', 'ada'))] }));
-    expect(self.verdict).toBe('self-action: ada is the actor of this user.mentioned: nobody is notified of their own action');
+    expect(self.verdict).toBe(
+      'self-action: ada is the actor of this user.mentioned: nobody is notified of their own action',
+    );
     const other = explain({ userId: 'carl', eventId: 'e' }, empty({ events: [sent(mention('bob', 'ada'))] }));
     expect(other.verdict).toBe('self-action: carl is not a recipient of this user.mentioned (recipients: ada)');
   });
@@ -50,7 +83,18 @@ describe('explain (why)', () => {
       empty({
         events: [sent(mention('bob', 'ada'))],
         preferences: [{ type: 'mention', inApp: false, email: 'off' }],
-        items: [{ id: 'n1', type: 'mention', idempotencyKey: 'k', inApp: false, emailChannel: 'off', sourceEventId: 'e', createdAt: 't', readAt: null }],
+        items: [
+          {
+            id: 'n1',
+            type: 'mention',
+            idempotencyKey: 'k',
+            inApp: false,
+            emailChannel: 'off',
+            sourceEventId: 'e',
+            createdAt: 't',
+            readAt: null,
+          },
+        ],
       }),
     );
     expect(r.steps.find((s) => s.step === 'preferences')).toEqual({
@@ -65,9 +109,23 @@ describe('explain (why)', () => {
     const bad = { ...mention('bob', 'ada'), data: { commentId: 'c1' } };
     const r = explain(
       { userId: 'ada', eventId: 'e' },
-      empty({ events: [sent(bad)], dead: [{ queue: 'notification-service.critical.dlq', messageId: 'e', cause: 'permanent: ContractError: bad', at: 't' }] }),
+      empty({
+        events: [sent(bad)],
+        dead: [
+          {
+            queue: 'notification-service.critical.dlq',
+            messageId: 'e',
+            cause: 'permanent: ContractError: bad',
+            at: 't',
+          },
+        ],
+      }),
     );
-    expect(statuses(r)).toMatchObject({ 'event.validated': 'failed', 'event.processed': 'failed', 'dead-letter': 'failed' });
+    expect(statuses(r)).toMatchObject({
+      'event.validated': 'failed',
+      'event.processed': 'failed',
+      'dead-letter': 'failed',
+    });
     expect(r.verdict).toMatch(/^event.validated: refused by the contract: /);
   });
 
@@ -75,10 +133,39 @@ describe('explain (why)', () => {
     const base = {
       events: [sent(mention('bob', 'ada'))],
       inbox: [{ consumer: 'notification-service.critical', eventId: 'e', processedAt: 't' }],
-      items: [{ id: 'n1', type: 'mention', idempotencyKey: 'k', inApp: true, emailChannel: 'immediate', sourceEventId: 'e', createdAt: 't', readAt: null }],
+      items: [
+        {
+          id: 'n1',
+          type: 'mention',
+          idempotencyKey: 'k',
+          inApp: true,
+          emailChannel: 'immediate',
+          sourceEventId: 'e',
+          createdAt: 't',
+          readAt: null,
+        },
+      ],
     };
-    const failed = explain({ userId: 'ada', eventId: 'e' }, empty({ ...base, deliveries: [{ idempotencyKey: 'k', channel: 'immediate', state: 'failed', attempts: 3, lastError: '550 mailbox unavailable', smtpResponse: null, sentAt: null }] }));
-    expect(failed.verdict).toBe('email.ledger: ledger immediate: failed after 3 attempt(s), last error: 550 mailbox unavailable');
+    const failed = explain(
+      { userId: 'ada', eventId: 'e' },
+      empty({
+        ...base,
+        deliveries: [
+          {
+            idempotencyKey: 'k',
+            channel: 'immediate',
+            state: 'failed',
+            attempts: 3,
+            lastError: '550 mailbox unavailable',
+            smtpResponse: null,
+            sentAt: null,
+          },
+        ],
+      }),
+    );
+    expect(failed.verdict).toBe(
+      'email.ledger: ledger immediate: failed after 3 attempt(s), last error: 550 mailbox unavailable',
+    );
     const noAddress = explain({ userId: 'ada', eventId: 'e' }, empty({ ...base, emailUser: false }));
     expect(noAddress.verdict).toMatch(/^email.ledger: email-service knows no address for ada/);
   });
@@ -89,13 +176,27 @@ describe('explain (why) of a notification whose email message was purged', () =>
     empty({
       events: [sent(mention('bob', 'ada'))],
       inbox: [{ consumer: 'notification-service.critical', eventId: 'e', processedAt: 't2' }],
-      items: [{ id: 'n1', type: 'mention', idempotencyKey: 'mention:c1:ada', inApp: true, emailChannel: 'immediate', sourceEventId: 'e', createdAt: '2026-12-02T05:00:00.000Z', readAt: null }],
+      items: [
+        {
+          id: 'n1',
+          type: 'mention',
+          idempotencyKey: 'mention:c1:ada',
+          inApp: true,
+          emailChannel: 'immediate',
+          sourceEventId: 'e',
+          createdAt: '2026-12-02T05:00:00.000Z',
+          readAt: null,
+        },
+      ],
       created: [{ eventId: 'e2', idempotencyKey: 'mention:c1:ada', sentAt: '2026-12-02T05:00:01.000Z' }],
     });
   const lost = { queue: 'email-service.send', due: 9_240, held: 12, lost: 9_228, kinds: [] };
 
   it('no longer says "queued" when the lost-work rule finds email-service.send lost messages: it names the re-drive', () => {
-    const r = explain({ userId: 'ada', eventId: 'e' }, facts(), { emailQueue: lost, dueBefore: '2026-12-02T05:10:00.000Z' });
+    const r = explain({ userId: 'ada', eventId: 'e' }, facts(), {
+      emailQueue: lost,
+      dueBefore: '2026-12-02T05:10:00.000Z',
+    });
     expect(statuses(r)['email.ledger']).toBe('failed');
     expect(r.verdict).toContain('is not in email-service.send');
     expect(r.verdict).toContain('at least 9228 lost');
@@ -104,7 +205,10 @@ describe('explain (why) of a notification whose email message was purged', () =>
   });
 
   it('stays pending while the message is younger than the grace, or the rule finds no loss', () => {
-    const young = explain({ userId: 'ada', eventId: 'e' }, facts(), { emailQueue: lost, dueBefore: '2026-12-02T05:00:00.000Z' });
+    const young = explain({ userId: 'ada', eventId: 'e' }, facts(), {
+      emailQueue: lost,
+      dueBefore: '2026-12-02T05:00:00.000Z',
+    });
     expect(statuses(young)['email.ledger']).toBe('pending');
     const noLoss = explain({ userId: 'ada', eventId: 'e' }, facts(), { dueBefore: '2026-12-02T05:10:00.000Z' });
     expect(statuses(noLoss)['email.ledger']).toBe('pending');

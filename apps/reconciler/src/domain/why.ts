@@ -1,11 +1,29 @@
-import { deliveryFor, effectivePreferences, NOTIFICATION_TYPES, planNotifications, QUEUES, validate, type NotificationType } from '@community/contracts';
+import {
+  deliveryFor,
+  effectivePreferences,
+  NOTIFICATION_TYPES,
+  planNotifications,
+  QUEUES,
+  validate,
+  type NotificationType,
+} from '@community/contracts';
 import type { LostQueue } from './lost-work';
 import type { WhyFacts, WhyTarget } from './facts';
 
 export type StepStatus = 'ok' | 'skipped' | 'failed' | 'pending' | 'unknown';
 
 export interface WhyStep {
-  step: 'event.received' | 'event.validated' | 'event.processed' | 'self-action' | 'preferences' | 'in-app' | 'email.decision' | 'email.ledger' | 'email.smtp' | 'dead-letter';
+  step:
+    | 'event.received'
+    | 'event.validated'
+    | 'event.processed'
+    | 'self-action'
+    | 'preferences'
+    | 'in-app'
+    | 'email.decision'
+    | 'email.ledger'
+    | 'email.smtp'
+    | 'dead-letter';
   status: StepStatus;
   detail: string;
 }
@@ -36,26 +54,61 @@ export function explain(
   // 1. Received: the producer wrote it (and its relay published it).
   if (f.events.length > 0) {
     const e = f.events[0];
-    add('event.received', e.sentAt ? 'ok' : 'pending', e.sentAt ? `${e.eventId} written by ${e.producer} at ${e.createdAt}, published at ${e.sentAt}` : `${e.eventId} written by ${e.producer} at ${e.createdAt} and NOT yet published (outbox lag, see status check outbox-lag)`);
+    add(
+      'event.received',
+      e.sentAt ? 'ok' : 'pending',
+      e.sentAt
+        ? `${e.eventId} written by ${e.producer} at ${e.createdAt}, published at ${e.sentAt}`
+        : `${e.eventId} written by ${e.producer} at ${e.createdAt} and NOT yet published (outbox lag, see status check outbox-lag)`,
+    );
   } else if (f.items.length > 0 || f.inbox.length > 0) {
-    add('event.received', 'ok', `the producer's outbox row is gone (retention), but the event reached notification-service (${f.inbox.length ? 'inbox row' : 'notification row'})`);
+    add(
+      'event.received',
+      'ok',
+      `the producer's outbox row is gone (retention), but the event reached notification-service (${f.inbox.length ? 'inbox row' : 'notification row'})`,
+    );
   } else {
-    add('event.received', 'unknown', "no such event in any producer's outbox (kept OUTBOX_RETENTION_DAYS after publishing), and nothing of it reached notification-service");
+    add(
+      'event.received',
+      'unknown',
+      "no such event in any producer's outbox (kept OUTBOX_RETENTION_DAYS after publishing), and nothing of it reached notification-service",
+    );
   }
 
   // 2. Validated against the contract.
   const raw = f.events[0]?.payload;
   const checked = raw === undefined ? undefined : validate(raw);
-  if (checked === undefined) add('event.validated', deadSource.length ? 'failed' : f.inbox.length ? 'ok' : 'unknown', deadSource.length ? `dead-lettered: ${deadSource[0].cause}` : f.inbox.length ? 'accepted by the consumer (it has an inbox row)' : 'the event body is not available to check');
+  if (checked === undefined)
+    add(
+      'event.validated',
+      deadSource.length ? 'failed' : f.inbox.length ? 'ok' : 'unknown',
+      deadSource.length
+        ? `dead-lettered: ${deadSource[0].cause}`
+        : f.inbox.length
+          ? 'accepted by the consumer (it has an inbox row)'
+          : 'the event body is not available to check',
+    );
   else if (checked.ok) add('event.validated', 'ok', `valid ${checked.event.type} v${checked.event.version}`);
   else add('event.validated', 'failed', `refused by the contract: ${checked.error.message}`);
 
   // 3. Processed by notification-service's consumers (the inbox), or dead-lettered.
   const processed = f.inbox.filter((r) => NOTIFICATION_QUEUES.includes(r.consumer));
-  if (processed.length > 0) add('event.processed', 'ok', processed.map((r) => `processed by ${r.consumer} at ${r.processedAt}`).join('; '));
-  else if (deadSource.length > 0) add('event.processed', 'failed', deadSource.map((d) => `dead-lettered in ${d.queue}${d.at ? ` at ${d.at}` : ''}: ${d.cause}`).join('; '));
-  else if (f.items.length > 0) add('event.processed', 'ok', 'processed (its inbox row was purged by retention; the notification row exists)');
-  else add('event.processed', f.events.some((e) => e.sentAt) ? 'pending' : 'unknown', 'no inbox row and no dead letter: still queued, or never delivered (see status checks backlog and consumers)');
+  if (processed.length > 0)
+    add('event.processed', 'ok', processed.map((r) => `processed by ${r.consumer} at ${r.processedAt}`).join('; '));
+  else if (deadSource.length > 0)
+    add(
+      'event.processed',
+      'failed',
+      deadSource.map((d) => `dead-lettered in ${d.queue}${d.at ? ` at ${d.at}` : ''}: ${d.cause}`).join('; '),
+    );
+  else if (f.items.length > 0)
+    add('event.processed', 'ok', 'processed (its inbox row was purged by retention; the notification row exists)');
+  else
+    add(
+      'event.processed',
+      f.events.some((e) => e.sentAt) ? 'pending' : 'unknown',
+      'no inbox row and no dead letter: still queued, or never delivered (see status checks backlog and consumers)',
+    );
 
   // 4. Self-action and recipients: the planning rule itself.
   let plannedType: NotificationType | undefined;
@@ -67,8 +120,18 @@ export function explain(
     if (mine) {
       plannedType = mine.type;
       add('self-action', 'ok', `${t.userId} is a recipient: a ${mine.type} notification (key ${mine.idempotencyKey})`);
-    } else if (actor === t.userId) add('self-action', 'skipped', `${t.userId} is the actor of this ${checked.event.type}: nobody is notified of their own action`);
-    else add('self-action', 'skipped', `${t.userId} is not a recipient of this ${checked.event.type}${planned.length ? ` (recipients: ${planned.map((p) => p.userId).join(', ')})` : ' (it notifies nobody)'}`);
+    } else if (actor === t.userId)
+      add(
+        'self-action',
+        'skipped',
+        `${t.userId} is the actor of this ${checked.event.type}: nobody is notified of their own action`,
+      );
+    else
+      add(
+        'self-action',
+        'skipped',
+        `${t.userId} is not a recipient of this ${checked.event.type}${planned.length ? ` (recipients: ${planned.map((p) => p.userId).join(', ')})` : ' (it notifies nobody)'}`,
+      );
   } else if (f.items[0]) {
     plannedType = f.items[0].type as NotificationType;
     add('self-action', 'ok', `${t.userId} was a recipient (a ${f.items[0].type} notification exists)`);
@@ -81,13 +144,32 @@ export function explain(
     const now = deliveryFor(effectivePreferences(f.preferences), type);
     const recorded = item ? ` At ingest: in-app ${item.inApp ? 'on' : 'off'}, email ${item.emailChannel}.` : '';
     const muted = !now.inApp && now.email === 'off';
-    add('preferences', muted ? 'skipped' : 'ok', `${type} for ${t.userId} now: in-app ${now.inApp ? 'on' : 'off'}, email ${now.email}${muted ? ' (muted)' : ''}.${recorded}`);
+    add(
+      'preferences',
+      muted ? 'skipped' : 'ok',
+      `${type} for ${t.userId} now: in-app ${now.inApp ? 'on' : 'off'}, email ${now.email}${muted ? ' (muted)' : ''}.${recorded}`,
+    );
   } else add('preferences', 'unknown', 'no notification type to look up');
 
   // 6. The in-app row and its read state.
-  if (!item) add('in-app', steps.some((s) => s.status === 'skipped' || s.status === 'failed') ? 'skipped' : 'failed', 'no notification row for this user');
-  else if (!item.inApp) add('in-app', 'skipped', `row ${item.id} exists but is hidden (in-app off for ${item.type} at the time); it only carries the email decision`);
-  else add('in-app', 'ok', `row ${item.id} (${item.type}) created at ${item.createdAt}, ${item.readAt ? `read at ${item.readAt}` : 'unread'}`);
+  if (!item)
+    add(
+      'in-app',
+      steps.some((s) => s.status === 'skipped' || s.status === 'failed') ? 'skipped' : 'failed',
+      'no notification row for this user',
+    );
+  else if (!item.inApp)
+    add(
+      'in-app',
+      'skipped',
+      `row ${item.id} exists but is hidden (in-app off for ${item.type} at the time); it only carries the email decision`,
+    );
+  else
+    add(
+      'in-app',
+      'ok',
+      `row ${item.id} (${item.type}) created at ${item.createdAt}, ${item.readAt ? `read at ${item.readAt}` : 'unread'}`,
+    );
 
   // 7. The email decision, 8. the ledger, 9. SMTP.
   if (!item) {
@@ -96,36 +178,85 @@ export function explain(
     add('email.decision', 'skipped', `email off for ${item.type} (the user's preference at ingest)`);
   } else {
     const created = f.created.find((c) => c.idempotencyKey === item.idempotencyKey);
-    add('email.decision', 'ok', `${item.emailChannel} email${created ? `; notification.created ${created.eventId} ${created.sentAt ? `published at ${created.sentAt}` : 'NOT yet published'}` : ''}`);
+    add(
+      'email.decision',
+      'ok',
+      `${item.emailChannel} email${created ? `; notification.created ${created.eventId} ${created.sentAt ? `published at ${created.sentAt}` : 'NOT yet published'}` : ''}`,
+    );
     const delivery = f.deliveries.find((d) => d.idempotencyKey === item.idempotencyKey);
     const digest = f.digestItems.find((d) => d.idempotencyKey === item.idempotencyKey);
     if (delivery) {
-      const st: StepStatus = delivery.state === 'sent' ? 'ok' : delivery.state === 'failed' ? 'failed' : delivery.state === 'suppressed' ? 'skipped' : 'pending';
-      add('email.ledger', st, `ledger ${delivery.channel}: ${delivery.state} after ${delivery.attempts} attempt(s)${delivery.lastError ? `, last error: ${delivery.lastError}` : ''}`);
-      if (delivery.state === 'sent') add('email.smtp', 'ok', `accepted by SMTP at ${delivery.sentAt}: ${delivery.smtpResponse ?? ''}`.trim());
-      else if (delivery.state === 'failed') add('email.smtp', 'failed', `refused: ${delivery.lastError ?? delivery.smtpResponse ?? 'no response recorded'}`);
-      else if (delivery.state === 'suppressed') add('email.smtp', 'skipped', `not sent: suppressed (${f.suppressions.join(', ') || 'opt-out'})`);
+      const st: StepStatus =
+        delivery.state === 'sent'
+          ? 'ok'
+          : delivery.state === 'failed'
+            ? 'failed'
+            : delivery.state === 'suppressed'
+              ? 'skipped'
+              : 'pending';
+      add(
+        'email.ledger',
+        st,
+        `ledger ${delivery.channel}: ${delivery.state} after ${delivery.attempts} attempt(s)${delivery.lastError ? `, last error: ${delivery.lastError}` : ''}`,
+      );
+      if (delivery.state === 'sent')
+        add('email.smtp', 'ok', `accepted by SMTP at ${delivery.sentAt}: ${delivery.smtpResponse ?? ''}`.trim());
+      else if (delivery.state === 'failed')
+        add(
+          'email.smtp',
+          'failed',
+          `refused: ${delivery.lastError ?? delivery.smtpResponse ?? 'no response recorded'}`,
+        );
+      else if (delivery.state === 'suppressed')
+        add('email.smtp', 'skipped', `not sent: suppressed (${f.suppressions.join(', ') || 'opt-out'})`);
       else add('email.smtp', 'pending', 'not sent yet');
     } else if (digest) {
-      add('email.ledger', digest.windowStatus === 'flushed' ? 'ok' : 'pending', `in the digest window ending ${digest.windowEnd} (${digest.windowStatus})`);
-      add('email.smtp', 'unknown', 'the digest email carries it; see the window\'s digest delivery');
+      add(
+        'email.ledger',
+        digest.windowStatus === 'flushed' ? 'ok' : 'pending',
+        `in the digest window ending ${digest.windowEnd} (${digest.windowStatus})`,
+      );
+      add('email.smtp', 'unknown', "the digest email carries it; see the window's digest delivery");
     } else if (!f.emailUser) {
-      add('email.ledger', 'failed', `email-service knows no address for ${t.userId} (no user.upserted projected): nothing to send to`);
+      add(
+        'email.ledger',
+        'failed',
+        `email-service knows no address for ${t.userId} (no user.upserted projected): nothing to send to`,
+      );
     } else {
       const lost = lostWork?.emailQueue;
-      const due = created?.sentAt !== undefined && created.sentAt !== null && lostWork !== undefined && created.sentAt < lostWork.dueBefore;
+      const due =
+        created?.sentAt !== undefined &&
+        created.sentAt !== null &&
+        lostWork !== undefined &&
+        created.sentAt < lostWork.dueBefore;
       if (deadEmail.length) add('email.ledger', 'failed', 'no ledger row: the notification.created was dead-lettered');
       else if (lost && due && created?.sentAt) {
-        add('email.ledger', 'failed', `no ledger row, and its notification.created (published at ${created.sentAt}) is not in ${lost.queue}: the queue holds ${lost.held} message(s) for ${lost.due} due row(s), at least ${lost.lost} lost (check lost-work). Re-drive: npm run ops -- ${item.emailChannel === 'digest' ? 'digest' : 'email'} redrive --since ${created.sentAt}`);
-      } else add('email.ledger', 'pending', due ? 'no ledger row: its message may still be queued (the lost-work check finds no loss in email-service.send), or retention purged the row' : 'no ledger row yet (queued, or retention purged it)');
+        add(
+          'email.ledger',
+          'failed',
+          `no ledger row, and its notification.created (published at ${created.sentAt}) is not in ${lost.queue}: the queue holds ${lost.held} message(s) for ${lost.due} due row(s), at least ${lost.lost} lost (check lost-work). Re-drive: npm run ops -- ${item.emailChannel === 'digest' ? 'digest' : 'email'} redrive --since ${created.sentAt}`,
+        );
+      } else
+        add(
+          'email.ledger',
+          'pending',
+          due
+            ? 'no ledger row: its message may still be queued (the lost-work check finds no loss in email-service.send), or retention purged the row'
+            : 'no ledger row yet (queued, or retention purged it)',
+        );
     }
   }
 
   // 10. Dead letters.
-  if (f.dead.length) add('dead-letter', 'failed', f.dead.map((d) => `${d.queue}: ${d.messageId}: ${d.cause}`).join('; '));
+  if (f.dead.length)
+    add('dead-letter', 'failed', f.dead.map((d) => `${d.queue}: ${d.messageId}: ${d.cause}`).join('; '));
   else add('dead-letter', 'ok', `no dead letter of these messages (looked in ${f.dlqSource})`);
 
-  const first = steps.find((s) => s.status === 'failed') ?? steps.find((s) => s.status === 'skipped') ?? steps.find((s) => s.status === 'pending');
+  const first =
+    steps.find((s) => s.status === 'failed') ??
+    steps.find((s) => s.status === 'skipped') ??
+    steps.find((s) => s.status === 'pending');
   const verdict = first ? `${first.step}: ${first.detail}` : 'delivered';
   return { userId: t.userId, steps, verdict };
 }

@@ -22,9 +22,16 @@ export async function collectStatus(deps: AppDeps) {
   const { config } = deps;
   const [queues, stuck, recountRow, runs, flow, deadHolderLeases] = await Promise.all([
     sampleQueues(deps.management).catch((err: Error) => ({ error: err.message })),
-    findStuckWork(deps.pool, { outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS, leaseGraceMs: config.STUCK_LEASE_GRACE_MS, fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS }),
+    findStuckWork(deps.pool, {
+      outboxAfterMs: config.STUCK_OUTBOX_AFTER_MS,
+      leaseGraceMs: config.STUCK_LEASE_GRACE_MS,
+      fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS,
+    }),
     lastRecount(deps.pool, [RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB]),
-    lastRuns(deps.pool, deps.jobs.map((j) => j.name)),
+    lastRuns(
+      deps.pool,
+      deps.jobs.map((j) => j.name),
+    ),
     readFlowControl(breakerUrls(config.BREAKER_METRICS_URLS)).catch((err: Error) => ({ error: err.message })),
     findDeadHolderLeases(deps.pool),
   ]);
@@ -45,7 +52,13 @@ export async function collectStatus(deps: AppDeps) {
     rateLimits: 'error' in flow ? undefined : flow.rateLimits,
     deadHolderLeases,
     lostWork,
-    thresholds: { fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS, backlogMax: config.STATUS_BACKLOG_MAX, oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS, outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS, drainEtaMaxMs: config.STATUS_DRAIN_ETA_MAX_MS },
+    thresholds: {
+      fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS,
+      backlogMax: config.STATUS_BACKLOG_MAX,
+      oldestMessageMaxMs: config.STATUS_OLDEST_MESSAGE_MAX_MS,
+      outboxLagMaxMs: config.STATUS_OUTBOX_LAG_MAX_MS,
+      drainEtaMaxMs: config.STATUS_DRAIN_ETA_MAX_MS,
+    },
   });
 }
 
@@ -55,7 +68,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.get('/v1/admin/status', guard, async () => collectStatus(deps));
 
   app.get('/v1/admin/jobs', guard, async () => {
-    const runs = await lastRuns(deps.pool, deps.jobs.map((j) => j.name));
+    const runs = await lastRuns(
+      deps.pool,
+      deps.jobs.map((j) => j.name),
+    );
     return {
       jobs: deps.jobs.map((j) => {
         const r = runs.find((x) => x.job === j.name);
@@ -63,7 +79,16 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
           job: j.name,
           intervalMs: j.intervalMs,
           lastRun: r
-            ? { runId: r.runId, holder: r.holder, outcome: r.outcome, startedAt: r.startedAt.toISOString(), finishedAt: r.finishedAt?.toISOString() ?? null, durationMs: r.durationMs, counts: r.counts, error: r.error }
+            ? {
+                runId: r.runId,
+                holder: r.holder,
+                outcome: r.outcome,
+                startedAt: r.startedAt.toISOString(),
+                finishedAt: r.finishedAt?.toISOString() ?? null,
+                durationMs: r.durationMs,
+                counts: r.counts,
+                error: r.error,
+              }
             : null,
         };
       }),
@@ -72,17 +97,35 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
 
   app.post<{ Params: { job: string }; Querystring: { dryRun?: boolean } }>(
     '/v1/admin/jobs/:job/run',
-    { ...guard, schema: { params: { type: 'object', properties: { job: { type: 'string' } } }, querystring: { type: 'object', properties: { dryRun: { type: 'boolean', default: false } }, additionalProperties: false } } },
+    {
+      ...guard,
+      schema: {
+        params: { type: 'object', properties: { job: { type: 'string' } } },
+        querystring: {
+          type: 'object',
+          properties: { dryRun: { type: 'boolean', default: false } },
+          additionalProperties: false,
+        },
+      },
+    },
     async (req) => {
       const { job } = req.params;
-      if (!deps.jobs.some((j) => j.name === job)) throw ERRORS.UNKNOWN_JOB(job, deps.jobs.map((j) => j.name).join(', '));
+      if (!deps.jobs.some((j) => j.name === job))
+        throw ERRORS.UNKNOWN_JOB(job, deps.jobs.map((j) => j.name).join(', '));
       // Forced (no due check) but under the job's lock: never two runs at once across replicas.
       const attempt = await deps.scheduler.runOnce(job, { force: true, dryRun: req.query.dryRun === true });
       if (attempt.status === 'skipped') {
         if (attempt.reason === 'locked') throw ERRORS.JOB_BUSY(job);
         throw attempt.error ?? new Error(`job ${job} was not run (${attempt.reason})`);
       }
-      return { job, runId: attempt.runId, outcome: attempt.outcome, dryRun: req.query.dryRun === true, counts: attempt.counts, error: attempt.error?.message ?? null };
+      return {
+        job,
+        runId: attempt.runId,
+        outcome: attempt.outcome,
+        dryRun: req.query.dryRun === true,
+        counts: attempt.counts,
+        error: attempt.error?.message ?? null,
+      };
     },
   );
 
@@ -119,7 +162,9 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
       const ranges = planRanges(await batchBoundaries(deps.pool, deps.config.COUNTER_BATCH_SIZE));
       const correlationId = randomUUID();
       for (const range of ranges) {
-        await deps.publisher.publish(recountRequest(range, requestedBy, correlationId, deps.clock()), { exchange: EVENTS_EXCHANGE });
+        await deps.publisher.publish(recountRequest(range, requestedBy, correlationId, deps.clock()), {
+          exchange: EVENTS_EXCHANGE,
+        });
       }
       return reply.code(202).send({ mode: 'queued', dryRun: false, batches: ranges.length, correlationId });
     },
@@ -132,7 +177,11 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         body: {
           type: 'object',
-          properties: { userId: { ...STORABLE_ID, maxLength: 256 }, all: { type: 'boolean', const: true }, dryRun: { type: 'boolean', default: false } },
+          properties: {
+            userId: { ...STORABLE_ID, maxLength: 256 },
+            all: { type: 'boolean', const: true },
+            dryRun: { type: 'boolean', default: false },
+          },
           additionalProperties: false,
         },
       },

@@ -14,7 +14,9 @@ import { ERRORS, STORABLE_ID } from './errors';
  */
 export function erasureConsumers(topology: Topology = COMMUNITY_TOPOLOGY): string[] {
   return topology.queues
-    .filter((q) => q.bindings.some((b) => b.exchange === EVENTS_EXCHANGE && (b.routingKeys ?? []).includes(USER_ERASED_TYPE)))
+    .filter((q) =>
+      q.bindings.some((b) => b.exchange === EVENTS_EXCHANGE && (b.routingKeys ?? []).includes(USER_ERASED_TYPE)),
+    )
     .map((q) => q.name);
 }
 
@@ -47,16 +49,35 @@ export function registerErasureRoutes(app: FastifyInstance, deps: Pick<AppDeps, 
       // adminOnly let it through, so it is an operator's admin token: the audit names that operator.
       const requestedBy = principal?.operator?.name ?? principal?.userId ?? 'unknown';
       const requestKey = req.headers['idempotency-key'] ?? randomUUID();
-      const result = await requestErasure(deps.pool, { requestKey, userId: req.params.userId, requestedBy, producer: SERVICE_NAME });
+      const result = await requestErasure(deps.pool, {
+        requestKey,
+        userId: req.params.userId,
+        requestedBy,
+        producer: SERVICE_NAME,
+      });
       if (result.kind === 'key-reused') throw ERRORS.ERASURE_KEY_REUSED(result.erasure.userId);
-      req.log.info({ erasureId: result.erasure.erasureId, requestedBy, replayed: result.kind === 'replayed' }, 'user erasure requested');
-      return reply.code(result.kind === 'created' ? 202 : 200).send({ ...result.erasure, replayed: result.kind === 'replayed', consumers });
+      req.log.info(
+        { erasureId: result.erasure.erasureId, requestedBy, replayed: result.kind === 'replayed' },
+        'user erasure requested',
+      );
+      return reply
+        .code(result.kind === 'created' ? 202 : 200)
+        .send({ ...result.erasure, replayed: result.kind === 'replayed', consumers });
     },
   );
 
   app.get<{ Params: { erasureId: string } }>(
     '/v1/admin/erasures/:erasureId',
-    { onRequest: adminOnly, schema: { params: { type: 'object', properties: { erasureId: { type: 'string', pattern: '^[1-9][0-9]{0,17}$' } }, required: ['erasureId'] } } },
+    {
+      onRequest: adminOnly,
+      schema: {
+        params: {
+          type: 'object',
+          properties: { erasureId: { type: 'string', pattern: '^[1-9][0-9]{0,17}$' } },
+          required: ['erasureId'],
+        },
+      },
+    },
     async (req) => {
       const status = await erasureStatus(deps.pool, req.params.erasureId, consumers);
       if (!status) throw ERRORS.UNKNOWN_ERASURE(req.params.erasureId);

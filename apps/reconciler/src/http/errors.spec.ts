@@ -1,7 +1,9 @@
 import { ERRORS } from './errors';
 
 it('every HTTP error code is unique, RC_-prefixed and carries a 4xx status, or 503 for work this replica cannot do', () => {
-  const made = Object.values(ERRORS).map((make) => (make as (...a: unknown[]) => { code: string; statusCode: number })('x', 'y'));
+  const made = Object.values(ERRORS).map((make) =>
+    (make as (...a: unknown[]) => { code: string; statusCode: number })('x', 'y'),
+  );
   expect(new Set(made.map((e) => e.code)).size).toBe(made.length);
   for (const e of made) {
     expect(e.code).toMatch(/^RC_[A-Z_]+$/);

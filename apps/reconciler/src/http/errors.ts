@@ -6,13 +6,34 @@ import { defineErrors } from '@community/observability';
  */
 export const ERRORS = defineErrors('RC_', {
   UNKNOWN_JOB: { statusCode: 404, message: (job: string, known: string) => `no job named '${job}' (known: ${known})` },
-  JOB_BUSY: { statusCode: 409, message: (job: string) => `job '${job}' is running on a replica right now; try again when it ends (GET /v1/admin/jobs)` },
+  JOB_BUSY: {
+    statusCode: 409,
+    message: (job: string) =>
+      `job '${job}' is running on a replica right now; try again when it ends (GET /v1/admin/jobs)`,
+  },
   FEED_TARGET_REQUIRED: { statusCode: 400, message: 'give exactly one of userId or all: true' },
-  WHY_TARGET_REQUIRED: { statusCode: 400, message: 'give userId and exactly one of eventId, commentId or idempotencyKey' },
-  ERASURE_KEY_REUSED: { statusCode: 409, message: (userId: string) => `this Idempotency-Key already requested the erasure of user '${userId}'; use a new key for another user` },
-  REDRIVE_WINDOW: { statusCode: 400, message: (since: string, until: string) => `since (${since}) must be before until (${until})` },
-  REDRIVE_NO_MESSAGING: { statusCode: 503, message: 'this reconciler runs without messaging (no publisher): a re-drive cannot publish; run it on a replica with messaging' },
-  UNKNOWN_ERASURE: { statusCode: 404, message: (id: string) => `no erasure with id ${id} (the id POST /v1/admin/users/:userId/erasure answered)` },
+  WHY_TARGET_REQUIRED: {
+    statusCode: 400,
+    message: 'give userId and exactly one of eventId, commentId or idempotencyKey',
+  },
+  ERASURE_KEY_REUSED: {
+    statusCode: 409,
+    message: (userId: string) =>
+      `this Idempotency-Key already requested the erasure of user '${userId}'; use a new key for another user`,
+  },
+  REDRIVE_WINDOW: {
+    statusCode: 400,
+    message: (since: string, until: string) => `since (${since}) must be before until (${until})`,
+  },
+  REDRIVE_NO_MESSAGING: {
+    statusCode: 503,
+    message:
+      'this reconciler runs without messaging (no publisher): a re-drive cannot publish; run it on a replica with messaging',
+  },
+  UNKNOWN_ERASURE: {
+    statusCode: 404,
+    message: (id: string) => `no erasure with id ${id} (the id POST /v1/admin/users/:userId/erasure answered)`,
+  },
 });
 
 /**

@@ -14,14 +14,23 @@ const REDRIVE_LIMIT_MAX = 50_000;
  * the queue that should hold them. A dry run unless `apply: true` (docs/RECONCILER.md "Lost work").
  */
 export function registerLostWorkRoutes(app: FastifyInstance, deps: AppDeps): void {
-  app.get('/v1/admin/lost-work', { onRequest: adminOnly }, async () => checkLostWork(deps.pool, deps.management, lostWorkSettings(deps.config), deps.clock()));
+  app.get('/v1/admin/lost-work', { onRequest: adminOnly }, async () =>
+    checkLostWork(deps.pool, deps.management, lostWorkSettings(deps.config), deps.clock()),
+  );
 
-  app.post<{ Params: { kind: LostWorkKind }; Body: { since: string; until?: string; apply?: boolean; limit?: number } }>(
+  app.post<{
+    Params: { kind: LostWorkKind };
+    Body: { since: string; until?: string; apply?: boolean; limit?: number };
+  }>(
     '/v1/admin/lost-work/:kind/redrive',
     {
       onRequest: adminOnly,
       schema: {
-        params: { type: 'object', required: ['kind'], properties: { kind: { type: 'string', enum: [...LOST_WORK_KINDS] } } },
+        params: {
+          type: 'object',
+          required: ['kind'],
+          properties: { kind: { type: 'string', enum: [...LOST_WORK_KINDS] } },
+        },
         body: {
           type: 'object',
           required: ['since'],
@@ -42,10 +51,28 @@ export function registerLostWorkRoutes(app: FastifyInstance, deps: AppDeps): voi
       if (since >= until) throw ERRORS.REDRIVE_WINDOW(since.toISOString(), until.toISOString());
       const apply = b.apply === true;
       if (apply && !deps.publisher) throw ERRORS.REDRIVE_NO_MESSAGING();
-      const result = await redrive(deps.pool, deps.publisher, req.params.kind, { since, until }, { apply, limit: b.limit ?? 10_000 });
+      const result = await redrive(
+        deps.pool,
+        deps.publisher,
+        req.params.kind,
+        { since, until },
+        { apply, limit: b.limit ?? 10_000 },
+      );
       const operator = (req as unknown as { principal?: { userId: string } }).principal?.userId ?? 'admin';
       // The audit of a re-drive: who, what window, how many (the consumers' own ledgers record the effects).
-      if (apply) req.log.warn({ operator, kind: result.kind, since: result.since, until: result.until, republished: result.republished, skipped: result.skipped.length, more: result.more }, 'lost work re-driven');
+      if (apply)
+        req.log.warn(
+          {
+            operator,
+            kind: result.kind,
+            since: result.since,
+            until: result.until,
+            republished: result.republished,
+            skipped: result.skipped.length,
+            more: result.more,
+          },
+          'lost work re-driven',
+        );
       return result;
     },
   );

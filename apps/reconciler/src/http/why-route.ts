@@ -16,23 +16,38 @@ export function registerWhyRoute(app: FastifyInstance, deps: AppDeps): void {
     {
       onRequest: adminOnly,
       schema: {
-        querystring: { type: 'object', required: ['userId'], properties: { userId: id, eventId: id, commentId: id, idempotencyKey: id }, additionalProperties: false },
+        querystring: {
+          type: 'object',
+          required: ['userId'],
+          properties: { userId: id, eventId: id, commentId: id, idempotencyKey: id },
+          additionalProperties: false,
+        },
       },
     },
     async (req) => {
       const q = req.query;
       const given = [q.eventId, q.commentId, q.idempotencyKey].filter((x) => x !== undefined);
       if (given.length !== 1) throw ERRORS.WHY_TARGET_REQUIRED();
-      const dlqs = deps.workQueues.filter((w) => w.startsWith('notification-service.') || w.startsWith('email-service.')).map((w) => `${w}.dlq`);
+      const dlqs = deps.workQueues
+        .filter((w) => w.startsWith('notification-service.') || w.startsWith('email-service.'))
+        .map((w) => `${w}.dlq`);
       const facts = await gatherWhy(deps.pool, deps.management, dlqs, q);
       // Only when an email step is in doubt (a notification without its ledger row) does the answer
       // need the lost-work rule; it costs a management API sample and the due-row counts.
-      const doubt = facts.items.some((i) => i.emailChannel !== 'off' && !facts.deliveries.some((d) => d.idempotencyKey === i.idempotencyKey) && !facts.digestItems.some((d) => d.idempotencyKey === i.idempotencyKey));
+      const doubt = facts.items.some(
+        (i) =>
+          i.emailChannel !== 'off' &&
+          !facts.deliveries.some((d) => d.idempotencyKey === i.idempotencyKey) &&
+          !facts.digestItems.some((d) => d.idempotencyKey === i.idempotencyKey),
+      );
       if (!doubt) return explain(q, facts);
       const now = deps.clock();
       const settings = lostWorkSettings(deps.config);
       const verdict = await checkLostWork(deps.pool, deps.management, settings, now);
-      return explain(q, facts, { emailQueue: lostFrom(verdict, EMAIL_QUEUE), dueBefore: new Date(now.getTime() - settings.graceMs).toISOString() });
+      return explain(q, facts, {
+        emailQueue: lostFrom(verdict, EMAIL_QUEUE),
+        dueBefore: new Date(now.getTime() - settings.graceMs).toISOString(),
+      });
     },
   );
 }

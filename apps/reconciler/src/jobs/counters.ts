@@ -95,13 +95,27 @@ export function counterJobs(o: CounterJobsOptions): ScheduledJob[] {
       name: RECOUNT_RECENT_JOB,
       intervalMs: o.recentIntervalMs,
       run: ({ pool, signal, runId, dryRun }: JobContext) =>
-        recount(pool, o.metrics, { batchSize: o.batchSize, recentMs: o.recentWindowMs, dryRun, source: RECOUNT_RECENT_JOB, runId, signal }),
+        recount(pool, o.metrics, {
+          batchSize: o.batchSize,
+          recentMs: o.recentWindowMs,
+          dryRun,
+          source: RECOUNT_RECENT_JOB,
+          runId,
+          signal,
+        }),
     },
     {
       name: RECOUNT_SWEEP_JOB,
       intervalMs: o.sweepIntervalMs,
       run: ({ pool, signal, runId, dryRun }: JobContext) =>
-        recount(pool, o.metrics, { batchSize: o.batchSize, dryRun, source: RECOUNT_SWEEP_JOB, runId, signal, cursorName: RECOUNT_SWEEP_JOB }),
+        recount(pool, o.metrics, {
+          batchSize: o.batchSize,
+          dryRun,
+          source: RECOUNT_SWEEP_JOB,
+          runId,
+          signal,
+          cursorName: RECOUNT_SWEEP_JOB,
+        }),
     },
   ];
 }

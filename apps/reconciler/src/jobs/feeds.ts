@@ -54,7 +54,11 @@ export function createFeedChecker(d: FeedCheckerDeps) {
       await rebuildFeed({ pool: d.pool, cache: d.cache, cap: d.cap }, userId, { exact: true });
       d.metrics.feedsRebuilt.inc({ source: o.source });
       rebuilt = true;
-      if (differs) d.logger.warn({ userId, missing: missing.length, extra: extra.length }, 'feed cache differed from the projections: rebuilt');
+      if (differs)
+        d.logger.warn(
+          { userId, missing: missing.length, extra: extra.length },
+          'feed cache differed from the projections: rebuilt',
+        );
     }
     return { userId, missing, extra, rebuilt };
   }
@@ -104,7 +108,11 @@ export function createFeedChecker(d: FeedCheckerDeps) {
      * On demand (POST /v1/admin/feeds/rebuild): one user's feed, rebuilt whether or not it differs
      * (a feed that is not materialised becomes so), or every materialised feed.
      */
-    async rebuild(req: { userId?: string; all?: boolean; dryRun: boolean }): Promise<{ checked: number; mismatched: number; rebuilt: number; feeds: FeedResult[] }> {
+    async rebuild(req: {
+      userId?: string;
+      all?: boolean;
+      dryRun: boolean;
+    }): Promise<{ checked: number; mismatched: number; rebuilt: number; feeds: FeedResult[] }> {
       const summary: FeedRunSummary = { checked: 0, mismatched: 0, rebuilt: 0 };
       const shown: FeedResult[] = [];
       if (req.userId !== undefined) {

@@ -23,7 +23,12 @@ export const lostWorkSettings = (c: ReconcilerConfig): LostWorkSettings => ({
  * The lost-work check: the queues are sampled FIRST, then the due rows counted (the order the rule
  * of domain/lost-work.ts relies on: a message consumed in between has written its row by then).
  */
-export async function checkLostWork(pool: Pool, management: ManagementTarget, s: LostWorkSettings, now: Date): Promise<LostWorkVerdict> {
+export async function checkLostWork(
+  pool: Pool,
+  management: ManagementTarget,
+  s: LostWorkSettings,
+  now: Date,
+): Promise<LostWorkVerdict> {
   const sample = await sampleQueues(management).catch((err: Error) => ({ error: err.message }));
   const due = await countDue(pool, (kind) => dueWindow(kind, now, s.lookbackMs, s), LOST_WORK_KINDS);
   return evaluateLostWork(due, sample, { graceMs: s.graceMs });
@@ -58,12 +63,23 @@ export interface RedriveResult {
  * deduplicate on the event id (notification-service's inbox) and the idempotency key (email-service's
  * ledger, one row per key and channel; the digest item's key), and a done fan-out chunk is skipped.
  */
-export async function redrive(pool: Pool, publisher: Publisher | undefined, kind: LostWorkKind, w: Window, o: { apply: boolean; limit: number }): Promise<RedriveResult> {
+export async function redrive(
+  pool: Pool,
+  publisher: Publisher | undefined,
+  kind: LostWorkKind,
+  w: Window,
+  o: { apply: boolean; limit: number },
+): Promise<RedriveResult> {
   const { rows, more } = await dueRows(pool, kind, w, o.limit);
   const skipped: RedriveResult['skipped'] = [];
   const publishable: DueRow[] = [];
   for (const r of rows) {
-    if (r.kind !== 'fanout-chunk' && r.payload === null) skipped.push({ id: r.id, reason: "no outbox row left for this key (OUTBOX_RETENTION_DAYS): re-send it from the notification, or mark the ledger row failed" });
+    if (r.kind !== 'fanout-chunk' && r.payload === null)
+      skipped.push({
+        id: r.id,
+        reason:
+          'no outbox row left for this key (OUTBOX_RETENTION_DAYS): re-send it from the notification, or mark the ledger row failed',
+      });
     else publishable.push(r);
   }
   let republished = 0;
@@ -83,7 +99,12 @@ export async function redrive(pool: Pool, publisher: Publisher | undefined, kind
     more,
     republished,
     skipped,
-    sample: rows.slice(0, 20).map((r) => ({ id: r.id, queue: r.queue, at: r.at.toISOString(), ...(r.idempotencyKey ? { idempotencyKey: r.idempotencyKey } : {}) })),
+    sample: rows.slice(0, 20).map((r) => ({
+      id: r.id,
+      queue: r.queue,
+      at: r.at.toISOString(),
+      ...(r.idempotencyKey ? { idempotencyKey: r.idempotencyKey } : {}),
+    })),
     oldest: rows[0]?.at.toISOString() ?? null,
     newest: rows[rows.length - 1]?.at.toISOString() ?? null,
   };
@@ -94,7 +115,13 @@ function publishOne(publisher: Publisher, r: DueRow): Promise<void> {
     const [postId, chunkNo] = [r.id.slice(0, r.id.lastIndexOf('#')), Number(r.id.slice(r.id.lastIndexOf('#') + 1))];
     return sendFanoutChunk(publisher, { postId, chunkNo }, `reconciler:redrive:${postId}`);
   }
-  const envelope = r.payload as unknown as { id: string; type: string; version: number; occurredAt: string; correlationId: string };
+  const envelope = r.payload as unknown as {
+    id: string;
+    type: string;
+    version: number;
+    occurredAt: string;
+    correlationId: string;
+  };
   // The producer's own headers (notification-type on notification.created), as its relay sets them.
   const headers = notificationHeaders(envelope);
   return publisher.publish(envelope, { exchange: '', routingKey: r.queue, ...(headers ? { headers } : {}) });

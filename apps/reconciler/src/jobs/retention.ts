@@ -11,7 +11,15 @@ export const DLQ_RETENTION_JOB = 'retention.dlq';
 
 const DAY_MS = 86_400_000;
 
-type RetentionConfig = Pick<ReconcilerConfig, 'RETENTION_INTERVAL_MS' | 'RETENTION_BATCH_SIZE' | 'INBOX_RETENTION_DAYS' | 'EMAIL_RETENTION_DAYS' | 'OUTBOX_RETENTION_DAYS' | 'DLQ_RETENTION_DAYS'>;
+type RetentionConfig = Pick<
+  ReconcilerConfig,
+  | 'RETENTION_INTERVAL_MS'
+  | 'RETENTION_BATCH_SIZE'
+  | 'INBOX_RETENTION_DAYS'
+  | 'EMAIL_RETENTION_DAYS'
+  | 'OUTBOX_RETENTION_DAYS'
+  | 'DLQ_RETENTION_DAYS'
+>;
 
 /**
  * Retention of what only history needs, moved here from notification-service (inbox rows) and
@@ -26,7 +34,8 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
     {
       name: INBOX_RETENTION_JOB,
       intervalMs,
-      run: ({ pool, signal, dryRun }) => purgeInbox(pool, { olderThanMs: config.INBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+      run: ({ pool, signal, dryRun }) =>
+        purgeInbox(pool, { olderThanMs: config.INBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
     },
     {
       name: EMAIL_RETENTION_JOB,
@@ -34,20 +43,25 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
       run: async ({ pool, signal, dryRun }) => {
         // Never shorter than the horizon email-service's EVENT_EXPIRED guard assumes (it records it at start).
         const olderThanMs = Math.max(config.EMAIL_RETENTION_DAYS * DAY_MS, await recordedHorizonMs(pool, 'email'));
-        return { ...(await purgeEmailTables(pool, { olderThanMs, batchSize, signal, dryRun })), horizon_days: olderThanMs / DAY_MS };
+        return {
+          ...(await purgeEmailTables(pool, { olderThanMs, batchSize, signal, dryRun })),
+          horizon_days: olderThanMs / DAY_MS,
+        };
       },
     },
     {
       // libs/outbox's own purge, the only one: the relays do not delete sent rows (docs/OUTBOX.md).
       name: OUTBOX_RETENTION_JOB,
       intervalMs,
-      run: ({ pool, signal, dryRun }) => purgeSentOutbox(pool, { olderThanMs: config.OUTBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+      run: ({ pool, signal, dryRun }) =>
+        purgeSentOutbox(pool, { olderThanMs: config.OUTBOX_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
     },
     {
       // The DLQ console's rows once an operator is done with them (docs/DLQ-CONSOLE.md "Retention").
       name: DLQ_RETENTION_JOB,
       intervalMs,
-      run: ({ pool, signal, dryRun }) => purgeFinalDlqMessages(pool, { olderThanMs: config.DLQ_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+      run: ({ pool, signal, dryRun }) =>
+        purgeFinalDlqMessages(pool, { olderThanMs: config.DLQ_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
     },
   ];
 }

@@ -35,34 +35,62 @@ export function stuckWorkJob(o: StuckWorkJobOptions): ScheduledJob {
     name: STUCK_WORK_JOB,
     intervalMs: o.intervalMs,
     run: async ({ pool, dryRun }) => {
-      const stuck = await findStuckWork(pool, { outboxAfterMs: o.outboxAfterMs, leaseGraceMs: o.leaseGraceMs, fanoutAfterMs: o.fanoutAfterMs });
+      const stuck = await findStuckWork(pool, {
+        outboxAfterMs: o.outboxAfterMs,
+        leaseGraceMs: o.leaseGraceMs,
+        fanoutAfterMs: o.fanoutAfterMs,
+      });
       o.metrics.stuckWork.set({ kind: 'outbox_unsent' }, stuck.outboxUnsent);
       o.metrics.stuckWork.set({ kind: 'email_lease_expired' }, stuck.emailLeasesExpired);
       o.metrics.stuckWork.set({ kind: 'fanout_chunk' }, stuck.fanoutChunks);
       o.metrics.outboxLag.set(stuck.outboxLagSeconds);
       if (stuck.outboxUnsent > 0) {
-        o.logger.warn({ rows: stuck.outboxUnsent, producers: stuck.outboxProducers, lagSeconds: Math.round(stuck.outboxLagSeconds) }, 'stuck work: outbox rows unsent beyond the threshold');
+        o.logger.warn(
+          {
+            rows: stuck.outboxUnsent,
+            producers: stuck.outboxProducers,
+            lagSeconds: Math.round(stuck.outboxLagSeconds),
+          },
+          'stuck work: outbox rows unsent beyond the threshold',
+        );
       }
-      if (stuck.emailLeasesExpired > 0) o.logger.warn({ deliveries: stuck.emailLeasesExpired }, 'stuck work: email deliveries whose lease expired without a takeover');
+      if (stuck.emailLeasesExpired > 0)
+        o.logger.warn(
+          { deliveries: stuck.emailLeasesExpired },
+          'stuck work: email deliveries whose lease expired without a takeover',
+        );
       let republished = 0;
       if (stuck.fanoutChunks > 0) {
         const chunks = await stuckFanoutChunks(pool, { afterMs: o.fanoutAfterMs, limit: REPUBLISH_PER_RUN });
-        o.logger.warn({ chunks: stuck.fanoutChunks, posts: [...new Set(chunks.map((c) => c.postId))].slice(0, 20) }, 'stuck work: fan-out chunks not done');
+        o.logger.warn(
+          { chunks: stuck.fanoutChunks, posts: [...new Set(chunks.map((c) => c.postId))].slice(0, 20) },
+          'stuck work: fan-out chunks not done',
+        );
         const now = clock().getTime();
         for (const [key, at] of republishedAt) if (now - at >= o.fanoutAfterMs) republishedAt.delete(key);
         if (!dryRun && o.publisher) {
           for (const c of chunks) {
             const key = `${c.postId}#${c.chunkNo}`;
             if (republishedAt.has(key)) continue;
-            await sendFanoutChunk(o.publisher, { postId: c.postId, chunkNo: c.chunkNo }, `reconciler:stuck:${c.postId}`);
+            await sendFanoutChunk(
+              o.publisher,
+              { postId: c.postId, chunkNo: c.chunkNo },
+              `reconciler:stuck:${c.postId}`,
+            );
             republishedAt.set(key, now);
             republished += 1;
           }
           o.metrics.fanoutRepublished.inc(republished);
-          if (republished > 0) o.logger.info({ republished }, 'stuck fan-out chunks re-published to feed-service.fanout');
+          if (republished > 0)
+            o.logger.info({ republished }, 'stuck fan-out chunks re-published to feed-service.fanout');
         }
       }
-      return { outbox_unsent: stuck.outboxUnsent, email_lease_expired: stuck.emailLeasesExpired, fanout_chunk: stuck.fanoutChunks, fanout_republished: republished };
+      return {
+        outbox_unsent: stuck.outboxUnsent,
+        email_lease_expired: stuck.emailLeasesExpired,
+        fanout_chunk: stuck.fanoutChunks,
+        fanout_republished: republished,
+      };
     },
   };
 }

@@ -50,15 +50,26 @@ export function createWatchdog(o: {
       const sample = await sampleQueues(o.target);
       // Rows counted after the sample: the order the lost-work rule relies on.
       const settings = o.lostWork;
-      const lostNow = settings ? evaluateLostWork(await countDue(pool, (kind) => dueWindow(kind, clock(), settings.lookbackMs, settings), LOST_WORK_KINDS), sample, settings) : undefined;
-      if (dryRun) return { queues: sample.length, findings: watchdogFindings([...history, sample], o.workQueues, o.samples).length };
+      const lostNow = settings
+        ? evaluateLostWork(
+            await countDue(pool, (kind) => dueWindow(kind, clock(), settings.lookbackMs, settings), LOST_WORK_KINDS),
+            sample,
+            settings,
+          )
+        : undefined;
+      if (dryRun)
+        return {
+          queues: sample.length,
+          findings: watchdogFindings([...history, sample], o.workQueues, o.samples).length,
+        };
       history.push(sample);
       if (history.length > o.samples) history.splice(0, history.length - o.samples);
       findings = watchdogFindings(history, o.workQueues, o.samples);
       const now = new Set(findings.map((f) => `${f.queue}|${f.kind}`));
       for (const f of findings) {
         o.metrics.watchdogFindings.set({ queue: f.queue, kind: f.kind }, 1);
-        if (!reported.has(`${f.queue}|${f.kind}`)) o.logger.warn({ queue: f.queue, kind: f.kind }, `watchdog: ${f.detail}`);
+        if (!reported.has(`${f.queue}|${f.kind}`))
+          o.logger.warn({ queue: f.queue, kind: f.kind }, `watchdog: ${f.detail}`);
       }
       for (const key of reported) {
         if (now.has(key)) continue;
@@ -73,7 +84,17 @@ export function createWatchdog(o: {
         for (const q of lostNow.queues) {
           o.metrics.lostWork.set({ queue: q.queue }, q.lost);
           // Once per loss, and again when it grows: a purge mid-burst is reported as it happens.
-          if (q.lost > (lostReported.get(q.queue) ?? 0)) o.logger.warn({ queue: q.queue, due: q.due, held: q.held, lost: q.lost, kinds: q.kinds.map((k) => `${k.kind}:${k.rows}`) }, `watchdog: lost work: at least ${q.lost} due rows of ${q.queue} have no message in any queue (runbook: docs/RUNBOOK.md#check-lost-work)`);
+          if (q.lost > (lostReported.get(q.queue) ?? 0))
+            o.logger.warn(
+              {
+                queue: q.queue,
+                due: q.due,
+                held: q.held,
+                lost: q.lost,
+                kinds: q.kinds.map((k) => `${k.kind}:${k.rows}`),
+              },
+              `watchdog: lost work: at least ${q.lost} due rows of ${q.queue} have no message in any queue (runbook: docs/RUNBOOK.md#check-lost-work)`,
+            );
           if (q.lost > 0) lostReported.set(q.queue, q.lost);
         }
         for (const [queue] of lostReported) {

@@ -90,7 +90,10 @@ export async function recountBatch(pool: Pool, opts: BatchOptions): Promise<Batc
  * cheaper than a lookup per id. A batch chosen by filters (recent users, given users) is a few ids
  * spread over a wide range, so those are counted by id instead.
  */
-async function findCandidates(pool: Pool, opts: BatchOptions): Promise<{ checked: number; last: string | null; candidates: string[] }> {
+async function findCandidates(
+  pool: Pool,
+  opts: BatchOptions,
+): Promise<{ checked: number; last: string | null; candidates: string[] }> {
   const byRange = opts.recentMs === undefined && opts.userIds === undefined;
   const counted = byRange
     ? `SELECT user_id, count(*)::int AS unread FROM notification_items
@@ -112,7 +115,13 @@ async function findCandidates(pool: Pool, opts: BatchOptions): Promise<{ checked
            SELECT count(*)::int AS checked, max(b.user_id) AS last,
                   array_agg(b.user_id ORDER BY b.user_id) FILTER (WHERE b.unread_count <> coalesce(c.unread, 0)) AS candidates
              FROM batch b LEFT JOIN counted c ON c.user_id = b.user_id`,
-    values: [opts.after, opts.limit, opts.recentMs ?? null, opts.userIds ? [...opts.userIds] : null, opts.through ?? null],
+    values: [
+      opts.after,
+      opts.limit,
+      opts.recentMs ?? null,
+      opts.userIds ? [...opts.userIds] : null,
+      opts.through ?? null,
+    ],
   });
   const r = res.rows[0];
   return { checked: r.checked, last: r.last, candidates: r.candidates ?? [] };
@@ -128,7 +137,11 @@ async function lockUsers(tx: PoolClient, userIds: string[]): Promise<{ userId: s
   return res.rows.map((r) => ({ userId: r.user_id, stored: r.unread_count }));
 }
 
-async function repairLocked(tx: PoolClient, locked: { userId: string; stored: number }[], opts: BatchOptions): Promise<Drift[]> {
+async function repairLocked(
+  tx: PoolClient,
+  locked: { userId: string; stored: number }[],
+  opts: BatchOptions,
+): Promise<Drift[]> {
   const userIds = locked.map((l) => l.userId);
   const res = await tx.query<{ user_id: string; stored: number; recounted: number }>({
     name: 'rc-repair-counters',
@@ -160,7 +173,15 @@ async function repairLocked(tx: PoolClient, locked: { userId: string; stored: nu
            SELECT d.user_id, d.stored, d.recounted
              FROM drifted d, (SELECT count(*) FROM audited) AS a, (SELECT count(*) FROM notified) AS n
             ORDER BY d.user_id`,
-    values: [userIds, opts.dryRun, opts.source, opts.runId ?? null, INBOX_CHANNEL, NOTIFY_CHUNK_BYTES, locked.map((l) => l.stored)],
+    values: [
+      userIds,
+      opts.dryRun,
+      opts.source,
+      opts.runId ?? null,
+      INBOX_CHANNEL,
+      NOTIFY_CHUNK_BYTES,
+      locked.map((l) => l.stored),
+    ],
   });
   return res.rows.map((r) => ({ userId: r.user_id, stored: r.stored, recounted: r.recounted }));
 }
@@ -189,15 +210,32 @@ export interface AuditRow {
 }
 
 export async function repairsOf(pool: Pool, userId: string, limit = 20): Promise<AuditRow[]> {
-  const res = await pool.query<{ user_id: string; stored: number; recounted: number; source: string; run_id: string | null; repaired_at: Date }>(
+  const res = await pool.query<{
+    user_id: string;
+    stored: number;
+    recounted: number;
+    source: string;
+    run_id: string | null;
+    repaired_at: Date;
+  }>(
     'SELECT user_id, stored, recounted, source, run_id::text, repaired_at FROM counter_repairs WHERE user_id = $1 ORDER BY repaired_at DESC, id DESC LIMIT $2',
     [userId, limit],
   );
-  return res.rows.map((r) => ({ userId: r.user_id, stored: r.stored, recounted: r.recounted, source: r.source, runId: r.run_id, repairedAt: r.repaired_at.toISOString() }));
+  return res.rows.map((r) => ({
+    userId: r.user_id,
+    stored: r.stored,
+    recounted: r.recounted,
+    source: r.source,
+    runId: r.run_id,
+    repairedAt: r.repaired_at.toISOString(),
+  }));
 }
 
 /** The last drift recorded by a recount job (its run's counts), for the status checklist. */
-export async function lastRecount(pool: Pool, jobs: readonly string[]): Promise<{ job: string; finishedAt: string; drifted: number } | null> {
+export async function lastRecount(
+  pool: Pool,
+  jobs: readonly string[],
+): Promise<{ job: string; finishedAt: string; drifted: number } | null> {
   const res = await pool.query<{ job: string; finished_at: Date; drifted: string | null }>(
     `SELECT job, finished_at, counts->>'drifted' AS drifted FROM scheduled_job_runs
       WHERE job = ANY($1::text[]) AND outcome = 'succeeded' AND NOT coalesce((counts->>'dry_run')::int = 1, false)

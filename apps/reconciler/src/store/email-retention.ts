@@ -37,7 +37,9 @@ export interface EmailPurgeCounts {
  */
 export async function purgeEmailTables(pool: Pool, options: EmailPurgeOptions): Promise<EmailPurgeCounts> {
   if (!(options.olderThanMs >= MIN_EMAIL_RETENTION_MS)) {
-    throw new RangeError(`email retention of ${options.olderThanMs} ms is below the minimum of ${MIN_EMAIL_RETENTION_MS} ms (2 days)`);
+    throw new RangeError(
+      `email retention of ${options.olderThanMs} ms is below the minimum of ${MIN_EMAIL_RETENTION_MS} ms (2 days)`,
+    );
   }
   const counts: EmailPurgeCounts = { deliveries: 0, digestWindows: 0, digestItems: 0 };
   const horizon = `now() - $1::float8 * interval '1 millisecond'`;

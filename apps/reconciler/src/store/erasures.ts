@@ -23,7 +23,10 @@ export interface ErasureRequest {
   producer: string;
 }
 
-export type ErasureResult = { kind: 'created'; erasure: Erasure } | { kind: 'replayed'; erasure: Erasure } | { kind: 'key-reused'; erasure: Erasure };
+export type ErasureResult =
+  | { kind: 'created'; erasure: Erasure }
+  | { kind: 'replayed'; erasure: Erasure }
+  | { kind: 'key-reused'; erasure: Erasure };
 
 interface Row {
   id: string;
@@ -33,7 +36,13 @@ interface Row {
   requested_at: Date;
 }
 
-const toErasure = (r: Row): Erasure => ({ erasureId: String(r.id), userId: r.user_id, requestedBy: r.requested_by, eventId: r.event_id, requestedAt: r.requested_at.toISOString() });
+const toErasure = (r: Row): Erasure => ({
+  erasureId: String(r.id),
+  userId: r.user_id,
+  requestedBy: r.requested_by,
+  eventId: r.event_id,
+  requestedAt: r.requested_at.toISOString(),
+});
 
 /**
  * Records the erasure and puts its user.erased into the outbox in ONE transaction: the relay
@@ -55,11 +64,18 @@ export async function requestErasure(pool: Pool, req: ErasureRequest): Promise<E
     );
     const row = inserted.rows[0];
     if (!row) {
-      const existing = await tx.query<Row>(`SELECT id::text, user_id, requested_by, event_id::text, requested_at FROM user_erasures WHERE request_key = $1`, [req.requestKey]);
+      const existing = await tx.query<Row>(
+        `SELECT id::text, user_id, requested_by, event_id::text, requested_at FROM user_erasures WHERE request_key = $1`,
+        [req.requestKey],
+      );
       const erasure = toErasure(existing.rows[0]);
       return { kind: erasure.userId === req.userId ? 'replayed' : 'key-reused', erasure };
     }
-    const event = buildEvent('user.erased', { userId: req.userId, erasureId: String(row.id) }, { producer: req.producer, id: eventId, occurredAt: row.requested_at });
+    const event = buildEvent(
+      'user.erased',
+      { userId: req.userId, erasureId: String(row.id) },
+      { producer: req.producer, id: eventId, occurredAt: row.requested_at },
+    );
     // Aggregate: the user, so two erasures of one user are published in order.
     await enqueueEvents(tx, req.producer, [{ event, aggregateId: req.userId }]);
     return { kind: 'created', erasure: toErasure(row) };
@@ -79,7 +95,11 @@ export interface ErasureStatus extends Erasure {
  * older than the inbox retention (INBOX_RETENTION_DAYS) has been purged: that consumer then shows
  * null again, which the route says.
  */
-export async function erasureStatus(pool: Pool, erasureId: string, consumers: readonly string[]): Promise<ErasureStatus | null> {
+export async function erasureStatus(
+  pool: Pool,
+  erasureId: string,
+  consumers: readonly string[],
+): Promise<ErasureStatus | null> {
   const { rows } = await pool.query<Row & { sent_at: Date | null }>(
     `SELECT e.id::text, e.user_id, e.requested_by, e.event_id::text, e.requested_at, o.sent_at
        FROM user_erasures e LEFT JOIN outbox_messages o ON o.event_id = e.event_id

@@ -18,7 +18,9 @@ export const FANOUT_QUEUE = QUEUES.feedFanout;
 /** The routing keys the topology binds to a queue on the events exchange. */
 export function routingKeysOf(queue: string): string[] {
   const q = COMMUNITY_TOPOLOGY.queues.find((x) => x.name === queue);
-  return (q?.bindings ?? []).flatMap((b) => ('routingKeys' in b && b.exchange === EVENTS_EXCHANGE ? (b.routingKeys ?? []) : []));
+  return (q?.bindings ?? []).flatMap((b) =>
+    'routingKeys' in b && b.exchange === EVENTS_EXCHANGE ? (b.routingKeys ?? []) : [],
+  );
 }
 
 export interface Window {
@@ -122,12 +124,19 @@ export function dueWindow(kind: LostWorkKind, now: Date, lookbackMs: number, o: 
 }
 
 /** The due rows of every kind in their windows, counted per (kind, queue): what the check compares with the queues. */
-export async function countDue(pool: Pool, windows: (kind: LostWorkKind) => Window, kinds: readonly LostWorkKind[]): Promise<DueWork[]> {
+export async function countDue(
+  pool: Pool,
+  windows: (kind: LostWorkKind) => Window,
+  kinds: readonly LostWorkKind[],
+): Promise<DueWork[]> {
   const parts = await Promise.all(
     kinds.flatMap((kind) =>
       queriesOf(kind).map(async (q) => {
         const w = windows(kind);
-        const { rows } = await pool.query<{ n: number; oldest: Date | null }>(`SELECT count(*)::int AS n, min(at) AS oldest FROM (${q.sql}) due`, [w.since, w.until, ...q.params]);
+        const { rows } = await pool.query<{ n: number; oldest: Date | null }>(
+          `SELECT count(*)::int AS n, min(at) AS oldest FROM (${q.sql}) due`,
+          [w.since, w.until, ...q.params],
+        );
         return { kind, queue: q.queue, rows: rows[0].n, oldest: rows[0].oldest ? rows[0].oldest.toISOString() : null };
       }),
     ),
@@ -136,11 +145,27 @@ export async function countDue(pool: Pool, windows: (kind: LostWorkKind) => Wind
 }
 
 /** The due rows of one kind in a window, oldest first, at most `limit` (plus one, to tell whether more remain). */
-export async function dueRows(pool: Pool, kind: LostWorkKind, w: Window, limit: number): Promise<{ rows: DueRow[]; more: boolean }> {
+export async function dueRows(
+  pool: Pool,
+  kind: LostWorkKind,
+  w: Window,
+  limit: number,
+): Promise<{ rows: DueRow[]; more: boolean }> {
   const out: DueRow[] = [];
   for (const q of queriesOf(kind)) {
-    const { rows } = await pool.query<{ id: string; at: Date; payload: Record<string, unknown> | null; key?: string }>(`${q.sql} ORDER BY at, id LIMIT ${limit + 1}`, [w.since, w.until, ...q.params]);
-    for (const r of rows) out.push({ kind, queue: q.queue, id: r.id, at: r.at, payload: r.payload, ...(r.key !== undefined ? { idempotencyKey: r.key } : {}) });
+    const { rows } = await pool.query<{ id: string; at: Date; payload: Record<string, unknown> | null; key?: string }>(
+      `${q.sql} ORDER BY at, id LIMIT ${limit + 1}`,
+      [w.since, w.until, ...q.params],
+    );
+    for (const r of rows)
+      out.push({
+        kind,
+        queue: q.queue,
+        id: r.id,
+        at: r.at,
+        payload: r.payload,
+        ...(r.key !== undefined ? { idempotencyKey: r.key } : {}),
+      });
   }
   out.sort((a, b) => a.at.getTime() - b.at.getTime() || a.id.localeCompare(b.id));
   return { rows: out.slice(0, limit), more: out.length > limit };

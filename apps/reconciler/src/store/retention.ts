@@ -2,8 +2,18 @@ import type { Pool } from 'pg';
 import { assertInboxRetention, purgeProcessedEvents } from '@community/idempotency';
 
 /** Inbox rows (processed_events) of every consumer past the horizon; with `dryRun`, only counted. */
-export async function purgeInbox(pool: Pool, o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean }): Promise<{ deleted: number }> {
-  if (!o.dryRun) return { deleted: await purgeProcessedEvents(pool, { olderThanMs: o.olderThanMs, batchSize: o.batchSize, signal: o.signal }) };
+export async function purgeInbox(
+  pool: Pool,
+  o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean },
+): Promise<{ deleted: number }> {
+  if (!o.dryRun)
+    return {
+      deleted: await purgeProcessedEvents(pool, {
+        olderThanMs: o.olderThanMs,
+        batchSize: o.batchSize,
+        signal: o.signal,
+      }),
+    };
   assertInboxRetention(o.olderThanMs);
   const res = await pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM processed_events WHERE processed_at < now() - $1::float8 * interval '1 millisecond'`,
@@ -14,7 +24,9 @@ export async function purgeInbox(pool: Pool, o: { olderThanMs: number; batchSize
 
 /** The horizon a service recorded for itself (retention_horizons), 0 when none did. */
 export async function recordedHorizonMs(pool: Pool, name: string): Promise<number> {
-  const res = await pool.query<{ horizon_ms: string }>('SELECT horizon_ms FROM retention_horizons WHERE name = $1', [name]);
+  const res = await pool.query<{ horizon_ms: string }>('SELECT horizon_ms FROM retention_horizons WHERE name = $1', [
+    name,
+  ]);
   return res.rows[0] ? Number(res.rows[0].horizon_ms) : 0;
 }
 
@@ -23,16 +35,24 @@ export async function recordedHorizonMs(pool: Pool, name: string): Promise<numbe
  * horizon. Pending (and replaying) ones are never touched: they still wait for an operator. The
  * audit (dlq_operations, dlq_operation_items) is kept: it names message ids, not rows it needs.
  */
-export async function purgeFinalDlqMessages(pool: Pool, o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean }): Promise<{ deleted: number }> {
+export async function purgeFinalDlqMessages(
+  pool: Pool,
+  o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean },
+): Promise<{ deleted: number }> {
   const where = `state IN ('replayed', 'discarded') AND acted_at < now() - $1::float8 * interval '1 millisecond'`;
   if (o.dryRun) {
-    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_messages WHERE ${where}`, [o.olderThanMs]);
+    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM dlq_messages WHERE ${where}`, [
+      o.olderThanMs,
+    ]);
     return { deleted: res.rows[0].n };
   }
   let deleted = 0;
   for (;;) {
     o.signal?.throwIfAborted();
-    const res = await pool.query(`DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE ${where} ORDER BY id LIMIT $2)`, [o.olderThanMs, o.batchSize]);
+    const res = await pool.query(
+      `DELETE FROM dlq_messages WHERE id IN (SELECT id FROM dlq_messages WHERE ${where} ORDER BY id LIMIT $2)`,
+      [o.olderThanMs, o.batchSize],
+    );
     deleted += res.rowCount ?? 0;
     if ((res.rowCount ?? 0) < o.batchSize) return { deleted };
   }

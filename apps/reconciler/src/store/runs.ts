@@ -10,7 +10,17 @@ export interface JobRunRow extends JobRun {
 
 /** The last run of each of `jobs` (scheduled_job_runs, written by libs/db's scheduler). */
 export async function lastRuns(pool: Pool, jobs: readonly string[]): Promise<JobRunRow[]> {
-  const res = await pool.query<{ id: string; job: string; holder: string; outcome: string; started_at: Date; finished_at: Date | null; duration_ms: number | null; counts: Record<string, number>; error: string | null }>(
+  const res = await pool.query<{
+    id: string;
+    job: string;
+    holder: string;
+    outcome: string;
+    started_at: Date;
+    finished_at: Date | null;
+    duration_ms: number | null;
+    counts: Record<string, number>;
+    error: string | null;
+  }>(
     `SELECT DISTINCT ON (job) id::text, job, holder, outcome::text, started_at, finished_at, duration_ms, counts, error
        FROM scheduled_job_runs WHERE job = ANY($1::text[])
       ORDER BY job, started_at DESC`,

@@ -1,7 +1,6 @@
 import type { Pool } from 'pg';
 import type { StuckWork } from '../domain/facts';
 
-
 export interface StuckChunk {
   postId: string;
   chunkNo: number;
@@ -14,8 +13,17 @@ export interface StuckChunk {
  * email consumers) are the ones that move it; the reconciler reports it (docs/RECONCILER.md
  * "Stuck work" explains why it does not take the work over).
  */
-export async function findStuckWork(pool: Pool, o: { outboxAfterMs: number; leaseGraceMs: number; fanoutAfterMs: number }): Promise<StuckWork> {
-  const res = await pool.query<{ unsent: number; lag: number; producers: string[] | null; leases: number; chunks: number }>(
+export async function findStuckWork(
+  pool: Pool,
+  o: { outboxAfterMs: number; leaseGraceMs: number; fanoutAfterMs: number },
+): Promise<StuckWork> {
+  const res = await pool.query<{
+    unsent: number;
+    lag: number;
+    producers: string[] | null;
+    leases: number;
+    chunks: number;
+  }>(
     `SELECT (SELECT count(*) FROM outbox_messages WHERE sent_at IS NULL AND created_at < now() - $1::float8 * interval '1 millisecond')::int AS unsent,
             coalesce((SELECT EXTRACT(EPOCH FROM now() - min(created_at)) FROM outbox_messages WHERE sent_at IS NULL), 0)::float8 AS lag,
             (SELECT array_agg(DISTINCT producer) FROM outbox_messages WHERE sent_at IS NULL AND created_at < now() - $1::float8 * interval '1 millisecond') AS producers,
@@ -25,7 +33,13 @@ export async function findStuckWork(pool: Pool, o: { outboxAfterMs: number; leas
     [o.outboxAfterMs, o.leaseGraceMs, o.fanoutAfterMs],
   );
   const r = res.rows[0];
-  return { outboxUnsent: r.unsent, outboxLagSeconds: r.lag, outboxProducers: r.producers ?? [], emailLeasesExpired: r.leases, fanoutChunks: r.chunks };
+  return {
+    outboxUnsent: r.unsent,
+    outboxLagSeconds: r.lag,
+    outboxProducers: r.producers ?? [],
+    emailLeasesExpired: r.leases,
+    fanoutChunks: r.chunks,
+  };
 }
 
 /**

@@ -57,7 +57,9 @@ export class JobLock {
     // Guarded from the moment pg-pool hands the connection out (libs/db/src/pool.ts, checkOutGuarded).
     lock.clientOrUndefined = await checkOutGuarded(pool, lock.onError);
     try {
-      const res = await lock.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS locked', [key]);
+      const res = await lock.client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS locked', [
+        key,
+      ]);
       if (res.rows[0].locked) return lock;
       lock.giveBack();
       return undefined;
@@ -73,7 +75,10 @@ export class JobLock {
     if (this.done) return;
     if (!this.broken) {
       try {
-        const res = await this.client.query<{ unlocked: boolean }>('SELECT pg_advisory_unlock($1::bigint) AS unlocked', [this.key]);
+        const res = await this.client.query<{ unlocked: boolean }>(
+          'SELECT pg_advisory_unlock($1::bigint) AS unlocked',
+          [this.key],
+        );
         // false would mean this session did not hold it: its state is not what we think, so drop it.
         if (!res.rows[0].unlocked) this.broken = new Error('advisory lock was not held at unlock');
       } catch (err) {

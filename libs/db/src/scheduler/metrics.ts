@@ -17,7 +17,12 @@ export function schedulerMetrics(registry: Registry): SchedulerMetrics {
   if (existing) return existing;
   const registers = [registry];
   const m: SchedulerMetrics = {
-    runs: new Counter({ name: 'scheduled_job_runs_total', help: 'Runs of a scheduled job by outcome (succeeded, failed, aborted)', labelNames: ['job', 'outcome'], registers }),
+    runs: new Counter({
+      name: 'scheduled_job_runs_total',
+      help: 'Runs of a scheduled job by outcome (succeeded, failed, aborted)',
+      labelNames: ['job', 'outcome'],
+      registers,
+    }),
     skips: new Counter({
       name: 'scheduled_job_skips_total',
       help: 'Attempts that did not run the job: locked (another replica runs it), not_due (it ran within the interval), database_error',
@@ -32,8 +37,18 @@ export function schedulerMetrics(registry: Registry): SchedulerMetrics {
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600],
       registers,
     }),
-    lastSuccess: new Gauge({ name: 'scheduled_job_last_success_timestamp_seconds', help: 'End of the last successful run of a job in this process (Unix time)', labelNames: ['job'], registers }),
-    items: new Counter({ name: 'scheduled_job_items_total', help: 'What scheduled jobs report they did (e.g. rows deleted), by job and count name', labelNames: ['job', 'item'], registers }),
+    lastSuccess: new Gauge({
+      name: 'scheduled_job_last_success_timestamp_seconds',
+      help: 'End of the last successful run of a job in this process (Unix time)',
+      labelNames: ['job'],
+      registers,
+    }),
+    items: new Counter({
+      name: 'scheduled_job_items_total',
+      help: 'What scheduled jobs report they did (e.g. rows deleted), by job and count name',
+      labelNames: ['job', 'item'],
+      registers,
+    }),
   };
   cache.set(registry, m);
   return m;

@@ -1,6 +1,11 @@
 import { advisoryLockKey, nextWaitMs, validateJobs } from './plan';
 
-const job = (name: string, intervalMs = 1000, timeoutMs?: number) => ({ name, intervalMs, timeoutMs, run: async () => undefined });
+const job = (name: string, intervalMs = 1000, timeoutMs?: number) => ({
+  name,
+  intervalMs,
+  timeoutMs,
+  run: async () => undefined,
+});
 
 describe('advisoryLockKey', () => {
   it('is a stable signed 64-bit integer per name, different between names', () => {
@@ -32,11 +37,15 @@ describe('nextWaitMs', () => {
 
 describe('validateJobs', () => {
   it('accepts distinct, well-named jobs with positive intervals below the history kept', () => {
-    expect(() => validateJobs([job('inbox-retention:notification-service'), job('email.retention', 5000, 100)], 10_000)).not.toThrow();
+    expect(() =>
+      validateJobs([job('inbox-retention:notification-service'), job('email.retention', 5000, 100)], 10_000),
+    ).not.toThrow();
   });
 
   it('names every problem with the job and the field', () => {
-    expect(() => validateJobs([job('Bad Name'), job('a'), job('a'), job('b', 0), job('c', 20_000), job('d', 10, -1)], 10_000)).toThrow(
+    expect(() =>
+      validateJobs([job('Bad Name'), job('a'), job('a'), job('b', 0), job('c', 20_000), job('d', 10, -1)], 10_000),
+    ).toThrow(
       /jobs\[0\] \("Bad Name"\)\.name[\s\S]*jobs\[2\] \("a"\)\.name: declared twice[\s\S]*jobs\[3\] \("b"\)\.intervalMs: must be a positive[\s\S]*jobs\[4\] \("c"\)\.intervalMs: must be shorter[\s\S]*jobs\[5\] \("d"\)\.timeoutMs/,
     );
   });

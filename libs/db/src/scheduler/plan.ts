@@ -18,7 +18,12 @@ export function advisoryLockKey(jobName: string): string {
  * How long to wait before the next attempt: `baseMs`, plus up to `jitter × intervalMs` drawn
  * uniformly, so replicas that started together drift apart instead of all trying at once.
  */
-export function nextWaitMs(baseMs: number, intervalMs: number, jitter: number, random: () => number = Math.random): number {
+export function nextWaitMs(
+  baseMs: number,
+  intervalMs: number,
+  jitter: number,
+  random: () => number = Math.random,
+): number {
   return Math.max(0, Math.round(baseMs + random() * jitter * intervalMs));
 }
 
@@ -31,10 +36,13 @@ export function validateJobs(jobs: readonly ScheduledJob[], historyMs: number): 
     if (!JOB_NAME.test(job.name)) problems.push(`${at}.name: must match ${JOB_NAME}`);
     if (seen.has(job.name)) problems.push(`${at}.name: declared twice`);
     seen.add(job.name);
-    if (!Number.isFinite(job.intervalMs) || job.intervalMs <= 0) problems.push(`${at}.intervalMs: must be a positive number of ms`);
+    if (!Number.isFinite(job.intervalMs) || job.intervalMs <= 0)
+      problems.push(`${at}.intervalMs: must be a positive number of ms`);
     // The due check reads the last recorded start: history must keep it for a whole interval.
-    else if (job.intervalMs >= historyMs) problems.push(`${at}.intervalMs: must be shorter than the run history kept (${historyMs} ms)`);
-    if (job.timeoutMs !== undefined && !(job.timeoutMs > 0)) problems.push(`${at}.timeoutMs: must be a positive number of ms`);
+    else if (job.intervalMs >= historyMs)
+      problems.push(`${at}.intervalMs: must be shorter than the run history kept (${historyMs} ms)`);
+    if (job.timeoutMs !== undefined && !(job.timeoutMs > 0))
+      problems.push(`${at}.timeoutMs: must be a positive number of ms`);
   });
   if (problems.length > 0) throw new RangeError(`invalid scheduled jobs:\n  - ${problems.join('\n  - ')}`);
 }

@@ -32,8 +32,17 @@ const BEGIN_SQL = `
          (SELECT count(*) FROM abandoned)::int AS abandoned,
          GREATEST(0, EXTRACT(EPOCH FROM ((SELECT started_at FROM last) + $3::float8 * interval '1 millisecond' - now())) * 1000)::float8 AS ms_until_due`;
 
-export async function beginRun(client: PoolClient, job: string, holder: string, intervalMs: number): Promise<BeginResult> {
-  const res = await client.query<{ run_id: string | null; abandoned: number; ms_until_due: number | null }>(BEGIN_SQL, [job, holder, intervalMs]);
+export async function beginRun(
+  client: PoolClient,
+  job: string,
+  holder: string,
+  intervalMs: number,
+): Promise<BeginResult> {
+  const res = await client.query<{ run_id: string | null; abandoned: number; ms_until_due: number | null }>(BEGIN_SQL, [
+    job,
+    holder,
+    intervalMs,
+  ]);
   const row = res.rows[0];
   if (row.run_id !== null) return { runId: row.run_id, abandoned: row.abandoned };
   return { runId: null, abandoned: row.abandoned, msUntilDue: row.ms_until_due ?? 0 };
@@ -56,6 +65,14 @@ export async function finishRun(
      UPDATE scheduled_job_runs
         SET outcome = $3, finished_at = now(), duration_ms = $4, counts = $5::jsonb, error = $6
       WHERE id = $2::bigint AND outcome = 'running'`,
-    [run.job, run.runId, run.outcome, Math.min(2_147_483_647, Math.round(run.durationMs)), JSON.stringify(run.counts), run.error?.slice(0, 2000) ?? null, historyMs],
+    [
+      run.job,
+      run.runId,
+      run.outcome,
+      Math.min(2_147_483_647, Math.round(run.durationMs)),
+      JSON.stringify(run.counts),
+      run.error?.slice(0, 2000) ?? null,
+      historyMs,
+    ],
   );
 }

@@ -6,7 +6,16 @@ import { JobLock } from './lock';
 import { schedulerMetrics, type SchedulerMetrics } from './metrics';
 import { advisoryLockKey, nextWaitMs, validateJobs } from './plan';
 import { beginRun, finishRun } from './runs';
-import type { Attempt, JobCounts, RunOnceOptions, RunOutcome, ScheduledJob, Scheduler, SchedulerOptions, SkipReason } from './types';
+import type {
+  Attempt,
+  JobCounts,
+  RunOnceOptions,
+  RunOutcome,
+  ScheduledJob,
+  Scheduler,
+  SchedulerOptions,
+  SkipReason,
+} from './types';
 
 const DAY_MS = 86_400_000;
 
@@ -55,7 +64,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   // A job's lock is a session advisory lock held on an idle connection (./lock.ts). Through PgBouncer
   // in transaction mode that session goes back to PgBouncer's pool after the statement, and the next
   // client to get it "takes" the same lock again (advisory locks are re-entrant per session).
-  if (isTransactionPooled(pool)) throw new Error('the scheduler needs a pool with direct connections to PostgreSQL: its session advisory locks cannot go through a transaction pooler (pgbouncer=true)');
+  if (isTransactionPooled(pool))
+    throw new Error(
+      'the scheduler needs a pool with direct connections to PostgreSQL: its session advisory locks cannot go through a transaction pooler (pgbouncer=true)',
+    );
   const jitter = options.jitter ?? 0.1;
   if (!(jitter >= 0 && jitter <= 1)) throw new RangeError(`scheduler jitter must be within [0, 1], got ${jitter}`);
   const stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
@@ -91,7 +103,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       if (!lock) return skipped(job, 'locked', job.intervalMs);
       // A forced run is due whatever ran before it (an interval of 0).
       const begun = await beginRun(lock.client, job.name, holder, options.force ? 0 : job.intervalMs);
-      if (begun.abandoned > 0) log.warn({ abandoned: begun.abandoned }, 'runs left running by a holder that is gone were marked abandoned');
+      if (begun.abandoned > 0)
+        log.warn({ abandoned: begun.abandoned }, 'runs left running by a holder that is gone were marked abandoned');
       if (begun.runId === null) return skipped(job, 'not_due', begun.msUntilDue);
       return await execute(job, lock, begun.runId, log, options.dryRun === true);
     } catch (err) {
@@ -102,7 +115,13 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     }
   }
 
-  async function execute(job: ScheduledJob, lock: JobLock, runId: string, log: Logger, dryRun: boolean): Promise<Attempt> {
+  async function execute(
+    job: ScheduledJob,
+    lock: JobLock,
+    runId: string,
+    log: Logger,
+    dryRun: boolean,
+  ): Promise<Attempt> {
     const timeoutMs = job.timeoutMs ?? job.intervalMs;
     const entry: InFlight = { lock, controller: new AbortController() };
     const deadline = new AbortController();
@@ -129,19 +148,32 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     metrics?.runs.inc({ job: job.name, outcome });
     metrics?.duration.observe({ job: job.name, outcome }, durationMs / 1000);
     for (const [item, n] of Object.entries(counts)) metrics?.items.inc({ job: job.name, item }, n);
-    const detail = outcome === 'aborted' ? `aborted: ${(signal.reason as Error)?.message ?? 'signal aborted'} (${error?.message})` : error?.message;
+    const detail =
+      outcome === 'aborted'
+        ? `aborted: ${(signal.reason as Error)?.message ?? 'signal aborted'} (${error?.message})`
+        : error?.message;
     if (outcome === 'succeeded') {
       metrics?.lastSuccess.set({ job: job.name }, Date.now() / 1000);
       log.info({ runId, counts, durationMs: Math.round(durationMs) }, 'scheduled job run succeeded');
     } else {
-      log.error({ runId, err: error, outcome, counts, durationMs: Math.round(durationMs) }, `scheduled job run ${outcome}; next try at the next interval`);
+      log.error(
+        { runId, err: error, outcome, counts, durationMs: Math.round(durationMs) },
+        `scheduled job run ${outcome}; next try at the next interval`,
+      );
     }
     try {
       await finishRun(pool, { job: job.name, runId, outcome, durationMs, counts, error: detail }, historyMs);
     } catch (err) {
       log.warn({ err, runId }, 'could not record the end of the run (the next holder of the lock marks it abandoned)');
     }
-    return { status: 'ran', runId, outcome, counts, nextInMs: Math.max(0, job.intervalMs - durationMs), ...(error ? { error } : {}) };
+    return {
+      status: 'ran',
+      runId,
+      outcome,
+      counts,
+      nextInMs: Math.max(0, job.intervalMs - durationMs),
+      ...(error ? { error } : {}),
+    };
   }
 
   async function loop(job: ScheduledJob): Promise<void> {
@@ -166,14 +198,18 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       loops = jobs.map((job) =>
         // attempt() catches everything it expects; this is the last line that keeps a bug in the
         // loop itself from becoming an unhandled rejection (a crash).
-        loop(job).catch((err: Error) => logger.error({ err, job: job.name }, 'scheduled job loop ended by an unexpected error')),
+        loop(job).catch((err: Error) =>
+          logger.error({ err, job: job.name }, 'scheduled job loop ended by an unexpected error'),
+        ),
       );
     },
 
     async stop() {
       stopping = true;
       stopSleeping.abort();
-      const done = Promise.all([...(loops ?? []), ...[...attempts].map((p) => p.catch(() => undefined))]).then(() => true);
+      const done = Promise.all([...(loops ?? []), ...[...attempts].map((p) => p.catch(() => undefined))]).then(
+        () => true,
+      );
       if (await within(done, stopTimeoutMs)) return;
       logger.warn({ jobs: inFlight.size, stopTimeoutMs }, 'scheduled jobs still running at stop: aborting them');
       for (const entry of inFlight) entry.controller.abort(new SchedulerStoppingError());
@@ -181,7 +217,10 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       // A job that ignores its signal cannot be cancelled from here; ending its lock connection at
       // least hands the job to another replica's next window instead of holding it until exit.
       for (const entry of inFlight) entry.lock.destroy(new SchedulerStoppingError());
-      logger.error({ jobs: inFlight.size }, 'scheduled jobs ignored the abort; their locks were released by closing their connections');
+      logger.error(
+        { jobs: inFlight.size },
+        'scheduled jobs ignored the abort; their locks were released by closing their connections',
+      );
     },
 
     runOnce(name: string, options?: RunOnceOptions): Promise<Attempt> {
@@ -195,7 +234,8 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
 /** Only finite, non-negative numbers: they become counter increments and JSON. */
 function sanitize(counts: JobCounts | void): JobCounts {
   const out: JobCounts = {};
-  for (const [k, v] of Object.entries(counts ?? {})) if (typeof v === 'number' && Number.isFinite(v) && v >= 0) out[k] = v;
+  for (const [k, v] of Object.entries(counts ?? {}))
+    if (typeof v === 'number' && Number.isFinite(v) && v >= 0) out[k] = v;
   return out;
 }
 

@@ -5,8 +5,10 @@ import { Acker } from './acker';
 function setup() {
   const frames: string[] = [];
   const channel = {
-    ack: (msg: ConsumeMessage, multiple = false) => frames.push(`ack ${msg.fields.deliveryTag}${multiple ? ' multiple' : ''}`),
-    nack: (msg: ConsumeMessage, _all: boolean, requeue: boolean) => frames.push(`nack ${msg.fields.deliveryTag}${requeue ? ' requeue' : ''}`),
+    ack: (msg: ConsumeMessage, multiple = false) =>
+      frames.push(`ack ${msg.fields.deliveryTag}${multiple ? ' multiple' : ''}`),
+    nack: (msg: ConsumeMessage, _all: boolean, requeue: boolean) =>
+      frames.push(`nack ${msg.fields.deliveryTag}${requeue ? ' requeue' : ''}`),
   } as unknown as Channel;
   const acker = new Acker(channel);
   const msgs = new Map<number, ConsumeMessage>();
@@ -67,7 +69,11 @@ describe('Acker', () => {
   });
 
   it('drops buffered acks silently when the channel has closed (the broker requeued those messages)', async () => {
-    const channel = { ack: () => { throw new Error('Channel closed'); } } as unknown as Channel;
+    const channel = {
+      ack: () => {
+        throw new Error('Channel closed');
+      },
+    } as unknown as Channel;
     const acker = new Acker(channel);
     const msg = { fields: { deliveryTag: 1 } } as ConsumeMessage;
     acker.received(msg);

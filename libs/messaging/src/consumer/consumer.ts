@@ -67,7 +67,9 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   const batch = 'batch' in options ? options.batch : undefined;
   const prefetch = options.prefetch ?? (batch ? batch.size * (batch.concurrency ?? 1) * 2 : 32);
   if (batch && batch.size > prefetch) {
-    throw new Error(`consumer ${handler} on ${queue}: batch.size (${batch.size}) must not exceed prefetch (${prefetch})`);
+    throw new Error(
+      `consumer ${handler} on ${queue}: batch.size (${batch.size}) must not exceed prefetch (${prefetch})`,
+    );
   }
   const series = new ConsumerSeries(metrics, queue, handler);
   const inFlightGauge = metrics.inFlight.labels({ queue });
@@ -89,7 +91,16 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
         batch.size,
         batch.maxWaitMs,
         batch.concurrency ?? 1,
-        batchRunner({ handle: batch.handle, timeoutMs, shutdown: forced.signal, logger: log, queue, handler, metrics, series }),
+        batchRunner({
+          handle: batch.handle,
+          timeoutMs,
+          shutdown: forced.signal,
+          logger: log,
+          queue,
+          handler,
+          metrics,
+          series,
+        }),
       )
     : undefined;
   const pipeline = buildPipeline<E>({
@@ -109,7 +120,9 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
     producers: deps.producers,
     userId: deps.userId,
   });
-  const limiter = new Limiter<Delivery>(batch ? Number.MAX_SAFE_INTEGER : ('concurrency' in options && options.concurrency) || prefetch);
+  const limiter = new Limiter<Delivery>(
+    batch ? Number.MAX_SAFE_INTEGER : ('concurrency' in options && options.concurrency) || prefetch,
+  );
 
   // ---- settling a delivery: exactly once, on the channel it came from ---------------------------
   function settle(d: Delivery, action: 'ack' | 'requeue'): void {
@@ -194,11 +207,15 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
       try {
         await declare(ch);
         await subscribe();
-        if (consumerTag !== undefined) log.info({ attempt: attempt + 1 }, 'resubscribed after the broker cancelled the consumer');
+        if (consumerTag !== undefined)
+          log.info({ attempt: attempt + 1 }, 'resubscribed after the broker cancelled the consumer');
         return;
       } catch (err) {
         // A failed declaration closes the channel: its replacement's setup takes over (loop ends above).
-        log.warn({ err: errorMessage(err), attempt: attempt + 1 }, 'could not resubscribe after the broker cancelled the consumer; retrying');
+        log.warn(
+          { err: errorMessage(err), attempt: attempt + 1 },
+          'could not resubscribe after the broker cancelled the consumer; retrying',
+        );
       }
     }
   }
@@ -280,10 +297,16 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
       if (deliveries.size > 0) {
         const idle = new Promise<void>((resolve) => (onIdle = resolve));
         const timer = new AbortController();
-        const timedOut = await Promise.race([idle.then(() => false), sleep(deadlineMs, true, { signal: timer.signal, ref: false }).catch(() => false)]);
+        const timedOut = await Promise.race([
+          idle.then(() => false),
+          sleep(deadlineMs, true, { signal: timer.signal, ref: false }).catch(() => false),
+        ]);
         timer.abort();
         if (timedOut) {
-          log.warn({ unfinished: deliveries.size }, 'shutdown deadline passed; aborting handlers, the broker will redeliver');
+          log.warn(
+            { unfinished: deliveries.size },
+            'shutdown deadline passed; aborting handlers, the broker will redeliver',
+          );
           forced.abort(new Error('shutdown deadline'));
         }
       }

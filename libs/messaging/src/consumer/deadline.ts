@@ -33,7 +33,11 @@ export class Deadline {
  * between steps stops there; a late effect of work that ignores it is harmless: the message goes
  * to a retry tier and its second run is absorbed by the handler's idempotency.
  */
-export async function withDeadline<T>(timeoutMs: number, parent: AbortSignal, work: (deadline: Deadline) => Promise<T>): Promise<T> {
+export async function withDeadline<T>(
+  timeoutMs: number,
+  parent: AbortSignal,
+  work: (deadline: Deadline) => Promise<T>,
+): Promise<T> {
   const deadline = new Deadline();
   const onParentAbort = () => deadline.abort(parent.reason);
   if (parent.aborted) onParentAbort();

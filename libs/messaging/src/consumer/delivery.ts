@@ -47,7 +47,14 @@ export function newDelivery(r: Receipt): Delivery {
     eventId,
     correlationId: String(r.msg.properties.correlationId ?? eventId),
   } as MessageContext as { -readonly [K in keyof RuntimeContext]: RuntimeContext[K] };
-  const delivery: Delivery = { channel: r.channel, acker: r.acker, msg: r.msg, receivedAt: Date.now(), ctx, settled: false };
+  const delivery: Delivery = {
+    channel: r.channel,
+    acker: r.acker,
+    msg: r.msg,
+    receivedAt: Date.now(),
+    ctx,
+    settled: false,
+  };
   ctx[DELIVERY] = delivery;
   return delivery;
 }
@@ -57,7 +64,10 @@ export function newDelivery(r: Receipt): Delivery {
  * property descriptors or a spread: this runs twice per message, descriptor objects put V8 in its
  * slow dictionary mode, and a spread would evaluate the lazy logger and signal.
  */
-export function deriveContext(ctx: MessageContext, change: { signal?: () => AbortSignal; logger?: () => Logger }): RuntimeContext {
+export function deriveContext(
+  ctx: MessageContext,
+  change: { signal?: () => AbortSignal; logger?: () => Logger },
+): RuntimeContext {
   return new DerivedContext(ctx, change.signal ?? (() => ctx.signal), change.logger ?? (() => ctx.logger));
 }
 

@@ -11,7 +11,10 @@ describe('routeFailure', () => {
     expect(routeFailure('q', tiers, 3, err)).toMatchObject({ destination: 'dlq', queue: 'q.dlq', kind: 'transient' });
   });
   it('sends permanent failures to the DLQ on the first attempt', () => {
-    expect(routeFailure('q', tiers, 1, new PermanentError('no'))).toMatchObject({ destination: 'dlq', kind: 'permanent' });
+    expect(routeFailure('q', tiers, 1, new PermanentError('no'))).toMatchObject({
+      destination: 'dlq',
+      kind: 'permanent',
+    });
   });
   it('goes straight to the DLQ when a queue has no tiers', () => {
     expect(routeFailure('q', [], 1, new TransientError('busy'))).toMatchObject({ destination: 'dlq' });
@@ -26,17 +29,24 @@ describe('routeFailure', () => {
 
 describe('failureHeaders', () => {
   const msg = (headers: Record<string, unknown>) =>
-    ({ fields: { routingKey: 'user.mentioned', exchange: 'events' }, properties: { headers } }) as unknown as ConsumeMessage;
+    ({
+      fields: { routingKey: 'user.mentioned', exchange: 'events' },
+      properties: { headers },
+    }) as unknown as ConsumeMessage;
   const now = new Date('2026-01-01T00:00:00Z');
 
   it('says why a message was dead-lettered, and drops the broker’s view of the previous copy', () => {
-    const h = failureHeaders(msg({ 'x-delivery-count': 2, 'x-death': [{}], 'x-first-failure-at': 'earlier', custom: 'kept' }), routeFailure('q', [], 3, new PermanentError('no')), {
-      queue: 'q',
-      handler: 'h',
-      attempt: 3,
-      err: new PermanentError('no'),
-      now,
-    });
+    const h = failureHeaders(
+      msg({ 'x-delivery-count': 2, 'x-death': [{}], 'x-first-failure-at': 'earlier', custom: 'kept' }),
+      routeFailure('q', [], 3, new PermanentError('no')),
+      {
+        queue: 'q',
+        handler: 'h',
+        attempt: 3,
+        err: new PermanentError('no'),
+        now,
+      },
+    );
     expect(h).toEqual({
       custom: 'kept',
       'x-first-failure-at': 'earlier',

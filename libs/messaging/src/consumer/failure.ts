@@ -16,11 +16,23 @@ export interface FailureRoute {
  * Where a failed delivery goes. Permanent → the DLQ at once. Transient → the tier for this attempt
  * (1st failure → tier 0, …); past the last tier → the DLQ.
  */
-export function routeFailure(queue: string, retryDelaysMs: readonly number[], attempt: number, err: unknown, classifiers: readonly ErrorClassifier[] = []): FailureRoute {
+export function routeFailure(
+  queue: string,
+  retryDelaysMs: readonly number[],
+  attempt: number,
+  err: unknown,
+  classifiers: readonly ErrorClassifier[] = [],
+): FailureRoute {
   const kind = classify(err, classifiers);
   if (kind === 'transient' && attempt <= retryDelaysMs.length) {
     const tierMs = retryDelaysMs[attempt - 1];
-    return { destination: 'retry', queue: retryQueueName(queue, tierMs), exchange: queueExchangeName(queue), kind, tierMs };
+    return {
+      destination: 'retry',
+      queue: retryQueueName(queue, tierMs),
+      exchange: queueExchangeName(queue),
+      kind,
+      tierMs,
+    };
   }
   return { destination: 'dlq', queue: dlqName(queue), exchange: queueExchangeName(queue), kind };
 }
@@ -105,7 +117,14 @@ function takeReturn(pending: Map<string, number>, key: string): boolean {
  * `mandatory`: a copy to a queue that does not exist is confirmed *and dropped* by the broker; it
  * rejects with UnroutableError instead, so the original is not acked.
  */
-export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, exchange: string, queue: string, headers: Record<string, unknown>, userId?: string): Promise<void> {
+export function publishCopy(
+  channel: ConfirmChannel,
+  msg: ConsumeMessage,
+  exchange: string,
+  queue: string,
+  headers: Record<string, unknown>,
+  userId?: string,
+): Promise<void> {
   const p = msg.properties;
   const pending = returnsOf(channel);
   const key = returnKey(p.messageId, queue);
@@ -137,4 +156,5 @@ export function publishCopy(channel: ConfirmChannel, msg: ConsumeMessage, exchan
 }
 
 export const attemptOf = (msg: ConsumeMessage): number => numberHeader(msg.properties.headers, H.retryAttempt) + 1;
-export const deliveryCountOf = (msg: ConsumeMessage): number => numberHeader(msg.properties.headers, DELIVERY_COUNT_HEADER) + 1;
+export const deliveryCountOf = (msg: ConsumeMessage): number =>
+  numberHeader(msg.properties.headers, DELIVERY_COUNT_HEADER) + 1;

@@ -56,18 +56,23 @@ describe('buildPipeline', () => {
       seen.push(`app n=${event.n} own-signal=${ctx.signal !== delivery.ctx.signal}`);
       return next(event, ctx);
     };
-    await expect(pipeline([app], async () => 'processed')(delivery.msg.content, delivery.ctx)).resolves.toBe('processed');
+    await expect(pipeline([app], async () => 'processed')(delivery.msg.content, delivery.ctx)).resolves.toBe(
+      'processed',
+    );
     expect(seen).toEqual(['app n=1 own-signal=true']);
     expect(published).toEqual([]);
   });
 
   it('routes what an app’s middleware throws like a handler’s error', async () => {
     const { delivery, published } = testDelivery({ body: '{"n":2}' });
-    const refuse: Middleware<{ n: number }> = () => async () => Promise.reject(new PermanentError('refused by the app'));
+    const refuse: Middleware<{ n: number }> = () => async () =>
+      Promise.reject(new PermanentError('refused by the app'));
     const handler = jest.fn(async () => 'processed' as const);
     await expect(pipeline([refuse], handler)(delivery.msg.content, delivery.ctx)).resolves.toBeUndefined();
     expect(handler).not.toHaveBeenCalled();
-    expect(published.map((p) => [p.routingKey, p.options.headers?.['x-error-message']])).toEqual([['q.dlq', 'refused by the app']]);
+    expect(published.map((p) => [p.routingKey, p.options.headers?.['x-error-message']])).toEqual([
+      ['q.dlq', 'refused by the app'],
+    ]);
   });
 
   it('dead-letters a body the validator refuses before any app middleware runs', async () => {
@@ -80,6 +85,10 @@ describe('buildPipeline', () => {
     await pipeline([app], async () => 'processed')(delivery.msg.content, delivery.ctx);
     expect(perMessage).not.toHaveBeenCalled();
     expect(published[0].routingKey).toBe('q.dlq');
-    expect(published[0].options.headers).toMatchObject({ 'x-error-class': 'PermanentError', 'x-error-message': 'malformed JSON', 'x-error-kind': 'permanent' });
+    expect(published[0].options.headers).toMatchObject({
+      'x-error-class': 'PermanentError',
+      'x-error-message': 'malformed JSON',
+      'x-error-kind': 'permanent',
+    });
   });
 });

@@ -14,7 +14,10 @@ import { validation } from './middleware/validation';
 import type { Handler, MessageContext, Middleware } from './types';
 
 /** `[a, b, c]` around `h` is `a(b(c(h)))`: the first middleware is the outermost. */
-export function compose<E, C extends MessageContext>(middleware: ReadonlyArray<Middleware<E, C>>, handler: Handler<E, C>): Handler<E, C> {
+export function compose<E, C extends MessageContext>(
+  middleware: ReadonlyArray<Middleware<E, C>>,
+  handler: Handler<E, C>,
+): Handler<E, C> {
   let h = handler;
   for (let i = middleware.length - 1; i >= 0; i--) h = middleware[i](h);
   return h;
@@ -60,10 +63,24 @@ export interface PipelineOptions<E> {
 export function buildPipeline<E>(o: PipelineOptions<E>): Handler<Buffer, RuntimeContext> {
   const app: Handler<E, MessageContext> = compose<E, MessageContext>(o.middleware, o.terminal);
   const typed = compose<E, RuntimeContext>(
-    [...(o.producers ? [publisherCheck<E>(o.producers)] : []), logContext<E>(o.idempotencyKey), metrics<E>({ series: o.series, logger: o.logger, timeHandler: o.timeoutMs !== undefined }), ...(o.timeoutMs !== undefined ? [deadline<E>(o.timeoutMs)] : [])],
+    [
+      ...(o.producers ? [publisherCheck<E>(o.producers)] : []),
+      logContext<E>(o.idempotencyKey),
+      metrics<E>({ series: o.series, logger: o.logger, timeHandler: o.timeoutMs !== undefined }),
+      ...(o.timeoutMs !== undefined ? [deadline<E>(o.timeoutMs)] : []),
+    ],
     app,
   );
-  const routing = failureRouting<Buffer>({ queue: o.queue, handler: o.handler, retryDelaysMs: o.retryDelaysMs, classifiers: o.classifiers, metrics: o.metrics, userId: o.userId });
-  const checked = messageSize<RuntimeContext>(o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES)(messageProperties<RuntimeContext>()(validation<E, RuntimeContext>(o.validate)(typed)));
+  const routing = failureRouting<Buffer>({
+    queue: o.queue,
+    handler: o.handler,
+    retryDelaysMs: o.retryDelaysMs,
+    classifiers: o.classifiers,
+    metrics: o.metrics,
+    userId: o.userId,
+  });
+  const checked = messageSize<RuntimeContext>(o.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES)(
+    messageProperties<RuntimeContext>()(validation<E, RuntimeContext>(o.validate)(typed)),
+  );
   return routing(tracingEnabled() ? tracing<RuntimeContext>({ queue: o.queue, handler: o.handler })(checked) : checked);
 }

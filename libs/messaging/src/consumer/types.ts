@@ -51,7 +51,10 @@ export interface BatchContext {
  * an Outcome, or the Error that item failed with (only that item is retried or dead-lettered).
  * Returning nothing means every item succeeded; throwing fails every item with that error.
  */
-export type BatchHandler<E> = (items: BatchItem<E>[], ctx: BatchContext) => Promise<ReadonlyArray<Outcome | Error | void> | void>;
+export type BatchHandler<E> = (
+  items: BatchItem<E>[],
+  ctx: BatchContext,
+) => Promise<ReadonlyArray<Outcome | Error | void> | void>;
 
 interface ConsumerCommon<E> {
   queue: string;

@@ -63,20 +63,35 @@ export async function declareOwnQueues(channel: Channel, plan: TopologyPlan, que
 export function ownQueueNames(plan: TopologyPlan, workQueues: readonly string[]): string[] {
   const work = new Set(workQueues);
   return plan.queues
-    .filter((q) => work.has(q.name) || (q.role === 'retry' && work.has(String(q.arguments['x-dead-letter-routing-key']))) || (q.role === 'dlq' && workQueues.some((w) => dlqName(w) === q.name)))
+    .filter(
+      (q) =>
+        work.has(q.name) ||
+        (q.role === 'retry' && work.has(String(q.arguments['x-dead-letter-routing-key']))) ||
+        (q.role === 'dlq' && workQueues.some((w) => dlqName(w) === q.name)),
+    )
     .map((q) => q.name);
 }
 
 async function assertExchanges(channel: Channel, plan: TopologyPlan): Promise<void> {
-  await Promise.all(plan.exchanges.map((x) => channel.assertExchange(x.name, x.type, { durable: true }).catch(driftOf('exchange', x.name))));
+  await Promise.all(
+    plan.exchanges.map((x) =>
+      channel.assertExchange(x.name, x.type, { durable: true }).catch(driftOf('exchange', x.name)),
+    ),
+  );
 }
 
 async function assertQueues(channel: Channel, plan: TopologyPlan): Promise<void> {
-  await Promise.all(plan.queues.map((q) => channel.assertQueue(q.name, { durable: true, arguments: q.arguments }).catch(driftOf('queue', q.name))));
+  await Promise.all(
+    plan.queues.map((q) =>
+      channel.assertQueue(q.name, { durable: true, arguments: q.arguments }).catch(driftOf('queue', q.name)),
+    ),
+  );
 }
 
 async function bindExchanges(channel: Channel, plan: TopologyPlan): Promise<void> {
-  await Promise.all((plan.exchangeBindings ?? []).map((b) => channel.bindExchange(b.destination, b.source, b.routingKey, b.arguments)));
+  await Promise.all(
+    (plan.exchangeBindings ?? []).map((b) => channel.bindExchange(b.destination, b.source, b.routingKey, b.arguments)),
+  );
 }
 
 async function bindQueues(channel: Channel, plan: TopologyPlan): Promise<void> {

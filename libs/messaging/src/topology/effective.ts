@@ -79,21 +79,41 @@ export function deadLetterProblems(facts: BrokerFacts): string[] {
     const s = effectiveSettings(q, facts.policies);
     const say = (what: string) => problems.push(`${q.name}: ${what}`);
     if (q.arguments['x-queue-type'] !== 'quorum') say(`is not a quorum queue (${String(q.arguments['x-queue-type'])})`);
-    if (s.policies.length !== 1) say(`${s.policies.length === 0 ? 'no policy applies' : `policies tie at the highest priority: ${s.policies.join(', ')}`}`);
+    if (s.policies.length !== 1)
+      say(
+        `${s.policies.length === 0 ? 'no policy applies' : `policies tie at the highest priority: ${s.policies.join(', ')}`}`,
+      );
     if (s.deliveryLimit === undefined) say('no explicit delivery limit (RabbitMQ 4.x would apply 20)');
     const retry = /^(.+)\.retry\.[^.]+$/.exec(q.name);
     if (q.name.endsWith('.dlq')) {
       if (s.deadLetterExchange !== undefined) say(`a DLQ must not dead-letter (it does to "${s.deadLetterExchange}")`);
-      if (s.deliveryLimit !== undefined && s.deliveryLimit < DLQ_DELIVERY_LIMIT) say(`delivery limit ${s.deliveryLimit} is below DLQ_DELIVERY_LIMIT (${DLQ_DELIVERY_LIMIT}): past it a dead letter is dropped`);
+      if (s.deliveryLimit !== undefined && s.deliveryLimit < DLQ_DELIVERY_LIMIT)
+        say(
+          `delivery limit ${s.deliveryLimit} is below DLQ_DELIVERY_LIMIT (${DLQ_DELIVERY_LIMIT}): past it a dead letter is dropped`,
+        );
     } else if (retry) {
-      if (s.deadLetterExchange !== '' || s.deadLetterRoutingKey !== retry[1]) say(`expiry must return through the default exchange to "${retry[1]}" (has ${JSON.stringify([s.deadLetterExchange, s.deadLetterRoutingKey])})`);
+      if (s.deadLetterExchange !== '' || s.deadLetterRoutingKey !== retry[1])
+        say(
+          `expiry must return through the default exchange to "${retry[1]}" (has ${JSON.stringify([s.deadLetterExchange, s.deadLetterRoutingKey])})`,
+        );
       if (!queues.has(retry[1])) say(`its work queue "${retry[1]}" does not exist`);
     } else {
       const dlq = dlqName(q.name);
-      if (s.deadLetterExchange === undefined || s.deadLetterExchange === '') say('no dead-letter exchange: a message past its delivery limit or max-length would be dropped');
-      else if (!exchanges.has(s.deadLetterExchange)) say(`dead-letter exchange "${s.deadLetterExchange}" does not exist`);
-      else if (!facts.bindings.some((b) => b.source === s.deadLetterExchange && b.destination === dlq && b.routingKey === (s.deadLetterRoutingKey ?? q.name))) {
-        say(`its dead letters (exchange "${s.deadLetterExchange}", key "${s.deadLetterRoutingKey ?? q.name}") do not reach "${dlq}"`);
+      if (s.deadLetterExchange === undefined || s.deadLetterExchange === '')
+        say('no dead-letter exchange: a message past its delivery limit or max-length would be dropped');
+      else if (!exchanges.has(s.deadLetterExchange))
+        say(`dead-letter exchange "${s.deadLetterExchange}" does not exist`);
+      else if (
+        !facts.bindings.some(
+          (b) =>
+            b.source === s.deadLetterExchange &&
+            b.destination === dlq &&
+            b.routingKey === (s.deadLetterRoutingKey ?? q.name),
+        )
+      ) {
+        say(
+          `its dead letters (exchange "${s.deadLetterExchange}", key "${s.deadLetterRoutingKey ?? q.name}") do not reach "${dlq}"`,
+        );
       }
       if (!queues.has(dlq)) say(`its DLQ "${dlq}" does not exist`);
     }

@@ -10,14 +10,23 @@ const topology: Topology = {
   ],
 };
 const p = plan(topology);
-const a: ServiceAccess = { user: 'a', consumes: ['a.work'], publishes: [{ exchange: 'ev', routingKeys: ['z.done'] }], sendsTo: [], reads: [], tags: ['management'] };
+const a: ServiceAccess = {
+  user: 'a',
+  consumes: ['a.work'],
+  publishes: [{ exchange: 'ev', routingKeys: ['z.done'] }],
+  sendsTo: [],
+  reads: [],
+  tags: ['management'],
+};
 
 describe('permissionsFor', () => {
   it('configures only its own queue group, never an exchange', () => {
     const perms = permissionsFor(topology, p, a);
     expect(perms.configure).toBe(exactly(['a.work', 'a.work.retry.1s', 'a.work.dlq']));
-    for (const name of ['a.work', 'a.work.retry.1s', 'a.work.dlq']) expect(new RegExp(perms.configure).test(name)).toBe(true);
-    for (const name of ['b.work', 'a.work.dlqx', 'ev', 'dlx', 'a-work']) expect(new RegExp(perms.configure).test(name)).toBe(false);
+    for (const name of ['a.work', 'a.work.retry.1s', 'a.work.dlq'])
+      expect(new RegExp(perms.configure).test(name)).toBe(true);
+    for (const name of ['b.work', 'a.work.dlqx', 'ev', 'dlx', 'a-work'])
+      expect(new RegExp(perms.configure).test(name)).toBe(false);
   });
 
   it('writes its queues, the exchanges it publishes to and its group’s own exchange (retry copies), never the default exchange; reads its queues and its bindings’ exchanges', () => {
@@ -47,7 +56,18 @@ describe('permissionsFor', () => {
 
 describe('accessProblems', () => {
   it('names queues and exchanges the topology lacks, and a queue with two owners', () => {
-    expect(accessProblems(topology, p, [a, { ...a, user: 'c', consumes: ['a.work', 'nope'], reads: ['b.work.dlq', 'c.dlq'], publishes: [{ exchange: 'ev2', routingKeys: [] }] }])).toEqual([
+    expect(
+      accessProblems(topology, p, [
+        a,
+        {
+          ...a,
+          user: 'c',
+          consumes: ['a.work', 'nope'],
+          reads: ['b.work.dlq', 'c.dlq'],
+          publishes: [{ exchange: 'ev2', routingKeys: [] }],
+        },
+      ]),
+    ).toEqual([
       'c: consumes "a.work", already owned by a',
       'c: consumes "nope", which is not a work queue of the topology',
       'c: names queue "c.dlq", which the topology does not derive',

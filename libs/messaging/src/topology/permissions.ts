@@ -68,7 +68,11 @@ export function permissionsFor(topology: Topology, plan: TopologyPlan, access: S
   const topicExchanges = topology.exchanges.filter((x) => x.type === 'topic').map((x) => x.name);
   return {
     configure: exactly(own),
-    write: exactly([...own, ...access.publishes.map((p) => p.exchange), ...[...access.consumes, ...access.sendsTo].map(queueExchangeName)]),
+    write: exactly([
+      ...own,
+      ...access.publishes.map((p) => p.exchange),
+      ...[...access.consumes, ...access.sendsTo].map(queueExchangeName),
+    ]),
     read: exactly([...own, ...access.reads, ...ownBindings.map((b) => b.exchange)]),
     topic: topicExchanges.map((exchange) => ({
       exchange,
@@ -95,14 +99,21 @@ export function accessProblems(topology: Topology, plan: TopologyPlan, services:
       if (consumers.has(q)) problems.push(`${s.user}: consumes "${q}", already owned by ${consumers.get(q)}`);
       consumers.set(q, s.user);
     }
-    for (const q of s.sendsTo) if (!work.has(q)) problems.push(`${s.user}: sends to "${q}", which is not a work queue of the topology`);
-    for (const q of s.reads) if (!queues.has(q)) problems.push(`${s.user}: names queue "${q}", which the topology does not derive`);
-    for (const p of s.publishes) if (!exchanges.has(p.exchange)) problems.push(`${s.user}: publishes to "${p.exchange}", which is not an exchange of the topology`);
+    for (const q of s.sendsTo)
+      if (!work.has(q)) problems.push(`${s.user}: sends to "${q}", which is not a work queue of the topology`);
+    for (const q of s.reads)
+      if (!queues.has(q)) problems.push(`${s.user}: names queue "${q}", which the topology does not derive`);
+    for (const p of s.publishes)
+      if (!exchanges.has(p.exchange))
+        problems.push(`${s.user}: publishes to "${p.exchange}", which is not an exchange of the topology`);
     // Who may publish what is declared once, in the topology: a routing key a service may publish
     // but that names it nowhere as a producer would be refused by every consumer.
     if (topology.producers) {
       for (const key of s.publishes.flatMap((p) => p.routingKeys)) {
-        if (!(topology.producers[key] ?? []).includes(s.user)) problems.push(`${s.user}: publishes "${key}", but topology.producers does not name it as a producer of that type`);
+        if (!(topology.producers[key] ?? []).includes(s.user))
+          problems.push(
+            `${s.user}: publishes "${key}", but topology.producers does not name it as a producer of that type`,
+          );
       }
     }
   }
@@ -110,7 +121,8 @@ export function accessProblems(topology: Topology, plan: TopologyPlan, services:
     for (const p of producers) {
       const access = services.find((s) => s.user === p);
       if (!access) problems.push(`topology.producers["${type}"]: "${p}" has no broker access`);
-      else if (!access.publishes.some((x) => x.routingKeys.includes(type))) problems.push(`topology.producers["${type}"]: "${p}" may not publish that routing key`);
+      else if (!access.publishes.some((x) => x.routingKeys.includes(type)))
+        problems.push(`topology.producers["${type}"]: "${p}" may not publish that routing key`);
     }
   }
   return problems;

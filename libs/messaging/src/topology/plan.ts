@@ -1,4 +1,12 @@
-import { DEFAULT_DEAD_LETTER_EXCHANGE, DEFAULT_POLICY_PREFIX, dlqName, escapeRegex, policyName, queueExchangeName, retryQueueName } from './names';
+import {
+  DEFAULT_DEAD_LETTER_EXCHANGE,
+  DEFAULT_POLICY_PREFIX,
+  dlqName,
+  escapeRegex,
+  policyName,
+  queueExchangeName,
+  retryQueueName,
+} from './names';
 import type { BindingSpec, Topology, TopologyPlan } from './types';
 
 /**
@@ -72,7 +80,12 @@ export function plan(topology: Topology): TopologyPlan {
   for (const x of topology.exchanges) {
     for (const b of x.bindings ?? []) {
       for (const { routingKey, arguments: args } of bindingKeys(b)) {
-        result.exchangeBindings.push({ source: b.exchange, destination: x.name, routingKey, ...(args ? { arguments: args } : {}) });
+        result.exchangeBindings.push({
+          source: b.exchange,
+          destination: x.name,
+          routingKey,
+          ...(args ? { arguments: args } : {}),
+        });
       }
     }
   }
@@ -138,7 +151,10 @@ export function plan(topology: Topology): TopologyPlan {
         pattern: `^${escapeRegex(q.name)}\\.retry\\.[^.]+$`,
         applyTo: 'queues',
         priority: 10,
-        definition: { 'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT, 'queue-leader-locator': QUEUE_LEADER_LOCATOR },
+        definition: {
+          'delivery-limit': q.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT,
+          'queue-leader-locator': QUEUE_LEADER_LOCATOR,
+        },
       });
     }
     result.policies.push({

@@ -62,7 +62,9 @@ export class ManagementRefusedError extends Error {
     readonly path: string,
     readonly status: number,
   ) {
-    super(`management API ${method} ${path}: HTTP ${status} (the user may not do this; the topology admin applies policies)`);
+    super(
+      `management API ${method} ${path}: HTTP ${status} (the user may not do this; the topology admin applies policies)`,
+    );
   }
 }
 
@@ -103,7 +105,10 @@ export function reconcilePolicy(current: Record<string, unknown>, wanted: Record
     repaired.push('dead-letter-strategy');
   }
   const limit = definition['delivery-limit'];
-  if (typeof wanted['delivery-limit'] === 'number' && !(typeof limit === 'number' && limit >= wanted['delivery-limit'])) {
+  if (
+    typeof wanted['delivery-limit'] === 'number' &&
+    !(typeof limit === 'number' && limit >= wanted['delivery-limit'])
+  ) {
     definition['delivery-limit'] = wanted['delivery-limit'];
     repaired.push('delivery-limit');
   }
@@ -119,20 +124,28 @@ export function reconcilePolicy(current: Record<string, unknown>, wanted: Record
  * Creates missing policies and repairs unsafe ones. Returns, per policy, the tunables an operator
  * set differently from the code (kept; the caller decides how loudly to say so).
  */
-export async function ensurePolicies(target: ManagementTarget, policies: PolicyPlan[], logger: Logger): Promise<Array<{ policy: string; kept: string[] }>> {
+export async function ensurePolicies(
+  target: ManagementTarget,
+  policies: PolicyPlan[],
+  logger: Logger,
+): Promise<Array<{ policy: string; kept: string[] }>> {
   const vhost = encodeURIComponent(target.vhost);
   const differing: Array<{ policy: string; kept: string[] }> = [];
   for (const policy of policies) {
     const path = `/policies/${vhost}/${encodeURIComponent(policy.name)}`;
     const existing = await managementRequest(target, 'GET', path);
     if (refused(existing.status)) throw new ManagementRefusedError('GET', path, existing.status);
-    if (existing.status !== 200 && existing.status !== 404) throw new Error(`management API GET ${path}: HTTP ${existing.status}`);
+    if (existing.status !== 200 && existing.status !== 404)
+      throw new Error(`management API GET ${path}: HTTP ${existing.status}`);
     if (existing.status === 200) {
       const current = (await existing.json()) as { definition: Record<string, unknown>; priority?: number };
       const { definition, repaired, kept } = reconcilePolicy(current.definition, policy.definition);
       if (kept.length > 0) differing.push({ policy: policy.name, kept });
       if (repaired.length === 0) continue;
-      logger.warn({ policy: policy.name, repaired, was: current.definition }, 'policy was unsafe; repairing the keys the code owns');
+      logger.warn(
+        { policy: policy.name, repaired, was: current.definition },
+        'policy was unsafe; repairing the keys the code owns',
+      );
       await putPolicy(target, path, policy, definition, current.priority ?? policy.priority);
       continue;
     }
@@ -142,8 +155,19 @@ export async function ensurePolicies(target: ManagementTarget, policies: PolicyP
   return differing;
 }
 
-async function putPolicy(target: ManagementTarget, path: string, policy: PolicyPlan, definition: Record<string, unknown>, priority: number): Promise<void> {
-  const put = await managementRequest(target, 'PUT', path, { pattern: policy.pattern, 'apply-to': policy.applyTo, priority, definition });
+async function putPolicy(
+  target: ManagementTarget,
+  path: string,
+  policy: PolicyPlan,
+  definition: Record<string, unknown>,
+  priority: number,
+): Promise<void> {
+  const put = await managementRequest(target, 'PUT', path, {
+    pattern: policy.pattern,
+    'apply-to': policy.applyTo,
+    priority,
+    definition,
+  });
   if (refused(put.status)) throw new ManagementRefusedError('PUT', path, put.status);
   if (!put.ok) throw new Error(`management API PUT ${path}: HTTP ${put.status} ${await put.text()}`);
 }

@@ -84,7 +84,12 @@ export interface TopologyPlan {
   queues: Array<{ name: string; role: 'work' | 'retry' | 'dlq'; arguments: Record<string, unknown> }>;
   bindings: Array<{ exchange: string; queue: string; routingKey: string; arguments?: Record<string, unknown> }>;
   /** Exchange-to-exchange bindings: `source` routes to `destination`. */
-  exchangeBindings: Array<{ source: string; destination: string; routingKey: string; arguments?: Record<string, unknown> }>;
+  exchangeBindings: Array<{
+    source: string;
+    destination: string;
+    routingKey: string;
+    arguments?: Record<string, unknown>;
+  }>;
   policies: PolicyPlan[];
 }
 

@@ -21,7 +21,9 @@ const Binding = Type.Object(
   {
     exchange: Name,
     routingKeys: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
-    headers: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.Union([Type.String(), Type.Number(), Type.Boolean()]))),
+    headers: Type.Optional(
+      Type.Record(Type.String({ minLength: 1 }), Type.Union([Type.String(), Type.Number(), Type.Boolean()])),
+    ),
     match: Type.Optional(Type.Union([Type.Literal('all'), Type.Literal('any')])),
   },
   { additionalProperties: false },
@@ -111,7 +113,9 @@ export function validateTopology(raw: unknown): Topology {
       problems.push(`${where}: headers bind only to a headers exchange ("${b.exchange}" is ${type})`);
     } else if (b.headers !== undefined && Object.keys(b.headers).some((k) => k.startsWith('x-'))) {
       // RabbitMQ ignores header arguments starting with x- when matching (x-match is its own).
-      problems.push(`${where}: header names starting with "x-" are ignored by RabbitMQ's headers exchange when matching`);
+      problems.push(
+        `${where}: header names starting with "x-" are ignored by RabbitMQ's headers exchange when matching`,
+      );
     } else if (b.routingKeys !== undefined && type === 'headers') {
       problems.push(`${where}: a headers exchange ("${b.exchange}") routes by headers, not routingKeys`);
     } else if (b.match !== undefined && b.headers === undefined) {

@@ -18,7 +18,8 @@ import { managementRequest, managementTargetFor, type ManagementTarget } from '.
  * the output (docs/TESTING.md, "Runs from any folder").
  */
 const CLI_CWD = '/';
-const run = (file: string, args: string[], options: { timeout?: number } = {}) => promisify(execFile)(file, args, { ...options, cwd: CLI_CWD });
+const run = (file: string, args: string[], options: { timeout?: number } = {}) =>
+  promisify(execFile)(file, args, { ...options, cwd: CLI_CWD });
 const BASE_AMQP_URL = process.env.AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 
 export interface PeekedMessage {
@@ -61,15 +62,30 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
   const v = encodeURIComponent(vhost);
   await expectOk(managementRequest(management, 'PUT', `/vhosts/${v}`, {}), `create vhost ${vhost}`);
   const permissions = { configure: '.*', write: '.*', read: '.*' };
-  await expectOk(managementRequest(management, 'PUT', `/permissions/${v}/${encodeURIComponent(management.username)}`, permissions), `grant ${vhost}`);
+  await expectOk(
+    managementRequest(management, 'PUT', `/permissions/${v}/${encodeURIComponent(management.username)}`, permissions),
+    `grant ${vhost}`,
+  );
 
   return {
     vhost,
     url,
     management,
     async depth(queue) {
-      const { stdout } = await run('rabbitmqctl', ['list_queues', '-q', '--no-table-headers', '-p', vhost, 'name', 'messages_ready', 'messages_unacknowledged']);
-      const line = stdout.split('\n').map((l) => l.trim().split(/\s+/)).find((cols) => cols[0] === queue);
+      const { stdout } = await run('rabbitmqctl', [
+        'list_queues',
+        '-q',
+        '--no-table-headers',
+        '-p',
+        vhost,
+        'name',
+        'messages_ready',
+        'messages_unacknowledged',
+      ]);
+      const line = stdout
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/))
+        .find((cols) => cols[0] === queue);
       if (!line) throw new Error(`queue ${queue} not found in ${vhost}`);
       const ready = Number(line[1]);
       const unacked = Number(line[2]);
@@ -85,21 +101,43 @@ export async function createTestVhost(prefix: string): Promise<TestVhost> {
     },
     async take(queue, count = 100) {
       const body = { count, ackmode: 'ack_requeue_false', encoding: 'auto', truncate: 50_000 };
-      const res = await expectOk(managementRequest(management, 'POST', `/queues/${v}/${encodeURIComponent(queue)}/get`, body), `get from ${queue}`);
-      const rows = (await res.json()) as Array<{ payload: string; routing_key: string; properties: PeekedMessage['properties'] }>;
+      const res = await expectOk(
+        managementRequest(management, 'POST', `/queues/${v}/${encodeURIComponent(queue)}/get`, body),
+        `get from ${queue}`,
+      );
+      const rows = (await res.json()) as Array<{
+        payload: string;
+        routing_key: string;
+        properties: PeekedMessage['properties'];
+      }>;
       return rows.map((r) => ({ body: r.payload, routingKey: r.routing_key, properties: r.properties }));
     },
     async queues() {
-      return (await (await expectOk(managementRequest(management, 'GET', `/queues/${v}`), `list queues of ${vhost}`)).json()) as Awaited<ReturnType<TestVhost['queues']>>;
+      return (await (
+        await expectOk(managementRequest(management, 'GET', `/queues/${v}`), `list queues of ${vhost}`)
+      ).json()) as Awaited<ReturnType<TestVhost['queues']>>;
     },
     async closeConnections() {
       await run('rabbitmqctl', ['close_all_connections', '-q', '--vhost', vhost, 'test: injected connection loss']);
     },
     async dropConnections(connectionName) {
-      const res = await expectOk(managementRequest(management, 'GET', `/vhosts/${v}/connections`), `list connections of ${vhost}`);
-      const connections = (await res.json()) as Array<{ name: string; vhost: string; client_properties?: { connection_name?: string } }>;
-      const own = connections.filter((c) => c.vhost === vhost && (connectionName === undefined || c.client_properties?.connection_name === connectionName));
-      const closed = await Promise.all(own.map((c) => managementRequest(management, 'DELETE', `/connections/${encodeURIComponent(c.name)}`)));
+      const res = await expectOk(
+        managementRequest(management, 'GET', `/vhosts/${v}/connections`),
+        `list connections of ${vhost}`,
+      );
+      const connections = (await res.json()) as Array<{
+        name: string;
+        vhost: string;
+        client_properties?: { connection_name?: string };
+      }>;
+      const own = connections.filter(
+        (c) =>
+          c.vhost === vhost &&
+          (connectionName === undefined || c.client_properties?.connection_name === connectionName),
+      );
+      const closed = await Promise.all(
+        own.map((c) => managementRequest(management, 'DELETE', `/connections/${encodeURIComponent(c.name)}`)),
+      );
       return closed.filter((r) => r.ok).length;
     },
     async delete() {
@@ -120,7 +158,12 @@ export async function rabbitmqctl(...args: string[]): Promise<string> {
 }
 
 /** Polls until `check` returns a truthy value, or fails with `what` after `timeoutMs`. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -130,7 +173,8 @@ export async function eventually<T>(what: string, check: () => Promise<T | undef
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for: ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
     await sleep(everyMs);
   }
 }

@@ -14,13 +14,24 @@ export interface TestEvent extends EnvelopeLike {
 
 /** An event whose excerpt can carry a test instruction. */
 export function mention(excerpt = 'hello', id = randomUUID()): TestEvent {
-  return { id, type: 'user.mentioned', version: 1, occurredAt: new Date().toISOString(), producer: 'test', correlationId: id, data: { excerpt, userId: 'u-2' } };
+  return {
+    id,
+    type: 'user.mentioned',
+    version: 1,
+    occurredAt: new Date().toISOString(),
+    producer: 'test',
+    correlationId: id,
+    data: { excerpt, userId: 'u-2' },
+  };
 }
 
 /** A body that is not a TestEvent: permanent, with the JSON pointer of the first problem. */
 export class InvalidTestEvent extends PermanentError {
   override name = 'InvalidTestEvent';
-  constructor(readonly path: string, reason: string) {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
     super(`${path}: ${reason}`, 'INVALID_TEST_EVENT');
   }
 }
@@ -42,7 +53,16 @@ export function validateTestEvent(body: Buffer): TestEvent {
 }
 
 /** One queue per scenario, each bound to its own routing key (unless given), with short retry tiers. */
-export function testTopology(queues: Array<{ name: string; routingKeys?: string[]; retryDelaysMs?: number[]; deliveryLimit?: number; maxLength?: number; singleActiveConsumer?: boolean }>): Topology {
+export function testTopology(
+  queues: Array<{
+    name: string;
+    routingKeys?: string[];
+    retryDelaysMs?: number[];
+    deliveryLimit?: number;
+    maxLength?: number;
+    singleActiveConsumer?: boolean;
+  }>,
+): Topology {
   return {
     exchanges: [{ name: 'test.events', type: 'topic' }],
     queues: queues.map((q) => ({

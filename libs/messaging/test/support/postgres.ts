@@ -18,5 +18,8 @@ export async function createScratchDatabase(prefix: string): Promise<{ url: stri
     }
   };
   await admin((c) => c.query(`CREATE DATABASE "${name}"`));
-  return { url: Object.assign(new URL(server), { pathname: `/${name}` }).toString(), drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined) };
+  return {
+    url: Object.assign(new URL(server), { pathname: `/${name}` }).toString(),
+    drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
+  };
 }

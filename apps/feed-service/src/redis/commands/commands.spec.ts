@@ -11,8 +11,13 @@ import { loadFeedConfig } from '../../config';
 import { COMMANDS, SCRIPTS_DIR } from '.';
 
 const ROOT = path.resolve(__dirname, '../../../../..');
-const luaFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.lua')).sort();
-const registered = Object.values(COMMANDS).map((c) => c.file).sort();
+const luaFiles = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.lua'))
+    .sort();
+const registered = Object.values(COMMANDS)
+  .map((c) => c.file)
+  .sort();
 
 it('registers every .lua file beside it, and no other', () => {
   expect(SCRIPTS_DIR).toBe(__dirname);
@@ -23,7 +28,10 @@ it('each script compiles on Redis', async () => {
   const redis = new Redis(loadFeedConfig().REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
   await redis.connect();
   try {
-    for (const file of registered) await expect(redis.script('LOAD', readFileSync(path.join(__dirname, file), 'utf8'))).resolves.toMatch(/^[0-9a-f]{40}$/);
+    for (const file of registered)
+      await expect(redis.script('LOAD', readFileSync(path.join(__dirname, file), 'utf8'))).resolves.toMatch(
+        /^[0-9a-f]{40}$/,
+      );
   } finally {
     redis.disconnect();
   }
@@ -37,7 +45,11 @@ describe('a bundle of feed-service', () => {
   // Loading a bundle runs every module's top level, index.ts's reads included, before the
   // configuration is loaded: an invalid PORT stops it right after, with nothing connected.
   const start = (main: string) =>
-    promisify(execFile)(process.execPath, [main], { cwd: ROOT, env: { PATH: process.env.PATH, PORT: 'not-a-port' }, timeout: 30_000 }).then(
+    promisify(execFile)(process.execPath, [main], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, PORT: 'not-a-port' },
+      timeout: 30_000,
+    }).then(
       () => '',
       (err: { stderr: string }) => err.stderr,
     );
@@ -48,7 +60,8 @@ describe('a bundle of feed-service', () => {
     const build = `import { bundleApp } from './scripts/dev/setup/bundle.mjs'; await bundleApp('feed-service', process.cwd(), ${JSON.stringify(main)});`;
     await promisify(execFile)(process.execPath, ['--input-type=module', '-e', build], { cwd: ROOT, timeout: 60_000 });
     expect(luaFiles(dir)).toEqual(registered);
-    for (const file of registered) expect(readFileSync(path.join(dir, file), 'utf8')).toBe(readFileSync(path.join(__dirname, file), 'utf8'));
+    for (const file of registered)
+      expect(readFileSync(path.join(dir, file), 'utf8')).toBe(readFileSync(path.join(__dirname, file), 'utf8'));
 
     const stderr = await start(main);
     expect(stderr).toContain('PORT');

@@ -36,7 +36,13 @@ const SOURCES = Object.fromEntries(
 export interface FeedCommands {
   feedPush(feed: string, live: string, cap: number, ...scoreMembers: Array<string | number>): Promise<number>;
   feedPushMany(numberOfKeys: number, ...keysThenArgs: Array<string | number>): Promise<number>;
-  readyPage(ready: string, feed: string, max: string | number, count: number, bodyPrefix: string): Promise<[string[], string[], number] | null>;
+  readyPage(
+    ready: string,
+    feed: string,
+    max: string | number,
+    count: number,
+    bodyPrefix: string,
+  ): Promise<[string[], string[], number] | null>;
   leaseRelease(key: string, holder: string): Promise<number>;
   leaseExtend(key: string, holder: string, ms: number): Promise<number>;
   laneEnter(key: string, holder: string, ttlMs: number): Promise<number>;
@@ -46,8 +52,13 @@ export type FeedRedis = Redis & FeedCommands;
 
 /** Defines every script on `client` (no round trip: ioredis sends a script with its first call). */
 export function defineFeedCommands(client: Redis): FeedRedis {
-  for (const [name, c] of Object.entries(COMMANDS) as Array<[keyof typeof COMMANDS, (typeof COMMANDS)[keyof typeof COMMANDS]]>) {
-    client.defineCommand(name, c.keys === undefined ? { lua: SOURCES[name] } : { numberOfKeys: c.keys, lua: SOURCES[name] });
+  for (const [name, c] of Object.entries(COMMANDS) as Array<
+    [keyof typeof COMMANDS, (typeof COMMANDS)[keyof typeof COMMANDS]]
+  >) {
+    client.defineCommand(
+      name,
+      c.keys === undefined ? { lua: SOURCES[name] } : { numberOfKeys: c.keys, lua: SOURCES[name] },
+    );
   }
   return client as FeedRedis;
 }

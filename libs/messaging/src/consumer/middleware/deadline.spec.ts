@@ -10,7 +10,13 @@ import { deadline } from './deadline';
  * so the times it records are the clock's, not the machine's load.
  */
 function busyWorker() {
-  const work = { steps: 0, stoppedAt: 0, abortedAt: 0, reason: undefined as unknown, stopped: undefined as Promise<void> | undefined };
+  const work = {
+    steps: 0,
+    stoppedAt: 0,
+    abortedAt: 0,
+    reason: undefined as unknown,
+    stopped: undefined as Promise<void> | undefined,
+  };
   let stop!: () => void;
   work.stopped = new Promise<void>((resolve) => (stop = resolve));
   const handler: Handler<unknown> = async (_e, ctx) => {

@@ -8,5 +8,8 @@ import type { Middleware } from '../types';
  * aborts when the incoming `ctx.signal` does (the consumer's forced shutdown).
  */
 export function deadline<E>(timeoutMs: number): Middleware<E, RuntimeContext> {
-  return (next) => (event, ctx) => withDeadline(timeoutMs, ctx.signal, (deadline) => next(event, deriveContext(ctx, { signal: () => deadline.signal })));
+  return (next) => (event, ctx) =>
+    withDeadline(timeoutMs, ctx.signal, (deadline) =>
+      next(event, deriveContext(ctx, { signal: () => deadline.signal })),
+    );
 }

@@ -21,21 +21,39 @@ async function until(done: () => boolean): Promise<void> {
 }
 
 describe('failureRouting', () => {
-  const options = (classifiers: ErrorClassifier[] = []) => ({ queue: 'q', handler: 'h', retryDelaysMs: [1000, 5000], classifiers, metrics: runtimeMetrics(new Registry()) });
+  const options = (classifiers: ErrorClassifier[] = []) => ({
+    queue: 'q',
+    handler: 'h',
+    retryDelaysMs: [1000, 5000],
+    classifiers,
+    metrics: runtimeMetrics(new Registry()),
+  });
   const failing = (err: unknown) => async () => Promise.reject(err);
 
   it('passes a success through untouched and publishes nothing', async () => {
     const { delivery, published } = testDelivery();
-    await expect(failureRouting(options())(async () => 'processed')(undefined, delivery.ctx)).resolves.toBe('processed');
+    await expect(failureRouting(options())(async () => 'processed')(undefined, delivery.ctx)).resolves.toBe(
+      'processed',
+    );
     expect(published).toEqual([]);
   });
 
   it('copies a transient failure to the retry tier of its attempt, through its queue’s own exchange (never the default one), with its history', async () => {
     const { delivery, published } = testDelivery({ headers: { 'x-retry-attempt': 1 } });
-    await expect(failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx)).resolves.toBeUndefined();
+    await expect(
+      failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx),
+    ).resolves.toBeUndefined();
     expect(published).toHaveLength(1);
-    expect(published[0]).toMatchObject({ exchange: 'q.direct', routingKey: 'q.retry.5s', options: { persistent: true, messageId: 'e-1', type: 'user.mentioned' } });
-    expect(published[0].options.headers).toMatchObject({ 'x-retry-attempt': 2, 'x-last-error-class': 'TransientError', 'x-last-error-message': 'busy' });
+    expect(published[0]).toMatchObject({
+      exchange: 'q.direct',
+      routingKey: 'q.retry.5s',
+      options: { persistent: true, messageId: 'e-1', type: 'user.mentioned' },
+    });
+    expect(published[0].options.headers).toMatchObject({
+      'x-retry-attempt': 2,
+      'x-last-error-class': 'TransientError',
+      'x-last-error-message': 'busy',
+    });
     expect(published[0].options.headers).not.toHaveProperty('x-error-kind');
   });
 
@@ -56,26 +74,36 @@ describe('failureRouting', () => {
   it('dead-letters a transient failure past the last tier as retries-exhausted', async () => {
     const { delivery, published } = testDelivery({ headers: { 'x-retry-attempt': 2 } });
     await failureRouting(options())(failing(new TransientError('still busy')))(undefined, delivery.ctx);
-    expect(published[0]).toMatchObject({ routingKey: 'q.dlq', options: { headers: expect.objectContaining({ 'x-error-kind': 'retries-exhausted', 'x-attempts': 3 }) } });
+    expect(published[0]).toMatchObject({
+      routingKey: 'q.dlq',
+      options: { headers: expect.objectContaining({ 'x-error-kind': 'retries-exhausted', 'x-attempts': 3 }) },
+    });
   });
 
   it('asks the registered classifiers', async () => {
     const { delivery, published } = testDelivery();
     const refused: ErrorClassifier = (err) => ((err as { code?: string }).code === 'REFUSED' ? 'permanent' : undefined);
-    await failureRouting(options([refused]))(failing(Object.assign(new Error('refused'), { code: 'REFUSED' })))(undefined, delivery.ctx);
+    await failureRouting(options([refused]))(failing(Object.assign(new Error('refused'), { code: 'REFUSED' })))(
+      undefined,
+      delivery.ctx,
+    );
     expect(published[0].routingKey).toBe('q.dlq');
   });
 
   it('rejects when the copy cannot be published, so the consumer returns the original instead of acking it', async () => {
     const { delivery } = testDelivery({ publishFails: true });
-    await expect(failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx)).rejects.toThrow('channel closed');
+    await expect(
+      failureRouting(options())(failing(new TransientError('busy')))(undefined, delivery.ctx),
+    ).rejects.toThrow('channel closed');
   });
 
   it('publishes copies as mandatory and keeps retrying an unroutable one instead of resolving (the original is not acked)', async () => {
     const metrics = runtimeMetrics(new Registry());
     const { delivery, published, logLines } = testDelivery({ unroutable: 1 });
     const backoff = jest.mocked(sleep).mockImplementationOnce(async () => undefined);
-    await expect(failureRouting({ ...options(), metrics })(failing(new TransientError('busy')))(undefined, delivery.ctx)).resolves.toBeUndefined();
+    await expect(
+      failureRouting({ ...options(), metrics })(failing(new TransientError('busy')))(undefined, delivery.ctx),
+    ).resolves.toBeUndefined();
     expect(published.map((p) => [p.routingKey, p.options.mandatory])).toEqual([
       ['q.retry.1s', true],
       ['q.retry.1s', true],
@@ -88,7 +116,9 @@ describe('failureRouting', () => {
     expect(retryInMs).toBeLessThanOrEqual(1000);
     expect(backoff).toHaveBeenCalledTimes(1);
     expect(backoff).toHaveBeenCalledWith(retryInMs, undefined, { signal: delivery.ctx.signal });
-    expect((await metrics.unroutableCopies.get()).values).toEqual([expect.objectContaining({ labels: { queue: 'q', destination: 'retry' }, value: 1 })]);
+    expect((await metrics.unroutableCopies.get()).values).toEqual([
+      expect.objectContaining({ labels: { queue: 'q', destination: 'retry' }, value: 1 }),
+    ]);
   });
 
   it('gives up on an unroutable copy at a forced shutdown, so the original goes back to the broker', async () => {

@@ -49,12 +49,18 @@ export function failureRouting<E>(options: FailureRoutingOptions): Middleware<E,
           break;
         } catch (publishErr) {
           if (!(publishErr instanceof UnroutableError) || ctx.signal.aborted) {
-            ctx.logger.error({ err: errorMessage(publishErr), target: route.queue }, 'could not move failed message; returning it to the queue');
+            ctx.logger.error(
+              { err: errorMessage(publishErr), target: route.queue },
+              'could not move failed message; returning it to the queue',
+            );
             throw publishErr;
           }
           metrics.unroutableCopies.inc({ queue, destination: route.destination });
           const retryInMs = backoffDelay(attempt, { baseMs: 1000, maxMs: 30_000, jitter: 'equal' });
-          ctx.logger.error({ target: route.queue, attempt: attempt + 1, retryInMs }, 'copy of a failed message was unroutable (queue missing); original kept unacked, retrying the copy');
+          ctx.logger.error(
+            { target: route.queue, attempt: attempt + 1, retryInMs },
+            'copy of a failed message was unroutable (queue missing); original kept unacked, retrying the copy',
+          );
           await sleep(retryInMs, undefined, { signal: ctx.signal }).catch(() => {
             throw publishErr;
           });
@@ -62,7 +68,10 @@ export function failureRouting<E>(options: FailureRoutingOptions): Middleware<E,
       }
       if (route.destination === 'retry') {
         metrics.retried.inc({ ...labels, tier: String(route.tierMs) });
-        ctx.logger.warn({ err: errorMessage(err), errorClass: cls, retryIn: route.tierMs }, 'handler failed; scheduled retry');
+        ctx.logger.warn(
+          { err: errorMessage(err), errorClass: cls, retryIn: route.tierMs },
+          'handler failed; scheduled retry',
+        );
       } else {
         metrics.deadLettered.inc({ ...labels, error_class: cls });
         ctx.logger.error({ err: errorMessage(err), errorClass: cls, kind: route.kind }, 'message dead-lettered');

@@ -7,7 +7,9 @@ import type { Handler, Middleware } from '../types';
  * (MessageTooLargeError, permanent) unparsed. The broker's own `max_message_size` refuses larger
  * publishes outright; this limit holds where the broker's is higher or unset.
  */
-export function messageSize<C extends RuntimeContext>(maxBytes: number): (next: Handler<Buffer, C>) => Handler<Buffer, C> {
+export function messageSize<C extends RuntimeContext>(
+  maxBytes: number,
+): (next: Handler<Buffer, C>) => Handler<Buffer, C> {
   return (next) => async (body, ctx) => {
     if (body.length > maxBytes) throw new MessageTooLargeError(body.length, maxBytes);
     return next(body, ctx);

@@ -5,10 +5,23 @@ import type { Handler } from '../types';
 import { ConsumerSeries, metrics } from './metrics';
 
 /** One sample of a metric: a counter's value, or a histogram's `<name>_count` / `<name>_sum`. */
-async function sample(registry: Registry, metric: string, labels: Record<string, string>, suffix = ''): Promise<number | undefined> {
+async function sample(
+  registry: Registry,
+  metric: string,
+  labels: Record<string, string>,
+  suffix = '',
+): Promise<number | undefined> {
   const found = (await registry.getMetricsAsJSON()).find((m) => m.name === metric);
-  const values = (found?.values ?? []) as Array<{ value: number; labels: Record<string, unknown>; metricName?: string }>;
-  return values.find((v) => (suffix === '' || v.metricName === `${metric}${suffix}`) && Object.entries(labels).every(([k, l]) => v.labels[k] === l))?.value;
+  const values = (found?.values ?? []) as Array<{
+    value: number;
+    labels: Record<string, unknown>;
+    metricName?: string;
+  }>;
+  return values.find(
+    (v) =>
+      (suffix === '' || v.metricName === `${metric}${suffix}`) &&
+      Object.entries(labels).every(([k, l]) => v.labels[k] === l),
+  )?.value;
 }
 
 describe('metrics', () => {
@@ -16,7 +29,11 @@ describe('metrics', () => {
     const registry = new Registry();
     const m = runtimeMetrics(registry);
     const { delivery, logLines } = testDelivery();
-    const middleware = metrics<{ occurredAt: string }>({ series: new ConsumerSeries(m, 'q', 'h'), logger: delivery.ctx.logger, timeHandler });
+    const middleware = metrics<{ occurredAt: string }>({
+      series: new ConsumerSeries(m, 'q', 'h'),
+      logger: delivery.ctx.logger,
+      timeHandler,
+    });
     return { registry, delivery, logLines, middleware };
   }
   const event = { occurredAt: new Date(Date.now() - 2000).toISOString() };
@@ -30,7 +47,9 @@ describe('metrics', () => {
     expect(await sample(registry, 'messaging_consumed_total', labels)).toBe(1);
     expect(await sample(registry, 'messaging_succeeded_total', { ...labels, outcome: 'duplicate' })).toBe(1);
     expect(await sample(registry, DURATION, { ...labels, outcome: 'duplicate' }, '_count')).toBe(1);
-    expect(await sample(registry, 'messaging_publish_to_consume_lag_seconds', { queue: 'q' }, '_sum')).toBeGreaterThanOrEqual(1.9);
+    expect(
+      await sample(registry, 'messaging_publish_to_consume_lag_seconds', { queue: 'q' }, '_sum'),
+    ).toBeGreaterThanOrEqual(1.9);
     expect(logLines).toEqual([expect.objectContaining({ msg: 'handled', outcome: 'duplicate' })]);
   });
 

@@ -11,7 +11,10 @@ type HistogramChild = ReturnType<RuntimeMetrics['lag']['labels']>;
  * outcome: looking labels up costs more than everything else the runtime does for a successful message.
  */
 export class ConsumerSeries {
-  private readonly byType = new Map<string, { consumed: CounterChild; lag: HistogramChild; done: Map<string, [CounterChild, HistogramChild]> }>();
+  private readonly byType = new Map<
+    string,
+    { consumed: CounterChild; lag: HistogramChild; done: Map<string, [CounterChild, HistogramChild]> }
+  >();
 
   constructor(
     private readonly metrics: RuntimeMetrics,
@@ -23,7 +26,11 @@ export class ConsumerSeries {
     let s = this.byType.get(type);
     if (!s) {
       const { metrics, queue, handler } = this;
-      s = { consumed: metrics.consumed.labels({ queue, handler, message_type: type }), lag: metrics.lag.labels({ queue, message_type: type }), done: new Map() };
+      s = {
+        consumed: metrics.consumed.labels({ queue, handler, message_type: type }),
+        lag: metrics.lag.labels({ queue, message_type: type }),
+        done: new Map(),
+      };
       this.byType.set(type, s);
     }
     return s;
@@ -78,7 +85,8 @@ export function metrics<E>(options: MetricsOptions): Middleware<E, RuntimeContex
     count.inc();
     if (timeHandler) duration.observe(seconds);
     // One line per message only at debug: at thousands of messages per second, info would drown the rest.
-    if (logger.isLevelEnabled('debug')) ctx.logger.debug({ outcome: o, durationMs: Math.round(seconds * 1000) }, 'handled');
+    if (logger.isLevelEnabled('debug'))
+      ctx.logger.debug({ outcome: o, durationMs: Math.round(seconds * 1000) }, 'handled');
     return outcome;
   };
 }

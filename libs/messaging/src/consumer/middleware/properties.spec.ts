@@ -39,7 +39,9 @@ describe('messageProperties (pipeline step)', () => {
 
     const bad = testDelivery();
     (bad.delivery.msg.properties as { messageId?: string }).messageId = undefined;
-    await expect(messageProperties()(next)(bad.delivery.msg.content, bad.delivery.ctx)).rejects.toMatchObject({ code: 'MISSING_MESSAGE_ID' });
+    await expect(messageProperties()(next)(bad.delivery.msg.content, bad.delivery.ctx)).rejects.toMatchObject({
+      code: 'MISSING_MESSAGE_ID',
+    });
     expect(next).toHaveBeenCalledTimes(1);
   });
 });

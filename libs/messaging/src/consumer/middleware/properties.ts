@@ -19,7 +19,10 @@ export function checkMessageProperties(properties: Pick<MessageProperties, 'mess
     throw new PermanentError('message has no messageId (the contract sets it to the event id)', 'MISSING_MESSAGE_ID');
   }
   if (contentType !== undefined && contentType !== null && !JSON_CONTENT_TYPE.test(String(contentType))) {
-    throw new PermanentError(`unsupported content type '${String(contentType).slice(0, 100)}' (expected application/json)`, 'UNSUPPORTED_CONTENT_TYPE');
+    throw new PermanentError(
+      `unsupported content type '${String(contentType).slice(0, 100)}' (expected application/json)`,
+      'UNSUPPORTED_CONTENT_TYPE',
+    );
   }
 }
 

@@ -1,6 +1,11 @@
 import { context, propagation, trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { InMemorySpanExporter, SimpleSpanProcessor, StackContextManager, TracerProvider } from '@opentelemetry/sdk-trace';
+import {
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  StackContextManager,
+  TracerProvider,
+} from '@opentelemetry/sdk-trace';
 import { Registry } from 'prom-client';
 import { PermanentError } from '../../errors';
 import { runtimeMetrics } from '../../metrics';
@@ -32,7 +37,7 @@ function pipeline(terminal: Handler<{ n: number }>) {
 }
 
 describe('consumer tracing, off (the default: no SDK, the no-op API)', () => {
-  it('is not in the pipeline: a producer\'s traceparent starts nothing and the handler sees no span', async () => {
+  it("is not in the pipeline: a producer's traceparent starts nothing and the handler sees no span", async () => {
     expect(propagation.fields()).toEqual([]);
     const { delivery } = testDelivery({ body: '{"n":1}', headers: { traceparent } });
     const seen: unknown[] = [];
@@ -59,7 +64,7 @@ describe('consumer tracing, on', () => {
   });
   beforeEach(() => exporter.reset());
 
-  it('starts a CONSUMER span, child of the producer\'s context, active in the handler and readable per message', async () => {
+  it("starts a CONSUMER span, child of the producer's context, active in the handler and readable per message", async () => {
     const { delivery } = testDelivery({ body: '{"n":1}', headers: { traceparent } });
     let inHandler: string | undefined;
     let perMessage: string | undefined;
@@ -77,7 +82,11 @@ describe('consumer tracing, on', () => {
     expect(span.parentSpanContext?.spanId).toBe(PRODUCER_SPAN);
     expect(inHandler).toBe(span.spanContext().spanId);
     expect(perMessage).toBe(span.spanContext().spanId);
-    expect(span.attributes).toMatchObject({ 'messaging.message.id': 'e-1', 'messaging.consumer.group.name': 'q', 'messaging.outcome': 'processed' });
+    expect(span.attributes).toMatchObject({
+      'messaging.message.id': 'e-1',
+      'messaging.consumer.group.name': 'q',
+      'messaging.outcome': 'processed',
+    });
     // Only while the message is in flight.
     expect(messageTraceContext(delivery.ctx)).toBeUndefined();
   });
@@ -93,7 +102,7 @@ describe('consumer tracing, on', () => {
     expect(fresh.parentSpanContext).toBeUndefined();
   });
 
-  it('records the handler\'s error on the span, and the failure is still routed (DLQ copy keeps the traceparent)', async () => {
+  it("records the handler's error on the span, and the failure is still routed (DLQ copy keeps the traceparent)", async () => {
     const { delivery, published } = testDelivery({ body: '{"n":1}', headers: { traceparent } });
     await pipeline(async () => {
       throw new PermanentError('bad data');
@@ -107,6 +116,8 @@ describe('consumer tracing, on', () => {
   it('wraps any handler directly too (the middleware alone)', async () => {
     const { delivery } = testDelivery({ headers: { traceparent } });
     await tracing({ queue: 'q2', handler: 'h2' })(async () => undefined)(delivery.msg.content, delivery.ctx);
-    expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes['messaging.handler']])).toEqual([['process q2', 'h2']]);
+    expect(exporter.getFinishedSpans().map((s) => [s.name, s.attributes['messaging.handler']])).toEqual([
+      ['process q2', 'h2'],
+    ]);
   });
 });

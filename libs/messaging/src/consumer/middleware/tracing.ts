@@ -52,12 +52,19 @@ export function messageTraceContext(ctx: MessageContext): Context | undefined {
 /** Whether an SDK registered a propagator: the no-op API has none. */
 export const tracingEnabled = (): boolean => propagation.fields().length > 0;
 
-export function tracing<C extends RuntimeContext>(o: { queue: string; handler: string }): (next: Handler<Buffer, C>) => Handler<Buffer, C> {
+export function tracing<C extends RuntimeContext>(o: {
+  queue: string;
+  handler: string;
+}): (next: Handler<Buffer, C>) => Handler<Buffer, C> {
   const tracer = trace.getTracer('@community/messaging');
   return (next) => (body, ctx) => {
     const d = ctx[DELIVERY];
     const { properties, fields } = d.msg;
-    const parent = propagation.extract(ROOT_CONTEXT, (properties.headers ?? {}) as Record<string, unknown>, amqpHeaders);
+    const parent = propagation.extract(
+      ROOT_CONTEXT,
+      (properties.headers ?? {}) as Record<string, unknown>,
+      amqpHeaders,
+    );
     const span = tracer.startSpan(
       `process ${o.queue}`,
       {
@@ -80,20 +87,22 @@ export function tracing<C extends RuntimeContext>(o: { queue: string; handler: s
     );
     const active = trace.setSpan(parent, span);
     contexts.set(d, active);
-    return otelContext.with(active, () => next(body, ctx)).then(
-      (outcome) => {
-        if (outcome) span.setAttribute('messaging.outcome', outcome);
-        span.end();
-        contexts.delete(d);
-        return outcome;
-      },
-      (err: unknown) => {
-        span.recordException(err instanceof Error ? err : String(err));
-        span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
-        span.end();
-        contexts.delete(d);
-        throw err;
-      },
-    );
+    return otelContext
+      .with(active, () => next(body, ctx))
+      .then(
+        (outcome) => {
+          if (outcome) span.setAttribute('messaging.outcome', outcome);
+          span.end();
+          contexts.delete(d);
+          return outcome;
+        },
+        (err: unknown) => {
+          span.recordException(err instanceof Error ? err : String(err));
+          span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+          span.end();
+          contexts.delete(d);
+          throw err;
+        },
+      );
   };
 }

@@ -6,6 +6,8 @@ import type { MessageContext, Handler } from '../types';
  * routing around this dead-letters them at once. This is the one stage that changes the event's
  * type (bytes in, `E` out), which is why it is not a `Middleware<E>`.
  */
-export function validation<E, C extends MessageContext>(validate: (body: Buffer) => E): (next: Handler<E, C>) => Handler<Buffer, C> {
+export function validation<E, C extends MessageContext>(
+  validate: (body: Buffer) => E,
+): (next: Handler<E, C>) => Handler<Buffer, C> {
   return (next) => async (body, ctx) => next(validate(body), ctx);
 }
