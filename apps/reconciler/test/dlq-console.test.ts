@@ -149,6 +149,11 @@ it('asks for the token again when the API refuses it', async () => {
   await fresh.close();
 });
 
+// Short-lived tokens for the renewal tests: long enough to reach a preview under load, short enough to wait out.
+const SHORT_TOKEN_MS = 20_000;
+// Each renewal test waits its token out: room for that beside a slow browser on a loaded machine.
+jest.setTimeout(120_000);
+
 /** A page signed in with `token` (the header says who the reconciler verified it as). */
 async function signedIn(token: string, operator: string): Promise<Page> {
   const p = await browser.newPage();
@@ -205,7 +210,9 @@ it('groups bodies that are not JSON as one cause, whatever the parser said, and 
 it('renews an expired token in place: the preview stays, the refused confirm goes through, and only the same operator may renew', async () => {
   const ids = [orderId(), orderId()];
   await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `courier refused parcel ${id}` })));
-  const short = OPERATORS.token('erin', 'reconciler', 4000);
+  // The token must outlive sign-in and the dry run below (several seconds on 2 loaded cores: 4 s was
+  // once too short beside the fuzz suite); the test then waits for its expiry as a condition.
+  const short = OPERATORS.token('erin', 'reconciler', SHORT_TOKEN_MS);
   const p = await signedIn(short, 'erin');
   // Less than two minutes left: the page asks for a new token ahead of time.
   await p.waitForSelector('#renewal:not([hidden]) #renewal-reason:has-text("expires in")');
@@ -271,7 +278,9 @@ it('renews an expired token in place: the preview stays, the refused confirm goe
 it("drops a request waiting for a renewal when the operator signs out: it is never sent with the next operator's token", async () => {
   const id = orderId();
   await h.deadLetter([{ id, type: 'order.placed', reason: `address unknown for parcel ${id}` }]);
-  const short = OPERATORS.token('erin', 'reconciler', 4000);
+  // The token must outlive sign-in and the dry run below (several seconds on 2 loaded cores: 4 s was
+  // once too short beside the fuzz suite); the test then waits for its expiry as a condition.
+  const short = OPERATORS.token('erin', 'reconciler', SHORT_TOKEN_MS);
   const p = await signedIn(short, 'erin');
   await p.locator('#groups tbody tr', { hasText: 'address unknown for parcel <uuid>' }).click();
   await p.waitForSelector('#total[data-total="1"]');
