@@ -245,10 +245,6 @@ describe('ops user erase', () => {
     });
     await send('post.published', { postId: ADA_POST, authorId: 'ada', title: 'Ada writes', excerpt: 'by ada' });
     await send('post.published', { postId: BOB_POST, authorId: 'bob', title: 'Bob writes', excerpt: 'by bob' });
-    await pool.query(
-      `INSERT INTO notification_preferences (user_id, type, in_app, email) VALUES ('ada', 'reaction', false, 'off'), ('bob', 'reaction', false, 'off')`,
-    );
-    await pool.query(`INSERT INTO email_suppressions (user_id, scope) VALUES ('ada', 'follow'), ('bob', 'follow')`);
     await eventually(
       "every service holds both users' data",
       async () => {
@@ -271,6 +267,12 @@ describe('ops user erase', () => {
       },
       60_000,
     );
+    // Written only now: a follow opt-out in place while email-service still handles the follows'
+    // notifications suppresses their digest items, and the wait above would never end.
+    await pool.query(
+      `INSERT INTO notification_preferences (user_id, type, in_app, email) VALUES ('ada', 'reaction', false, 'off'), ('bob', 'reaction', false, 'off')`,
+    );
+    await pool.query(`INSERT INTO email_suppressions (user_id, scope) VALUES ('ada', 'follow'), ('bob', 'follow')`);
   }, 120_000);
 
   it("erases ada's data in every service, anonymises her in bob's, leaves bob's alone, and audits the operator", async () => {
