@@ -9,7 +9,7 @@ import {
   type TestDatabase,
   type TestVhost,
 } from '@community/testing';
-import { appsEnv, freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
+import { appsEnv, explainedBy, freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * The apps as a deployment connects them to Postgres (docs/DEPLOY.md "Database roles"): each app as
@@ -115,145 +115,152 @@ afterAll(async () => {
   await Promise.all([vhost?.delete(), db?.drop()]);
 });
 
-it('each app works as its own login user: inbox, mailbox, feed, and every reconciler job', async () => {
-  const { rows: sessions } = await admin.query<{ usename: string }>(
-    'SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = $1',
-    [db.name],
-  );
-  expect(sessions.map((s) => s.usename)).toEqual(expect.arrayContaining([...logins.values()]));
-
-  for (const [id, name] of [
-    ['ada', 'Ada'],
-    ['bob', 'Bob'],
-  ]) {
-    expect(
-      (
-        await http('POST', `${app('demo-community-api').url}/v1/users`, {
-          id,
-          email: `${id}@example.test`,
-          displayName: name,
-        })
-      ).status,
-    ).toBe(201);
-  }
-  expect(
-    (await http('POST', `${app('demo-community-api').url}/v1/users/bob/follow`, undefined, { 'x-user-id': 'ada' }))
-      .status,
-  ).toBe(201);
-  // The follow is projected before the post is published, or the post is not fanned out to ada.
-  await eventually(
-    'the follow projected by feed-service',
-    async () =>
-      (await admin.query(`SELECT 1 FROM feed_follows WHERE follower_id = 'ada' AND followee_id = 'bob' AND active`))
-        .rowCount === 1,
-    30_000,
-  );
-  const post = await http<{ id: string }>(
-    'POST',
-    `${app('demo-community-api').url}/v1/posts`,
-    { title: 'Roles', body: 'Who owns what?' },
-    { 'x-user-id': 'bob' },
-  );
-  expect(post.status).toBe(201);
-  const comment = await http<{ id: string }>(
-    'POST',
-    `${app('demo-community-api').url}/v1/posts/${post.body.id}/comments`,
-    { body: 'Ask @ada' },
-    { 'x-user-id': 'bob' },
-  );
-  expect(comment.status).toBe(201);
-
-  // A user token as the community site mints it (the defaults of JWT_ISSUER and JWT_AUDIENCE).
-  const token = (sub: string) => ({
-    authorization: `Bearer ${jwt(SECRET, { sub, iss: 'community-site', aud: 'community-notifications', exp: Math.floor(Date.now() / 1000) + 600 })}`,
-  });
-  await eventually(
-    "the mention in ada's inbox",
-    async () => {
-      const inbox = await http<{ items: Array<{ type: string; resourceId: string }> }>(
-        'GET',
-        `${app('notification-service').url}/v1/users/ada/notifications?limit=10`,
-        undefined,
-        token('ada'),
+it(
+  'each app works as its own login user: inbox, mailbox, feed, and every reconciler job',
+  () =>
+    explainedBy(Object.values(apps), async () => {
+      const { rows: sessions } = await admin.query<{ usename: string }>(
+        'SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = $1',
+        [db.name],
       );
-      if (inbox.status !== 200) throw new Error(`inbox answered ${inbox.status} ${JSON.stringify(inbox.body)}`);
-      return inbox.body.items.some((n) => n.type === 'mention' && n.resourceId === comment.body.id);
-    },
-    30_000,
-  );
-  await eventually('an email to ada', () => smtp.mails.some((m) => m.to.includes('ada@example.test')), 30_000);
-  await eventually(
-    "bob's post in ada's feed",
-    async () => {
-      const feed = await http<{ items: Array<{ postId: string }> }>(
-        'GET',
-        `${app('feed-service').url}/v1/users/ada/feed?limit=10`,
-        undefined,
-        token('ada'),
+      expect(sessions.map((s) => s.usename)).toEqual(expect.arrayContaining([...logins.values()]));
+
+      for (const [id, name] of [
+        ['ada', 'Ada'],
+        ['bob', 'Bob'],
+      ]) {
+        expect(
+          (
+            await http('POST', `${app('demo-community-api').url}/v1/users`, {
+              id,
+              email: `${id}@example.test`,
+              displayName: name,
+            })
+          ).status,
+        ).toBe(201);
+      }
+      expect(
+        (await http('POST', `${app('demo-community-api').url}/v1/users/bob/follow`, undefined, { 'x-user-id': 'ada' }))
+          .status,
+      ).toBe(201);
+      // The follow is projected before the post is published, or the post is not fanned out to ada.
+      await eventually(
+        'the follow projected by feed-service',
+        async () =>
+          (await admin.query(`SELECT 1 FROM feed_follows WHERE follower_id = 'ada' AND followee_id = 'bob' AND active`))
+            .rowCount === 1,
+        30_000,
       );
-      return feed.status === 200 && feed.body.items.some((p) => p.postId === post.body.id);
-    },
-    30_000,
-  );
-  // /v1/admin/why reads the inbox, the outbox and the email ledger of the other services (SELECT grants).
-  await eventually(
-    'why: delivered',
-    async () => {
-      const why = await http<{ verdict: string }>(
-        'GET',
-        `${app('reconciler').url}/v1/admin/why?userId=ada&commentId=${comment.body.id}`,
-        undefined,
-        {
-          authorization: `Bearer ${OPERATORS.token('operator', 'reconciler')}`,
+      const post = await http<{ id: string }>(
+        'POST',
+        `${app('demo-community-api').url}/v1/posts`,
+        { title: 'Roles', body: 'Who owns what?' },
+        { 'x-user-id': 'bob' },
+      );
+      expect(post.status).toBe(201);
+      const comment = await http<{ id: string }>(
+        'POST',
+        `${app('demo-community-api').url}/v1/posts/${post.body.id}/comments`,
+        { body: 'Ask @ada' },
+        { 'x-user-id': 'bob' },
+      );
+      expect(comment.status).toBe(201);
+
+      // A user token as the community site mints it (the defaults of JWT_ISSUER and JWT_AUDIENCE).
+      const token = (sub: string) => ({
+        authorization: `Bearer ${jwt(SECRET, { sub, iss: 'community-site', aud: 'community-notifications', exp: Math.floor(Date.now() / 1000) + 600 })}`,
+      });
+      await eventually(
+        "the mention in ada's inbox",
+        async () => {
+          const inbox = await http<{ items: Array<{ type: string; resourceId: string }> }>(
+            'GET',
+            `${app('notification-service').url}/v1/users/ada/notifications?limit=10`,
+            undefined,
+            token('ada'),
+          );
+          if (inbox.status !== 200) throw new Error(`inbox answered ${inbox.status} ${JSON.stringify(inbox.body)}`);
+          return inbox.body.items.some((n) => n.type === 'mention' && n.resourceId === comment.body.id);
         },
+        30_000,
       );
-      if (why.status !== 200) throw new Error(`why answered ${why.status} ${JSON.stringify(why.body)}`);
-      return why.body.verdict === 'delivered';
-    },
-    30_000,
-  );
-  // email-service recorded its retention horizon at start (a grant on the reconciler's table).
-  expect((await admin.query(`SELECT set_by FROM retention_horizons WHERE name = 'email'`)).rows).toEqual([
-    { set_by: 'email-service' },
-  ]);
+      await eventually('an email to ada', () => smtp.mails.some((m) => m.to.includes('ada@example.test')), 30_000);
+      await eventually(
+        "bob's post in ada's feed",
+        async () => {
+          const feed = await http<{ items: Array<{ postId: string }> }>(
+            'GET',
+            `${app('feed-service').url}/v1/users/ada/feed?limit=10`,
+            undefined,
+            token('ada'),
+          );
+          return feed.status === 200 && feed.body.items.some((p) => p.postId === post.body.id);
+        },
+        30_000,
+      );
+      // /v1/admin/why reads the inbox, the outbox and the email ledger of the other services (SELECT grants).
+      await eventually(
+        'why: delivered',
+        async () => {
+          const why = await http<{ verdict: string }>(
+            'GET',
+            `${app('reconciler').url}/v1/admin/why?userId=ada&commentId=${comment.body.id}`,
+            undefined,
+            {
+              authorization: `Bearer ${OPERATORS.token('operator', 'reconciler')}`,
+            },
+          );
+          if (why.status !== 200) throw new Error(`why answered ${why.status} ${JSON.stringify(why.body)}`);
+          return why.body.verdict === 'delivered';
+        },
+        30_000,
+      );
+      // email-service recorded its retention horizon at start (a grant on the reconciler's table).
+      expect((await admin.query(`SELECT set_by FROM retention_horizons WHERE name = 'email'`)).rows).toEqual([
+        { set_by: 'email-service' },
+      ]);
 
-  const since = new Date();
-  const runs = await eventually(
-    'a succeeded run of every job after the traffic',
-    async () => {
-      const { rows } = await admin.query<{
-        job: string;
-        outcome: string;
-        error: string | null;
-        counts: Record<string, number>;
-      }>('SELECT job, outcome::text, error, counts FROM scheduled_job_runs WHERE started_at > $1 ORDER BY id', [since]);
-      const succeeded = new Set(
-        rows
-          .filter((r) => r.outcome === 'succeeded' && (r.job !== 'feeds.check' || r.counts.checked >= 1))
-          .map((r) => r.job),
+      const since = new Date();
+      const runs = await eventually(
+        'a succeeded run of every job after the traffic',
+        async () => {
+          const { rows } = await admin.query<{
+            job: string;
+            outcome: string;
+            error: string | null;
+            counts: Record<string, number>;
+          }>('SELECT job, outcome::text, error, counts FROM scheduled_job_runs WHERE started_at > $1 ORDER BY id', [
+            since,
+          ]);
+          const succeeded = new Set(
+            rows
+              .filter((r) => r.outcome === 'succeeded' && (r.job !== 'feeds.check' || r.counts.checked >= 1))
+              .map((r) => r.job),
+          );
+          const missing = JOBS.filter((j) => !succeeded.has(j));
+          if (missing.length === 0) return rows;
+          // Shown if the wait times out: what has not succeeded yet, and why runs failed.
+          const failures = rows.filter((r) => r.error).map((r) => `${r.job}: ${r.error}`);
+          throw new Error(
+            `not yet succeeded: ${missing.join(', ')}; failed runs: ${[...new Set(failures)].join(' | ') || 'none'}`,
+          );
+        },
+        60_000,
       );
-      const missing = JOBS.filter((j) => !succeeded.has(j));
-      if (missing.length === 0) return rows;
-      // Shown if the wait times out: what has not succeeded yet, and why runs failed.
-      const failures = rows.filter((r) => r.error).map((r) => `${r.job}: ${r.error}`);
-      throw new Error(
-        `not yet succeeded: ${missing.join(', ')}; failed runs: ${[...new Set(failures)].join(' | ') || 'none'}`,
+      // A run may time out on a loaded machine (its timeout is its 3-s interval); none may be refused.
+      const { rows: refused } = await admin.query(
+        `SELECT job, error FROM scheduled_job_runs WHERE error ~* 'permission denied|must be owner'`,
       );
-    },
-    60_000,
-  );
-  // A run may time out on a loaded machine (its timeout is its 3-s interval); none may be refused.
-  const { rows: refused } = await admin.query(
-    `SELECT job, error FROM scheduled_job_runs WHERE error ~* 'permission denied|must be owner'`,
-  );
-  expect(refused).toEqual([]);
-  expect(runs.length).toBeGreaterThanOrEqual(JOBS.length);
-  const logs = Object.values(apps).flatMap((a) =>
-    a.output
-      .join('')
-      .split('\n')
-      .filter((l) => /permission denied|42501/.test(l))
-      .map((l) => `${a.name}: ${l}`),
-  );
-  expect(logs).toEqual([]);
-}, 240_000);
+      expect(refused).toEqual([]);
+      expect(runs.length).toBeGreaterThanOrEqual(JOBS.length);
+      const logs = Object.values(apps).flatMap((a) =>
+        a.output
+          .join('')
+          .split('\n')
+          .filter((l) => /permission denied|42501/.test(l))
+          .map((l) => `${a.name}: ${l}`),
+      );
+      expect(logs).toEqual([]);
+    }),
+  240_000,
+);

@@ -89,6 +89,22 @@ export async function startApp(name: string, port: number, env: Record<string, s
   return app;
 }
 
+/**
+ * Runs a test body and, when it fails, appends the tail of every app's log to the error: a wait that
+ * never ends on a loaded CI machine is then explained by what the apps said, not only by its name.
+ */
+export async function explainedBy(apps: Iterable<App | undefined>, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (err) {
+    const tails = [...apps]
+      .filter((a): a is App => a !== undefined)
+      .map((a) => `--- ${a.name} (last 3000 characters of its log)\n${a.output.join('').slice(-3000)}`);
+    if (err instanceof Error) err.message = `${err.message}\n${tails.join('\n')}`;
+    throw err;
+  }
+}
+
 export async function stopApp(app: App, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | string | null> {
   // Already gone (by an exit code, or by a signal: exitCode stays null then): its 'exit' has fired
   // and will not fire again, so waiting for it would hang.
@@ -218,6 +234,8 @@ export function adminJwt(
   return adminTokenSigner({ signingKey: key.privateKeyPem, kid: key.kid, audience })();
 }
 
+const HTTP_TIMEOUT_MS = 20_000;
+
 export async function http<T = unknown>(
   method: string,
   url: string,
@@ -228,6 +246,14 @@ export async function http<T = unknown>(
     method,
     headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
+    // A request no app answers fails here, named, and `eventually` retries it; without a bound,
+    // fetch waits up to undici's 300-s header timeout, longer than any test, and the test ends in a
+    // bare jest timeout that says nothing about which request hung.
+    signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
+  }).catch((err: Error) => {
+    throw new Error(
+      `${method} ${url}: ${err.name === 'TimeoutError' ? `no answer in ${HTTP_TIMEOUT_MS} ms` : err.message}`,
+    );
   });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
