@@ -20,10 +20,11 @@ export default [
         'error',
         {
           enforceBuildableLibDependency: false,
-          // The one exception: the reconciler checks and rebuilds feed-service's Redis feeds with
-          // feed-service's own code (docs/RECONCILER.md "Feed caches"), through the app's index
-          // only (its public entry); a second copy of "what a feed holds" would drift from the first.
-          allow: ['@community/feed-service'],
+          // The one exception: the reconciler schedules the repair, retention and check jobs the
+          // owning apps export, through each app's index only (its public entry): the SQL of a
+          // table lives with the table's owner (docs/DATABASE.md "Who owns each table"), and a
+          // second copy of "what a feed holds" or "what a counter counts" would drift from the first.
+          allow: ['@community/feed-service', '@community/notification-service', '@community/email-service'],
           depConstraints: [
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
