@@ -12,7 +12,8 @@ import {
   type TestVhost,
 } from '@community/testing';
 import { notificationCreated, userUpserted } from '../apps/email-service/test/support/harness';
-import { evaluateStatus, findDeadHolderLeases } from '../apps/reconciler/src';
+import { evaluateStatus } from '../apps/reconciler/src';
+import { findDeadHolderLeases } from '../apps/email-service/src';
 import { appsEnv, freePort, startApp, stopApp, type App } from './harness';
 
 /**

@@ -20,8 +20,6 @@ const DEBT: Record<string, string[]> = {
   'apps/feed-service/src/store/erasure.ts': ['processed_events'],
   'apps/reconciler/src/config.ts': ['processed_events'],
   'apps/reconciler/src/store/counters.ts': ['notification_counters', 'notification_items', 'scheduled_job_runs'],
-  'apps/reconciler/src/store/dead-leases.ts': ['email_deliveries', 'email_service_instances'],
-  'apps/reconciler/src/store/email-retention.ts': ['email_deliveries', 'email_digest_items', 'email_digest_windows'],
   'apps/reconciler/src/store/erasures.ts': ['outbox_messages', 'processed_events'],
   'apps/reconciler/src/store/lost-work.ts': [
     'email_deliveries',

@@ -11,3 +11,9 @@ export { createSmtpStack } from './smtp/stack';
 export { UnsubscribeTokens } from './unsubscribe/token';
 export { EMAIL_CONFIG_SPEC } from './config';
 export { sendHandlerTimeoutMs } from './retention/policy';
+// The jobs the reconciler schedules over this service's tables (docs/DATABASE.md "Who owns each
+// table"): it runs them in its process, and holds none of their SQL.
+export { purgeEmailHistory, type EmailHistoryPurgeOptions } from './retention/purge';
+export { deadHolderLeases as findDeadHolderLeases, type DeadHolderLeases } from './store/instances';
+// The read the reconciler's GET /v1/admin/why composes (docs/RECONCILER.md "Why").
+export { emailFactsFor, type EmailFacts } from './store/why-facts';

@@ -12,8 +12,6 @@ export type { ReconcilerService, ReconcilerServiceDeps } from './service';
 // (scripts/ops/runbook.spec.ts): every check a reconciler can report names its section.
 export { CHECK_NAMES, evaluateStatus, runbookFor } from './domain/status';
 export type { StatusFacts } from './domain/status';
-// The stale-leases line's query, for the e2e test that kills an email-service process.
-export { findDeadHolderLeases } from './store/dead-leases';
 export { DLQ_RUNBOOK } from './dlq/summary';
 // The lost-work kinds and the check's answer, for `ops <kind> redrive` and `ops lost-work`.
 export { LOST_WORK_KINDS } from './domain/lost-work';

@@ -1,5 +1,5 @@
-// The retention jobs (moved here from email-service and notification-service) against a private
-// migrated database: what each deletes, what it must keep, and the runs they record.
+// The retention jobs against a private migrated database: what each deletes, what it must keep, and
+// the runs they record. What the email purge keeps is email-service's own test (retention-purge.test.ts).
 import type { Pool } from 'pg';
 import { createPgPool } from '@community/db';
 import { createTestDatabase, type TestDatabase } from '@community/testing';
@@ -9,7 +9,6 @@ import {
   INBOX_RETENTION_JOB,
   OUTBOX_RETENTION_JOB,
 } from '../src/jobs/retention';
-import { purgeEmailTables } from '../src/store/email-retention';
 import { startReconciler } from './harness';
 
 let db: TestDatabase;
@@ -41,76 +40,14 @@ async function delivery(
   );
 }
 
-/** A digest window of user `user` that ended `daysAgo` days ago, with `items` items; returns its id. */
-async function digestWindow(user: string, status: string, daysAgo: number, items: number): Promise<string> {
-  const res = await pool.query<{ id: string }>(
-    `INSERT INTO email_digest_windows (user_id, window_start, window_end, status)
-     VALUES ($1, date_trunc('day', now()) - ($2 + 1) * interval '1 day', date_trunc('day', now()) - $2 * interval '1 day', $3::email_digest_window_status)
-     RETURNING id::text AS id`,
-    [user, daysAgo, status],
-  );
-  const id = res.rows[0].id;
-  for (let i = 0; i < items; i++) {
-    await pool.query(
-      `INSERT INTO email_digest_items (idempotency_key, window_id, user_id, notification_id, notification_type, resource_type, resource_id, occurred_at)
-       VALUES ($1, $2, $3, 'n', 'reaction', 'post', 'p', now())`,
-      [`${user}-${id}-${i}`, id, user],
-    );
-  }
-  return id;
-}
-
 const keys = async () =>
   (await pool.query<{ k: string }>('SELECT idempotency_key AS k FROM email_deliveries ORDER BY 1')).rows.map(
     (r) => r.k,
   );
-const windowUsers = async () =>
-  (await pool.query<{ u: string }>('SELECT user_id AS u FROM email_digest_windows ORDER BY 1')).rows.map((r) => r.u);
-
 beforeEach(async () => {
   await pool.query(
     'TRUNCATE email_deliveries, email_digest_items, email_digest_windows, scheduled_job_runs, processed_events, outbox_messages',
   );
-});
-
-it('deletes finished ledger rows and closed digest windows past the horizon, and nothing else', async () => {
-  // Past the 30-day horizon and finished: deleted.
-  await delivery('old-sent', 'sent', 31);
-  await delivery('old-failed', 'failed', 45);
-  await delivery('old-suppressed', 'suppressed', 31);
-  // Past the horizon but work in progress: kept, whatever its age.
-  await delivery('old-pending', 'pending', 60);
-  await delivery('old-sending', 'sending', 60);
-  // Finished but inside the horizon: kept (a duplicate may still arrive and must find it).
-  await delivery('recent-sent', 'sent', 29);
-  await delivery('recent-failed', 'failed', 1);
-
-  const flushedOld = await digestWindow('flushed-old', 'flushed', 31, 3);
-  await delivery(`digest:flushed-old`, 'sent', 31, 'digest', flushedOld);
-  await digestWindow('empty-old', 'empty', 40, 2);
-  const retrying = await digestWindow('flushed-old-retrying', 'flushed', 31, 2);
-  await delivery('digest:retrying', 'pending', 31, 'digest', retrying);
-  await digestWindow('open-old', 'open', 31, 1); // a flusher that never ran: not ours to delete
-  await digestWindow('flushed-recent', 'flushed', 29, 1);
-
-  const counts = await purgeEmailTables(pool, { olderThanMs: 30 * 86_400_000, batchSize: 2 });
-  expect(counts).toEqual({ deliveries: 4, digestWindows: 2, digestItems: 5 });
-  expect(await keys()).toEqual(['digest:retrying', 'old-pending', 'old-sending', 'recent-failed', 'recent-sent']);
-  expect(await windowUsers()).toEqual(['flushed-old-retrying', 'flushed-recent', 'open-old']);
-  const items = await pool.query<{ u: string; n: number }>(
-    'SELECT user_id AS u, count(*)::int AS n FROM email_digest_items GROUP BY 1 ORDER BY 1',
-  );
-  expect(items.rows).toEqual([
-    { u: 'flushed-old-retrying', n: 2 },
-    { u: 'flushed-recent', n: 1 },
-    { u: 'open-old', n: 1 },
-  ]);
-});
-
-it('refuses a horizon below the minimum', async () => {
-  await delivery('sent-3-days-ago', 'sent', 3);
-  await expect(purgeEmailTables(pool, { olderThanMs: 86_400_000, batchSize: 10 })).rejects.toThrow(/below the minimum/);
-  expect(await keys()).toEqual(['sent-3-days-ago']);
 });
 
 it('runs as a scheduled job from the configuration, once per interval across replicas, and records the run', async () => {

@@ -14,3 +14,11 @@ export async function recordRetentionHorizon(pool: Pool, horizonMs: number): Pro
     [horizonMs],
   );
 }
+
+/** The horizon recorded by the last replica to start, 0 when none did yet. */
+export async function recordedRetentionHorizonMs(pool: Pool): Promise<number> {
+  const res = await pool.query<{ horizon_ms: string }>(
+    `SELECT horizon_ms FROM retention_horizons WHERE name = 'email'`,
+  );
+  return res.rows[0] ? Number(res.rows[0].horizon_ms) : 0;
+}

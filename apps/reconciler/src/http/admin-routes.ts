@@ -4,13 +4,13 @@ import { EVENTS_EXCHANGE } from '@community/contracts';
 import type { AppDeps } from './deps';
 import { evaluateStatus } from '../domain/status';
 import { planRanges, recountRequest } from '../domain/requests';
-import { recount, RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB } from '../jobs/counters';
+import { lastRecount, recount } from '../jobs/counters';
 import { breakerUrls, readFlowControl } from '../clients/breakers';
 import { sampleQueues } from '../clients/broker';
-import { batchBoundaries, lastRecount, type Drift } from '../store/counters';
-import { lastRuns } from '../store/runs';
+import { lastJobRuns } from '@community/db';
+import { counterBatchBoundaries, type Drift } from '@community/notification-service';
 import { checkLostWork, lostWorkSettings } from '../jobs/lost-work';
-import { findDeadHolderLeases } from '../store/dead-leases';
+import { findDeadHolderLeases } from '@community/email-service';
 import { findStuckWork } from '../store/stuck';
 import { adminOnly } from './auth';
 import { ERRORS, STORABLE_ID } from './errors';
@@ -27,8 +27,8 @@ export async function collectStatus(deps: AppDeps) {
       leaseGraceMs: config.STUCK_LEASE_GRACE_MS,
       fanoutAfterMs: config.STUCK_FANOUT_AFTER_MS,
     }),
-    lastRecount(deps.pool, [RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB]),
-    lastRuns(
+    lastRecount(deps.pool),
+    lastJobRuns(
       deps.pool,
       deps.jobs.map((j) => j.name),
     ),
@@ -68,7 +68,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.get('/v1/admin/status', guard, async () => collectStatus(deps));
 
   app.get('/v1/admin/jobs', guard, async () => {
-    const runs = await lastRuns(
+    const runs = await lastJobRuns(
       deps.pool,
       deps.jobs.map((j) => j.name),
     );
@@ -159,7 +159,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
         return { mode: 'inline', dryRun, ...summary, drifts };
       }
       // Everyone, for real: one message per batch on reconciler.low-priority, worked one at a time.
-      const ranges = planRanges(await batchBoundaries(deps.pool, deps.config.COUNTER_BATCH_SIZE));
+      const ranges = planRanges(await counterBatchBoundaries(deps.pool, deps.config.COUNTER_BATCH_SIZE));
       const correlationId = randomUUID();
       for (const range of ranges) {
         await deps.publisher.publish(recountRequest(range, requestedBy, correlationId, deps.clock()), {

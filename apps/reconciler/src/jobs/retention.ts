@@ -1,8 +1,8 @@
 import type { ScheduledJob } from '@community/db';
 import type { ReconcilerConfig } from '../config';
-import { purgeEmailTables } from '../store/email-retention';
+import { purgeEmailHistory } from '@community/email-service';
 import { purgeSentOutbox } from '@community/outbox';
-import { purgeFinalDlqMessages, purgeInbox, recordedHorizonMs } from '../store/retention';
+import { purgeFinalDlqMessages, purgeInbox } from '../store/retention';
 
 export const INBOX_RETENTION_JOB = 'retention.inbox';
 export const EMAIL_RETENTION_JOB = 'retention.email';
@@ -40,14 +40,9 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
     {
       name: EMAIL_RETENTION_JOB,
       intervalMs,
-      run: async ({ pool, signal, dryRun }) => {
-        // Never shorter than the horizon email-service's EVENT_EXPIRED guard assumes (it records it at start).
-        const olderThanMs = Math.max(config.EMAIL_RETENTION_DAYS * DAY_MS, await recordedHorizonMs(pool, 'email'));
-        return {
-          ...(await purgeEmailTables(pool, { olderThanMs, batchSize, signal, dryRun })),
-          horizon_days: olderThanMs / DAY_MS,
-        };
-      },
+      // email-service's job: never shorter than the horizon its EVENT_EXPIRED guard assumes (it records it at start).
+      run: ({ pool, signal, dryRun }) =>
+        purgeEmailHistory(pool, { olderThanMs: config.EMAIL_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
     },
     {
       // libs/outbox's own purge, the only one: the relays do not delete sent rows (docs/OUTBOX.md).

@@ -1,7 +1,9 @@
 import type { Pool } from 'pg';
 
-// Moved here from email-service (src/store/retention.ts) with the job that runs it; email-service
-// keeps the EVENT_EXPIRED guard that makes the horizon safe (docs/RECONCILER.md "Retention").
+// The purge of the email tables. It is this service's SQL, exported from its public entry
+// (retention/purge.ts, `purgeEmailHistory`); the reconciler schedules it (job `retention.email`) and
+// runs it in its process. The EVENT_EXPIRED guard (retention/refuse-expired.ts) is what makes the
+// horizon safe (docs/EMAIL.md "Retention").
 
 /** The shortest horizon the email tables accept: beyond a digest period (1 day) plus the clock margin. */
 export const MIN_EMAIL_RETENTION_MS = 2 * 86_400_000;
