@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import { withTransaction } from '@community/db';
-import { DLQ_ERRORS } from './errors';
+import { ERRORS } from '../http/errors';
 import { FilterError, parseFilter, type DlqFilter } from './filter';
 import type { DlqMetrics } from './metrics';
 import { CONSOLE_CSP, CONSOLE_CSS, CONSOLE_HTML, CONSOLE_JS } from './page';
@@ -33,7 +33,7 @@ function filterOf(raw: unknown): DlqFilter {
   try {
     return parseFilter((raw ?? {}) as Record<string, unknown>);
   } catch (err) {
-    if (err instanceof FilterError) throw DLQ_ERRORS.DLQ_INVALID_FILTER(err.message);
+    if (err instanceof FilterError) throw ERRORS.DLQ_INVALID_FILTER(err.message);
     throw err;
   }
 }
@@ -52,48 +52,46 @@ interface ActionBody {
 /** A discard's confirmation of a bulk beyond the bound: `all: true` and the count it expects. */
 function bulkOf(body: ActionBody | undefined): { all: boolean; expectedCount?: number } {
   if (body?.all !== undefined && typeof body.all !== 'boolean')
-    throw DLQ_ERRORS.DLQ_INVALID_SELECTION('all must be true or false');
+    throw ERRORS.DLQ_INVALID_SELECTION('all must be true or false');
   const all = body?.all === true;
   if (!all) return { all };
   const n = body?.expectedCount;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
-    throw DLQ_ERRORS.DLQ_INVALID_SELECTION(
-      '"all": true needs "expectedCount": the number of messages the dry run matched',
-    );
+    throw ERRORS.DLQ_INVALID_SELECTION('"all": true needs "expectedCount": the number of messages the dry run matched');
   return { all, expectedCount: n };
 }
 
 /** `{ ids }` or `{ filter }`, exactly one; a dry run unless `dryRun: false` is said explicitly. */
 function selectionOf(body: ActionBody | undefined): { selection: store.Selection; dryRun: boolean } {
   if (!body || typeof body !== 'object')
-    throw DLQ_ERRORS.DLQ_INVALID_SELECTION(
+    throw ERRORS.DLQ_INVALID_SELECTION(
       'the body must be a JSON object: { "filter": {…} } or { "ids": [...] }, with "dryRun"',
     );
   if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean')
-    throw DLQ_ERRORS.DLQ_INVALID_SELECTION('dryRun must be true or false');
+    throw ERRORS.DLQ_INVALID_SELECTION('dryRun must be true or false');
   const dryRun = body.dryRun !== false;
   if ((body.ids === undefined) === (body.filter === undefined)) {
-    throw DLQ_ERRORS.DLQ_INVALID_SELECTION(
+    throw ERRORS.DLQ_INVALID_SELECTION(
       'give exactly one of "ids" (dead-letter ids) or "filter" (the list filter; {} is every pending message)',
     );
   }
   if (body.ids !== undefined) {
     if (!Array.isArray(body.ids) || body.ids.length === 0 || body.ids.length > 10_000)
-      throw DLQ_ERRORS.DLQ_INVALID_SELECTION('ids must be a non-empty array of at most 10000 dead-letter ids');
+      throw ERRORS.DLQ_INVALID_SELECTION('ids must be a non-empty array of at most 10000 dead-letter ids');
     const ids = body.ids.map(String);
     const bad = ids.find((id) => !ID.test(id));
-    if (bad) throw DLQ_ERRORS.DLQ_INVALID_SELECTION(`'${bad.slice(0, 40)}' is not a dead-letter id (digits)`);
+    if (bad) throw ERRORS.DLQ_INVALID_SELECTION(`'${bad.slice(0, 40)}' is not a dead-letter id (digits)`);
     return { selection: { ids }, dryRun };
   }
   if (typeof body.filter !== 'object' || body.filter === null || Array.isArray(body.filter))
-    throw DLQ_ERRORS.DLQ_INVALID_FILTER('filter must be an object');
+    throw ERRORS.DLQ_INVALID_FILTER('filter must be an object');
   return { selection: { filter: filterOf(body.filter) }, dryRun };
 }
 
 function rateOf(raw: unknown): number {
   if (raw === undefined) return DEFAULT_RATE_PER_SECOND;
   if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > MAX_RATE_PER_SECOND) {
-    throw DLQ_ERRORS.DLQ_INVALID_SELECTION(`ratePerSecond must be an integer from 1 to ${MAX_RATE_PER_SECOND}`);
+    throw ERRORS.DLQ_INVALID_SELECTION(`ratePerSecond must be an integer from 1 to ${MAX_RATE_PER_SECOND}`);
   }
   return raw;
 }
@@ -137,17 +135,17 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
         const query = request.query as Record<string, unknown>;
         const limit = query.limit === undefined ? 50 : Number(query.limit);
         if (!Number.isInteger(limit) || limit < 1 || limit > 500)
-          throw DLQ_ERRORS.DLQ_INVALID_FILTER('limit must be an integer from 1 to 500');
+          throw ERRORS.DLQ_INVALID_FILTER('limit must be an integer from 1 to 500');
         const cursor = query.cursor === undefined || query.cursor === '' ? undefined : String(query.cursor);
         if (cursor !== undefined && !ID.test(cursor))
-          throw DLQ_ERRORS.DLQ_INVALID_FILTER("cursor must be 'nextCursor' from a previous page");
+          throw ERRORS.DLQ_INVALID_FILTER("cursor must be 'nextCursor' from a previous page");
         return store.listMessages(pool, filterOf(query), { limit, cursor });
       });
 
       admin.get('/v1/admin/dlq/messages/:id', async (request) => {
         const { id } = request.params as { id: string };
         const found = ID.test(id) ? await store.getMessage(pool, id, restoreWindowMs) : null;
-        if (!found) throw DLQ_ERRORS.DLQ_MESSAGE_NOT_FOUND(id);
+        if (!found) throw ERRORS.DLQ_MESSAGE_NOT_FOUND(id);
         return found;
       });
 
@@ -156,7 +154,7 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
       admin.get('/v1/admin/dlq/operations/:id', async (request) => {
         const { id } = request.params as { id: string };
         const found = ID.test(id) ? await store.getOperation(pool, id) : null;
-        if (!found) throw DLQ_ERRORS.DLQ_OPERATION_NOT_FOUND(id);
+        if (!found) throw ERRORS.DLQ_OPERATION_NOT_FOUND(id);
         return found;
       });
 
@@ -200,8 +198,8 @@ export function dlqRoutes(deps: RoutesDeps): FastifyPluginAsync {
           });
           // Counted on the operation's fixed items; throwing rolls the operation back with them.
           if (bulk.all && bulk.expectedCount !== op.matched)
-            throw DLQ_ERRORS.DLQ_DISCARD_COUNT_CHANGED(bulk.expectedCount ?? 0, op.matched);
-          if (!bulk.all && op.matched > maxPerCall) throw DLQ_ERRORS.DLQ_DISCARD_TOO_MANY(op.matched, maxPerCall);
+            throw ERRORS.DLQ_DISCARD_COUNT_CHANGED(bulk.expectedCount ?? 0, op.matched);
+          if (!bulk.all && op.matched > maxPerCall) throw ERRORS.DLQ_DISCARD_TOO_MANY(op.matched, maxPerCall);
           const done = op.matched > 0 ? await store.discardItems(tx, op.id) : { discarded: 0, skipped: 0 };
           return { operationId: op.id, matched: op.matched, ...done };
         });

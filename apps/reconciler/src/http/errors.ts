@@ -1,8 +1,11 @@
 import { defineErrors } from '@community/observability';
 
 /**
- * Every error the reconciler's admin API answers with besides the token errors (RC_INVALID_TOKEN,
- * RC_TOKEN_WITHOUT_SUBJECT, RC_ADMIN_REQUIRED: `authGuards` in libs/observability), by code.
+ * Every error the reconciler answers with besides the token errors (RC_INVALID_TOKEN,
+ * RC_TOKEN_WITHOUT_SUBJECT, RC_ADMIN_REQUIRED: `authGuards` in libs/observability), by code: the
+ * admin API's and the DLQ console's (`RC_DLQ_…`, src/dlq/routes.ts). One catalogue for the whole
+ * app, so its codes are unique by construction; docs/ERRORS.md lists them
+ * (scripts/dev/error-catalogue.spec.ts holds the two together).
  */
 export const ERRORS = defineErrors('RC_', {
   UNKNOWN_JOB: { statusCode: 404, message: (job: string, known: string) => `no job named '${job}' (known: ${known})` },
@@ -33,6 +36,27 @@ export const ERRORS = defineErrors('RC_', {
   UNKNOWN_ERASURE: {
     statusCode: 404,
     message: (id: string) => `no erasure with id ${id} (the id POST /v1/admin/users/:userId/erasure answered)`,
+  },
+  // The DLQ console's (src/dlq/routes.ts). Messages say what is wrong and what is expected.
+  DLQ_MESSAGE_NOT_FOUND: {
+    statusCode: 404,
+    message: (id: string) => `dead letter '${id}' does not exist (ids come from GET /v1/admin/dlq/messages)`,
+  },
+  DLQ_OPERATION_NOT_FOUND: {
+    statusCode: 404,
+    message: (id: string) => `operation '${id}' does not exist (ids come from a replay or discard answer)`,
+  },
+  DLQ_INVALID_FILTER: { statusCode: 400, message: (reason: string) => reason },
+  DLQ_INVALID_SELECTION: { statusCode: 400, message: (reason: string) => reason },
+  DLQ_DISCARD_TOO_MANY: {
+    statusCode: 400,
+    message: (matched: number, max: number) =>
+      `this discard selects ${matched} messages, more than the ${max} one call may discard: narrow the selection, or send "all": true with "expectedCount": ${matched} (the dry run's count)`,
+  },
+  DLQ_DISCARD_COUNT_CHANGED: {
+    statusCode: 409,
+    message: (expected: number, matched: number) =>
+      `"expectedCount" is ${expected} but the selection matches ${matched} messages now; dry-run again and send its count`,
   },
 });
 
