@@ -38,17 +38,6 @@ const DEBT: Record<string, string[]> = {
     'feed_fanout_jobs',
     'outbox_messages',
   ],
-  'apps/reconciler/src/store/why.ts': [
-    'email_deliveries',
-    'email_digest_items',
-    'email_digest_windows',
-    'email_suppressions',
-    'email_users',
-    'notification_items',
-    'notification_preferences',
-    'outbox_messages',
-    'processed_events',
-  ],
 };
 
 function ownersFromMigrations(): Map<string, string> {

@@ -5,3 +5,5 @@
 export { loadNotificationConfig } from './config';
 export { createNotificationService } from './service';
 export type { NotificationService, NotificationServiceDeps } from './service';
+// The reads the reconciler's GET /v1/admin/why composes (docs/RECONCILER.md "Why").
+export { notificationsAbout, notificationsCreated, storedPreferences, type NotificationFact } from './store/why-facts';

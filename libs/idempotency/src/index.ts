@@ -9,3 +9,4 @@ export {
 export type { InboxRetentionJobOptions, PurgeOptions } from './retention';
 export { longestRedeliveryMs } from './horizon';
 export type { RedeliveryPath } from './horizon';
+export { processedEventsOf, type ProcessedEvent } from './why-facts';

@@ -5,3 +5,4 @@ export type { OutboxRelay, RelayOptions } from './relay';
 export { purgeSentOutbox } from './store';
 export { propagationEnabled, startPublishSpan, traceCarrier } from './trace';
 export type { PublishSpan, TraceCarrier } from './trace';
+export { outboxEventsAbout, outboxEventsWith, type OutboxEvent } from './why-facts';

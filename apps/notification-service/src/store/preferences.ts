@@ -7,7 +7,8 @@ import {
   type StoredPreference,
 } from '../domain/preferences';
 
-async function stored(db: Pick<Pool, 'query'>, userId: string): Promise<StoredPreference[]> {
+/** The user's own rows, before the defaults fill in the rest (effectivePreferences). */
+export async function storedPreferences(db: Pick<Pool, 'query'>, userId: string): Promise<StoredPreference[]> {
   const res = await db.query<{ type: string; in_app: boolean; email: string }>(
     'SELECT type, in_app, email FROM notification_preferences WHERE user_id = $1',
     [userId],
@@ -16,7 +17,7 @@ async function stored(db: Pick<Pool, 'query'>, userId: string): Promise<StoredPr
 }
 
 export async function getPreferences(pool: Pool, userId: string): Promise<PreferenceMap> {
-  return effectivePreferences(await stored(pool, userId));
+  return effectivePreferences(await storedPreferences(pool, userId));
 }
 
 /**
@@ -32,7 +33,7 @@ export async function updatePreferences(
     if (updates.length > 0) {
       // Serialises concurrent PUTs of one user (the row-level upserts alone could interleave reads).
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`notification-preferences:${userId}`]);
-      const current = effectivePreferences(await stored(tx, userId));
+      const current = effectivePreferences(await storedPreferences(tx, userId));
       const rows = updates.map((u) => ({
         type: u.type,
         inApp: u.inApp ?? current[u.type].inApp,
@@ -45,6 +46,6 @@ export async function updatePreferences(
         [userId, rows.map((r) => r.type), rows.map((r) => r.inApp), rows.map((r) => r.email)],
       );
     }
-    return effectivePreferences(await stored(tx, userId));
+    return effectivePreferences(await storedPreferences(tx, userId));
   });
 }

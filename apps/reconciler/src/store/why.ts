@@ -1,6 +1,10 @@
 import type { Pool } from 'pg';
 import { planNotifications, validate } from '@community/contracts';
+import { emailFactsFor } from '@community/email-service';
+import { processedEventsOf } from '@community/idempotency';
 import { managementRequest, type ManagementTarget } from '@community/messaging';
+import { notificationsAbout, notificationsCreated, storedPreferences } from '@community/notification-service';
+import { outboxEventsAbout } from '@community/outbox';
 import type { WhyFacts, WhyTarget } from '../domain/facts';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -42,6 +46,11 @@ function envelopeOf(body: Buffer | string): unknown {
   }
 }
 
+/**
+ * The facts of one user and one event / comment / key, from their owners' public reads (each
+ * service's and lib's `index.ts`: docs/DATABASE.md "Who owns each table"); only the dead letters
+ * (the reconciler's own DLQ console table, and the broker) are read here.
+ */
 export async function gatherWhy(
   pool: Pool,
   management: ManagementTarget,
@@ -50,90 +59,39 @@ export async function gatherWhy(
 ): Promise<WhyFacts> {
   // The source events: by id, or every event about the comment (mention, comment.created), then
   // only those that concern this user (concernsUser).
-  const found = await pool.query<{
-    event_id: string;
-    producer: string;
-    payload: unknown;
-    created_at: Date;
-    sent_at: Date | null;
-  }>(
-    `SELECT event_id::text, producer, payload, created_at, sent_at FROM outbox_messages
-      WHERE event_type <> 'notification.created'
-        AND (($1::text IS NOT NULL AND event_id::text = $1) OR ($2::text IS NOT NULL AND payload->'data'->>'commentId' = $2))
-      ORDER BY id LIMIT 20`,
-    [t.eventId ?? null, t.commentId ?? null],
-  );
-  const events = { rows: found.rows.filter((e) => concernsUser(e.payload, t.userId, e.event_id === t.eventId)) };
-  const items = await pool.query<{
-    id: string;
-    type: string;
-    idempotency_key: string;
-    in_app: boolean;
-    email_channel: string;
-    source_event_id: string;
-    created_at: Date;
-    read_at: Date | null;
-  }>(
-    `SELECT id::text, type, idempotency_key, in_app, email_channel, source_event_id, created_at, read_at FROM notification_items
-      WHERE user_id = $1 AND ((source_event_id = ANY($2::text[])) OR idempotency_key = $3 OR (resource_type = 'comment' AND resource_id = $4))`,
-    [
-      t.userId,
-      [...events.rows.map((e) => e.event_id), ...(t.eventId ? [t.eventId] : [])],
-      t.idempotencyKey ?? null,
-      t.commentId ?? null,
-    ],
-  );
+  const found = await outboxEventsAbout(pool, {
+    eventId: t.eventId,
+    data: t.commentId === undefined ? undefined : { field: 'commentId', value: t.commentId },
+    exceptType: 'notification.created',
+    limit: 20,
+  });
+  const events = found.filter((e) => concernsUser(e.payload, t.userId, e.eventId === t.eventId));
+  const items = await notificationsAbout(pool, {
+    userId: t.userId,
+    sourceEventIds: [...events.map((e) => e.eventId), ...(t.eventId ? [t.eventId] : [])],
+    idempotencyKey: t.idempotencyKey,
+    commentId: t.commentId,
+  });
   // The asked event id itself only when it is the user's (above, or one of their notifications),
   // or when no outbox holds it any more: then only its dead letters can tell, and they are scoped
   // by their own bodies (deadLetters).
-  const outboxHasIt = t.eventId !== undefined && found.rows.some((e) => e.event_id === t.eventId);
+  const outboxHasIt = t.eventId !== undefined && found.some((e) => e.eventId === t.eventId);
   const eventIds = [
     ...new Set([
-      ...events.rows.map((e) => e.event_id),
-      ...items.rows.map((i) => i.source_event_id),
+      ...events.map((e) => e.eventId),
+      ...items.map((i) => i.sourceEventId),
       ...(t.eventId && !outboxHasIt ? [t.eventId] : []),
     ]),
   ];
-  const ownEventIds = new Set([...events.rows.map((e) => e.event_id), ...items.rows.map((i) => i.source_event_id)]);
-  const keys = [
-    ...new Set([...items.rows.map((i) => i.idempotency_key), ...(t.idempotencyKey ? [t.idempotencyKey] : [])]),
-  ];
-  const [inbox, prefs, created, deliveries, digest, emailUser, suppressions] = await Promise.all([
-    pool.query<{ consumer: string; event_id: string; processed_at: Date }>(
-      'SELECT consumer, event_id, processed_at FROM processed_events WHERE event_id = ANY($1::text[]) ORDER BY processed_at',
-      [eventIds],
-    ),
-    pool.query<{ type: string; in_app: boolean; email: string }>(
-      'SELECT type, in_app, email FROM notification_preferences WHERE user_id = $1',
-      [t.userId],
-    ),
-    pool.query<{ event_id: string; key: string; sent_at: Date | null }>(
-      `SELECT event_id::text, payload->'data'->>'idempotencyKey' AS key, sent_at FROM outbox_messages
-        WHERE producer = 'notification-service' AND aggregate_id = $1 AND event_type = 'notification.created' AND payload->'data'->>'idempotencyKey' = ANY($2::text[])`,
-      [t.userId, keys],
-    ),
-    pool.query<{
-      idempotency_key: string;
-      channel: string;
-      state: string;
-      attempts: number;
-      last_error: string | null;
-      smtp_response: string | null;
-      sent_at: Date | null;
-    }>(
-      `SELECT d.idempotency_key, d.channel::text, d.state::text, d.attempts, d.last_error, d.smtp_response, d.sent_at FROM email_deliveries d
-        WHERE d.idempotency_key = ANY($1::text[]) AND d.user_id = $2`,
-      [keys, t.userId],
-    ),
-    pool.query<{ idempotency_key: string; status: string; window_end: Date; window_id: string }>(
-      `SELECT i.idempotency_key, w.status::text, w.window_end, w.id::text AS window_id FROM email_digest_items i JOIN email_digest_windows w ON w.id = i.window_id
-        WHERE i.idempotency_key = ANY($1::text[]) AND i.user_id = $2 AND w.user_id = $2`,
-      [keys, t.userId],
-    ),
-    pool.query('SELECT 1 FROM email_users WHERE user_id = $1', [t.userId]),
-    pool.query<{ scope: string }>('SELECT scope FROM email_suppressions WHERE user_id = $1', [t.userId]),
+  const ownEventIds = new Set([...events.map((e) => e.eventId), ...items.map((i) => i.sourceEventId)]);
+  const keys = [...new Set([...items.map((i) => i.idempotencyKey), ...(t.idempotencyKey ? [t.idempotencyKey] : [])])];
+  const [inbox, prefs, created, email] = await Promise.all([
+    processedEventsOf(pool, eventIds),
+    storedPreferences(pool, t.userId),
+    notificationsCreated(pool, t.userId, keys),
+    emailFactsFor(pool, t.userId, keys),
   ]);
-  const createdIds = created.rows.map((c) => c.event_id);
+  const createdIds = created.map((c) => c.eventId);
   // A dead letter is shown when it is one of the user's own messages (their events, their
   // notification.created), or its body concerns them.
   const own = new Set([...ownEventIds, ...createdIds]);
@@ -141,46 +99,25 @@ export async function gatherWhy(
     own.has(id) || concernsUser(envelopeOf(body), t.userId, id === t.eventId);
   const { dead, source } = await deadLetters(pool, management, dlqQueues, [...eventIds, ...createdIds], mine);
   return {
-    events: events.rows.map((e) => ({
-      eventId: e.event_id,
+    events: events.map((e) => ({
+      eventId: e.eventId,
       producer: e.producer,
       payload: e.payload,
-      createdAt: e.created_at.toISOString(),
-      sentAt: iso(e.sent_at),
+      createdAt: e.createdAt.toISOString(),
+      sentAt: iso(e.sentAt),
     })),
-    inbox: inbox.rows.map((r) => ({
-      consumer: r.consumer,
-      eventId: r.event_id,
-      processedAt: r.processed_at.toISOString(),
+    inbox: inbox.map((r) => ({ consumer: r.consumer, eventId: r.eventId, processedAt: r.processedAt.toISOString() })),
+    items: items.map((i) => ({ ...i, createdAt: i.createdAt.toISOString(), readAt: iso(i.readAt) })),
+    preferences: prefs.map((p) => ({ type: p.type, inApp: p.inApp, email: p.email })),
+    created: created.map((c) => ({ eventId: c.eventId, idempotencyKey: c.idempotencyKey, sentAt: iso(c.sentAt) })),
+    deliveries: email.deliveries.map((d) => ({ ...d, sentAt: iso(d.sentAt) })),
+    digestItems: email.digestItems.map((d) => ({
+      idempotencyKey: d.idempotencyKey,
+      windowStatus: d.windowStatus,
+      windowEnd: d.windowEnd.toISOString(),
     })),
-    items: items.rows.map((i) => ({
-      id: i.id,
-      type: i.type,
-      idempotencyKey: i.idempotency_key,
-      inApp: i.in_app,
-      emailChannel: i.email_channel,
-      sourceEventId: i.source_event_id,
-      createdAt: i.created_at.toISOString(),
-      readAt: iso(i.read_at),
-    })),
-    preferences: prefs.rows.map((p) => ({ type: p.type, inApp: p.in_app, email: p.email })),
-    created: created.rows.map((c) => ({ eventId: c.event_id, idempotencyKey: c.key, sentAt: iso(c.sent_at) })),
-    deliveries: deliveries.rows.map((d) => ({
-      idempotencyKey: d.idempotency_key,
-      channel: d.channel,
-      state: d.state,
-      attempts: d.attempts,
-      lastError: d.last_error,
-      smtpResponse: d.smtp_response,
-      sentAt: iso(d.sent_at),
-    })),
-    digestItems: digest.rows.map((d) => ({
-      idempotencyKey: d.idempotency_key,
-      windowStatus: d.status,
-      windowEnd: d.window_end.toISOString(),
-    })),
-    emailUser: (emailUser.rowCount ?? 0) > 0,
-    suppressions: suppressions.rows.map((s) => s.scope),
+    emailUser: email.emailUser,
+    suppressions: email.suppressions,
     dead,
     dlqSource: source,
   };
