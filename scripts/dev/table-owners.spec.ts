@@ -19,7 +19,6 @@ const DEBT: Record<string, string[]> = {
   'apps/email-service/src/store/horizon.ts': ['retention_horizons'],
   'apps/feed-service/src/store/erasure.ts': ['processed_events'],
   'apps/reconciler/src/config.ts': ['processed_events'],
-  'apps/reconciler/src/store/counters.ts': ['notification_counters', 'notification_items', 'scheduled_job_runs'],
   'apps/reconciler/src/store/erasures.ts': ['outbox_messages', 'processed_events'],
   'apps/reconciler/src/store/lost-work.ts': [
     'email_deliveries',
@@ -31,7 +30,6 @@ const DEBT: Record<string, string[]> = {
     'processed_events',
   ],
   'apps/reconciler/src/store/retention.ts': ['processed_events'],
-  'apps/reconciler/src/store/runs.ts': ['scheduled_job_runs'],
   'apps/reconciler/src/store/stuck.ts': [
     'email_deliveries',
     'feed_fanout_chunks',

@@ -5,5 +5,9 @@
 export { loadNotificationConfig } from './config';
 export { createNotificationService } from './service';
 export type { NotificationService, NotificationServiceDeps } from './service';
+// The unread-counter recount and repair, which the reconciler schedules (apps/reconciler/src/jobs/counters.ts):
+// the counters' SQL and lock order stay with the tables' owner.
+export { counterBatchBoundaries, recountCounterBatch } from './store/counter-repair';
+export type { CounterBatch, CounterBatchOptions, Drift } from './store/counter-repair';
 // The reads the reconciler's GET /v1/admin/why composes (docs/RECONCILER.md "Why").
 export { notificationsAbout, notificationsCreated, storedPreferences, type NotificationFact } from './store/why-facts';

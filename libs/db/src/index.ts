@@ -13,6 +13,8 @@ export {
   advisoryLockKey,
   createScheduler,
   JobTimeoutError,
+  lastJobRuns,
+  lastSucceededRun,
   LeadershipLostError,
   SchedulerStoppingError,
 } from './scheduler/index';
@@ -20,6 +22,7 @@ export type {
   Attempt,
   JobContext,
   JobCounts,
+  JobRunRecord,
   RunOnceOptions,
   RunOutcome,
   ScheduledJob,

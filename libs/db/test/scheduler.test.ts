@@ -7,6 +7,8 @@ import { createTestDatabase, eventually, testLogger, type TestDatabase } from '@
 import {
   createPgPool,
   createScheduler,
+  lastJobRuns,
+  lastSucceededRun,
   LeadershipLostError,
   type JobContext,
   type ScheduledJob,
@@ -425,4 +427,31 @@ it('runOnce({ force }) runs a job that is not due, still under its lock; dryRun 
   });
   release();
   expect(await running).toMatchObject({ status: 'ran', outcome: 'succeeded' });
+});
+
+it("reads back each job's latest run, and the latest real success of a group of jobs (dry runs left out)", async () => {
+  let fail = false;
+  const jobs: ScheduledJob[] = ['hist-a', 'hist-b'].map((name) => ({
+    name,
+    intervalMs: 3_600_000,
+    run: async () => {
+      if (fail) throw new Error('boom');
+      return { found: name === 'hist-a' ? 3 : 5 };
+    },
+  }));
+  const a = replica('hist', jobs);
+  expect(await lastSucceededRun(a.pool, ['hist-a', 'hist-b'])).toBeNull();
+  await a.scheduler.runOnce('hist-a');
+  await a.scheduler.runOnce('hist-b', { dryRun: true });
+  expect(await lastSucceededRun(a.pool, ['hist-a', 'hist-b'])).toMatchObject({ job: 'hist-a', counts: { found: 3 } });
+  fail = true;
+  await a.scheduler.runOnce('hist-a', { force: true });
+  const latest = await lastJobRuns(a.pool, ['hist-a', 'hist-b', 'hist-never']);
+  expect(latest.map((r) => [r.job, r.holder, r.outcome, r.counts, r.error])).toEqual([
+    ['hist-a', 'hist', 'failed', {}, expect.stringContaining('boom')],
+    ['hist-b', 'hist', 'succeeded', { found: 5, dry_run: 1 }, null],
+  ]);
+  expect(latest[0].finishedAt!.getTime()).toBeGreaterThanOrEqual(latest[0].startedAt.getTime());
+  // The failure is not a success: the last real one is still hist-a's first run.
+  expect(await lastSucceededRun(a.pool, ['hist-a', 'hist-b'])).toMatchObject({ job: 'hist-a', counts: { found: 3 } });
 });

@@ -106,15 +106,16 @@ export async function claimAndLockInboxes(
 }
 
 /** The Postgres NOTIFY payload limit is 8000 bytes; JSON escaping can double an id's length. */
-const NOTIFY_CHUNK_BYTES = 3500;
+export const NOTIFY_CHUNK_BYTES = 3500;
 
 /**
  * One `pg_notify(channel, '["user-1", ...]')` per chunk of the distinct `user_id`s of `changedUsers`
  * (a FROM clause), each payload within NOTIFY_CHUNK_BYTES: ids are grouped by a running total of
- * their worst-case JSON size. The one chunking rule of both writers of an inbox (the consumers' batch
- * and the read-state changes). `channel` and `chunkBytes` are SQL expressions (parameters).
+ * their worst-case JSON size. The one chunking rule of every writer of an inbox (the consumers' batch,
+ * the read-state changes and the counter repair, store/counter-repair.ts). `channel` and `chunkBytes`
+ * are SQL expressions (parameters).
  */
-function notifyInboxesSql(changedUsers: string, channel: string, chunkBytes: string): string {
+export function notifyInboxesSql(changedUsers: string, channel: string, chunkBytes: string): string {
   return `SELECT pg_notify(${channel}, json_agg(user_id)::text) FROM (
          SELECT user_id, sum(2 * octet_length(user_id) + 4) OVER (ORDER BY user_id) / ${chunkBytes} AS chunk
          FROM (SELECT DISTINCT user_id FROM ${changedUsers}) AS changed

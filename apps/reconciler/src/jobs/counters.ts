@@ -1,7 +1,8 @@
 import type { Pool } from 'pg';
-import type { JobContext, ScheduledJob } from '@community/db';
+import { lastSucceededRun, type JobContext, type ScheduledJob } from '@community/db';
 import type { ReconcilerMetrics } from '../metrics';
-import { readCursor, recountBatch, saveCursor, type Drift } from '../store/counters';
+import { recountCounterBatch, type Drift } from '@community/notification-service';
+import { readCursor, recordRepairs, saveCursor } from '../store/counters';
 
 export const RECOUNT_RECENT_JOB = 'counters.recount-recent';
 export const RECOUNT_SWEEP_JOB = 'counters.sweep';
@@ -37,8 +38,9 @@ export interface RecountOptions {
 
 /**
  * Recounts users batch after batch (keyset on user id, `batchSize` users per transaction, each
- * batch under its users' counter locks: store/counters.ts). Between batches no lock is held, so
- * live writes wait at most one batch.
+ * batch under its users' counter locks: notification-service's `recountCounterBatch`, with the
+ * reconciler's audit row of each repair written in the same transaction). Between batches no lock
+ * is held, so live writes wait at most one batch.
  */
 export async function recount(pool: Pool, metrics: ReconcilerMetrics, opts: RecountOptions): Promise<RecountSummary> {
   const summary: RecountSummary = { checked: 0, drifted: 0, repaired: 0, batches: 0 };
@@ -46,15 +48,14 @@ export async function recount(pool: Pool, metrics: ReconcilerMetrics, opts: Reco
   for (;;) {
     opts.signal?.throwIfAborted();
     const started = performance.now();
-    const batch = await recountBatch(pool, {
+    const batch = await recountCounterBatch(pool, {
       after,
       limit: opts.batchSize,
       recentMs: opts.recentMs,
       userIds: opts.userIds,
       through: opts.through,
       dryRun: opts.dryRun,
-      source: opts.source,
-      runId: opts.runId,
+      audit: (tx, repaired) => recordRepairs(tx, repaired, opts.source, opts.runId ?? null),
     });
     if (batch.last === null) break;
     opts.onBatch?.({ checked: batch.checked, ms: performance.now() - started });
@@ -75,6 +76,14 @@ export async function recount(pool: Pool, metrics: ReconcilerMetrics, opts: Reco
   if (opts.cursorName && !opts.dryRun) await saveCursor(pool, opts.cursorName, '');
   metrics.driftUsers.set(summary.drifted);
   return summary;
+}
+
+/** The drift the last real (not dry) run of a recount job found, for the status checklist. */
+export async function lastRecount(pool: Pool): Promise<{ job: string; finishedAt: string; drifted: number } | null> {
+  const run = await lastSucceededRun(pool, [RECOUNT_RECENT_JOB, RECOUNT_SWEEP_JOB]);
+  return run
+    ? { job: run.job, finishedAt: run.finishedAt.toISOString(), drifted: Number(run.counts.drifted ?? 0) }
+    : null;
 }
 
 export interface CounterJobsOptions {

@@ -1,6 +1,8 @@
 export { createScheduler, JobTimeoutError, SchedulerStoppingError } from './scheduler';
 export { LeadershipLostError } from './lock';
 export { advisoryLockKey } from './plan';
+export { lastJobRuns, lastSucceededRun } from './history';
+export type { JobRunRecord } from './history';
 export type {
   Attempt,
   JobContext,
