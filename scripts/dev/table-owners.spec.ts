@@ -20,22 +20,7 @@ const DEBT: Record<string, string[]> = {
   'apps/feed-service/src/store/erasure.ts': ['processed_events'],
   'apps/reconciler/src/config.ts': ['processed_events'],
   'apps/reconciler/src/store/erasures.ts': ['outbox_messages', 'processed_events'],
-  'apps/reconciler/src/store/lost-work.ts': [
-    'email_deliveries',
-    'email_digest_items',
-    'email_suppressions',
-    'feed_fanout_chunks',
-    'feed_fanout_jobs',
-    'outbox_messages',
-    'processed_events',
-  ],
   'apps/reconciler/src/store/retention.ts': ['processed_events'],
-  'apps/reconciler/src/store/stuck.ts': [
-    'email_deliveries',
-    'feed_fanout_chunks',
-    'feed_fanout_jobs',
-    'outbox_messages',
-  ],
 };
 
 function ownersFromMigrations(): Map<string, string> {

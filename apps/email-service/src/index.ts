@@ -15,5 +15,6 @@ export { sendHandlerTimeoutMs } from './retention/policy';
 // table"): it runs them in its process, and holds none of their SQL.
 export { purgeEmailHistory, type EmailHistoryPurgeOptions } from './retention/purge';
 export { deadHolderLeases as findDeadHolderLeases, type DeadHolderLeases } from './store/instances';
+export { countExpiredLeases, expiredLeasesSql, undecidedNotificationSql, type LeaseRowRef } from './store/lost-work';
 // The read the reconciler's GET /v1/admin/why composes (docs/RECONCILER.md "Why").
 export { emailFactsFor, type EmailFacts } from './store/why-facts';

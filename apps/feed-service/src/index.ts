@@ -9,3 +9,5 @@ export { FANOUT_QUEUE, ACTIVITY_QUEUE, BACKFILL_QUEUE, sendFanoutChunk } from '.
 // and rebuild code as the read path.
 export { createFeedCache, type FeedCache, type FeedCacheOptions } from './redis/cache';
 export { rebuildFeed, expectedFeed, diffFeed, type FeedEntry, type FeedDiff } from './read/rebuild';
+// The reconciler's stuck-work and lost-work checks over the fan-out tables.
+export { countStuckChunks, pendingChunksSql, stuckFanoutChunks, type StuckChunk } from './store/stuck';

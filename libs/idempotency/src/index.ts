@@ -10,3 +10,4 @@ export type { InboxRetentionJobOptions, PurgeOptions } from './retention';
 export { longestRedeliveryMs } from './horizon';
 export type { RedeliveryPath } from './horizon';
 export { processedEventsOf, type ProcessedEvent } from './why-facts';
+export { notProcessedSql } from './inspect';

@@ -6,3 +6,12 @@ export { purgeSentOutbox } from './store';
 export { propagationEnabled, startPublishSpan, traceCarrier } from './trace';
 export type { PublishSpan, TraceCarrier } from './trace';
 export { outboxEventsAbout, outboxEventsWith, type OutboxEvent } from './why-facts';
+export {
+  envelopeLookupSql,
+  sentEventsSql,
+  unsentOutbox,
+  type BindParam,
+  type OutboxRowRef,
+  type SentEventsFilter,
+  type UnsentOutbox,
+} from './inspect';

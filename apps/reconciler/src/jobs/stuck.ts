@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { ScheduledJob } from '@community/db';
 import type { Publisher } from '@community/messaging';
-import { sendFanoutChunk } from '@community/feed-service';
+import { sendFanoutChunk, stuckFanoutChunks } from '@community/feed-service';
 import type { ReconcilerMetrics } from '../metrics';
-import { findStuckWork, stuckFanoutChunks } from '../store/stuck';
+import { findStuckWork } from '../store/stuck';
 
 export const STUCK_WORK_JOB = 'stuck-work';
 

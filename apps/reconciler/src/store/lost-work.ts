@@ -1,5 +1,9 @@
 import type { Pool } from 'pg';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, PREFERENCE_LOCKED_TYPES, QUEUES } from '@community/contracts';
+import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, QUEUES } from '@community/contracts';
+import { expiredLeasesSql, undecidedNotificationSql } from '@community/email-service';
+import { pendingChunksSql } from '@community/feed-service';
+import { notProcessedSql } from '@community/idempotency';
+import { envelopeLookupSql, sentEventsSql } from '@community/outbox';
 import type { DueWork, LostWorkKind } from '../domain/lost-work';
 
 /**
@@ -8,6 +12,10 @@ import type { DueWork, LostWorkKind } from '../domain/lost-work';
  * says when the work became due (the outbox row's sent_at, the lease's expiry, the fan-out's
  * planning), so that the check (a count over the lookback) and the re-drive (the rows themselves,
  * for an operator's --since/--until) read exactly the same rows. docs/RECONCILER.md "Lost work".
+ *
+ * The SQL that names each table is its owner's export (the outbox's published rows, the inbox's and
+ * email-service's "no record of it", feed-service's pending chunks); this file composes them, and
+ * each value is bound by the statement's builder (`bind`), so no fragment picks a parameter position.
  */
 
 /** The notification-service queues that record an inbox row (processed_events.consumer = queue) per event. */
@@ -42,68 +50,78 @@ export interface DueRow {
 }
 
 // A dead letter the DLQ console holds is seen work, not lost work (its message id is the event id).
-const NOT_DEAD = `NOT EXISTS (SELECT 1 FROM dlq_messages dl WHERE dl.message_id = o.event_id::text)`;
-
-/** The immediate / digest decision email-service will take: a locked type (security alert) is always immediate (apps/email-service domain/channel.ts). */
-const CHANNEL = `(CASE WHEN o.payload->'data'->>'type' = ANY($3::text[]) THEN 'immediate' ELSE o.payload->'data'->>'emailChannel' END)`;
+const notDead = (eventId: string) => `NOT EXISTS (SELECT 1 FROM dlq_messages dl WHERE dl.message_id = ${eventId})`;
 
 interface Query {
   queue: string;
-  /** Selects id, at, payload [, key]; $1 since, $2 until, then `params`. */
+  /** Selects id, at, payload [, key]. */
   sql: string;
   params: unknown[];
 }
 
-function queriesOf(kind: LostWorkKind): Query[] {
+/** One statement's parameters: `bind` returns the next placeholder for a value. */
+function statement(queue: string, build: (bind: (value: unknown) => string) => string): Query {
+  const params: unknown[] = [];
+  const sql = build((value) => {
+    params.push(value);
+    return `$${params.length}`;
+  });
+  return { queue, sql, params };
+}
+
+/** notification.created as notification-service's outbox publishes it. */
+const NOTIFICATION_CREATED = { producer: 'notification-service', eventType: 'notification.created' } as const;
+
+function queriesOf(kind: LostWorkKind, w: Window): Query[] {
   switch (kind) {
     case 'event':
-      return INBOX_QUEUES.map((queue) => ({
-        queue,
-        sql: `SELECT o.event_id::text AS id, o.sent_at AS at, o.payload FROM outbox_messages o
-               WHERE o.sent_at >= $1 AND o.sent_at < $2 AND o.routing_key = ANY($4::text[])
-                 AND NOT EXISTS (SELECT 1 FROM processed_events p WHERE p.consumer = $3 AND p.event_id = o.event_id::text) AND ${NOT_DEAD}`,
-        params: [queue, routingKeysOf(queue)],
-      }));
+      return INBOX_QUEUES.map((queue) =>
+        statement(queue, (bind) =>
+          sentEventsSql(bind, { ...w, routingKeys: routingKeysOf(queue) }, (o) => [
+            notProcessedSql(bind, queue, o.eventId),
+            notDead(o.eventId),
+          ]),
+        ),
+      );
     case 'email':
     case 'digest':
       return [
-        {
-          queue: EMAIL_QUEUE,
-          // No ledger row and no digest item: email-service never decided. A digest item the user
-          // opted out of is not collected (no row either): such users are left out (a false
-          // negative for them, never a false alarm).
-          sql: `SELECT o.event_id::text AS id, o.sent_at AS at, o.payload FROM outbox_messages o
-                 WHERE o.producer = 'notification-service' AND o.event_type = 'notification.created' AND o.sent_at IS NOT NULL
-                   AND o.sent_at >= $1 AND o.sent_at < $2 AND ${CHANNEL} = $4
-                   AND NOT EXISTS (SELECT 1 FROM email_deliveries d WHERE d.idempotency_key = o.payload->'data'->>'idempotencyKey' AND d.channel = 'immediate')
-                   AND NOT EXISTS (SELECT 1 FROM email_digest_items i WHERE i.idempotency_key = o.payload->'data'->>'idempotencyKey')
-                   AND ($4 = 'immediate' OR NOT EXISTS (SELECT 1 FROM email_suppressions s WHERE s.user_id = o.payload->'data'->>'userId' AND s.scope IN ('digest', o.payload->'data'->>'type')))
-                   AND ${NOT_DEAD}`,
-          params: [[...PREFERENCE_LOCKED_TYPES], kind === 'email' ? 'immediate' : 'digest'],
-        },
+        statement(EMAIL_QUEUE, (bind) =>
+          sentEventsSql(bind, { ...w, ...NOTIFICATION_CREATED }, (o) => [
+            ...undecidedNotificationSql(bind, o.payload, kind === 'email' ? 'immediate' : 'digest'),
+            notDead(o.eventId),
+          ]),
+        ),
       ];
     case 'email-lease':
       return [
-        {
-          queue: EMAIL_QUEUE,
-          // The envelope is the notification.created of the key, while the outbox keeps it.
-          sql: `SELECT coalesce(o.event_id::text, 'key:' || d.idempotency_key) AS id, d.lease_until AS at, o.payload, d.idempotency_key AS key
-                  FROM email_deliveries d
-                  LEFT JOIN LATERAL (SELECT event_id, payload FROM outbox_messages o
-                                      WHERE o.producer = 'notification-service' AND o.event_type = 'notification.created' AND o.aggregate_id = d.user_id
-                                        AND o.payload->'data'->>'idempotencyKey' = d.idempotency_key ORDER BY o.id LIMIT 1) o ON true
-                 WHERE d.channel = 'immediate' AND d.state = 'sending' AND d.lease_until >= $1 AND d.lease_until < $2`,
-          params: [],
-        },
+        // The envelope is the notification.created of the key, while the outbox keeps it.
+        statement(
+          EMAIL_QUEUE,
+          (bind) =>
+            `SELECT coalesce(l.event_id, 'key:' || l.key) AS id, l.at, l.payload, l.key FROM (${expiredLeasesSql(
+              bind,
+              w,
+              (d) => ({
+                join: envelopeLookupSql(bind, {
+                  alias: 'o',
+                  ...NOTIFICATION_CREATED,
+                  aggregateId: d.userId,
+                  dataKey: 'idempotencyKey',
+                  dataValue: d.idempotencyKey,
+                }),
+                select: 'o.event_id, o.payload',
+              }),
+            )}) l`,
+        ),
       ];
     case 'fanout-chunk':
       return [
-        {
-          queue: FANOUT_QUEUE,
-          sql: `SELECT c.post_id || '#' || c.chunk_no AS id, j.planned_at AS at, NULL::jsonb AS payload FROM feed_fanout_chunks c JOIN feed_fanout_jobs j ON j.post_id = c.post_id
-                 WHERE j.done_at IS NULL AND c.done_at IS NULL AND j.planned_at >= $1 AND j.planned_at < $2`,
-          params: [],
-        },
+        statement(
+          FANOUT_QUEUE,
+          (bind) =>
+            `SELECT c.post_id || '#' || c.chunk_no AS id, c.at, NULL::jsonb AS payload FROM (${pendingChunksSql(bind, w)}) c`,
+        ),
       ];
   }
 }
@@ -131,11 +149,10 @@ export async function countDue(
 ): Promise<DueWork[]> {
   const parts = await Promise.all(
     kinds.flatMap((kind) =>
-      queriesOf(kind).map(async (q) => {
-        const w = windows(kind);
+      queriesOf(kind, windows(kind)).map(async (q) => {
         const { rows } = await pool.query<{ n: number; oldest: Date | null }>(
           `SELECT count(*)::int AS n, min(at) AS oldest FROM (${q.sql}) due`,
-          [w.since, w.until, ...q.params],
+          q.params,
         );
         return { kind, queue: q.queue, rows: rows[0].n, oldest: rows[0].oldest ? rows[0].oldest.toISOString() : null };
       }),
@@ -152,10 +169,10 @@ export async function dueRows(
   limit: number,
 ): Promise<{ rows: DueRow[]; more: boolean }> {
   const out: DueRow[] = [];
-  for (const q of queriesOf(kind)) {
+  for (const q of queriesOf(kind, w)) {
     const { rows } = await pool.query<{ id: string; at: Date; payload: Record<string, unknown> | null; key?: string }>(
-      `${q.sql} ORDER BY at, id LIMIT ${limit + 1}`,
-      [w.since, w.until, ...q.params],
+      `SELECT * FROM (${q.sql}) due ORDER BY at, id LIMIT ${limit + 1}`,
+      q.params,
     );
     for (const r of rows)
       out.push({
