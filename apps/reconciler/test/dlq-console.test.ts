@@ -149,10 +149,11 @@ it('asks for the token again when the API refuses it', async () => {
   await fresh.close();
 });
 
-// Short-lived tokens for the renewal tests: long enough to reach a preview under load, short enough to wait out.
-const SHORT_TOKEN_MS = 20_000;
-// Each renewal test waits its token out: room for that beside a slow browser on a loaded machine.
-jest.setTimeout(120_000);
+// Short-lived tokens for the renewal tests: under two minutes, so the page asks for a renewal ahead
+// of time, and far longer than signing in and a dry run take on a loaded machine. The tests expire
+// them by moving the reconciler's clock past them (h.clock), never by waiting.
+const SHORT_TOKEN_MS = 90_000;
+afterEach(() => h.clock.reset());
 
 /** A page signed in with `token` (the header says who the reconciler verified it as). */
 async function signedIn(token: string, operator: string): Promise<Page> {
@@ -210,8 +211,6 @@ it('groups bodies that are not JSON as one cause, whatever the parser said, and 
 it('renews an expired token in place: the preview stays, the refused confirm goes through, and only the same operator may renew', async () => {
   const ids = [orderId(), orderId()];
   await h.deadLetter(ids.map((id) => ({ id, type: 'order.placed', reason: `courier refused parcel ${id}` })));
-  // The token must outlive sign-in and the dry run below (several seconds on 2 loaded cores: 4 s was
-  // once too short beside the fuzz suite); the test then waits for its expiry as a condition.
   const short = OPERATORS.token('erin', 'reconciler', SHORT_TOKEN_MS);
   const p = await signedIn(short, 'erin');
   // Less than two minutes left: the page asks for a new token ahead of time.
@@ -225,10 +224,9 @@ it('renews an expired token in place: the preview stays, the refused confirm goe
   const group = await p.inputValue('#filters input[name=group]');
   expect(group).toMatch(/^[0-9a-f]{16}$/);
 
-  await eventually(
-    'the short token has expired',
-    async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401,
-  );
+  h.clock.advance(SHORT_TOKEN_MS + 1000);
+  const refused = await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } });
+  expect(refused.status).toBe(401); // the short token has expired
   h.poisoned.clear();
   // Confirm with the expired token: refused, and the page waits for a new one instead of starting over.
   await p.click('#confirm');
@@ -278,18 +276,15 @@ it('renews an expired token in place: the preview stays, the refused confirm goe
 it("drops a request waiting for a renewal when the operator signs out: it is never sent with the next operator's token", async () => {
   const id = orderId();
   await h.deadLetter([{ id, type: 'order.placed', reason: `address unknown for parcel ${id}` }]);
-  // The token must outlive sign-in and the dry run below (several seconds on 2 loaded cores: 4 s was
-  // once too short beside the fuzz suite); the test then waits for its expiry as a condition.
   const short = OPERATORS.token('erin', 'reconciler', SHORT_TOKEN_MS);
   const p = await signedIn(short, 'erin');
   await p.locator('#groups tbody tr', { hasText: 'address unknown for parcel <uuid>' }).click();
   await p.waitForSelector('#total[data-total="1"]');
   await p.click('#replay-dry');
   await p.waitForSelector('#preview-text[data-matched="1"]');
-  await eventually(
-    'the short token has expired',
-    async () => (await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } })).status === 401,
-  );
+  h.clock.advance(SHORT_TOKEN_MS + 1000);
+  const refused = await fetch(`${base}/v1/admin/dlq`, { headers: { authorization: `Bearer ${short}` } });
+  expect(refused.status).toBe(401); // the short token has expired
   await p.click('#confirm');
   await p.waitForSelector('#renewal-reason:has-text("refused the token")');
 

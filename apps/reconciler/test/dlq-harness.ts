@@ -71,6 +71,8 @@ export interface DlqHarness {
   deadLetter(orders: Array<Order & { reason: string }>): Promise<void>;
   /** Times each order id was processed by the inbox of `queue` (0 or 1) and delivered. */
   processed(queue: string, orderId: string): Promise<{ processed: number; deliveries: number }>;
+  /** The clock the app checks token expiry against: moved ahead instead of waiting a token out. */
+  clock: { advance(ms: number): void; reset(): void };
   close(): Promise<void>;
 }
 
@@ -126,12 +128,14 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
 
   const app = buildServer({ logger, registry, readiness: readinessState().checks });
   // The reconciler's own auth rules (its name is the admin tokens' audience), config as in production.
+  let clockOffsetMs = 0;
   registerAuth(
     app,
     authSettingsFrom(
       'reconciler',
       loadConfig(commonConfig('reconciler'), { JWT_SECRET, ADMIN_KEYS: OPERATORS.adminKeys }),
     ),
+    () => Date.now() + clockOffsetMs,
   );
   const dlq = createDlqConsole({
     pool,
@@ -162,6 +166,14 @@ export async function startDlqHarness(prefix: string, options: DlqHarnessOptions
   };
 
   const h: DlqHarness = {
+    clock: {
+      advance: (ms) => {
+        clockOffsetMs += ms;
+      },
+      reset: () => {
+        clockOffsetMs = 0;
+      },
+    },
     db,
     vhost,
     pool,

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import Fastify from 'fastify';
 import {
   commonConfig,
@@ -53,6 +54,36 @@ describe('user tokens', () => {
       code: 'TOKEN_LIFETIME_TOO_LONG',
       message: expect.stringMatching(/lives longer than allowed \(660 s > 600 s\)/),
     });
+  });
+
+  it('expiry is read off the clock it is given: past exp the token is refused as fast-jwt refuses it', () => {
+    let now = Date.now();
+    const auth = tokenAuthenticator(settings(), () => now);
+    const token = userTokenSigner({
+      secret: SECRET,
+      issuer: 'community-site',
+      audience: 'community-notifications',
+      ttlMs: 60_000,
+    })('ada');
+    expect(auth.authenticate(token)).toMatchObject({ userId: 'ada' });
+    now += 61_000;
+    expect(refusal(() => auth.authenticate(token))).toMatchObject({
+      code: 'FAST_JWT_EXPIRED',
+      message: expect.stringMatching(/^The token has expired at \d{4}-\d\d-\d\dT/),
+    });
+  });
+
+  it('an exp that is not a number is refused, not read as never expiring', () => {
+    // Signed by hand: a signer of ours would never put such an exp in.
+    const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const forged = (exp: unknown) => {
+      const input = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: 'ada', iss: 'community-site', aud: 'community-notifications', exp })}`;
+      return `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
+    };
+    for (const exp of ['9999999999', [9999999999], null])
+      expect(refusal(() => tokenAuthenticator(settings()).authenticate(forged(exp)))?.code).toBe(
+        'FAST_JWT_INVALID_CLAIM_TYPE',
+      );
   });
 
   it("an 'admin' scope makes no admin", () => {

@@ -127,6 +127,21 @@ function refusal(err: unknown): TokenRefused {
   return new TokenRefused(e.message ?? 'rejected', e.code ?? 'INVALID_TOKEN');
 }
 
+/**
+ * `exp` against the authenticator's clock, refused exactly as fast-jwt refuses it (code and text), so
+ * clients see no difference. Checked here rather than by fast-jwt because fast-jwt reads Date.now
+ * itself: with the clock injected, a test moves time past a token's expiry instead of waiting it out.
+ */
+function checkExpiry(claims: Claims, now: number): void {
+  // Required by the verifier, but with its own expiry check off nothing else looks at the type: a
+  // string or an array would compare as NaN (never expired).
+  if (typeof claims.exp !== 'number' || Number.isNaN(claims.exp))
+    throw new TokenRefused('The exp claim must be a number.', 'FAST_JWT_INVALID_CLAIM_TYPE');
+  const expMs = claims.exp * 1000;
+  if (now > expMs)
+    throw new TokenRefused(`The token has expired at ${new Date(expMs).toISOString()}.`, 'FAST_JWT_EXPIRED');
+}
+
 /** `exp - iat` (when there is an iat) and `exp - now` both within `maxMs`: a token minted to live longer is refused outright. */
 function checkLifetime(claims: Claims, maxMs: number, now: number, what: string): void {
   const exp = claims.exp as number;
@@ -151,6 +166,8 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
       allowedIss: user.issuer,
       allowedAud: user.audience,
       requiredClaims: ['iss', 'aud', 'exp'],
+      // Expiry is checked below against `clock` (fast-jwt reads Date.now itself).
+      ignoreExpiration: true,
       cache: false,
     });
   const userVerifiers = [
@@ -168,6 +185,7 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
           allowedIss: ADMIN_TOKEN_ISSUER,
           allowedAud: settings.service,
           requiredClaims: ['iss', 'aud', 'exp'],
+          ignoreExpiration: true, // checked against `clock` below
           cache: false,
         }),
       },
@@ -189,6 +207,7 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
       }
     }
     if (!claims) throw refusal(firstError);
+    checkExpiry(claims, clock());
     checkLifetime(claims, user.maxLifetimeMs, clock(), 'user token');
     if (typeof claims.sub !== 'string' || claims.sub.length === 0)
       throw new TokenRefused("the token has no 'sub' claim (the user id)", 'TOKEN_WITHOUT_SUBJECT');
@@ -208,6 +227,7 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
     } catch (err) {
       throw refusal(err);
     }
+    checkExpiry(claims, clock());
     checkLifetime(claims, settings.adminTokens.maxLifetimeMs, clock(), 'admin token');
     // The identity is the kid's, from the services' own config. A token that names someone else is
     // refused rather than silently re-attributed: it is a forgery or a misconfigured tool either way.
@@ -251,8 +271,8 @@ export function tokenAuthenticator(settings: AuthSettings, clock: () => number =
  * `request.jwtVerify` checks iss/aud/exp too but neither the lifetime bound nor JWT_SECRET_PREVIOUS:
  * verify with `app.communityAuth` (or the guards), never with it.
  */
-export function registerAuth(app: FastifyInstance, settings: AuthSettings): void {
-  app.decorate('communityAuth', tokenAuthenticator(settings));
+export function registerAuth(app: FastifyInstance, settings: AuthSettings, clock: () => number = Date.now): void {
+  app.decorate('communityAuth', tokenAuthenticator(settings, clock));
   const user = settings.userTokens;
   // Loaded at app.ready() like every plugin: request.jwtVerify is only called once requests flow.
   app.register(fastifyJwt, {
