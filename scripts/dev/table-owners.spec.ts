@@ -17,10 +17,6 @@ const LIB_TABLES: Record<string, string> = {
 /** file (from the repository root) → the tables of other owners it still names. */
 const DEBT: Record<string, string[]> = {
   'apps/email-service/src/store/horizon.ts': ['retention_horizons'],
-  'apps/feed-service/src/store/erasure.ts': ['processed_events'],
-  'apps/reconciler/src/config.ts': ['processed_events'],
-  'apps/reconciler/src/store/erasures.ts': ['outbox_messages', 'processed_events'],
-  'apps/reconciler/src/store/retention.ts': ['processed_events'],
 };
 
 function ownersFromMigrations(): Map<string, string> {

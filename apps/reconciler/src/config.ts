@@ -94,7 +94,7 @@ export const RECONCILER_CONFIG = [
     min: 1,
     max: 3650,
     description:
-      'days an inbox (processed_events) row is kept; must exceed the longest redelivery of every queue (checked at start)',
+      "days an inbox row (libs/idempotency's processed events) is kept; must exceed the longest redelivery of every queue (checked at start)",
   },
   {
     name: 'INBOX_HANDLER_TIMEOUT_MAX_MS',

@@ -451,7 +451,7 @@ it("reads back each job's latest run, and the latest real success of a group of 
     ['hist-a', 'hist', 'failed', {}, expect.stringContaining('boom')],
     ['hist-b', 'hist', 'succeeded', { found: 5, dry_run: 1 }, null],
   ]);
-  expect(latest[0].finishedAt!.getTime()).toBeGreaterThanOrEqual(latest[0].startedAt.getTime());
+  expect(latest[0].finishedAt?.getTime()).toBeGreaterThanOrEqual(latest[0].startedAt.getTime());
   // The failure is not a success: the last real one is still hist-a's first run.
   expect(await lastSucceededRun(a.pool, ['hist-a', 'hist-b'])).toMatchObject({ job: 'hist-a', counts: { found: 3 } });
 });

@@ -1,6 +1,7 @@
 export { inboxClaimSql } from './inbox';
 export {
   assertInboxRetention,
+  countPurgeableProcessedEvents,
   inboxRetentionJob,
   purgeProcessedEvents,
   MIN_RETENTION_MS,
@@ -8,6 +9,7 @@ export {
 } from './retention';
 export type { InboxRetentionJobOptions, PurgeOptions } from './retention';
 export { longestRedeliveryMs } from './horizon';
+export { processedAtBy } from './processed';
 export type { RedeliveryPath } from './horizon';
 export { processedEventsOf, type ProcessedEvent } from './why-facts';
 export { notProcessedSql } from './inspect';

@@ -60,6 +60,22 @@ export async function purgeProcessedEvents(pool: Pool, options: PurgeOptions = {
   }
 }
 
+/** How many inbox rows a purge with these options would delete now (a dry run of the purge). */
+export async function countPurgeableProcessedEvents(
+  pool: Pool,
+  options: Pick<PurgeOptions, 'olderThanMs' | 'consumers'> = {},
+): Promise<number> {
+  const olderThanMs = options.olderThanMs ?? DEFAULT_RETENTION_MS;
+  assertInboxRetention(olderThanMs);
+  const res = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM processed_events
+      WHERE processed_at < now() - make_interval(secs => $1::double precision / 1000)
+        AND ($2::text[] IS NULL OR consumer = ANY($2::text[]))`,
+    [olderThanMs, options.consumers ? [...options.consumers] : null],
+  );
+  return res.rows[0].n;
+}
+
 export interface InboxRetentionJobOptions {
   /** The job's name, e.g. `inbox-retention:notification-service`: one lock per service. */
   name: string;

@@ -2,7 +2,13 @@
 import type { Pool, PoolClient } from 'pg';
 import { createPgPool, createScheduler, withTransaction } from '@community/db';
 import { createTestDatabase, testLogger, type TestDatabase } from '@community/testing';
-import { inboxClaimSql, inboxRetentionJob, purgeProcessedEvents } from '../src/index';
+import {
+  countPurgeableProcessedEvents,
+  inboxClaimSql,
+  inboxRetentionJob,
+  processedAtBy,
+  purgeProcessedEvents,
+} from '../src/index';
 
 let db: TestDatabase;
 let pool: Pool;
@@ -130,4 +136,20 @@ it('refuses an inbox retention job below the minimum horizon, and stops a purge 
     'stopping',
   );
   expect((await pool.query("SELECT 1 FROM processed_events WHERE consumer = 'aborted'")).rowCount).toBe(1);
+});
+
+it('counts what a purge would delete without deleting, and reads when each consumer handled an event', async () => {
+  await pool.query(
+    "INSERT INTO processed_events (consumer, event_id, processed_at) VALUES ('q1', 'e-old', now() - interval '10 days'), ('q2', 'e-old', now() - interval '9 days'), ('q1', 'e-new', now())",
+  );
+  expect(await countPurgeableProcessedEvents(pool, { olderThanMs: 8 * 86_400_000, consumers: ['q1', 'q2'] })).toBe(2);
+  expect(await countPurgeableProcessedEvents(pool, { olderThanMs: 8 * 86_400_000, consumers: ['q2'] })).toBe(1);
+  await expect(countPurgeableProcessedEvents(pool, { olderThanMs: 60_000 })).rejects.toThrow(/below the minimum/);
+  const handled = await processedAtBy(pool, ['q1', 'q2', 'q3'], 'e-old');
+  expect([...handled.keys()].sort()).toEqual(['q1', 'q2']);
+  expect(Date.now() - (handled.get('q1')?.getTime() ?? Date.now())).toBeGreaterThan(9.9 * 86_400_000);
+  expect([...(await processedAtBy(pool, ['q1', 'q2'], 'e-new')).keys()]).toEqual(['q1']);
+  // Counting deleted nothing.
+  const left = await pool.query("SELECT count(*)::int AS n FROM processed_events WHERE consumer IN ('q1', 'q2')");
+  expect(left.rows[0].n).toBe(3);
 });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import amqplib from 'amqplib';
 import type { Pool } from 'pg';
 import { Registry } from 'prom-client';
@@ -11,7 +12,7 @@ import {
   type TestDatabase,
   type TestVhost,
 } from '@community/testing';
-import { createRelay, enqueueEvents, purgeSentOutbox, type OutboxRelay } from '../src';
+import { createRelay, enqueueEvents, outboxSentAt, purgeSentOutbox, type OutboxRelay } from '../src';
 import { alert, enqueue, mention, PRODUCER, QUEUE, topology, unsentCount } from './helpers';
 
 let vhost: TestVhost;
@@ -250,4 +251,26 @@ it('retention deletes sent rows past the horizon and never an unsent one', async
     `SELECT payload->'data'->>'excerpt' AS excerpt, sent_at FROM outbox_messages WHERE producer = 'retention-producer'`,
   );
   expect(rows).toEqual([{ excerpt: 'gus#51', sent_at: null }]);
+});
+
+it('outboxSentAt says which events the outbox holds and when each was published', async () => {
+  const [waiting, published] = [mention('hal', 60), mention('hal', 61)];
+  await withTransaction(pool, (tx) =>
+    enqueueEvents(tx, 'sent-at-producer', [
+      { event: waiting, aggregateId: 'hal' },
+      { event: published, aggregateId: 'hal' },
+    ]),
+  );
+  // No relay serves this producer: one row is marked as a relay would after its confirm.
+  const sentAt = new Date('2026-01-02T03:04:05.678Z');
+  await pool.query('UPDATE outbox_messages SET sent_at = $2 WHERE event_id = $1', [published.id, sentAt]);
+  const never = randomUUID();
+  const found = await outboxSentAt(pool, [waiting.id, published.id, never]);
+  expect([...found.entries()].sort()).toEqual(
+    [
+      [waiting.id, null],
+      [published.id, sentAt],
+    ].sort(),
+  );
+  expect(found.has(never)).toBe(false);
 });

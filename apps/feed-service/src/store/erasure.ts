@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { inboxClaimSql } from '@community/idempotency';
+import { inboxClaimSql, processedAtBy } from '@community/idempotency';
 
 /** What Redis must forget of an erased user, read from the projections before they are deleted. */
 export interface ErasureFootprint {
@@ -16,11 +16,7 @@ export interface ErasureCounts {
 
 /** Whether this consumer already erased for this event (the inbox has its claim). */
 export async function alreadyErased(pool: Pool, consumer: string, eventId: string): Promise<boolean> {
-  const { rows } = await pool.query(`SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = $2`, [
-    consumer,
-    eventId,
-  ]);
-  return rows.length > 0;
+  return (await processedAtBy(pool, [consumer], eventId)).has(consumer);
 }
 
 export async function footprint(pool: Pool, userId: string): Promise<ErasureFootprint> {

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { buildEvent } from '@community/contracts';
 import { withTransaction } from '@community/db';
-import { enqueueEvents } from '@community/outbox';
+import { processedAtBy } from '@community/idempotency';
+import { enqueueEvents, outboxSentAt } from '@community/outbox';
 
 /** One row of user_erasures, the audit of erasures (docs/RUNBOOK.md "Erasure"). */
 export interface Erasure {
@@ -90,8 +91,8 @@ export interface ErasureStatus extends Erasure {
 }
 
 /**
- * An erasure with its progress: the outbox row's sent_at and the consumers' inbox rows
- * (processed_events, read with the SELECT the reconciler's retention already holds). An inbox row
+ * An erasure with its progress: when its user.erased was published (libs/outbox's `outboxSentAt`)
+ * and when each consumer erased (libs/idempotency's `processedAtBy`, its inbox rows). An inbox row
  * older than the inbox retention (INBOX_RETENTION_DAYS) has been purged: that consumer then shows
  * null again, which the route says.
  */
@@ -100,23 +101,19 @@ export async function erasureStatus(
   erasureId: string,
   consumers: readonly string[],
 ): Promise<ErasureStatus | null> {
-  const { rows } = await pool.query<Row & { sent_at: Date | null }>(
-    `SELECT e.id::text, e.user_id, e.requested_by, e.event_id::text, e.requested_at, o.sent_at
-       FROM user_erasures e LEFT JOIN outbox_messages o ON o.event_id = e.event_id
-      WHERE e.id = $1::bigint`,
+  const { rows } = await pool.query<Row>(
+    `SELECT id::text, user_id, requested_by, event_id::text, requested_at FROM user_erasures WHERE id = $1::bigint`,
     [erasureId],
   );
   const row = rows[0];
   if (!row) return null;
-  const inbox = await pool.query<{ consumer: string; processed_at: Date }>(
-    // By primary key (consumer, event_id): one probe per consumer, however large the inbox is.
-    `SELECT consumer, processed_at FROM processed_events WHERE consumer = ANY($1::text[]) AND event_id = $2`,
-    [consumers, row.event_id],
-  );
-  const done = new Map(inbox.rows.map((r) => [r.consumer, r.processed_at.toISOString()]));
+  const [sent, done] = await Promise.all([
+    outboxSentAt(pool, [row.event_id]),
+    processedAtBy(pool, consumers, row.event_id),
+  ]);
   return {
     ...toErasure(row),
-    publishedAt: row.sent_at?.toISOString() ?? null,
-    consumers: consumers.map((consumer) => ({ consumer, processedAt: done.get(consumer) ?? null })),
+    publishedAt: sent.get(row.event_id)?.toISOString() ?? null,
+    consumers: consumers.map((consumer) => ({ consumer, processedAt: done.get(consumer)?.toISOString() ?? null })),
   };
 }

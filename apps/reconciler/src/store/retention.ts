@@ -1,25 +1,18 @@
 import type { Pool } from 'pg';
-import { assertInboxRetention, purgeProcessedEvents } from '@community/idempotency';
+import { countPurgeableProcessedEvents, purgeProcessedEvents } from '@community/idempotency';
 
-/** Inbox rows (processed_events) of every consumer past the horizon; with `dryRun`, only counted. */
+/**
+ * Inbox rows (processed_events) of every consumer past the horizon, by libs/idempotency's own purge
+ * (its horizon floor included); with `dryRun`, only counted, by the same lib.
+ */
 export async function purgeInbox(
   pool: Pool,
   o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean },
 ): Promise<{ deleted: number }> {
-  if (!o.dryRun)
-    return {
-      deleted: await purgeProcessedEvents(pool, {
-        olderThanMs: o.olderThanMs,
-        batchSize: o.batchSize,
-        signal: o.signal,
-      }),
-    };
-  assertInboxRetention(o.olderThanMs);
-  const res = await pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM processed_events WHERE processed_at < now() - $1::float8 * interval '1 millisecond'`,
-    [o.olderThanMs],
-  );
-  return { deleted: res.rows[0].n };
+  if (o.dryRun) return { deleted: await countPurgeableProcessedEvents(pool, { olderThanMs: o.olderThanMs }) };
+  return {
+    deleted: await purgeProcessedEvents(pool, { olderThanMs: o.olderThanMs, batchSize: o.batchSize, signal: o.signal }),
+  };
 }
 
 /** The horizon a service recorded for itself (retention_horizons), 0 when none did. */
