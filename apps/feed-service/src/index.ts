@@ -11,3 +11,4 @@ export { createFeedCache, type FeedCache, type FeedCacheOptions } from './redis/
 export { rebuildFeed, expectedFeed, diffFeed, type FeedEntry, type FeedDiff } from './read/rebuild';
 // The reconciler's stuck-work and lost-work checks over the fan-out tables.
 export { countStuckChunks, pendingChunksSql, stuckFanoutChunks, type StuckChunk } from './store/stuck';
+export { purgeFeedHistory, type FeedPurgeCounts, type FeedPurgeOptions } from './store/retention';

@@ -121,6 +121,15 @@ export const RECONCILER_CONFIG = [
     max: 3650,
     description: 'days a sent outbox row is kept (every producer)',
   },
+  {
+    name: 'FEED_RETENTION_DAYS',
+    kind: 'int',
+    default: 30,
+    min: 7,
+    max: 3650,
+    description:
+      "days a done fan-out job (and its chunks) is kept, and the least age of a post that no feed needs any more (its author has FEED_CAP newer posts): feed-service's purgeFeedHistory",
+  },
   // Stuck work and watchdog (docs/RECONCILER.md "Stuck work", "Watchdog").
   {
     name: 'STUCK_INTERVAL_MS',

@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from '@community/testing';
 import {
   DLQ_RETENTION_JOB,
   EMAIL_RETENTION_JOB,
+  FEED_RETENTION_JOB,
   INBOX_RETENTION_JOB,
   OUTBOX_RETENTION_JOB,
 } from '../src/jobs/retention';
@@ -196,4 +197,33 @@ it('purges dead-lettered messages in a final state past DLQ_RETENTION_DAYS, neve
       )
     ).rows,
   ).toEqual([{ requested_by: 'frank', result: 'discarded' }]);
+});
+
+it("runs feed-service's retention from FEED_RETENTION_DAYS: done fan-outs past it go, with their chunks", async () => {
+  // What the purge keeps and why is feed-service's own test (apps/feed-service/test/retention.test.ts).
+  for (const [post, doneDaysAgo] of [
+    ['done-20-days-ago', 20],
+    ['done-5-days-ago', 5],
+  ] as const) {
+    await pool.query(
+      `INSERT INTO feed_fanout_jobs (post_id, author_id, published_at, active_since, chunks_total, chunks_done, planned_at, done_at)
+       VALUES ($1, 'a', now() - interval '30 days', now() - interval '37 days', 1, 1, now() - interval '30 days', now() - $2::float8 * interval '1 day')`,
+      [post, doneDaysAgo],
+    );
+    await pool.query(
+      `INSERT INTO feed_fanout_chunks (post_id, chunk_no, after_follower, through_follower, attempts, done_at) VALUES ($1, 0, '', 'z', 1, now())`,
+      [post],
+    );
+  }
+  const rc = await startReconciler(db, undefined, { env: { FEED_RETENTION_DAYS: '7' } });
+  try {
+    expect(await rc.svc.scheduler.runOnce(FEED_RETENTION_JOB)).toMatchObject({
+      status: 'ran',
+      outcome: 'succeeded',
+      counts: { fanoutJobs: 1, fanoutChunks: 1, posts: 0 },
+    });
+  } finally {
+    await rc.close();
+  }
+  expect((await pool.query('SELECT post_id FROM feed_fanout_chunks')).rows).toEqual([{ post_id: 'done-5-days-ago' }]);
 });

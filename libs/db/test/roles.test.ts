@@ -86,10 +86,10 @@ const GRANTS: Record<Service, Record<string, { ops: Grant[]; updateColumns?: str
     email_deliveries: { ops: ['select', 'delete'] },
     email_digest_items: { ops: ['select', 'delete'] },
     email_digest_windows: { ops: ['select', 'delete', 'update'], updateColumns: ['status'] },
-    feed_fanout_jobs: { ops: ['select'] },
-    feed_fanout_chunks: { ops: ['select'] },
+    feed_fanout_jobs: { ops: ['select', 'delete'] },
+    feed_fanout_chunks: { ops: ['select', 'delete'] },
     feed_follows: { ops: ['select'] },
-    feed_posts: { ops: ['select'] },
+    feed_posts: { ops: ['select', 'delete'] },
   },
   'demo-community-api': {
     outbox_messages: { ops: ['select', 'insert', 'update', 'delete'] },

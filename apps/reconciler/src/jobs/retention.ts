@@ -1,6 +1,7 @@
 import type { ScheduledJob } from '@community/db';
 import type { ReconcilerConfig } from '../config';
 import { purgeEmailHistory } from '@community/email-service';
+import { purgeFeedHistory } from '@community/feed-service';
 import { purgeSentOutbox } from '@community/outbox';
 import { purgeFinalDlqMessages, purgeInbox } from '../store/retention';
 
@@ -8,6 +9,7 @@ export const INBOX_RETENTION_JOB = 'retention.inbox';
 export const EMAIL_RETENTION_JOB = 'retention.email';
 export const OUTBOX_RETENTION_JOB = 'retention.outbox';
 export const DLQ_RETENTION_JOB = 'retention.dlq';
+export const FEED_RETENTION_JOB = 'retention.feed';
 
 const DAY_MS = 86_400_000;
 
@@ -19,6 +21,8 @@ type RetentionConfig = Pick<
   | 'EMAIL_RETENTION_DAYS'
   | 'OUTBOX_RETENTION_DAYS'
   | 'DLQ_RETENTION_DAYS'
+  | 'FEED_RETENTION_DAYS'
+  | 'FEED_CAP'
 >;
 
 /**
@@ -57,6 +61,19 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
       intervalMs,
       run: ({ pool, signal, dryRun }) =>
         purgeFinalDlqMessages(pool, { olderThanMs: config.DLQ_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+    },
+    {
+      // feed-service's job: done fan-outs, and posts no feed needs any more (docs/FEED.md "Retention").
+      name: FEED_RETENTION_JOB,
+      intervalMs,
+      run: ({ pool, signal, dryRun }) =>
+        purgeFeedHistory(pool, {
+          olderThanMs: config.FEED_RETENTION_DAYS * DAY_MS,
+          cap: config.FEED_CAP,
+          batchSize,
+          signal,
+          dryRun,
+        }),
     },
   ];
 }
