@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { databaseFaults, eventually } from '@community/testing';
+import { databaseFaults, eventually, tcpProxy, type TcpProxy } from '@community/testing';
 import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App, type SmtpSink } from '../harness';
 import {
   checkInvariants,
@@ -27,7 +27,6 @@ import {
   type PrivateRabbit,
   type PrivateRedis,
 } from './private-deps';
-import { startTcpProxy, type TcpProxy } from './tcp-proxy';
 import { startCluster, type Cluster } from '../cluster/cluster';
 import { clusterFaults, leadersByNode } from '../cluster/faults';
 
@@ -37,7 +36,7 @@ import { clusterFaults, leadersByNode } from '../cluster/faults';
  * It starts its OWN RabbitMQ node, Postgres cluster and Redis (private-deps.ts) and an SMTP sink, so
  * the machine-wide faults (broker stop_app, memory alarm, database restart, Redis down) hit nobody
  * else. The apps run as real processes (e2e/harness.ts); notification-service reaches the broker and
- * every app reaches Postgres through TCP proxies the suite controls (tcp-proxy.ts), for the
+ * every app reaches Postgres through TCP proxies the suite controls (@community/testing's tcpProxy), for the
  * blackhole faults. A load of "rounds" (load.ts: nine requests that produce every event type the
  * demo API emits) goes through the demo API; one fault at a time is injected once a third of the
  * phase's rounds are done, held, healed while the load goes on; then the system drains and the
@@ -507,8 +506,9 @@ async function main(): Promise<number> {
       startSmtpSink().then((sink) => (own({ stop: () => sink.close() }), sink)),
     ]);
     const dbUrl = await createMigratedDatabase(pgServer.url, 'community');
-    const amqpProxy = await startTcpProxy({ host: '127.0.0.1', port: rabbit.amqpPort });
-    const pgProxy = await startTcpProxy({ host: '127.0.0.1', port: pgServer.port });
+    const amqpProxy = await tcpProxy({ host: '127.0.0.1', port: rabbit.amqpPort });
+    const pgProxy = await tcpProxy({ host: '127.0.0.1', port: pgServer.port });
+    await Promise.all([amqpProxy.open(), pgProxy.open()]);
     started.push({ stop: () => amqpProxy.close() }, { stop: () => pgProxy.close() });
     db = new pg.Pool({ connectionString: dbUrl, max: 3, application_name: 'chaos-checker' });
     db.on('error', () => undefined); // the Postgres faults hit this pool too; its queries are retried by the polling below
