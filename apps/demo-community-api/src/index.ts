@@ -5,3 +5,5 @@
 export { loadDemoConfig } from './config';
 export { createDemoService } from './service';
 export type { DemoService } from './service';
+// The error catalogue, for the spec that ties every code to docs/ERRORS.md (scripts/dev/error-catalogue.spec.ts).
+export { ERRORS } from './http/errors';

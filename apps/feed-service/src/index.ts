@@ -12,3 +12,5 @@ export { rebuildFeed, expectedFeed, diffFeed, type FeedEntry, type FeedDiff } fr
 // The reconciler's stuck-work and lost-work checks over the fan-out tables.
 export { countStuckChunks, pendingChunksSql, stuckFanoutChunks, type StuckChunk } from './store/stuck';
 export { purgeFeedHistory, type FeedPurgeCounts, type FeedPurgeOptions } from './store/retention';
+// The error catalogue, for the spec that ties every code to docs/ERRORS.md (scripts/dev/error-catalogue.spec.ts).
+export { ERRORS } from './http/errors';

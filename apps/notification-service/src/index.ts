@@ -11,3 +11,5 @@ export { counterBatchBoundaries, recountCounterBatch } from './store/counter-rep
 export type { CounterBatch, CounterBatchOptions, Drift } from './store/counter-repair';
 // The reads the reconciler's GET /v1/admin/why composes (docs/RECONCILER.md "Why").
 export { notificationsAbout, notificationsCreated, storedPreferences, type NotificationFact } from './store/why-facts';
+// The error catalogue, for the spec that ties every code to docs/ERRORS.md (scripts/dev/error-catalogue.spec.ts).
+export { ERRORS } from './http/errors';

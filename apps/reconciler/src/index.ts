@@ -17,3 +17,5 @@ export { DLQ_RUNBOOK } from './dlq/summary';
 export { LOST_WORK_KINDS } from './domain/lost-work';
 export type { LostWorkKind, LostWorkVerdict } from './domain/lost-work';
 export type { RedriveResult } from './jobs/lost-work';
+// The error catalogue, for the spec that ties every code to docs/ERRORS.md (scripts/dev/error-catalogue.spec.ts).
+export { ERRORS } from './http/errors';
