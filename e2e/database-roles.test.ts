@@ -30,6 +30,7 @@ const JOBS = [
   'retention.email',
   'retention.outbox',
   'retention.dlq',
+  'retention.counter-repairs',
   'stuck-work',
   'feeds.check',
 ];

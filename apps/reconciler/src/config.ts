@@ -70,6 +70,15 @@ export const RECONCILER_CONFIG = [
     max: 20_000,
     description: 'users locked, recounted and repaired per transaction',
   },
+  {
+    name: 'COUNTER_REPAIRS_RETENTION_DAYS',
+    kind: 'int',
+    default: 90,
+    min: 1,
+    max: 3650,
+    description:
+      'days an audit row of a counter repair (counter_repairs) is kept; retention.counter-repairs deletes older ones',
+  },
   // Retention, moved here from notification-service and email-service (docs/RECONCILER.md "Retention").
   {
     name: 'RETENTION_INTERVAL_MS',

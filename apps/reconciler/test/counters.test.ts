@@ -191,6 +191,7 @@ it('refuses the admin API without the admin scope, and names unknown jobs', asyn
     'retention.email',
     'retention.outbox',
     'retention.dlq',
+    'retention.counter-repairs',
     'stuck-work',
     'feeds.check',
     'watchdog.queues',

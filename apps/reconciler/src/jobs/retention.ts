@@ -3,12 +3,13 @@ import type { ReconcilerConfig } from '../config';
 import { purgeEmailHistory } from '@community/email-service';
 import { purgeFeedHistory } from '@community/feed-service';
 import { purgeSentOutbox } from '@community/outbox';
-import { purgeFinalDlqMessages, purgeInbox } from '../store/retention';
+import { purgeCounterRepairs, purgeFinalDlqMessages, purgeInbox } from '../store/retention';
 
 export const INBOX_RETENTION_JOB = 'retention.inbox';
 export const EMAIL_RETENTION_JOB = 'retention.email';
 export const OUTBOX_RETENTION_JOB = 'retention.outbox';
 export const DLQ_RETENTION_JOB = 'retention.dlq';
+export const COUNTER_REPAIRS_RETENTION_JOB = 'retention.counter-repairs';
 export const FEED_RETENTION_JOB = 'retention.feed';
 
 const DAY_MS = 86_400_000;
@@ -21,6 +22,7 @@ type RetentionConfig = Pick<
   | 'EMAIL_RETENTION_DAYS'
   | 'OUTBOX_RETENTION_DAYS'
   | 'DLQ_RETENTION_DAYS'
+  | 'COUNTER_REPAIRS_RETENTION_DAYS'
   | 'FEED_RETENTION_DAYS'
   | 'FEED_CAP'
 >;
@@ -61,6 +63,18 @@ export function retentionJobs(config: RetentionConfig): ScheduledJob[] {
       intervalMs,
       run: ({ pool, signal, dryRun }) =>
         purgeFinalDlqMessages(pool, { olderThanMs: config.DLQ_RETENTION_DAYS * DAY_MS, batchSize, signal, dryRun }),
+    },
+    {
+      // The reconciler's own audit of counter repairs (docs/RECONCILER.md "Unread counters").
+      name: COUNTER_REPAIRS_RETENTION_JOB,
+      intervalMs,
+      run: ({ pool, signal, dryRun }) =>
+        purgeCounterRepairs(pool, {
+          olderThanMs: config.COUNTER_REPAIRS_RETENTION_DAYS * DAY_MS,
+          batchSize,
+          signal,
+          dryRun,
+        }),
     },
     {
       // feed-service's job: done fan-outs, and posts no feed needs any more (docs/FEED.md "Retention").

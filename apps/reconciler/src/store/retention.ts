@@ -50,3 +50,32 @@ export async function purgeFinalDlqMessages(
     if ((res.rowCount ?? 0) < o.batchSize) return { deleted };
   }
 }
+
+/**
+ * Audit rows of counter repairs (counter_repairs) older than the horizon. The audit answers "was
+ * this user's counter repaired lately, by what, from what to what"; the drift metric and the job
+ * runs keep the trend, so old rows only grow the table.
+ */
+export async function purgeCounterRepairs(
+  pool: Pool,
+  o: { olderThanMs: number; batchSize: number; signal?: AbortSignal; dryRun: boolean },
+): Promise<{ deleted: number }> {
+  const where = `repaired_at < now() - $1::float8 * interval '1 millisecond'`;
+  if (o.dryRun) {
+    const res = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM counter_repairs WHERE ${where}`, [
+      o.olderThanMs,
+    ]);
+    return { deleted: res.rows[0].n };
+  }
+  let deleted = 0;
+  for (;;) {
+    o.signal?.throwIfAborted();
+    // By the repaired_at index: each batch is the oldest rows' ids, one short statement.
+    const res = await pool.query(
+      `DELETE FROM counter_repairs WHERE id IN (SELECT id FROM counter_repairs WHERE ${where} ORDER BY repaired_at LIMIT $2)`,
+      [o.olderThanMs, o.batchSize],
+    );
+    deleted += res.rowCount ?? 0;
+    if ((res.rowCount ?? 0) < o.batchSize) return { deleted };
+  }
+}
