@@ -10,6 +10,7 @@ import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { longestRedeliveryMs } from '@community/idempotency';
 import { DEFAULT_DELIVERY_LIMIT, type QueueSpec } from '@community/messaging';
 import { FEED_CONFIG } from '@community/feed-service';
+import { DEFAULT_SEND_HANDLER_TIMEOUT_MS } from '@community/email-service';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
 export const SERVICE_NAME = 'reconciler';
@@ -108,10 +109,10 @@ export const RECONCILER_CONFIG = [
   {
     name: 'INBOX_HANDLER_TIMEOUT_MAX_MS',
     kind: 'duration-ms',
-    default: 870_000,
+    default: DEFAULT_SEND_HANDLER_TIMEOUT_MS,
     min: 1_000,
     description:
-      "the longest handler deadline of any inbox consumer (email-service's send: breaker hold + 2 leases + 30 s), for the horizon check",
+      "the longest handler deadline of any inbox consumer, for the horizon check; by default email-service's send deadline at its defaults (breaker hold + 2 leases + 30 s = 870 s, its DEFAULT_SEND_HANDLER_TIMEOUT_MS)",
   },
   {
     name: 'EMAIL_RETENTION_DAYS',

@@ -1,6 +1,7 @@
 import { DEFAULT_DELIVERY_LIMIT, type QueueSpec } from '@community/messaging';
 import { loadEmailConfig } from '../config';
 import { CLOCK_MARGIN_MS, emailRetentionIssues, emailRetentionPolicy, sendHandlerTimeoutMs } from './policy';
+import { DEFAULT_SEND_HANDLER_TIMEOUT_MS } from './deadline';
 
 const DAY = 86_400_000;
 const defaults = loadEmailConfig({});
@@ -10,6 +11,8 @@ describe('email retention policy', () => {
     const policy = emailRetentionPolicy(defaults);
     expect(policy.retentionMs).toBe(30 * DAY);
     expect(sendHandlerTimeoutMs(defaults)).toBe(600_000 + 2 * 120_000 + 30_000);
+    // The default of the reconciler's INBOX_HANDLER_TIMEOUT_MAX_MS.
+    expect(DEFAULT_SEND_HANDLER_TIMEOUT_MS).toBe(sendHandlerTimeoutMs(defaults));
     expect(policy.maxEventAgeMs).toBe(30 * DAY - CLOCK_MARGIN_MS - 870_000);
     // email-service.send: 756 s of tiers + 6 attempts × 50 deliveries (the runtime's default
     // delivery limit) × 870 s ≈ 73 h.
