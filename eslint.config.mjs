@@ -12,6 +12,12 @@ export default [
   ...nx.configs['flat/base'],
   ...nx.configs['flat/typescript'],
   { ignores: ['**/dist', '**/node_modules', '**/generated', '.nx', 'tmp'] },
+  // Type-aware: rules such as no-floating-promises need the types (typescript-eslint's project
+  // service finds tsconfig.json for every file it lints).
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+  },
   {
     files: ['**/*.ts'],
     rules: {
@@ -34,7 +40,8 @@ export default [
           ],
         },
       ],
-      '@typescript-eslint/no-floating-promises': 'off',
+      // A promise nobody awaits or catches fails silently (an unhandled rejection at best).
+      '@typescript-eslint/no-floating-promises': 'error',
     },
   },
   {

@@ -283,8 +283,8 @@ function kedaAgeQueries(where: 'base' | 'dev' | 'prod'): Map<string, string> {
       : [path.join(ROOT, 'infra/k8s/overlays', where, 'keda-age-queries.yaml')];
   const out = new Map<string, string>();
   for (const file of files.filter((f) => existsSync(f))) {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
     for (const scaled of parseAllDocuments(readFileSync(file, 'utf8'))
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any
       .map((d) => d.toJS() as any)
       .filter((d) => d?.kind === 'ScaledObject')) {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -45,4 +45,11 @@ process.once('SIGTERM', () => {
     .catch(() => process.exit(1));
 });
 
-messaging.start().then(() => process.stdout.write('READY\n'));
+messaging
+  .start()
+  .then(() => process.stdout.write('READY\n'))
+  .catch((err: unknown) => {
+    // The parent test reads this, and the exit code, instead of waiting for a READY that never comes.
+    process.stderr.write(`start failed: ${String(err)}\n`);
+    process.exit(1);
+  });

@@ -38,4 +38,9 @@ const relay = createRelay({
 messaging
   .start()
   .then(() => relay.start())
-  .then(() => process.stdout.write('READY\n'));
+  .then(() => process.stdout.write('READY\n'))
+  .catch((err: unknown) => {
+    // The parent test reads this, and the exit code, instead of waiting for a READY that never comes.
+    process.stderr.write(`start failed: ${String(err)}\n`);
+    process.exit(1);
+  });

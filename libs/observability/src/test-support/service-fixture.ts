@@ -9,7 +9,8 @@ const app = buildServer({ logger, registry: createRegistry({ service: 'fixture' 
 app.addHook('onClose', async () => logger.info('app closed'));
 let address = '';
 
-runService({
+// runService reports its own failures (logs them and exits non-zero): nothing to await here.
+void runService({
   name: 'fixture',
   logger,
   app,
