@@ -161,23 +161,30 @@ async function deadLetters(
           at: r.dead_lettered_at.toISOString(),
         });
   }
-  for (const queue of dlqQueues) {
-    const res = await managementRequest(
-      management,
-      'POST',
-      `/queues/${encodeURIComponent(management.vhost)}/${encodeURIComponent(queue)}/get`,
-      {
-        count: 500,
-        ackmode: 'reject_requeue_true',
-        encoding: 'auto',
-      },
-    ).catch(() => undefined);
-    if (!res?.ok) continue;
-    const messages = (await res.json()) as {
-      payload?: string;
-      payload_encoding?: string;
-      properties?: { message_id?: string; headers?: Record<string, unknown> };
-    }[];
+  // Every DLQ at once: one after another, a management API slowed by load (each request may take up
+  // to its 10-s timeout) made one answer wait for the sum, past any client's patience.
+  const peeks = await Promise.all(
+    dlqQueues.map(async (queue) => {
+      const res = await managementRequest(
+        management,
+        'POST',
+        `/queues/${encodeURIComponent(management.vhost)}/${encodeURIComponent(queue)}/get`,
+        {
+          count: 500,
+          ackmode: 'reject_requeue_true',
+          encoding: 'auto',
+        },
+      ).catch(() => undefined);
+      if (!res?.ok) return { queue, messages: [] };
+      const messages = (await res.json().catch(() => [])) as {
+        payload?: string;
+        payload_encoding?: string;
+        properties?: { message_id?: string; headers?: Record<string, unknown> };
+      }[];
+      return { queue, messages };
+    }),
+  );
+  for (const { queue, messages } of peeks) {
     for (const m of messages) {
       const id = m.properties?.message_id;
       if (!id || !ids.includes(id) || dead.some((d) => d.messageId === id && d.queue === queue)) continue;
