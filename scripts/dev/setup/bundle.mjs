@@ -34,24 +34,28 @@ export async function bundleApp(name, root = ROOT, outfile = path.join(root, bun
     metafile: true,
     logLevel: 'warning',
   });
-  copyLuaScripts(Object.keys(result.metafile.inputs), root, path.dirname(outfile));
+  copyAssets(Object.keys(result.metafile.inputs), root, path.dirname(outfile));
   return outfile;
 }
 
 /**
- * Lua scripts are read from disk beside the module that loads them, at its `__dirname`
- * (apps/feed-service/src/redis/commands/index.ts, docs/FEED.md "Lua scripts"), which in a bundle is
- * the bundle's folder: the `.lua` files beside every bundled module are copied there. From the
- * sources (jest, @swc-node/register) they are where the module is, with no loader or hook. Names
- * must be unique across the bundle's folders, since they land side by side.
+ * Files a module reads from disk beside itself, at its `__dirname`: the feed's Lua scripts
+ * (apps/feed-service/src/redis/commands/index.ts, docs/FEED.md "Lua scripts") and the DLQ console's
+ * page, stylesheet and browser script (apps/reconciler/src/dlq/page.ts). In a bundle `__dirname` is
+ * the bundle's folder, so the asset files beside every bundled module of ours (never node_modules')
+ * are copied there. From the sources (jest, @swc-node/register) they are where the module is, with
+ * no loader or hook. Names must be unique across the bundle's folders, since they land side by side.
  */
-function copyLuaScripts(inputs, root, outdir) {
+const ASSET_SUFFIXES = ['.lua', '.html', '.css', '.browser.js'];
+
+function copyAssets(inputs, root, outdir) {
   const copied = new Map();
-  for (const dir of new Set(inputs.map((input) => path.dirname(path.resolve(root, input))))) {
-    for (const file of readdirSync(dir).filter((f) => f.endsWith('.lua'))) {
+  const ours = inputs.filter((input) => !input.split(/[\\/]/).includes('node_modules'));
+  for (const dir of new Set(ours.map((input) => path.dirname(path.resolve(root, input))))) {
+    for (const file of readdirSync(dir).filter((f) => ASSET_SUFFIXES.some((suffix) => f.endsWith(suffix)))) {
       const from = path.join(dir, file);
       if (copied.has(file) && copied.get(file) !== from)
-        throw new Error(`two Lua scripts named ${file} in one bundle: ${copied.get(file)} and ${from}`);
+        throw new Error(`two assets named ${file} in one bundle: ${copied.get(file)} and ${from}`);
       copied.set(file, from);
       copyFileSync(from, path.join(outdir, file));
     }
