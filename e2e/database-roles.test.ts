@@ -216,7 +216,7 @@ it(
         },
         30_000,
       );
-      // email-service recorded its retention horizon at start (a grant on the reconciler's table).
+      // email-service recorded its retention horizon at start (its own table; the reconciler reads it).
       expect((await admin.query(`SELECT set_by FROM retention_horizons WHERE name = 'email'`)).rows).toEqual([
         { set_by: 'email-service' },
       ]);

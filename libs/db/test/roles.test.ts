@@ -49,7 +49,7 @@ const OWNERS: Record<string, Service | 'migrator'> = {
   dlq_operation_items: 'reconciler',
   counter_repairs: 'reconciler',
   reconciler_cursors: 'reconciler',
-  retention_horizons: 'reconciler',
+  retention_horizons: 'email-service',
   user_erasures: 'reconciler',
   community_users: 'demo-community-api',
   community_posts: 'demo-community-api',
@@ -67,7 +67,6 @@ const GRANTS: Record<Service, Record<string, { ops: Grant[]; updateColumns?: str
     outbox_messages: { ops: ['select', 'insert', 'update', 'delete'] },
   },
   'email-service': {
-    retention_horizons: { ops: ['select', 'insert', 'update'] },
     processed_events: { ops: ['select', 'insert'] },
   },
   'feed-service': {
@@ -75,6 +74,7 @@ const GRANTS: Record<Service, Record<string, { ops: Grant[]; updateColumns?: str
   },
   reconciler: {
     scheduled_job_runs: { ops: ['select', 'insert', 'update', 'delete'] },
+    retention_horizons: { ops: ['select'] },
     processed_events: { ops: ['select', 'delete'] },
     outbox_messages: { ops: ['select', 'insert', 'update', 'delete'] },
     notification_items: { ops: ['select'] },
@@ -249,7 +249,7 @@ describe('the statements whose privileges are subtle, as the code runs them, on 
     );
   });
 
-  it("email-service records its retention horizon (upsert into the reconciler's table), and the reconciler reads it", async () => {
+  it('email-service records its retention horizon in its own table, and the reconciler, which runs its purge, reads it', async () => {
     const upsert = `INSERT INTO retention_horizons (name, horizon_ms, set_by) VALUES ('email', $1, 'email-service')
                     ON CONFLICT (name) DO UPDATE SET horizon_ms = EXCLUDED.horizon_ms, set_by = EXCLUDED.set_by, updated_at = now()`;
     const email = as('email-service');
@@ -259,7 +259,7 @@ describe('the statements whose privileges are subtle, as the code runs them, on 
       `SELECT horizon_ms::int AS ms FROM retention_horizons WHERE name = 'email'`,
     );
     expect(rows).toEqual([{ ms: 172_800_000 }]);
-    expect(await attempt(email, `DELETE FROM retention_horizons`)).toBe('42501');
+    expect(await attempt(as('reconciler'), `DELETE FROM retention_horizons`)).toBe('42501');
   });
 
   it('the reconciler purges closed digest windows under a row lock, and repairs a counter, but cannot write the rest of either', async () => {
