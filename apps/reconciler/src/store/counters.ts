@@ -42,34 +42,3 @@ export async function saveCursor(pool: Pool, job: string, cursor: string): Promi
     [job, cursor],
   );
 }
-
-export interface AuditRow {
-  userId: string;
-  stored: number;
-  recounted: number;
-  source: string;
-  runId: string | null;
-  repairedAt: string;
-}
-
-export async function repairsOf(pool: Pool, userId: string, limit = 20): Promise<AuditRow[]> {
-  const res = await pool.query<{
-    user_id: string;
-    stored: number;
-    recounted: number;
-    source: string;
-    run_id: string | null;
-    repaired_at: Date;
-  }>(
-    'SELECT user_id, stored, recounted, source, run_id::text, repaired_at FROM counter_repairs WHERE user_id = $1 ORDER BY repaired_at DESC, id DESC LIMIT $2',
-    [userId, limit],
-  );
-  return res.rows.map((r) => ({
-    userId: r.user_id,
-    stored: r.stored,
-    recounted: r.recounted,
-    source: r.source,
-    runId: r.run_id,
-    repairedAt: r.repaired_at.toISOString(),
-  }));
-}
