@@ -16,7 +16,7 @@ import {
   tokenAuthenticator,
   TokenRefused,
   userTokenSigner,
-} from './auth';
+} from '.';
 
 const SECRET = 'current-secret-0123456789-abcdefghijkl';
 const PREVIOUS = 'previous-secret-0123456789-abcdefghijk';
