@@ -136,7 +136,8 @@ it(`the shared codes in ${DOC} are the ones every service's error handler answer
 
 it(`every token error key in ${DOC} is one the shared guards (or an app's forbiddenCode) answer with`, () => {
   const sources = [
-    libFile(/export function authGuards\b/),
+    // The shared auth code: the guards' folder (the guards, the verifiers' TokenRefused codes).
+    ...sourceFiles(path.dirname(libFile(/export function authGuards\b/))),
     ...Object.keys(APPS).flatMap((app) => sourceFiles(path.join(ROOT, 'apps', app, 'src'))),
   ]
     .map((file) => readFileSync(file, 'utf8'))
