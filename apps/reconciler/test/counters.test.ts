@@ -192,6 +192,7 @@ it('refuses the admin API without the admin scope, and names unknown jobs', asyn
     'retention.outbox',
     'retention.dlq',
     'retention.counter-repairs',
+    'retention.feed',
     'stuck-work',
     'feeds.check',
     'watchdog.queues',
