@@ -28,7 +28,13 @@ interface Result {
 const CHILD = `
 import { ESLint } from 'eslint';
 const [rules, code, filePath] = JSON.parse(process.env.LINT_REQUEST);
-const eslint = new ESLint({ cwd: process.cwd(), ruleFilter: ({ ruleId }) => rules.includes(ruleId) });
+// Without type information: these rules need none, the whole tree lints several times faster, and
+// the probes below are virtual files the type-aware project service would not find.
+const eslint = new ESLint({
+  cwd: process.cwd(),
+  ruleFilter: ({ ruleId }) => rules.includes(ruleId),
+  overrideConfig: { files: ['**/*.ts'], languageOptions: { parserOptions: { projectService: false } } },
+});
 const results = code === null ? await eslint.lintFiles(['.']) : await eslint.lintText(code, { filePath });
 process.stdout.write(JSON.stringify(results.map(({ filePath, messages }) => ({ filePath, messages }))));
 `;
