@@ -15,14 +15,6 @@ export async function purgeInbox(
   };
 }
 
-/** The horizon a service recorded for itself (retention_horizons), 0 when none did. */
-export async function recordedHorizonMs(pool: Pool, name: string): Promise<number> {
-  const res = await pool.query<{ horizon_ms: string }>('SELECT horizon_ms FROM retention_horizons WHERE name = $1', [
-    name,
-  ]);
-  return res.rows[0] ? Number(res.rows[0].horizon_ms) : 0;
-}
-
 /**
  * Dead-lettered messages in a final state (replayed, discarded) whose last action is older than the
  * horizon. Pending (and replaying) ones are never touched: they still wait for an operator. The
