@@ -1,3 +1,4 @@
+import { dlqName } from '@community/messaging';
 import { QUEUES } from '@community/contracts';
 import type { QueueSample } from './facts';
 
@@ -54,7 +55,7 @@ export function holdersOf(queue: string): string[] {
 }
 
 const inFamily = (name: string, queue: string) =>
-  name === queue || name.startsWith(`${queue}.retry.`) || name === `${queue}.dlq`;
+  name === queue || name.startsWith(`${queue}.retry.`) || name === dlqName(queue);
 
 /** ready + unacked over every queue that may hold a message for `queue`'s due work. */
 export function heldBy(queue: string, sample: readonly QueueSample[]): number {

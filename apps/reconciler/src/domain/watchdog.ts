@@ -1,3 +1,4 @@
+import { dlqName } from '@community/messaging';
 import type { QueueSample } from './facts';
 
 export type FindingKind = 'stalled' | 'no_consumer' | 'dlq_growing';
@@ -55,12 +56,12 @@ export function watchdogFindings(
         detail: `${queue} grew from ${work[0].messages} to ${work[work.length - 1].messages} messages over ${n} samples with no ack`,
       });
     }
-    const dlq = series(`${queue}.dlq`);
+    const dlq = series(dlqName(queue));
     if (grewEachTime(dlq)) {
       findings.push({
-        queue: `${queue}.dlq`,
+        queue: dlqName(queue),
         kind: 'dlq_growing',
-        detail: `${queue}.dlq grew from ${dlq[0].messages} to ${dlq[dlq.length - 1].messages} messages over ${n} samples`,
+        detail: `${dlqName(queue)} grew from ${dlq[0].messages} to ${dlq[dlq.length - 1].messages} messages over ${n} samples`,
       });
     }
   }

@@ -1,3 +1,4 @@
+import { dlqName } from '@community/messaging';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './deps';
 import { lostFrom } from '../domain/lost-work';
@@ -30,7 +31,7 @@ export function registerWhyRoute(app: FastifyInstance, deps: AppDeps): void {
       if (given.length !== 1) throw ERRORS.WHY_TARGET_REQUIRED();
       const dlqs = deps.workQueues
         .filter((w) => w.startsWith('notification-service.') || w.startsWith('email-service.'))
-        .map((w) => `${w}.dlq`);
+        .map(dlqName);
       const facts = await gatherWhy(deps.pool, deps.management, dlqs, q);
       // Only when an email step is in doubt (a notification without its ledger row) does the answer
       // need the lost-work rule; it costs a management API sample and the due-row counts.
