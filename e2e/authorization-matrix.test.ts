@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY } from '@community/config';
-import { adminTokenSigner, serviceTokenSigner } from '@community/observability';
+import { adminTokenSigner, serviceTokenSigner } from '@community/service';
 import {
   craftToken,
   createTestDatabase,

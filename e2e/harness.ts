@@ -10,7 +10,7 @@ import {
   DEV_ADMIN_KEY_ID,
   DEV_ADMIN_SIGNING_KEY,
 } from '@community/config';
-import { adminTokenSigner } from '@community/observability';
+import { adminTokenSigner } from '@community/service';
 import { eventually, freePort } from '@community/testing';
 
 /**

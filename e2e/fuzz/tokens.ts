@@ -7,7 +7,7 @@ import {
   DEV_ADMIN_SIGNING_KEY,
   DEV_EMAIL_SERVICE_SIGNING_KEY,
 } from '@community/config';
-import { ADMIN_TOKEN_ISSUER, adminTokenSigner } from '@community/observability';
+import { ADMIN_TOKEN_ISSUER, adminTokenSigner } from '@community/service';
 import { craftToken } from '@community/testing';
 import type { Canaries } from './canaries';
 import type { Rng } from './random';

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { commonConfig, DEV_ADMIN_KEY_ID, DEV_ADMIN_OPERATOR, loadConfig } from '@community/config';
-import { authSettingsFrom, tokenAuthenticator } from '@community/observability';
+import { authSettingsFrom, tokenAuthenticator } from '@community/service';
 import { clientConfig, operatorKeygen, UsageError } from './client';
 import { main } from './ops';
 

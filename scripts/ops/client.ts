@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { DEV_ADMIN_KEY_ID, DEV_ADMIN_SIGNING_KEY, ed25519Key } from '@community/config';
-import { adminTokenSigner, generateOperatorKey } from '@community/observability';
+import { adminTokenSigner, generateOperatorKey } from '@community/service';
 
 /**
  * How the ops CLI talks to the reconciler: its admin HTTP API, with a bearer token.

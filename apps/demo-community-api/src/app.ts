@@ -5,13 +5,8 @@ import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import { CorrelationIdSchema } from '@community/contracts';
 import { pgUnavailable } from '@community/db';
-import {
-  buildServer,
-  registerAuth,
-  type AuthSettings,
-  type Logger,
-  type ReadinessProbe,
-} from '@community/observability';
+import { type Logger } from '@community/observability';
+import { buildServer, registerAuth, type AuthSettings, type ReadinessProbe } from '@community/service';
 import { actorHooks } from './http/actor';
 import { registerContentRoutes } from './http/content-routes';
 import { registerSecurityAlertRoutes } from './http/security-alert-routes';

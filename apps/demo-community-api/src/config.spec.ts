@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { ConfigError } from '@community/config';
-import { generateOperatorKey } from '@community/observability';
+import { generateOperatorKey } from '@community/service';
 import { loadDemoConfig } from './config';
 
 function issuesOf(fn: () => unknown): string[] {

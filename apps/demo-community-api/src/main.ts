@@ -7,7 +7,7 @@
 // First: tracing must be set up before the rest is loaded (docs/TRACING.md).
 import { tracing } from './tracing';
 import { redactConfig } from '@community/config';
-import { serviceMain } from '@community/observability';
+import { serviceMain } from '@community/service';
 import { DEMO_CONFIG, loadDemoConfig, SERVICE_NAME } from './config';
 import { createDemoService } from './service';
 

@@ -4,14 +4,8 @@ import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import {
-  answers,
-  authSettingsFrom,
-  brokerDetails,
-  readinessState,
-  type Logger,
-  type ReadinessState,
-} from '@community/observability';
+import { type Logger } from '@community/observability';
+import { answers, authSettingsFrom, brokerDetails, readinessState, type ReadinessState } from '@community/service';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
 import { buildApp } from './app';

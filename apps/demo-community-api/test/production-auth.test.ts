@@ -1,7 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { adminTokenSigner, generateOperatorKey, serviceTokenSigner, userTokenSigner } from '@community/observability';
+import { adminTokenSigner, generateOperatorKey, serviceTokenSigner, userTokenSigner } from '@community/service';
 import { createTestDatabase, type TestDatabase } from '@community/testing';
 import { SECURITY_ALERT_SCOPE } from '../src/config';
 import type { DemoService } from '../src/service';

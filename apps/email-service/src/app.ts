@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { pgUnavailable } from '@community/db';
-import { buildServer, type ReadinessProbe } from '@community/observability';
+import { buildServer, type ReadinessProbe } from '@community/service';
 import { registerFlowControlRoute, type FlowControl } from './http/flow-control';
 import { registerUnsubscribeRoutes, type UnsubscribeRouteDeps } from './http/unsubscribe';
 

@@ -13,7 +13,7 @@ import {
 } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
-import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/observability';
+import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/service';
 import { buildApp } from './app';
 import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/observability';
+import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/service';
 import { registerAuth } from './http/auth';
 import { registerFeedRoutes } from './http/feed-routes';
 import type { FeedReader } from './read/feed-reader';

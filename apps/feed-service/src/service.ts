@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, validateOrThrow, type AnyEvent } from '@community/contracts';
 import { classifyPgError, createPgPool } from '@community/db';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/observability';
+import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/service';
 import { buildApp } from './app';
 import { SERVICE_NAME, type FeedConfig } from './config';
 import { createUserErasedHandler } from './handlers/user-erased';

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { pgUnavailable } from '@community/db';
-import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/observability';
+import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/service';
 import { inboxGuards, registerAuth } from './http/auth';
 import { registerNotificationRoutes } from './http/notification-routes';
 import { registerPreferenceRoutes } from './http/preference-routes';

@@ -5,13 +5,7 @@ import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@commu
 import { classifyPgError, createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import {
-  answers,
-  authSettingsFrom,
-  brokerDetails,
-  readinessState,
-  type ReadinessState,
-} from '@community/observability';
+import { answers, authSettingsFrom, brokerDetails, readinessState, type ReadinessState } from '@community/service';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';

@@ -1,7 +1,7 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { DEV_EMAIL_SERVICE_SIGNING_KEY } from '@community/config';
 import { createSigner } from 'fast-jwt';
-import { serviceTokenSigner } from '@community/observability';
+import { serviceTokenSigner } from '@community/service';
 import { loadNotificationConfig } from '../src/config';
 import { bearer, JWT_SECRET, OPERATORS, startHarness, type Harness } from './harness';
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { pgUnavailable } from '@community/db';
-import { buildServer } from '@community/observability';
+import { buildServer } from '@community/service';
 import { registerAdminRoutes } from './http/admin-routes';
 import { registerAuth } from './http/auth';
 import type { AppDeps } from './http/deps';

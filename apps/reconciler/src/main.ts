@@ -1,7 +1,7 @@
 // First: tracing must be set up before the rest is loaded (docs/TRACING.md).
 import { tracing } from './tracing';
 import { redactConfig } from '@community/config';
-import { serviceMain } from '@community/observability';
+import { serviceMain } from '@community/service';
 import { loadReconcilerConfig, RECONCILER_CONFIG, SERVICE_NAME } from './config';
 import { createReconcilerService } from './service';
 

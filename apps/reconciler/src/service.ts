@@ -12,7 +12,7 @@ import {
   type Topology,
 } from '@community/messaging';
 import { createRelay, type OutboxRelay } from '@community/outbox';
-import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/observability';
+import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/service';
 import { buildApp } from './app';
 import { SERVICE_NAME, type ReconcilerConfig } from './config';
 import { createDlqConsole, type DlqConsole } from './dlq';

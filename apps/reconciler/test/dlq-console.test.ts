@@ -1,6 +1,6 @@
 import amqplib from 'amqplib';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { ADMIN_TOKEN_ISSUER } from '@community/observability';
+import { ADMIN_TOKEN_ISSUER } from '@community/service';
 import { craftToken, eventually } from '@community/testing';
 import { OPERATORS, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
 

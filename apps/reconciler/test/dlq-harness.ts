@@ -6,7 +6,7 @@ import { commonConfig, loadConfig } from '@community/config';
 import { validate as validateEnvelope } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import { createMessaging, PermanentError, type Messaging, type Topology } from '@community/messaging';
-import { authGuards, authSettingsFrom, buildServer, readinessState, registerAuth } from '@community/observability';
+import { authGuards, authSettingsFrom, buildServer, readinessState, registerAuth } from '@community/service';
 import {
   createTestDatabase,
   createTestVhost,

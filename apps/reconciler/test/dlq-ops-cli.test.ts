@@ -1,4 +1,4 @@
-import { authGuards } from '@community/observability';
+import { authGuards } from '@community/service';
 import { eventually } from '@community/testing';
 import { JWT_SECRET, OPERATORS, orderId, startDlqHarness, WORK, type DlqHarness } from './dlq-harness';
 import { runOpsCli } from './ops-cli';

@@ -1,42 +1,11 @@
+// What every process records about itself: logs, metrics and traces. (The HTTP server, auth, the
+// error catalogue and the process lifecycle are @community/service's.)
 export { createLogger } from './logger';
 export { redactString } from './redact';
 export type { Logger, LoggerOptions, LogLevel } from './logger';
 export { createRegistry } from './metrics';
 export type { RegistryOptions } from './metrics';
-export { answers, brokerDetails, readinessState } from './readiness';
-export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readiness';
-export { CodedHttpError, defineErrors, DEPENDENCY_UNAVAILABLE, networkUnavailable } from './http-errors';
-export type { DependencyErrorClassifier, ErrorHandlerOptions } from './http-errors';
-export { buildServer, listen } from './server';
-export type { ServerOptions } from './server';
-export { keysetCodec } from './keyset-cursor';
-export type { KeysetCodec } from './keyset-cursor';
-export { runService } from './run-service';
-export type { RunningService, RunServiceOptions } from './run-service';
-export {
-  ADMIN_TOKEN_ISSUER,
-  adminTokenSigner,
-  authGuards,
-  authSettingsFrom,
-  generateOperatorKey,
-  registerAuth,
-  serviceTokenSigner,
-  tokenAuthenticator,
-  TokenRefused,
-  userTokenSigner,
-} from './auth';
-export type {
-  AdminTokenSignerOptions,
-  AuthConfig,
-  AuthGuardOptions,
-  AuthSettings,
-  Principal,
-  ServiceTokenOptions,
-  ServiceTokenSignerOptions,
-  TokenAuthenticator,
-  UserTokenSignerOptions,
-} from './auth';
 export { startTracing, tracingSettings } from './tracing';
 export type { StartTracingOptions, Tracing, TracingSettings } from './tracing';
-export { serviceMain } from './service-main';
-export type { ServiceMainOptions } from './service-main';
+// For @community/service's HTTP server: a span per request, when tracing is on.
+export { registerHttpTracing, tracingEnabled } from './http-tracing';

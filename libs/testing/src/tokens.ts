@@ -2,7 +2,7 @@ import { createHmac, sign as cryptoSign } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { adminTokenSigner, generateOperatorKey } from '@community/observability';
+import { adminTokenSigner, generateOperatorKey } from '@community/service';
 
 /**
  * Operators with keys of their own, for a test's ADMIN_KEYS: the harnesses mint admin tokens as an

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Pool } from 'pg';
 import { ed25519Key } from '@community/config';
-import { authGuards, TokenRefused, type Principal } from '@community/observability';
+import { authGuards, TokenRefused, type Principal } from '@community/service';
 import { SECURITY_ALERT_SCOPE, SERVICE_NAME } from '../config';
 import { userExists } from '../store/users';
 import { ERRORS } from './errors';

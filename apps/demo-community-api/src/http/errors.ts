@@ -1,4 +1,4 @@
-import { defineErrors } from '@community/observability';
+import { defineErrors } from '@community/service';
 
 /**
  * The API's error catalogue: every 4xx this service answers, and the generic 500, by code (unprefixed on the wire, as

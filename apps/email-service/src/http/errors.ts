@@ -1,4 +1,4 @@
-import { defineErrors } from '@community/observability';
+import { defineErrors } from '@community/service';
 
 /**
  * Every error the HTTP API answers with, by code (`ES_` + key on the wire), in fastify's shape

@@ -1,6 +1,6 @@
 import { NOTIFICATION_TYPES, PREFERENCE_LOCKED_TYPES, type NotificationType } from '@community/contracts';
 import { ed25519Key } from '@community/config';
-import { serviceTokenSigner } from '@community/observability';
+import { serviceTokenSigner } from '@community/service';
 import type { UnsubscribeScope } from './token';
 
 export class PreferencesSyncError extends Error {

@@ -1,4 +1,4 @@
-import { keysetCodec } from '@community/observability';
+import { keysetCodec } from '@community/service';
 
 /**
  * The feed's keyset cursor: the (publishedAt, postId) of the last item of a page, newest first.

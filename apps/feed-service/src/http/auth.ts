@@ -1,6 +1,6 @@
-import { authGuards } from '@community/observability';
+import { authGuards } from '@community/service';
 
-export { registerAuth } from '@community/observability';
+export { registerAuth } from '@community/service';
 
 /**
  * onRequest hook of /v1/users/:userId/feed: 401 without a valid token, 403 (`FS_FORBIDDEN_USER`)

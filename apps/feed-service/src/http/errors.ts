@@ -1,4 +1,4 @@
-import { defineErrors } from '@community/observability';
+import { defineErrors } from '@community/service';
 
 /**
  * Every error the feed API answers with besides the token errors (FS_INVALID_TOKEN,

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { ed25519Key } from '@community/config';
-import { authGuards, type Principal } from '@community/observability';
+import { authGuards, type Principal } from '@community/service';
 
-export { registerAuth } from '@community/observability';
+export { registerAuth } from '@community/service';
 
 /** The scope of email-service's service tokens: read preferences, turn email channels off. */
 export const OPT_OUT_SCOPE = 'preferences:opt-out';

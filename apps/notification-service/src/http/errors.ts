@@ -1,4 +1,4 @@
-import { defineErrors } from '@community/observability';
+import { defineErrors } from '@community/service';
 
 /**
  * Every error the HTTP API answers with besides the token errors (NS_INVALID_TOKEN,

@@ -1,4 +1,4 @@
-import { keysetCodec } from '@community/observability';
+import { keysetCodec } from '@community/service';
 
 /**
  * Keyset cursor over (created_version, id), newest first. Opaque to clients (base64url of JSON).

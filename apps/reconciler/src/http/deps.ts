@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { ScheduledJob, Scheduler } from '@community/db';
 import type { ManagementTarget, Publisher } from '@community/messaging';
-import type { AuthSettings, ReadinessProbe } from '@community/observability';
+import type { AuthSettings, ReadinessProbe } from '@community/service';
 import type { ReconcilerConfig } from '../config';
 import type { FeedChecker } from '../jobs/feeds';
 import type { Watchdog } from '../jobs/watchdog';

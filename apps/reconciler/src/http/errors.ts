@@ -1,4 +1,4 @@
-import { defineErrors } from '@community/observability';
+import { defineErrors } from '@community/service';
 
 /**
  * Every error the reconciler answers with besides the token errors (RC_INVALID_TOKEN,

@@ -1,7 +1,8 @@
 // A real process for run-service.spec.ts: signals and process.exit cannot be tested in-process.
 // Behaviour is driven by env: STOP_MS (how long stop() drains), SHUTDOWN_TIMEOUT_MS, FAIL_START.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { buildServer, createLogger, createRegistry, readinessState, runService } from '../index';
+import { createLogger, createRegistry } from '@community/observability';
+import { buildServer, readinessState, runService } from '../index';
 
 const logger = createLogger({ service: 'fixture' });
 const readiness = readinessState();

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
-import { createLogger, type Logger, type LogLevel } from './logger';
-import { createRegistry } from './metrics';
+import { createLogger, type Logger, type LogLevel } from '@community/observability';
+import { createRegistry } from '@community/observability';
 import type { ReadinessState } from './readiness';
 import { runService } from './run-service';
-import type { Tracing } from './tracing';
+import type { Tracing } from '@community/observability';
 
 /** The config fields every service's main needs (libs/config's commonConfig provides them). */
 interface CommonConfig {

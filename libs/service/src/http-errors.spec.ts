@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createLogger } from './logger';
-import { createRegistry } from './metrics';
+import { createLogger } from '@community/observability';
+import { createRegistry } from '@community/observability';
 import { CodedHttpError, defineErrors } from './http-errors';
 import { buildServer } from './server';
 

@@ -1,6 +1,6 @@
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from './logger';
+import type { Logger } from '@community/observability';
 import type { ReadinessState } from './readiness';
 import { listen } from './server';
 

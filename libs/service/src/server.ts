@@ -7,8 +7,8 @@ import Fastify, {
 } from 'fastify';
 import type { Registry } from 'prom-client';
 import { registerErrorHandler, type ErrorHandlerOptions } from './http-errors';
-import { registerHttpTracing, tracingEnabled } from './http-tracing';
-import type { Logger } from './logger';
+import { registerHttpTracing, tracingEnabled } from '@community/observability';
+import type { Logger } from '@community/observability';
 import type { ReadinessChecks, ReadinessProbe } from './readiness';
 
 export interface ServerOptions extends ErrorHandlerOptions {

@@ -3,10 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace';
 import type { FastifyInstance } from 'fastify';
-import { createLogger } from './logger';
-import { createRegistry } from './metrics';
+import { createLogger } from '@community/observability';
+import { createRegistry } from '@community/observability';
 import { buildServer } from './server';
-import { startTracing, type Tracing } from './tracing';
+import { startTracing, type Tracing } from '@community/observability';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { createLogger } from './logger';
-import { createRegistry } from './metrics';
+import { createLogger } from '@community/observability';
+import { createRegistry } from '@community/observability';
 import { readinessState, type ReadinessProbe } from './readiness';
 import { buildServer, type ServerOptions } from './server';
 
