@@ -34,7 +34,8 @@ export const RECONCILER_CONFIG = [
     default: 8,
     min: 3,
     max: 100,
-    description: 'pg pool size (one connection per running job holds its lock, plus the work and HTTP)',
+    description:
+      'pg pool size: at most half of it holds the locks of running jobs (one each; they work through the rest, beside HTTP)',
   },
   // RABBITMQ_MANAGEMENT_URL: in commonConfig (every app applies queue policies through it).
   // Unread counters (docs/RECONCILER.md "Unread counters").

@@ -388,6 +388,43 @@ it('stop() waits for a running job, and aborts one that outlives stopTimeoutMs',
   expect(locks.rowCount).toBe(0);
 });
 
+it('more jobs due at once than the pool has connections: they take turns and all run (none waits forever for a connection)', async () => {
+  // Eight jobs on a pool of four, all forced at the same moment. Each run holds its lock's connection
+  // and works through another: unbounded, the first four lock connections would leave none to work
+  // through, and every run (and the pool) would wait forever.
+  const names = Array.from({ length: 8 }, (_, i) => `turns-${i}`);
+  const pool = createPgPool(db.url, { max: 4, applicationName: 'scheduler-test-turns' });
+  let running = 0;
+  let most = 0;
+  const scheduler = createScheduler({
+    pool,
+    logger: testLogger('turns'),
+    jobs: names.map((name) => ({
+      name,
+      intervalMs: 60_000,
+      run: async ({ pool: p }: JobContext) => {
+        most = Math.max(most, ++running);
+        try {
+          await p.query('SELECT pg_sleep(0.05)');
+          return { slept: 1 };
+        } finally {
+          running--;
+        }
+      },
+    })),
+  });
+  cleanup.push(async () => {
+    await scheduler.stop();
+    await pool.end();
+  });
+  const attempts = await Promise.all(names.map((name) => scheduler.runOnce(name, { force: true })));
+  expect(attempts.map((a) => (a.status === 'ran' ? a.outcome : a.status))).toEqual(names.map(() => 'succeeded'));
+  expect(most).toBe(2); // half the pool: each running job is counted its lock and its work
+  expect(() => createScheduler({ pool, logger: testLogger('turns'), jobs: [], maxConcurrentRuns: 4 })).toThrow(
+    /maxConcurrentRuns must be an integer from 1 to the pool's size less one \(3\), got 4/,
+  );
+}, 60_000);
+
 it('runOnce({ force }) runs a job that is not due, still under its lock; dryRun reaches the job and is recorded', async () => {
   const seen: boolean[] = [];
   const job: ScheduledJob = {

@@ -25,7 +25,7 @@ export function schedulerMetrics(registry: Registry): SchedulerMetrics {
     }),
     skips: new Counter({
       name: 'scheduled_job_skips_total',
-      help: 'Attempts that did not run the job: locked (another replica runs it), not_due (it ran within the interval), database_error',
+      help: 'Attempts that did not run the job: locked (another replica runs it), not_due (it ran within the interval), database_error, stopping (stop() came while it waited its turn)',
       labelNames: ['job', 'reason'],
       registers,
     }),

@@ -76,6 +76,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const random = options.random ?? Math.random;
   validateJobs(jobs, historyMs);
   const metrics: SchedulerMetrics | undefined = options.registry ? schedulerMetrics(options.registry) : undefined;
+  // Without a bound, jobs that come due together (their first attempts all fall within the jitter)
+  // each check out a lock connection until none is left, and then wait forever for one to work
+  // through: the pool, the jobs and every HTTP request of the process with them, stuck. Seen: the
+  // reconciler's 12 jobs on its 8 connections, every interval at 3 s (e2e/database-roles.test.ts).
+  const poolMax = pool.options?.max ?? 10; // pg-pool's default size
+  const maxConcurrentRuns = options.maxConcurrentRuns ?? Math.max(1, Math.floor(poolMax / 2));
+  if (!(Number.isInteger(maxConcurrentRuns) && maxConcurrentRuns >= 1 && maxConcurrentRuns < poolMax))
+    throw new RangeError(
+      `scheduler maxConcurrentRuns must be an integer from 1 to the pool's size less one (${poolMax - 1}), got ${maxConcurrentRuns}`,
+    );
+  const turns = new Turns(maxConcurrentRuns);
   const byName = new Map(jobs.map((j) => [j.name, j]));
   const inFlight = new Set<InFlight>();
   /** Every attempt under way, the loops' and runOnce's: stop() waits for them all. */
@@ -96,6 +107,17 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   }
 
   async function attemptOnce(job: ScheduledJob, options: RunOnceOptions): Promise<Attempt> {
+    await turns.take();
+    try {
+      // stop() came while this attempt waited its turn: the job runs at the next holder's window.
+      if (stopping) return skipped(job, 'stopping', job.intervalMs);
+      return await attemptWithTurn(job, options);
+    } finally {
+      turns.give();
+    }
+  }
+
+  async function attemptWithTurn(job: ScheduledJob, options: RunOnceOptions): Promise<Attempt> {
     const log = logger.child({ job: job.name });
     let lock: JobLock | undefined;
     try {
@@ -246,5 +268,30 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
     return await Promise.race([p.then(() => true), sleep(ms, false, { signal: timer.signal })]);
   } finally {
     timer.abort();
+  }
+}
+
+/**
+ * At most `size` holders at once; the others wait in arrival order. Hand-written (a dozen lines):
+ * the well-kept limiters (p-limit, p-queue) are ES modules only, which jest (CommonJS, where every
+ * spec of this lib runs) cannot load.
+ */
+class Turns {
+  private readonly waiting: Array<() => void> = [];
+  constructor(private free: number) {}
+
+  async take(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the turn to the next waiter, or frees it. */
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
   }
 }

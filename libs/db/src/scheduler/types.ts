@@ -48,9 +48,16 @@ export interface SchedulerOptions {
   holder?: string;
   /** For tests: a source of uniform numbers in [0, 1). */
   random?: () => number;
+  /**
+   * How many jobs run at once in this process; the others wait their turn, in order. Each running
+   * job holds one connection for its lock and works through others, so jobs alone must never be
+   * able to take every connection of the pool. Default: half the pool (`pool.options.max`, at least
+   * 1); it must leave at least one connection for the work.
+   */
+  maxConcurrentRuns?: number;
 }
 
-export type SkipReason = 'locked' | 'not_due' | 'database_error';
+export type SkipReason = 'locked' | 'not_due' | 'database_error' | 'stopping';
 export type RunOutcome = 'succeeded' | 'failed' | 'aborted';
 
 /** The result of one attempt to run a job, and when the next attempt should come. */
