@@ -2,10 +2,17 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import { COMMUNITY_TOPOLOGY } from '@community/contracts';
-import { classifyPgError, createPgPool } from '@community/db';
-import { createMessaging, type Messaging, type Topology } from '@community/messaging';
+import { createPgPool } from '@community/db';
+import type { Messaging, Topology } from '@community/messaging';
 import { type Logger } from '@community/observability';
-import { answers, authSettingsFrom, brokerDetails, readinessState, type ReadinessState } from '@community/service';
+import {
+  answers,
+  authSettingsFrom,
+  brokerDetails,
+  readinessState,
+  type ReadinessState,
+  serviceMessaging,
+} from '@community/service';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
 import { buildApp } from './app';
@@ -44,16 +51,11 @@ export interface DemoService {
 export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): DemoService {
   const { logger, registry } = deps;
   const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE_NAME, logger });
-  const messaging = createMessaging({
-    url: config.AMQP_URL,
-    managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+  const messaging = serviceMessaging(config, {
     service: SERVICE_NAME,
     topology: deps.topology ?? COMMUNITY_TOPOLOGY,
     logger,
     registry,
-    classifiers: [classifyPgError],
-    provisioning: config.AMQP_TOPOLOGY,
-    producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
   });
   const relay = createRelay({
     pool,

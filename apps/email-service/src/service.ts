@@ -11,9 +11,9 @@ import {
   type EventOf,
   type EventType,
 } from '@community/contracts';
-import { classifyPgError, createPgPool } from '@community/db';
-import { createMessaging, type Consumer, type Messaging, type Topology } from '@community/messaging';
-import { answers, brokerDetails, readinessState, type ReadinessState } from '@community/service';
+import { createPgPool } from '@community/db';
+import type { Consumer, Messaging, Topology } from '@community/messaging';
+import { answers, brokerDetails, readinessState, type ReadinessState, serviceMessaging } from '@community/service';
 import { buildApp } from './app';
 import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
@@ -131,16 +131,12 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   });
   const composer = createComposer(config, tokens);
 
-  const messaging = createMessaging({
-    url: config.AMQP_URL,
-    managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+  const messaging = serviceMessaging(config, {
     service: SERVICE_NAME,
     topology: deps.topology ?? COMMUNITY_TOPOLOGY,
     logger,
     registry,
-    classifiers: [classifyPgError, classifySmtpError],
-    provisioning: config.AMQP_TOPOLOGY,
-    producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
+    classifiers: [classifySmtpError],
   });
   const heartbeat = new HolderHeartbeat({
     pool,

@@ -3,9 +3,9 @@ import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, validateOrThrow, type AnyEvent } from '@community/contracts';
-import { classifyPgError, createPgPool } from '@community/db';
-import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/service';
+import { createPgPool } from '@community/db';
+import type { Messaging, Topology } from '@community/messaging';
+import { answers, authSettingsFrom, readinessState, type ReadinessState, serviceMessaging } from '@community/service';
 import { buildApp } from './app';
 import { SERVICE_NAME, type FeedConfig } from './config';
 import { createUserErasedHandler } from './handlers/user-erased';
@@ -71,16 +71,11 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
 
   let messaging: Messaging | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({
-      url: config.AMQP_URL,
-      managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+    messaging = serviceMessaging(config, {
       service: SERVICE_NAME,
       topology: deps.topology ?? COMMUNITY_TOPOLOGY,
       logger,
       registry,
-      classifiers: [classifyPgError],
-      provisioning: config.AMQP_TOPOLOGY,
-      producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
     });
   }
   const fanout = createFanout({ pool, cache, metrics, config, publisher: messaging?.publisher, clock: deps.clock });

@@ -2,10 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@community/contracts';
-import { classifyPgError, createPgPool } from '@community/db';
+import { createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
-import { createMessaging, type Messaging, type Topology } from '@community/messaging';
-import { answers, authSettingsFrom, brokerDetails, readinessState, type ReadinessState } from '@community/service';
+import type { Messaging, Topology } from '@community/messaging';
+import {
+  answers,
+  authSettingsFrom,
+  brokerDetails,
+  readinessState,
+  type ReadinessState,
+  serviceMessaging,
+} from '@community/service';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
@@ -67,16 +74,11 @@ export function createNotificationService(
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({
-      url: config.AMQP_URL,
-      managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+    messaging = serviceMessaging(config, {
       service: SERVICE_NAME,
       topology: deps.topology ?? COMMUNITY_TOPOLOGY,
       logger,
       registry,
-      classifiers: [classifyPgError],
-      provisioning: config.AMQP_TOPOLOGY,
-      producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
     });
     registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS);
     relay = createRelay({

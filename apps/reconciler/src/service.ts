@@ -3,16 +3,10 @@ import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, RECONCILER_LOW_PRIORITY_QUEUE } from '@community/contracts';
-import { classifyPgError, createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
-import {
-  createMessaging,
-  managementTargetFor,
-  type ManagementTarget,
-  type Messaging,
-  type Topology,
-} from '@community/messaging';
+import { createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
+import { managementTargetFor, type ManagementTarget, type Messaging, type Topology } from '@community/messaging';
 import { createRelay, type OutboxRelay } from '@community/outbox';
-import { answers, authSettingsFrom, readinessState, type ReadinessState } from '@community/service';
+import { answers, authSettingsFrom, readinessState, type ReadinessState, serviceMessaging } from '@community/service';
 import { buildApp } from './app';
 import { SERVICE_NAME, type ReconcilerConfig } from './config';
 import { createDlqConsole, type DlqConsole } from './dlq';
@@ -100,16 +94,11 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = createMessaging({
-      url: config.AMQP_URL,
-      managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
+    messaging = serviceMessaging(config, {
       service: SERVICE_NAME,
       topology,
       logger,
       registry,
-      classifiers: [classifyPgError],
-      provisioning: config.AMQP_TOPOLOGY,
-      producerCheck: { missingUserId: config.AMQP_MISSING_USER_ID },
     });
     // The reconciler's own outbox (user.erased, behind its audit row: store/erasures.ts).
     relay = createRelay({

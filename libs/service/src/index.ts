@@ -37,3 +37,5 @@ export type {
 } from './auth';
 export { serviceMain } from './service-main';
 export type { ServiceMainOptions } from './service-main';
+export { serviceMessaging } from './messaging';
+export type { ServiceMessagingConfig, ServiceMessagingOptions } from './messaging';
