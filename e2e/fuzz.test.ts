@@ -340,6 +340,7 @@ it(
       byApp: countBy(requests.map((r) => r.app)),
       categories: Object.keys(byCategory).length,
       earlyCloseRetries: fuzzSend.earlyCloseRetries,
+      staleSocketRetries: fuzzSend.staleSocketRetries,
       ms: Date.now() - started,
     };
     // Which ways of failing to prove an identity were sent (docs/SECURITY.md's principals, each token

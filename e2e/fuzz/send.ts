@@ -19,13 +19,26 @@ const TIMEOUT_MS = 15_000;
  */
 const EARLY_CLOSE = /EPIPE|ECONNRESET|other side closed|socket hang up/;
 const LARGE_BODY = 64 * 1024;
+/**
+ * A kept-alive connection that the app closed as idle just as fetch reused it: the request never
+ * reached the app, and undici reports UND_ERR_SOCKET ("other side closed"). Its keep-alive timer
+ * and the server's race when a loaded machine delays either (seen on each app's first request
+ * after the minutes-long message phase). Any request is sent again once after such an error; an
+ * app that really drops connections does it again, and fails the check.
+ */
+const STALE_SOCKET = /UND_ERR_SOCKET|other side closed/;
 export let earlyCloseRetries = 0;
+export let staleSocketRetries = 0;
 
 export async function send(baseUrl: string, req: BadRequest): Promise<Answer> {
   if (req.raw) return sendRaw(baseUrl, req.raw);
   const large =
     typeof req.body === 'string' ? Buffer.byteLength(req.body) > LARGE_BODY : (req.body?.length ?? 0) > LARGE_BODY;
   let answer = await sendOnce(baseUrl, req);
+  if (answer.transportError && STALE_SOCKET.test(answer.transportError)) {
+    staleSocketRetries++;
+    answer = await sendOnce(baseUrl, req);
+  }
   for (let retry = 0; large && retry < 3 && answer.transportError && EARLY_CLOSE.test(answer.transportError); retry++) {
     earlyCloseRetries++;
     answer = await sendOnce(baseUrl, req);
