@@ -6,12 +6,12 @@ import { createPgPool } from '@community/db';
 import type { Messaging, Topology } from '@community/messaging';
 import { type Logger } from '@community/observability';
 import {
-  answers,
   authSettingsFrom,
   brokerDetails,
   readinessState,
   type ReadinessState,
   serviceMessaging,
+  databaseAnswers,
 } from '@community/service';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
@@ -78,7 +78,7 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
     writeRateLimit: { max: config.DEMO_WRITE_RATE_LIMIT, windowMs: config.DEMO_WRITE_RATE_WINDOW_MS },
     readiness: async () => ({
       ...readiness.checks(),
-      database: await answers(() => pool.query('SELECT 1')),
+      database: await databaseAnswers(pool),
       amqp: messaging.readiness().amqp,
       relay: relay.isHealthy(),
     }),

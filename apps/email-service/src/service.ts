@@ -1,26 +1,25 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import {
-  COMMUNITY_TOPOLOGY,
-  ContractError,
-  QUEUES,
-  validateOrThrow,
-  type EventOf,
-  type EventType,
-} from '@community/contracts';
+import { COMMUNITY_TOPOLOGY, QUEUES, type EventOf } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import type { Consumer, Messaging, Topology } from '@community/messaging';
-import { answers, brokerDetails, readinessState, type ReadinessState, serviceMessaging } from '@community/service';
+import {
+  brokerDetails,
+  databaseAnswers,
+  readinessState,
+  type ReadinessState,
+  serviceMessaging,
+} from '@community/service';
 import { buildApp } from './app';
 import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
 import { HolderHeartbeat } from './delivery/holder';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
 import { Ticker } from './digest/ticker';
-import { criticalLaneHandler } from './handlers/critical-lane';
+import { criticalLaneOnly } from './handlers/critical-lane';
+import { only } from './handlers/only';
 import { notificationCreatedHandler } from './handlers/notification-created';
 import { userErasedHandler } from './handlers/user-erased';
 import { userUpsertedHandler } from './handlers/user-upserted';
@@ -29,6 +28,8 @@ import { emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from 
 import { recordRetentionHorizon } from './store/horizon';
 import type { CircuitBreaker } from './smtp/breaker';
 import { classifySmtpError } from './smtp/classify';
+import { smtpFlowControl } from './smtp/flow-control';
+import { pauseLanesWhileOpen } from './smtp/pause-lanes';
 import { createSmtpStack } from './smtp/stack';
 import { PreferencesClient } from './unsubscribe/preferences-client';
 import { syncDueSuppressions } from './unsubscribe/sync';
@@ -75,35 +76,6 @@ export interface EmailService {
   start(): Promise<void>;
   /** Drains the consumers and closes what start() opened; app.close() then ends the HTTP server and the pool. */
   stop(): Promise<void>;
-}
-
-/** Below the /readyz timeout (2 s), so a database that hangs is reported by name, not as a timeout. */
-const DATABASE_CHECK_MS = 1_000;
-
-function databaseAnswers(pool: Pool): Promise<boolean> {
-  return answers(() =>
-    Promise.race([
-      pool.query('SELECT 1'),
-      sleep(DATABASE_CHECK_MS, undefined, { ref: false }).then(() => Promise.reject(new Error('no answer in time'))),
-    ]),
-  );
-}
-
-/** A validator that also refuses a valid event of another type (a binding mistake): permanent. */
-/** Events of exactly these types (a union of EventOf, one per type); anything else is refused. */
-function only<T extends EventType>(...types: T[]) {
-  return (body: Buffer): { [K in T]: EventOf<K> }[T] => {
-    const event = validateOrThrow(body);
-    if (!(types as EventType[]).includes(event.type)) {
-      throw new ContractError(
-        'UNKNOWN_TYPE',
-        '/type',
-        `unexpected event type '${event.type}' on this queue (expected '${types.join("' or '")}')`,
-        { eventId: event.id, eventType: event.type },
-      );
-    }
-    return event as { [K in T]: EventOf<K> }[T];
-  };
 }
 
 /**
@@ -159,10 +131,11 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     digestPeriod: config.DIGEST_PERIOD,
     now: clock,
   };
-  const handleNotification = refuseExpiredEvents(
+  const handleNotification = notificationCreatedHandler(handlerDeps);
+  // Before anything can send: an event past the acceptance window may have lost its ledger row.
+  const refuseExpired = refuseExpiredEvents<EventOf<'notification.created'>>(
     emailRetentionPolicy(config).maxEventAgeMs,
     clock,
-    notificationCreatedHandler(handlerDeps),
   );
   const sendConsumer = messaging.consume<EventOf<'notification.created'>>({
     queue: SEND_QUEUE,
@@ -171,6 +144,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
     timeoutMs: sendHandlerTimeoutMs(config),
     validate: only('notification.created'),
+    middleware: [refuseExpired],
     handle: handleNotification,
   });
   // The critical lane (docs/EMAIL.md): its own queue, so no backlog on SEND_QUEUE delays a security
@@ -182,7 +156,8 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
     timeoutMs: sendHandlerTimeoutMs(config),
     validate: only('notification.created'),
-    handle: criticalLaneHandler(handleNotification),
+    middleware: [criticalLaneOnly, refuseExpired],
+    handle: handleNotification,
   });
   // The user projection and, on the same queue, erasures (handlers/user-erased.ts): an erasure
   // waits behind the same user's earlier user.upserted instead of racing it.
@@ -197,18 +172,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     handle: (event, ctx) => (event.type === 'user.erased' ? erased(event, ctx) : upserted(event, ctx)),
   });
 
-  // The breaker pauses this service's SMTP-bound queues (both lanes) only; the user projection and
-  // any other consumer on the same connection keep going. Transitions are serialised: a close that
-  // follows an open quickly must resume after the pause finished, not before.
-  let transition = Promise.resolve();
-  const enqueue = (what: 'pause' | 'resume') => {
-    transition = transition
-      .then(() => Promise.all([sendConsumer, criticalConsumer].map((c) => (what === 'pause' ? c.pause() : c.resume()))))
-      .then(() => undefined)
-      .catch((err: Error) => logger.error({ err: err.message }, `could not ${what} the email queues`));
-  };
-  breaker.on('open', () => enqueue('pause'));
-  breaker.on('close', () => enqueue('resume'));
+  const lanes = pauseLanesWhileOpen(breaker, [sendConsumer, criticalConsumer], logger);
 
   const digestJobs: DigestJobDeps = {
     pool,
@@ -240,8 +204,6 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
   const app = buildApp({
     logger,
     registry,
-    // The database is asked on every /readyz (as notification-service does): nothing else notices
-    // that it went away until a message needs it, and /readyz must name the dependency that is down.
     checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
     // `leases.waitingOnDeadHolders`: "consuming" alone hid messages that waited for a dead process.
     details: () => ({
@@ -250,29 +212,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
       leases: heartbeat.describe(),
       ...brokerDetails(messaging.blocked()),
     }),
-    flowControl: () => {
-      const { state, openForMs, consecutiveFailures, lastError, lastErrorAt } = breaker.describe();
-      return {
-        breakers: [
-          {
-            series: 'email_smtp_breaker_open',
-            state,
-            openForMs,
-            consecutiveFailures,
-            lastError,
-            lastErrorAt,
-            pauses: [SEND_QUEUE, CRITICAL_SEND_QUEUE],
-          },
-        ],
-        rateLimits: [
-          {
-            name: 'SMTP rate limit',
-            perSecond: config.SMTP_RATE_PER_SECOND,
-            queues: [SEND_QUEUE, CRITICAL_SEND_QUEUE],
-          },
-        ],
-      };
-    },
+    flowControl: () => smtpFlowControl(breaker, config, [SEND_QUEUE, CRITICAL_SEND_QUEUE]),
     unsubscribe: { ...syncDeps, tokens, now: clock, ttlDays: config.UNSUBSCRIBE_TOKEN_TTL_DAYS },
   });
 
@@ -306,7 +246,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
       await heartbeat.stop();
       await breaker.stop();
       sender.close();
-      await transition;
+      await lanes.settled();
     },
   };
 }

@@ -5,7 +5,14 @@ import type { Registry } from 'prom-client';
 import { COMMUNITY_TOPOLOGY, validateOrThrow, type AnyEvent } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import type { Messaging, Topology } from '@community/messaging';
-import { answers, authSettingsFrom, readinessState, type ReadinessState, serviceMessaging } from '@community/service';
+import {
+  answers,
+  authSettingsFrom,
+  readinessState,
+  type ReadinessState,
+  serviceMessaging,
+  databaseAnswers,
+} from '@community/service';
 import { buildApp } from './app';
 import { SERVICE_NAME, type FeedConfig } from './config';
 import { createUserErasedHandler } from './handlers/user-erased';
@@ -137,7 +144,7 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),
-      database: await answers(() => pool.query('SELECT 1')),
+      database: await databaseAnswers(pool),
     }),
     // Redis down affects every replica alike and the feed still answers (from Postgres): a detail,
     // not a reason to take this replica out of rotation (docs/SERVICE-TEMPLATE.md "Readiness").

@@ -6,12 +6,12 @@ import { createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import type { Messaging, Topology } from '@community/messaging';
 import {
-  answers,
   authSettingsFrom,
   brokerDetails,
   readinessState,
   type ReadinessState,
   serviceMessaging,
+  databaseAnswers,
 } from '@community/service';
 import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
@@ -116,7 +116,7 @@ export function createNotificationService(
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),
-      database: await answers(() => pool.query('SELECT 1')),
+      database: await databaseAnswers(pool),
       ...(relay ? { relay: relay.isHealthy() } : {}),
     }),
     readinessDetails: messaging ? () => brokerDetails(messaging?.blocked()) : undefined,

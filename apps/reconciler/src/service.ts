@@ -6,7 +6,13 @@ import { COMMUNITY_TOPOLOGY, RECONCILER_LOW_PRIORITY_QUEUE } from '@community/co
 import { createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
 import { managementTargetFor, type ManagementTarget, type Messaging, type Topology } from '@community/messaging';
 import { createRelay, type OutboxRelay } from '@community/outbox';
-import { answers, authSettingsFrom, readinessState, type ReadinessState, serviceMessaging } from '@community/service';
+import {
+  authSettingsFrom,
+  readinessState,
+  type ReadinessState,
+  serviceMessaging,
+  databaseAnswers,
+} from '@community/service';
 import { buildApp } from './app';
 import { SERVICE_NAME, type ReconcilerConfig } from './config';
 import { createDlqConsole, type DlqConsole } from './dlq';
@@ -207,7 +213,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),
-      database: await answers(() => pool.query('SELECT 1')),
+      database: await databaseAnswers(pool),
       ...(relay ? { relay: relay.isHealthy() } : {}),
     }),
   });

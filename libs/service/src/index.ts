@@ -2,7 +2,7 @@
 // its ops routes and error handler, the coded error catalogue, readiness, bearer-token auth and its
 // guards, keyset cursors, and the process lifecycle (runService, serviceMain). Logs, metrics and
 // traces are @community/observability's.
-export { answers, brokerDetails, readinessState } from './readiness';
+export { answers, brokerDetails, databaseAnswers, readinessState } from './readiness';
 export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readiness';
 export { CodedHttpError, defineErrors, DEPENDENCY_UNAVAILABLE, networkUnavailable } from './http-errors';
 export type { DependencyErrorClassifier, ErrorHandlerOptions } from './http-errors';

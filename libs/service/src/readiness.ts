@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 export type ReadinessChecks = Record<string, boolean>;
 export type ReadinessProbe = () => Promise<ReadinessChecks> | ReadinessChecks;
 
@@ -55,6 +57,23 @@ export async function answers(check: () => Promise<unknown>): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Below the /readyz timeout (2 s), so a database that hangs is reported by name, not as a timeout. */
+const DATABASE_CHECK_MS = 1_000;
+
+/**
+ * The `database` check of every app's /readyz: Postgres answers `SELECT 1` within a second. Asked on
+ * every probe: nothing else notices that the database went away until a request or a message needs
+ * it, and /readyz must name the dependency that is down.
+ */
+export function databaseAnswers(pool: { query(sql: string): Promise<unknown> }): Promise<boolean> {
+  return answers(() =>
+    Promise.race([
+      pool.query('SELECT 1'),
+      sleep(DATABASE_CHECK_MS, undefined, { ref: false }).then(() => Promise.reject(new Error('no answer in time'))),
+    ]),
+  );
 }
 
 /**

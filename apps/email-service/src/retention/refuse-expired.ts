@@ -1,4 +1,4 @@
-import { PermanentError, type Handler } from '@community/messaging';
+import { PermanentError, type Middleware } from '@community/messaging';
 
 /**
  * Refuses a message older than the acceptance window, before it can send anything.
@@ -13,9 +13,8 @@ import { PermanentError, type Handler } from '@community/messaging';
 export function refuseExpiredEvents<E extends { id: string; occurredAt: string }>(
   maxAgeMs: number,
   now: () => Date,
-  handler: Handler<E>,
-): Handler<E> {
-  return async (event, ctx) => {
+): Middleware<E> {
+  return (handler) => async (event, ctx) => {
     const ageMs = now().getTime() - Date.parse(event.occurredAt);
     if (!(ageMs <= maxAgeMs)) {
       throw new PermanentError(
