@@ -17,9 +17,10 @@ import { buildApp } from './app';
 import { SERVICE_NAME, type ReconcilerConfig } from './config';
 import { createDlqConsole, type DlqConsole } from './dlq';
 import { parseRecountRequest } from './domain/requests';
+import { recountRangeHandler } from './handlers/recount';
 import { adminOnly } from './http/auth';
 import { createFeedCache, type FeedCache } from '@community/feed-service';
-import { counterJobs, recount } from './jobs/counters';
+import { counterJobs } from './jobs/counters';
 import { createFeedChecker, type FeedChecker } from './jobs/feeds';
 import { instrument } from './jobs/instrument';
 import { retentionJobs } from './jobs/retention';
@@ -160,18 +161,7 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
       concurrency: 1,
       timeoutMs: 120_000,
       validate: parseRecountRequest,
-      handle: async (req, ctx) => {
-        const summary = await recount(pool, metrics, {
-          batchSize: config.COUNTER_BATCH_SIZE,
-          after: req.data.after,
-          through: req.data.through,
-          dryRun: false,
-          source: `queue:${req.data.requestedBy}`,
-          signal: ctx.signal,
-        });
-        ctx.logger.info({ ...summary, after: req.data.after, through: req.data.through }, 'recount batch done');
-        return 'processed';
-      },
+      handle: recountRangeHandler({ pool, metrics, batchSize: config.COUNTER_BATCH_SIZE }),
     });
   }
 
