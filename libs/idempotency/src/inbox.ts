@@ -24,3 +24,17 @@ export function inboxClaimSql(consumer: string, eventIds: string): string {
           ON CONFLICT DO NOTHING
           RETURNING event_id`;
 }
+
+/**
+ * The claim as a statement of its own, for a consumer whose effects are not one statement (an
+ * erasure across tables): the ids claimed now, in the caller's transaction; an id already in the
+ * inbox is not among them, and then the caller has no effect.
+ */
+export async function claimEvents(
+  tx: { query(sql: string, values: unknown[]): Promise<{ rows: Array<{ event_id: string }> }> },
+  consumer: string,
+  eventIds: readonly string[],
+): Promise<string[]> {
+  const res = await tx.query(inboxClaimSql('$1', '$2'), [consumer, eventIds]);
+  return res.rows.map((r) => r.event_id);
+}

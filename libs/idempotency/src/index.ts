@@ -1,4 +1,4 @@
-export { inboxClaimSql } from './inbox';
+export { claimEvents, inboxClaimSql } from './inbox';
 export {
   assertInboxRetention,
   countPurgeableProcessedEvents,

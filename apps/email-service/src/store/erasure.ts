@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { inboxClaimSql } from '@community/idempotency';
+import { claimEvents } from '@community/idempotency';
 
 /** The display name an erased user keeps in the projection: what other users' emails name them as. */
 export const ERASED_DISPLAY_NAME = 'a deleted user';
@@ -42,11 +42,7 @@ export async function eraseUser(
   event: { id: string; occurredAt: string },
   userId: string,
 ): Promise<ErasureCounts | null> {
-  const claimed = await tx.query(
-    `WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`,
-    [consumer, [event.id]],
-  );
-  if (claimed.rows[0].n === 0) return null;
+  if ((await claimEvents(tx, consumer, [event.id])).length === 0) return null;
 
   await tx.query(
     `INSERT INTO email_users (user_id, email, display_name, locale, source_event_id, source_occurred_at, updated_at)

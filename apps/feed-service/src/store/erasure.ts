@@ -1,5 +1,5 @@
 import type { Pool, PoolClient } from 'pg';
-import { inboxClaimSql, processedAtBy } from '@community/idempotency';
+import { claimEvents, processedAtBy } from '@community/idempotency';
 
 /** What Redis must forget of an erased user, read from the projections before they are deleted. */
 export interface ErasureFootprint {
@@ -48,11 +48,7 @@ export async function eraseUser(
   eventId: string,
   userId: string,
 ): Promise<ErasureCounts | null> {
-  const claimed = await tx.query(
-    `WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`,
-    [consumer, [eventId]],
-  );
-  if (claimed.rows[0].n === 0) return null;
+  if ((await claimEvents(tx, consumer, [eventId])).length === 0) return null;
   const follows = await tx.query<{ followee_id: string; active: boolean; follower_id: string }>(
     `DELETE FROM feed_follows WHERE follower_id = $1 OR followee_id = $1 RETURNING follower_id, followee_id, active`,
     [userId],

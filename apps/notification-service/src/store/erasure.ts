@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import { inboxClaimSql } from '@community/idempotency';
+import { claimEvents } from '@community/idempotency';
 import { notifyInboxes } from './ingest';
 
 export interface ErasureCounts {
@@ -36,11 +36,7 @@ export async function eraseUser(
   eventId: string,
   userId: string,
 ): Promise<ErasureCounts | null> {
-  const claimed = await tx.query(
-    `WITH claimed AS (${inboxClaimSql('$1', '$2')}) SELECT count(*)::int AS n FROM claimed`,
-    [consumer, [eventId]],
-  );
-  if (claimed.rows[0].n === 0) return null;
+  if ((await claimEvents(tx, consumer, [eventId])).length === 0) return null;
 
   const recipients = (
     await tx.query<{ user_id: string }>(
