@@ -6,3 +6,4 @@ export * from './tcp-proxy';
 export * from './names';
 export * from './tokens';
 export * from './net';
+export * from './bundles';

@@ -1,8 +1,7 @@
-import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { bundleAppTo, startBundleUntilConfig } from '@community/testing';
 import type { Pool } from 'pg';
 import type { DlqMetrics } from './metrics';
 import { dlqRoutes } from './routes';
@@ -105,31 +104,19 @@ describe('a bundle of the reconciler', () => {
   const ASSETS = ['dlq-console.html', 'dlq-console.css', 'dlq-console.browser.js'];
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  // Loading a bundle runs every module's top level, page.ts's reads included, before the
-  // configuration is loaded: an invalid PORT stops it right after, with nothing connected.
-  const start = (main: string) =>
-    promisify(execFile)(process.execPath, [main], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, PORT: 'not-a-port' },
-      timeout: 30_000,
-    }).then(
-      () => '',
-      (err: { stderr: string }) => err.stderr,
-    );
-
   it('carries the page, its stylesheet and its script, and stops at start without one', async () => {
-    // In a child: jest's module system cannot import the ES module bundle.mjs.
     const main = path.join(dir, 'main.js');
-    const build = `import { bundleApp } from './scripts/dev/setup/bundle.mjs'; await bundleApp('reconciler', process.cwd(), ${JSON.stringify(main)});`;
-    await promisify(execFile)(process.execPath, ['--input-type=module', '-e', build], { cwd: ROOT, timeout: 60_000 });
+    await bundleAppTo('reconciler', main);
     for (const file of ASSETS)
       expect(readFileSync(path.join(dir, file), 'utf8')).toBe(readFileSync(path.join(__dirname, file), 'utf8'));
 
-    const stderr = await start(main);
+    const stderr = await startBundleUntilConfig(main);
     expect(stderr).toContain('PORT');
     expect(stderr).not.toContain('ENOENT');
 
     unlinkSync(path.join(dir, ASSETS[2]));
-    expect(await start(main)).toContain(`ENOENT: no such file or directory, open '${path.join(dir, ASSETS[2])}'`);
+    expect(await startBundleUntilConfig(main)).toContain(
+      `ENOENT: no such file or directory, open '${path.join(dir, ASSETS[2])}'`,
+    );
   }, 90_000);
 });
