@@ -44,23 +44,23 @@ it('finds the calls it checks (and the check fails on a call without provisionin
   ).toHaveLength(1);
 });
 
-it.each(apps)('%s passes provisioning (AMQP_TOPOLOGY) to every createMessaging', (app) => {
-  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) =>
-    messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })),
-  );
-  expect(calls.filter((c) => !/provisioning:\s*config\.AMQP_TOPOLOGY/.test(c.call)).map((c) => c.file)).toEqual([]);
-});
+// Every app sets its messaging up through the service kit's serviceMessaging(config, …), never with
+// a createMessaging of its own, and that one call passes the provisioning mode and the transition
+// setting for messages without user-id (docs/MESSAGING.md "Broker identity"): an app that did not
+// would declare the whole topology (refused under own-queues) or ignore AMQP_MISSING_USER_ID=accept.
+it.each(apps)(
+  '%s sets up its messaging from its config through serviceMessaging, with no createMessaging of its own',
+  (app) => {
+    const files = sources(path.join(ROOT, 'apps', app, 'src'));
+    const own = files.flatMap((f) => messagingCalls(readFileSync(f, 'utf8')).map(() => path.relative(ROOT, f)));
+    expect(own).toEqual([]);
+    expect(files.some((f) => /serviceMessaging\(config,/.test(readFileSync(f, 'utf8')))).toBe(true);
+  },
+);
 
-// The transition setting for messages without user-id (docs/MESSAGING.md "Broker identity") is
-// configuration: an app that does not pass it on ignores AMQP_MISSING_USER_ID=accept.
-it.each(apps)('%s passes AMQP_MISSING_USER_ID to every createMessaging', (app) => {
-  const calls = sources(path.join(ROOT, 'apps', app, 'src')).flatMap((f) =>
-    messagingCalls(readFileSync(f, 'utf8')).map((c) => ({ file: path.relative(ROOT, f), call: c })),
-  );
-  expect(calls.length).toBeGreaterThan(0);
-  expect(
-    calls
-      .filter((c) => !/producerCheck:\s*\{\s*missingUserId:\s*config\.AMQP_MISSING_USER_ID\s*\}/.test(c.call))
-      .map((c) => c.file),
-  ).toEqual([]);
+it('serviceMessaging passes AMQP_TOPOLOGY and AMQP_MISSING_USER_ID on', () => {
+  const calls = messagingCalls(readFileSync(path.join(ROOT, 'libs/service/src/messaging.ts'), 'utf8'));
+  expect(calls).toHaveLength(1);
+  expect(calls[0]).toMatch(/provisioning:\s*config\.AMQP_TOPOLOGY/);
+  expect(calls[0]).toMatch(/producerCheck:\s*\{\s*missingUserId:\s*config\.AMQP_MISSING_USER_ID\s*\}/);
 });
