@@ -4,34 +4,25 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { databaseFaults, eventually, tcpProxy, type TcpProxy } from '@community/testing';
-import { freePort, http, jwt, startApp, startSmtpSink, stopApp, type App, type SmtpSink } from '../harness';
-import {
-  checkInvariants,
-  pendingWork,
-  queueDepths,
-  queueDepthsFast,
-  readQueue,
-  type BrokerMessage,
-  type FeedReaders,
-  type Figures,
-  type Management,
-} from './checks';
+import { eventually, tcpProxy } from '@community/testing';
+import { freePort, http, jwt, startSmtpSink } from '../harness';
+import { checkInvariants, type FeedReaders } from './checks';
+import { drain, drainedNow, readDlqs, READY_WITHIN_MS } from './drain';
+import { faults } from './faults';
+import { APPS, Fleet, type Deps } from './fleet';
 import { cast as makeCast, EVENT_TYPES, Ledger, runLoad } from './load';
-import {
-  createMigratedDatabase,
-  startPrivatePostgres,
-  startPrivateRabbit,
-  startPrivateRedis,
-  type PrivatePostgres,
-  type PrivateRabbit,
-  type PrivateRedis,
-} from './private-deps';
+import { createMigratedDatabase, startPrivatePostgres, startPrivateRabbit, startPrivateRedis } from './private-deps';
+import { ACCESS, base, JWT_SECRET, P, PROFILE_NAME, SUITE } from './profile';
+import { breaches, printTable, type Row } from './report';
 import { startCluster, type Cluster } from '../cluster/cluster';
-import { clusterFaults, leadersByNode } from '../cluster/faults';
+import { leadersByNode } from '../cluster/faults';
 
 /**
  * The fault suite (`npm run test:chaos`; short profile in `npm test` via e2e/chaos.isolated.test.ts).
+ *
+ * The pieces: profile.ts (settings), fleet.ts (the apps under test and what the run started),
+ * faults.ts (each fault: inject, hold, heal), drain.ts (when the system is drained), checks.ts (the
+ * invariants), report.ts (rows, breaches, the table); this file runs the phases.
  *
  * It starts its OWN RabbitMQ node, Postgres cluster and Redis (private-deps.ts) and an SMTP sink, so
  * the machine-wide faults (broker stop_app, memory alarm, database restart, Redis down) hit nobody
@@ -53,423 +44,12 @@ import { clusterFaults, leadersByNode } from '../cluster/faults';
  * CHAOS_ROUNDS (rounds per fault), CHAOS_RATE (rounds per second), CHAOS_HOLD_MS (scale of the
  * holds), CHAOS_KILLS (SIGKILLs per kill fault), CHAOS_FAULTS (comma-separated subset of the fault names), CHAOS_REPORT (a JSON file to write).
  */
-interface Profile {
-  rounds: number;
-  /** Rounds of the whole run, spread over the selected faults (ceil(total / faults) each); CHAOS_ROUNDS overrides. */
-  totalRounds?: number;
-  rate: number;
-  /** How long a fault is held ("30 s" in the issue). */
-  holdMs: number;
-  /** SIGKILLs of each app per kill fault, each with work in hand. The short profile kills once: a second
-   * and third kill repeat the same fault (kill, restart, redelivery) and cost a restart each. */
-  kills: number;
-  /** Postgres unreachable ("60 s"). */
-  pgHoldMs: number;
-  /** close_all_connections every 5 s for this long ("a minute"). */
-  closeForMs: number;
-  /** How long to wait for the first effect after a heal, and for the drain, before calling it a failure. */
-  recoverMs: number;
-  drainMs: number;
-  /** Extra environment of the apps: shorter leases and timeouts so the short profile's drains fit in CI. */
-  appEnv: Record<string, string>;
-}
 
-const SHORT_TIMEOUTS = {
-  // The kill of email-service leaves its in-flight sends leased; a 10 s lease (default 2 min) lets
-  // the short profile drain in seconds. It must exceed 2 × connection + socket timeout (config check).
-  EMAIL_LEASE_MS: '10000',
-  SMTP_CONNECTION_TIMEOUT_MS: '2000',
-  SMTP_SOCKET_TIMEOUT_MS: '5000',
-  SMTP_BREAKER_PROBE_MAX_MS: '2000',
-};
-const PROFILES: Record<string, Profile> = {
-  short: {
-    rounds: 9,
-    rate: 3,
-    holdMs: 4_000,
-    kills: 1,
-    pgHoldMs: 6_000,
-    closeForMs: 10_000,
-    recoverMs: 120_000,
-    drainMs: 240_000,
-    appEnv: SHORT_TIMEOUTS,
-  },
-  mid: {
-    rounds: 150,
-    rate: 8,
-    holdMs: 15_000,
-    kills: 3,
-    pgHoldMs: 30_000,
-    closeForMs: 30_000,
-    recoverMs: 300_000,
-    drainMs: 600_000,
-    appEnv: SHORT_TIMEOUTS,
-  },
-  // 10,400 rounds over the whole run (800 for each of 13 faults, 740 of 14), so that every event
-  // type a round produces once reaches ≥ 10,000 whatever CHAOS_FAULTS selects; the holds of the issue; product defaults.
-  full: {
-    rounds: 0,
-    totalRounds: 10_400,
-    rate: 10,
-    holdMs: 30_000,
-    kills: 3,
-    pgHoldMs: 60_000,
-    closeForMs: 60_000,
-    recoverMs: 600_000,
-    drainMs: 900_000,
-    appEnv: {},
-  },
-};
-const SUITE = process.env.CHAOS_SUITE ?? 'chaos';
-if (SUITE !== 'chaos' && SUITE !== 'cluster') throw new Error(`CHAOS_SUITE: "${SUITE}" is not chaos or cluster`);
-const ACCESS = process.env.CLUSTER_ACCESS ?? 'haproxy';
-if (ACCESS !== 'haproxy' && ACCESS !== 'urls') throw new Error(`CLUSTER_ACCESS: "${ACCESS}" is not haproxy or urls`);
-// The cluster suite's full profile: the issue's 15,000 mentions (4 per round) over the whole run,
-// with two SIGKILLs of the critical queue's leader; its holds are a node down for 30 s.
-if (SUITE === 'cluster') {
-  PROFILES.full = { ...PROFILES.full, totalRounds: 3_750, kills: 2 };
-  PROFILES.mid = { ...PROFILES.mid, kills: 2 };
-  PROFILES.short = { ...PROFILES.short, kills: 1 };
-}
-const PROFILE_NAME = process.env.CHAOS_PROFILE ?? 'short';
-const base = PROFILES[PROFILE_NAME];
-if (!base) throw new Error(`CHAOS_PROFILE: "${PROFILE_NAME}" is not one of ${Object.keys(PROFILES).join(', ')}`);
-const P: Profile = {
-  ...base,
-  rounds: Number(process.env.CHAOS_ROUNDS ?? base.rounds),
-  rate: Number(process.env.CHAOS_RATE ?? base.rate),
-  holdMs: Number(process.env.CHAOS_HOLD_MS ?? base.holdMs),
-  kills: Number(process.env.CHAOS_KILLS ?? base.kills),
-};
-const JWT_SECRET = 'chaos-secret-chaos-secret-chaos-secret';
-
-/**
- * The apps under test, data-driven: adding one is one entry. Every app gets the same dependency
- * URLs (PORT, DATABASE_URL, AMQP_URL, REDIS_URL, ...); `amqpViaProxy` puts the blackhole-able proxy
- * between it and the broker; `backlog` is what it consumes (a kill waits for a backlog there: mid-batch).
- */
-interface AppSpec {
-  key: string;
-  name: string;
-  amqpViaProxy?: boolean;
-  /** Where its work in hand shows: these queues, the outbox (a producer), or nowhere the suite can see (kill at random). */
-  backlog: 'outbox' | 'none' | string[];
-  env?: (ports: Record<string, number>) => Record<string, string>;
-}
-const APPS: AppSpec[] = [
-  {
-    key: 'notifications',
-    name: 'notification-service',
-    amqpViaProxy: true,
-    backlog: ['notification-service.critical', 'notification-service.standard'],
-  },
-  { key: 'email', name: 'email-service', backlog: ['email-service.send', 'email-service.send-critical'] },
-  { key: 'api', name: 'demo-community-api', backlog: 'outbox' },
-  // Its recount jobs run against the live counters the invariants check; its queue is idle under this load.
-  {
-    key: 'reconciler',
-    name: 'reconciler',
-    backlog: 'none',
-    env: (p) => ({ BREAKER_METRICS_URLS: `http://127.0.0.1:${p.email}/metrics` }),
-  },
-  // The feed projections, fan-out and the cache in the private Redis (docs/FEED.md).
-  {
-    key: 'feed',
-    name: 'feed-service',
-    backlog: ['feed-service.activity', 'feed-service.fanout', 'feed-service.backfill'],
-  },
-];
-
-interface Deps {
-  /** The broker as the suite's checks and the single-node faults use it (the cluster: any node, through haproxy). */
-  rabbit: Pick<PrivateRabbit, 'ctl' | 'amqpUrl' | 'amqpPort' | 'managementUrl'>;
-  /** The cluster suite's cluster; every app's AMQP_URL is then `appAmqpUrl` (haproxy, or the node list). */
-  cluster?: Cluster;
-  appAmqpUrl?: string;
-  pgServer: PrivatePostgres;
-  redis: PrivateRedis;
-  smtp: SmtpSink;
-  amqpProxy: TcpProxy;
-  pgProxy: TcpProxy;
-  dbUrl: string;
-  /** The suite's own pool, straight to the server (not through the proxy). */
-  db: pg.Pool;
-  management: Management;
-}
-
-const apps = new Map<string, App>();
-/** What a fault's own checks found wrong during the current phase (reported as breaches of its row). */
-const faultBreaches: string[] = [];
-const killedOnPurpose = new Set<App>();
-const unexpectedExits: string[] = [];
-let appEnv: Record<string, string> = {};
-const ports: Record<string, number> = {};
-
-async function launch(spec: AppSpec, deps: Deps): Promise<void> {
-  const amqp =
-    deps.appAmqpUrl ??
-    (spec.amqpViaProxy ? `amqp://guest:guest@127.0.0.1:${deps.amqpProxy.port}` : deps.rabbit.amqpUrl);
-  const app = await startApp(spec.name, ports[spec.key], { ...appEnv, AMQP_URL: amqp, ...(spec.env?.(ports) ?? {}) });
-  app.proc.on('exit', (code, signal) => {
-    if (killedOnPurpose.has(app) || cleaning) return;
-    // Its whole output goes to a file (a log line can be long enough to push the cause out of the tail).
-    const file = path.join(tmpdir(), `chaos-exit-${app.name}-${Date.now()}.log`);
-    void writeFile(file, app.output.join('')).catch(() => undefined);
-    const what = `${app.name} exited (${signal ?? code}; whole output in ${file}): ${app.output.join('').slice(-3000)}`;
-    unexpectedExits.push(what);
-    console.error(`[chaos] UNEXPECTED EXIT (a breach; restarted as a supervisor would): ${what}`);
-    // Restarted, as `npm start` and a Deployment would, so the rest of the run still measures something.
-    void sleep(1000)
-      .then(() => (cleaning ? undefined : launch(spec, deps)))
-      .catch((err: unknown) => console.error(`[chaos] restarting ${app.name}:`, err));
-  });
-  apps.set(spec.key, app);
-}
-
-function app(key: string): App {
-  const a = apps.get(key);
-  if (!a) throw new Error(`app ${key} not started`);
-  return a;
-}
-
-/** Work in the app's hands: messages in its queues, or (the API) outbox rows its relay has yet to publish. */
-async function backlog(deps: Deps, spec: AppSpec): Promise<number> {
-  if (spec.backlog === 'none') return 0;
-  if (spec.backlog === 'outbox') return (await pendingWork(deps.db).catch(() => ({ outbox: 0 }))).outbox;
-  const depths = await queueDepthsFast(deps.management).catch(() => new Map<string, number>());
-  return spec.backlog.reduce((n, q) => n + (depths.get(q) ?? 0), 0);
-}
-
-type Fault = (deps: Deps) => Promise<string>;
-
-/** Each fault: inject, hold, heal; resolves once healed, with a note for the report. */
-function faults(): Record<string, Fault> {
-  if (SUITE === 'cluster') return clusterSuiteFaults();
-  const f: Record<string, Fault> = {};
-  for (const spec of APPS) {
-    // P.kills kills at random points of the hold, each once the app has a backlog in its queues (a
-    // batch in hand), each waiting for the restarted app to be ready.
-    f[`kill -9 ${spec.name} ×${P.kills}`] = async (deps) => {
-      const notes: string[] = [];
-      for (let k = 0; k < P.kills; k++) {
-        await sleep(Math.random() * (P.holdMs / P.kills));
-        if (spec.backlog !== 'none')
-          await eventually(`${spec.name} has a backlog`, async () => (await backlog(deps, spec)) > 0, 10_000, 50).catch(
-            () => undefined,
-          );
-        const depth = await backlog(deps, spec);
-        const running = app(spec.key);
-        killedOnPurpose.add(running);
-        await stopApp(running, 'SIGKILL');
-        const killedAt = Date.now();
-        await launch(spec, deps);
-        notes.push(`${depth} (ready again in ${((Date.now() - killedAt) / 1000).toFixed(1)} s)`);
-      }
-      return `backlog at each kill: ${notes.join(', ')}`;
-    };
-  }
-  f['RabbitMQ stop_app/start_app'] = async ({ rabbit }) => {
-    await rabbit.ctl('stop_app');
-    await sleep(P.holdMs);
-    await rabbit.ctl('start_app');
-    return '';
-  };
-  f[`close_all_connections every 5 s`] = async ({ rabbit }) => {
-    let n = 0;
-    // On a 5 s grid from the start, whatever rabbitmqctl's own start-up takes.
-    for (const start = Date.now(); Date.now() < start + P.closeForMs; n++) {
-      await rabbit.ctl('close_all_connections', '-q', 'chaos: injected connection loss');
-      await sleep(Math.max(0, start + (n + 1) * 5000 - Date.now()));
-    }
-    return `${n} times`;
-  };
-  f['Postgres restart -m immediate'] = async ({ pgServer }) => {
-    await pgServer.restartImmediate();
-    return '';
-  };
-  f["pg_terminate_backend of the services' connections ×5"] = async ({ dbUrl }) => {
-    const db = await databaseFaults(dbUrl);
-    let n = 0;
-    try {
-      for (let i = 0; i < 5; i++) {
-        n += await db.terminateAll();
-        await sleep(P.holdMs / 5);
-      }
-    } finally {
-      await db.close();
-    }
-    return `${n} backends`;
-  };
-  f['SMTP down'] = async ({ smtp }) => {
-    await smtp.down();
-    await sleep(P.holdMs);
-    await smtp.up();
-    return '';
-  };
-  f['SMTP 4xx storm (50 %)'] = async ({ smtp }) => {
-    const before = [...smtp.refused.values()].reduce((a, b) => a + b, 0);
-    smtp.storm(0.5);
-    await sleep(P.holdMs);
-    smtp.storm(0);
-    return `${[...smtp.refused.values()].reduce((a, b) => a + b, 0) - before} replies 421/451`;
-  };
-  f['blackhole notification-service ↔ RabbitMQ'] = async ({ amqpProxy }) => {
-    amqpProxy.blackhole();
-    await sleep(P.holdMs);
-    amqpProxy.heal();
-    return '';
-  };
-  f['RabbitMQ memory alarm'] = async ({ rabbit }) => {
-    await rabbit.ctl('set_vm_memory_high_watermark', '0.000001');
-    await sleep(P.holdMs);
-    await rabbit.ctl('set_vm_memory_high_watermark', '0.4');
-    return '';
-  };
-  f['Postgres unreachable (blackhole)'] = async ({ pgProxy }) => {
-    pgProxy.blackhole();
-    await sleep(P.pgHoldMs);
-    pgProxy.heal();
-    return '';
-  };
-  // feed-service is Redis's user: it must stay up, answer feeds from Postgres, and say so in
-  // /readyz (details.redis, not a check: docs/FEED.md), then report Redis up again after the heal.
-  f['Redis down'] = async ({ redis }) => {
-    const redisDetail = async () => {
-      const res = await fetch(`${app('feed').url}/readyz`).catch(() => undefined);
-      const body = (await res?.json().catch(() => undefined)) as { details?: { redis?: string } } | undefined;
-      return `${res?.status ?? 'no answer'} redis ${body?.details?.redis ?? '(no detail)'}`;
-    };
-    await redis.down();
-    const start = Date.now();
-    const seenDown = await eventually(
-      'feed-service /readyz reports Redis down',
-      async () => ((await redisDetail()).startsWith('200 redis down') ? Date.now() : false),
-      P.holdMs,
-      100,
-    ).catch(() => NaN);
-    const whileDown = await redisDetail();
-    await sleep(Math.max(0, start + P.holdMs - Date.now()));
-    await redis.up();
-    const up = Date.now();
-    const seenUp = await eventually(
-      'feed-service /readyz reports Redis up',
-      async () => ((await redisDetail()).startsWith('200 redis up') ? Date.now() : false),
-      P.recoverMs,
-      100,
-    ).catch(() => NaN);
-    if (!Number.isFinite(seenDown))
-      faultBreaches.push(`feed-service /readyz did not report Redis down within ${P.holdMs} ms (${whileDown})`);
-    if (!Number.isFinite(seenUp))
-      faultBreaches.push(`feed-service /readyz did not report Redis up again (${await redisDetail()})`);
-    return `feed-service /readyz while down: "${whileDown}" after ${((seenDown - start) / 1000).toFixed(1)} s; up again ${((seenUp - up) / 1000).toFixed(1)} s after the heal`;
-  };
-  return f;
-}
-
-/** The cluster suite's faults (e2e/cluster/faults.ts), acting on the cluster the run starts. */
-function clusterSuiteFaults(): Record<string, Fault> {
-  const cluster = clusterFaults({
-    app,
-    breaches: faultBreaches,
-    holdMs: P.holdMs,
-    kills: P.kills,
-    recoverMs: P.recoverMs,
-  });
-  return Object.fromEntries(
-    Object.entries(cluster).map(([name, fault]) => [
-      name,
-      (deps: Deps) => {
-        if (!deps.cluster) throw new Error('the cluster suite started no cluster');
-        return fault({ cluster: deps.cluster, management: deps.management });
-      },
-    ]),
-  );
-}
-
-interface Row extends Omit<Figures, 'events' | 'examples'> {
-  fault: string;
-  note: string;
-  rounds: number;
-  requests: number;
-  refused: string;
-  firstEffectMs: number;
-  drainedMs: number;
-  backlogMs: number;
-  exits: number;
-  notReady: string;
-  faultBreaches: string[];
-  ledgerEvents: number;
-}
-
-/** Drained: no queue (DLQs aside) holds a message, no outbox row unsent, no email pending, no fan-out unfinished. */
-async function drainedNow(deps: Deps, db: pg.Pool): Promise<string | undefined> {
-  // The management API's figures first (cheap, up to a second old); the exact count once they say empty.
-  const busyIn = (depths: Map<string, number>) =>
-    [...depths].filter(([q, n]) => !q.endsWith('.dlq') && n !== 0).map(([q, n]) => `${q}=${n}`);
-  // The database first: a row the relay marks sent after this read has its message in a queue by
-  // the queue reads below (it is marked only after the broker's confirm).
-  const work = await pendingWork(db).catch((err: unknown) => err as Error);
-  if (work instanceof Error) return `database: ${work.message}`;
-  if (work.outbox > 0 || work.emails > 0 || work.fanouts > 0)
-    return `${work.outbox} outbox rows unsent, ${work.emails} emails pending, ${work.fanouts} fan-out jobs/chunks unfinished`;
-  const fast = await queueDepthsFast(deps.management).catch((err: unknown) => err as Error);
-  if (fast instanceof Error) return `management API: ${fast.message}`;
-  if (busyIn(fast).length > 0) return `queues ${busyIn(fast).join(', ')} (management API)`;
-  const exact = await queueDepths(deps.rabbit.ctl, '/').catch((err: unknown) => err as Error);
-  if (exact instanceof Error) return `rabbitmqctl: ${exact.message}`;
-  // An unknown depth (NaN) is busy; so is a queue the management API lists and rabbitmqctl does not.
-  const busy = busyIn(exact).concat(
-    [...fast.keys()].filter((q) => !exact.has(q)).map((q) => `${q} missing from list_queues`),
-  );
-  if (busy.length > 0) return `queues ${busy.join(', ')} (rabbitmqctl)`;
-  return undefined;
-}
-
-/**
- * Waits until the system is drained on two consecutive polls at least DRAIN_CONFIRM_MS apart, with
- * nothing busy in between: one empty reading can be a moment between two hops (a message acked by
- * one consumer whose next publish is not routed yet, a quorum queue whose count is not back after
- * start_app, a delayed retry about to come back).
- */
-const DRAIN_CONFIRM_MS = 6000;
-/** How long after the drain each app has to answer /readyz 200 again (a breach after that). */
-const READY_WITHIN_MS = 30_000;
-
-async function drain(deps: Deps, db: pg.Pool, timeoutMs: number): Promise<number> {
-  let emptySince: number | undefined;
-  let last = '';
-  try {
-    return await eventually(
-      'drained (queues, outbox, emails, fan-outs)',
-      async () => {
-        const busy = await drainedNow(deps, db);
-        if (busy !== undefined) {
-          // An unknown depth is what an earlier version of this drain read as 0: worth seeing in the log.
-          if (/NaN|missing/.test(busy) && busy !== last) console.log(`[chaos]   drain: depth unknown: ${busy}`);
-          last = busy;
-          emptySince = undefined;
-          return false;
-        }
-        emptySince ??= Date.now();
-        return Date.now() - emptySince >= DRAIN_CONFIRM_MS ? emptySince : false;
-      },
-      timeoutMs,
-      250,
-    );
-  } catch (err) {
-    throw new Error(`${(err as Error).message}; last seen busy: ${last}`);
-  }
-}
-
-async function readDlqs(deps: Deps): Promise<BrokerMessage[]> {
-  const depths = await queueDepths(deps.rabbit.ctl, '/');
-  const out: BrokerMessage[] = [];
-  for (const [q, n] of depths) if (q.endsWith('.dlq') && n > 0) out.push(...(await readQueue(deps.management, q, n)));
-  return out;
-}
+/** The apps and everything else this run starts; stopped at the end, on an error, or on SIGINT/SIGTERM. */
+const fleet = new Fleet();
 
 async function main(): Promise<number> {
-  const all = faults();
+  const all = faults(fleet);
   // The cluster suite's short profile (in `npm test`) takes the two faults that fit its budget; the
   // rolling restart (about 90 s of restarts) and the partition (about 30 s) are the full profile's (docs/TESTING.md).
   const defaults =
@@ -495,8 +75,8 @@ async function main(): Promise<number> {
     // Each registered for cleanup as soon as it is up (a SIGTERM during the others' start-up stops it;
     // one that comes up after the cleanup began is stopped at once).
     const own = <T extends { stop(): Promise<void> }>(s: T): T => {
-      if (cleaning) void s.stop();
-      else started.push(s);
+      if (fleet.cleaningUp) void s.stop();
+      else fleet.started.push(s);
       return s;
     };
     const [rabbit, pgServer, redis, smtp] = await Promise.all([
@@ -509,7 +89,7 @@ async function main(): Promise<number> {
     const amqpProxy = await tcpProxy({ host: '127.0.0.1', port: rabbit.amqpPort });
     const pgProxy = await tcpProxy({ host: '127.0.0.1', port: pgServer.port });
     await Promise.all([amqpProxy.open(), pgProxy.open()]);
-    started.push({ stop: () => amqpProxy.close() }, { stop: () => pgProxy.close() });
+    fleet.started.push({ stop: () => amqpProxy.close() }, { stop: () => pgProxy.close() });
     db = new pg.Pool({ connectionString: dbUrl, max: 3, application_name: 'chaos-checker' });
     db.on('error', () => undefined); // the Postgres faults hit this pool too; its queries are retried by the polling below
     const deps: Deps = {
@@ -530,10 +110,10 @@ async function main(): Promise<number> {
       `[chaos] private RabbitMQ ${rabbit.node} (${rabbit.amqpUrl}), Postgres ${pgServer.url}, Redis ${redis.url}, SMTP :${smtp.port} — ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     );
 
-    for (const spec of APPS) ports[spec.key] = await freePort();
+    for (const spec of APPS) fleet.ports[spec.key] = await freePort();
     const appDbUrl = new URL(dbUrl);
     appDbUrl.port = String(pgProxy.port);
-    appEnv = {
+    fleet.appEnv = {
       ...P.appEnv,
       RABBITMQ_MANAGEMENT_URL: rabbit.managementUrl,
       DATABASE_URL: appDbUrl.toString(),
@@ -541,16 +121,16 @@ async function main(): Promise<number> {
       SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
       SMTP_RATE_PER_SECOND: '0',
       JWT_SECRET,
-      NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${ports.notifications}`,
-      UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${ports.email}`,
+      NOTIFICATION_SERVICE_URL: `http://127.0.0.1:${fleet.ports.notifications}`,
+      UNSUBSCRIBE_BASE_URL: `http://127.0.0.1:${fleet.ports.email}`,
       DEMO_TRAFFIC_RATE: '0',
       // Thousands of writes from one address and a few users: the demo API's write rate limit would answer 429.
       DEMO_WRITE_RATE_LIMIT: '1000000',
     };
     // notification-service first: it declares the topology the others publish into; the rest together.
-    await launch(APPS[0], deps);
-    await Promise.all(APPS.slice(1).map((spec) => launch(spec, deps)));
-    const api = () => app('api').url;
+    await fleet.launch(APPS[0], deps);
+    await Promise.all(APPS.slice(1).map((spec) => fleet.launch(spec, deps)));
+    const api = () => fleet.app('api').url;
 
     const runId = `c${randomBytes(3).toString('hex')}`;
     const cast = makeCast(`${runId}-`);
@@ -580,7 +160,7 @@ async function main(): Promise<number> {
           const qs: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
           const res = await http<{ items: Array<{ postId: string }>; nextCursor: string | null }>(
             'GET',
-            `${app('feed').url}/v1/users/${userId}/feed?limit=100${qs}`,
+            `${fleet.app('feed').url}/v1/users/${userId}/feed?limit=100${qs}`,
             undefined,
             { authorization: token(userId) },
           );
@@ -603,7 +183,7 @@ async function main(): Promise<number> {
       const before = {
         refused: new Map(ledger.refused),
         transport: ledger.transportErrors,
-        exits: unexpectedExits.length,
+        exits: fleet.unexpectedExits.length,
         requests: ledger.requests,
         events: ledger.events.size,
       };
@@ -679,7 +259,7 @@ async function main(): Promise<number> {
       const figures = await checkInvariants(db, ledger, smtp.mails, feed, await readDlqs(deps));
       const notReady = (
         await Promise.all(
-          [...apps.values()].map(async (a) => {
+          [...fleet.apps.values()].map(async (a) => {
             // "Returns to 200 by itself": an idle app (the reconciler, whose queue this load leaves
             // empty) may still be in its reconnect backoff (up to 15 s plus jitter, libs/messaging
             // connection.ts) when the queues have drained, so each app gets READY_WITHIN_MS to get there.
@@ -735,9 +315,9 @@ async function main(): Promise<number> {
         firstEffectMs: firstEffect - healedAt,
         drainedMs: drained - healedAt,
         backlogMs: drained - loadEnded,
-        exits: unexpectedExits.length - before.exits,
+        exits: fleet.unexpectedExits.length - before.exits,
         notReady: notReady.join(', ') || 'none',
-        faultBreaches: faultBreaches.splice(0),
+        faultBreaches: fleet.faultBreaches.splice(0),
         ledgerEvents: ledger.events.size,
       });
       console.log(`[chaos] ${name}: ${JSON.stringify(rows.at(-1))}`);
@@ -759,7 +339,7 @@ async function main(): Promise<number> {
             settings: P,
             totals,
             rows,
-            unexpectedExits,
+            unexpectedExits: fleet.unexpectedExits,
             setupBreaches,
           },
           null,
@@ -767,17 +347,17 @@ async function main(): Promise<number> {
         ),
       );
   } finally {
-    await cleanup();
+    await fleet.cleanup();
     await db?.end().catch(() => undefined);
   }
   printTable(rows);
-  for (const e of unexpectedExits) console.error(`[chaos] UNEXPECTED EXIT: ${e}`);
+  for (const e of fleet.unexpectedExits) console.error(`[chaos] UNEXPECTED EXIT: ${e}`);
   const failed = rows.filter((r) => breaches(r).length > 0);
   for (const r of failed) console.error(`[chaos] FAILED ${r.fault}: ${breaches(r).join(', ')}`);
   if (SUITE === 'cluster') console.log(`[chaos] quorum queue leaders by node: ${JSON.stringify(leaders)}`);
   for (const b of setupBreaches) console.error(`[chaos] FAILED: ${b}`);
   return failed.length === 0 &&
-    unexpectedExits.length === 0 &&
+    fleet.unexpectedExits.length === 0 &&
     setupBreaches.length === 0 &&
     rows.length === selected.length
     ? 0
@@ -862,63 +442,17 @@ function cluster3(byNode: Record<string, number>): number[] {
   return [...nodes.map((n) => byNode[n]), ...Array.from({ length: Math.max(0, 3 - nodes.length) }, () => 0)];
 }
 
-/** The invariants a row breaks (empty: it passes). */
-function breaches(r: Row): string[] {
-  const out: string[] = [];
-  if (r.lost > 0) out.push(`${r.lost} lost`);
-  if (r.duplicated > 0) out.push(`${r.duplicated} duplicated`);
-  if (r.dlqUnmatched > 0) out.push(`${r.dlqUnmatched} DLQ messages matching no ledger event`);
-  if (r.dlqWithoutReason > 0) out.push(`${r.dlqWithoutReason} DLQ messages without a reason`);
-  if (r.emailsMissing > 0) out.push(`${r.emailsMissing} emails missing`);
-  if (r.emailsDuplicated > 0) out.push(`${r.emailsDuplicated} emails duplicated`);
-  if (r.counterMismatches > 0) out.push(`${r.counterMismatches} counters off`);
-  if (r.feedCountersOff > 0) out.push(`${r.feedCountersOff} feed counters off`);
-  out.push(...r.faultBreaches);
-  if (r.exits > 0) out.push(`${r.exits} unexpected exits`);
-  if (r.notReady !== 'none') out.push(`not ready: ${r.notReady}`);
-  if (!Number.isFinite(r.firstEffectMs)) out.push('no effect after the heal');
-  if (!Number.isFinite(r.drainedMs)) out.push('did not drain');
-  return out;
-}
-
-function printTable(rows: Row[]): void {
-  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-  console.log(
-    '\n| Fault | Rounds (requests; failed) | Ledger events, cumulative (effects checked) | Lost | In DLQ (DLQ msgs, unmatched) | Duplicated | Unledgered | Emails missing / dup / crash window | Counters off (unread / feed) | Exits | First effect after heal | Drained after heal | Drained after last request | Note |',
-  );
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const r of rows) {
-    console.log(
-      `| ${r.fault} | ${r.rounds} (${r.requests}; ${r.refused}) | ${r.ledgerEvents} (${r.effects}) | ${r.lost} | ${r.inDlq} (${r.dlq}, ${r.dlqUnmatched}) | ${r.duplicated} | ${r.unledgered} | ${r.emailsMissing} / ${r.emailsDuplicated} / ${r.emailsCrashWindow} | ${r.counterMismatches} / ${r.feedCountersOff} | ${r.exits} | ${s(r.firstEffectMs)} | ${s(r.drainedMs)} | ${s(r.backlogMs)} | ${r.note} |`,
-    );
-  }
-}
-
-/** What the suite started, stopped in reverse order at the end, on an error, or on SIGINT/SIGTERM. */
-const started: Array<{ stop(): Promise<void> }> = [];
-let cleaning: Promise<void> | undefined;
-function cleanup(): Promise<void> {
-  cleaning ??= (async () => {
-    await Promise.all(
-      [...apps.values()].map((a) => {
-        killedOnPurpose.add(a);
-        return stopApp(a);
-      }),
-    );
-    for (const s of started.reverse()) await s.stop().catch((err: unknown) => console.error('[chaos] cleanup:', err));
-  })();
-  return cleaning;
-}
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     console.error(`[chaos] ${signal}: stopping the apps and the private RabbitMQ, Postgres and Redis`);
-    void cleanup().finally(() => process.exit(130));
+    void fleet.cleanup().finally(() => process.exit(130));
   });
 }
 
 // Whatever ends this process, the apps it started end with it (they would otherwise hold the ports).
 process.on('exit', () => {
-  for (const a of apps.values()) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
+  for (const a of fleet.apps.values())
+    if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
 });
 
 main().then(
@@ -926,7 +460,7 @@ main().then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    console.error('[chaos] failed:', err, ...unexpectedExits);
+    console.error('[chaos] failed:', err, ...fleet.unexpectedExits);
     process.exitCode = 1;
   },
 );
