@@ -79,7 +79,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   // Without a bound, jobs that come due together (their first attempts all fall within the jitter)
   // each check out a lock connection until none is left, and then wait forever for one to work
   // through: the pool, the jobs and every HTTP request of the process with them, stuck. Seen: the
-  // reconciler's 12 jobs on its 8 connections, every interval at 3 s (e2e/database-roles.test.ts).
+  // reconciler's 11 jobs on its 8 connections, every interval at 3 s (e2e/database-roles.test.ts).
   const poolMax = pool.options?.max ?? 10; // pg-pool's default size
   const maxConcurrentRuns = options.maxConcurrentRuns ?? Math.max(1, Math.floor(poolMax / 2));
   if (!(Number.isInteger(maxConcurrentRuns) && maxConcurrentRuns >= 1 && maxConcurrentRuns < poolMax))
