@@ -14,8 +14,8 @@ module.exports = {
     '<rootDir>/{apps,libs,e2e,scripts,infra}/**/*.test.ts',
   ],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
-  // cookie 2.x (used by fastify's inject) is ESM-only; let swc compile it for jest's CommonJS.
-  transformIgnorePatterns: ['/node_modules/(?!cookie/)'],
+  // cookie 2.x (used by fastify's inject) and sql-template-tag are ESM-only; let swc compile it for jest's CommonJS.
+  transformIgnorePatterns: ['/node_modules/(?!(cookie|sql-template-tag)/)'],
   testTimeout: 60_000,
   maxWorkers: 2,
 };

@@ -1,3 +1,5 @@
+import sql, { type Sql } from 'sql-template-tag';
+
 /**
  * The inbox: one `processed_events` row per (consumer, event id), inserted in the SAME transaction
  * as the consumer's effects. A redelivery of the event finds the row and has no second effect; if
@@ -9,18 +11,18 @@
  */
 
 /**
- * The batch claim as SQL, for a consumer that puts it in a WITH clause of its own first statement
- * so that claiming costs no round trip of its own: `WITH claimed AS (${inboxClaimSql('$1', '$2')})
- * ...`. `consumer` and `eventIds` are parameter placeholders (text, text[]); the CTE yields
- * `event_id` for each id claimed now. Rules: it runs in the same transaction as the effects, and
- * only the claimed (fresh) events may have effects. An id repeated within the batch (a redelivery
- * that raced its original) is claimed once.
+ * The batch claim as a SQL fragment (sql-template-tag), for a consumer that puts it in a WITH clause
+ * of its own first statement so that claiming costs no round trip of its own:
+ * sql`WITH claimed AS (${inboxClaim(consumer, ids)}) ...`. The fragment carries its own values, so
+ * the caller never chooses placeholder numbers. The CTE yields `event_id` for each id claimed now.
+ * Rules: it runs in the same transaction as the effects, and only the claimed (fresh) events may
+ * have effects. An id repeated within the batch (a redelivery that raced its original) is claimed once.
  */
-export function inboxClaimSql(consumer: string, eventIds: string): string {
+export function inboxClaim(consumer: string, eventIds: readonly string[]): Sql {
   // In id order: two batches holding the same ids (a redelivery racing its original) wait for each
   // other on the same key first instead of deadlocking on keys taken in opposite orders.
-  return `INSERT INTO processed_events (consumer, event_id)
-          SELECT ${consumer}, id FROM unnest(${eventIds}::text[]) AS t(id) ORDER BY id
+  return sql`INSERT INTO processed_events (consumer, event_id)
+          SELECT ${consumer}::text, id FROM unnest(${[...new Set(eventIds)]}::text[]) AS t(id) ORDER BY id
           ON CONFLICT DO NOTHING
           RETURNING event_id`;
 }
@@ -35,6 +37,7 @@ export async function claimEvents(
   consumer: string,
   eventIds: readonly string[],
 ): Promise<string[]> {
-  const res = await tx.query(inboxClaimSql('$1', '$2'), [consumer, eventIds]);
+  const claim = inboxClaim(consumer, eventIds);
+  const res = await tx.query(claim.text, claim.values);
   return res.rows.map((r) => r.event_id);
 }

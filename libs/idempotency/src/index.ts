@@ -1,4 +1,4 @@
-export { claimEvents, inboxClaimSql } from './inbox';
+export { claimEvents, inboxClaim } from './inbox';
 export {
   assertInboxRetention,
   countPurgeableProcessedEvents,

@@ -3,7 +3,7 @@ import type { Pool } from 'pg';
 /**
  * When each of `consumers` handled `eventId` (its inbox row), by primary key: one probe per
  * consumer, however large the inbox is. A consumer that has not handled it, or whose row retention
- * already purged (INBOX_RETENTION_DAYS), is absent. Read only; the inbox's writes are `inboxClaimSql`.
+ * already purged (INBOX_RETENTION_DAYS), is absent. Read only; the inbox's writes are `inboxClaim`.
  */
 export async function processedAtBy(
   pool: Pick<Pool, 'query'>,

@@ -9,7 +9,7 @@ export interface ProcessedEvent {
 
 /**
  * Which consumers have handled these event ids, oldest first: the inbox's read for a diagnosis (the
- * reconciler's "why", docs/RECONCILER.md). Read only; the inbox's own writes are `inboxClaimSql`.
+ * reconciler's "why", docs/RECONCILER.md). Read only; the inbox's own writes are `inboxClaim`.
  */
 export async function processedEventsOf(
   pool: Pick<Pool, 'query'>,

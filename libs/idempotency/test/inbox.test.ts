@@ -1,10 +1,10 @@
-// The inbox claim (inboxClaimSql) and retention against a private migrated database.
+// The inbox claim (inboxClaim) and retention against a private migrated database.
 import type { Pool, PoolClient } from 'pg';
 import { createPgPool, createScheduler, withTransaction } from '@community/db';
 import { createTestDatabase, testLogger, type TestDatabase } from '@community/testing';
 import {
   countPurgeableProcessedEvents,
-  inboxClaimSql,
+  inboxClaim,
   inboxRetentionJob,
   processedAtBy,
   purgeProcessedEvents,
@@ -30,7 +30,8 @@ const effectsOf = async (eventId: string) =>
 
 /** The claim as a consumer runs it: its own statement here, a CTE of a bigger one in notification-service. */
 async function claim(tx: PoolClient, consumer: string, eventIds: string[]): Promise<Set<string>> {
-  const res = await tx.query<{ event_id: string }>(inboxClaimSql('$1', '$2'), [consumer, eventIds]);
+  const statement = inboxClaim(consumer, eventIds);
+  const res = await tx.query<{ event_id: string }>(statement.text, statement.values);
   return new Set(res.rows.map((r) => r.event_id));
 }
 

@@ -1,4 +1,5 @@
 import type { PoolClient } from 'pg';
+import sql, { raw, type Sql } from 'sql-template-tag';
 import { validateOrThrow, type AnyEvent } from '@community/contracts';
 import { traceCarrier } from './trace';
 
@@ -37,29 +38,28 @@ export async function enqueueEvents(tx: PoolClient, producer: string, items: Out
     types.push(event.type);
     payloads.push(JSON.stringify(event));
   }
-  await tx.query({
-    // Named: prepared once per connection (this runs in every producer's hot transaction).
-    name: 'outbox-enqueue',
-    text: `WITH items AS (
-             SELECT *, $7::jsonb AS trace_context FROM unnest($2::text[], $3::uuid[], $4::text[], $5::jsonb[]) WITH ORDINALITY
-               AS r(aggregate_id, event_id, event_type, payload, ord)
-           ),
-           ${outboxWriteSql({ from: 'items', producer: '$1', channel: '$6', traceContext: true })}
-           SELECT count(*) FROM outbox_notified`,
-    // The caller's active span (the HTTP request's, a consumer's): the relay's publish continues it.
-    values: [producer, aggregateIds, eventIds, types, payloads, OUTBOX_CHANNEL, traceCarrier()],
-  });
+  const statement = sql`WITH items AS (
+      SELECT *, ${traceCarrier()}::jsonb AS trace_context
+      FROM unnest(${aggregateIds}::text[], ${eventIds}::uuid[], ${types}::text[], ${payloads}::jsonb[]) WITH ORDINALITY
+        AS r(aggregate_id, event_id, event_type, payload, ord)
+    ),
+    ${outboxWrite({ from: 'items', producer, traceContext: true })}
+    SELECT count(*) FROM outbox_notified`;
+  // Named: prepared once per connection (this runs in every producer's hot transaction). The
+  // caller's active span (the HTTP request's, a consumer's) is stored: the relay's publish continues it.
+  await tx.query({ name: 'outbox-enqueue', text: statement.text, values: statement.values });
 }
 
 /**
- * The outbox write as two CTEs, for a producer that writes its state and its events in ONE
- * statement (one round trip instead of two; notification-service's batch does). `enqueueEvents`
- * is built on it too, so there is one definition of how a row is written.
+ * The outbox write as two CTEs (a sql-template-tag fragment carrying its own values), for a
+ * producer that writes its state and its events in ONE statement (one round trip instead of two;
+ * notification-service's batch does). `enqueueEvents` is built on it too, so there is one
+ * definition of how a row is written.
  *
- * - `from` names a relation of the statement with columns `aggregate_id text, event_id uuid,
- *   event_type text, payload jsonb, ord bigint` (rows get ids, hence publish order, by `ord`);
- * - `producer` and `channel` are parameter placeholders (`$n`) holding the producer name and
- *   OUTBOX_CHANNEL;
+ * - `from` names a relation of the statement (an identifier, not a value) with columns
+ *   `aggregate_id text, event_id uuid, event_type text, payload jsonb, ord bigint` (rows get ids,
+ *   hence publish order, by `ord`);
+ * - `producer`: the producing service's name, also the NOTIFY payload that wakes its relay;
  * - `traceContext: true`: `from` also has a column `trace_context jsonb`, each row's W3C trace
  *   context (libs/outbox `traceCarrier`, NULL when tracing is off), stored for the relay's
  *   publish span (docs/TRACING.md). Without it the rows store NULL.
@@ -69,15 +69,17 @@ export async function enqueueEvents(tx: PoolClient, producer: string, items: Out
  * runs only when read, and it is what wakes the relays (NOTIFY at commit, and only if a row was
  * written). Validating the events against the contract is the caller's job here (buildEvent does).
  */
-export function outboxWriteSql(o: { from: string; producer: string; channel: string; traceContext?: boolean }): string {
-  return `outbox_inserted AS (
+export function outboxWrite(o: { from: string; producer: string; traceContext?: boolean }): Sql {
+  return sql`outbox_inserted AS (
        INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload, trace_context)
-       SELECT ${o.producer}, s.aggregate_id, s.event_id, s.event_type, s.event_type, s.payload, ${o.traceContext ? 's.trace_context' : 'NULL::jsonb'}
-       FROM ${o.from} AS s
+       SELECT ${o.producer}::text, s.aggregate_id, s.event_id, s.event_type, s.event_type, s.payload,
+              ${raw(o.traceContext ? 's.trace_context' : 'NULL::jsonb')}
+       FROM ${raw(o.from)} AS s
        ORDER BY s.ord
        RETURNING 1
      ),
      outbox_notified AS (
-       SELECT pg_notify(${o.channel}, ${o.producer}) FROM (SELECT count(*) AS n FROM outbox_inserted) AS c WHERE c.n > 0
+       SELECT pg_notify(${OUTBOX_CHANNEL}::text, ${o.producer}::text)
+       FROM (SELECT count(*) AS n FROM outbox_inserted) AS c WHERE c.n > 0
      )`;
 }

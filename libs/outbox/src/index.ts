@@ -1,4 +1,4 @@
-export { enqueueEvents, outboxWriteSql, OUTBOX_CHANNEL } from './enqueue';
+export { enqueueEvents, outboxWrite, OUTBOX_CHANNEL } from './enqueue';
 export type { OutboxItem } from './enqueue';
 export { createRelay } from './relay';
 export type { OutboxRelay, RelayOptions } from './relay';

@@ -1,6 +1,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '@community/db';
-import { INBOX_CHANNEL, NOTIFY_CHUNK_BYTES, notifyInboxesSql } from './ingest';
+import sql, { raw } from 'sql-template-tag';
+import { notifyInboxesSql, textAndValues } from './ingest';
 
 /**
  * Recount and repair of the unread counters (docs/RECONCILER.md "Unread counters"). The SQL is
@@ -150,9 +151,9 @@ async function repairLocked(
 ): Promise<Drift[]> {
   const res = await tx.query<{ user_id: string; stored: number; recounted: number }>({
     name: 'ns-repair-set',
-    text: `WITH actual AS (
+    ...textAndValues(sql`WITH actual AS (
              SELECT u.user_id, u.stored, coalesce(n.unread, 0) AS recounted
-               FROM unnest($1::text[], $5::int[]) AS u(user_id, stored)
+               FROM unnest(${locked.map((l) => l.userId)}::text[], ${locked.map((l) => l.stored)}::int[]) AS u(user_id, stored)
                CROSS JOIN LATERAL (
                  SELECT count(*)::int AS unread FROM notification_items i WHERE i.user_id = u.user_id AND i.in_app AND i.read_at IS NULL
                ) n
@@ -164,15 +165,14 @@ async function repairLocked(
              UPDATE notification_counters c
                 SET unread_count = d.recounted, version = c.version + 1, updated_at = now()
                FROM drifted d
-              WHERE c.user_id = d.user_id AND NOT $2::bool
+              WHERE c.user_id = d.user_id AND NOT ${dryRun}::bool
              RETURNING c.user_id
            ), notified AS (
-             ${notifyInboxesSql('repaired', '$3', '$4')}
+             ${notifyInboxesSql(raw('repaired'))}
            )
            SELECT d.user_id, d.stored, d.recounted
              FROM drifted d, (SELECT count(*) FROM notified) AS n
-            ORDER BY d.user_id`,
-    values: [locked.map((l) => l.userId), dryRun, INBOX_CHANNEL, NOTIFY_CHUNK_BYTES, locked.map((l) => l.stored)],
+            ORDER BY d.user_id`),
   });
   return res.rows.map((r) => ({ userId: r.user_id, stored: r.stored, recounted: r.recounted }));
 }

@@ -1,7 +1,8 @@
 import type { PoolClient } from 'pg';
 import type { EmailChannel, EventOf, NotificationType, PlannedNotification } from '@community/contracts';
-import { inboxClaimSql } from '@community/idempotency';
-import { OUTBOX_CHANNEL, outboxWriteSql, type TraceCarrier } from '@community/outbox';
+import { inboxClaim } from '@community/idempotency';
+import { outboxWrite, type TraceCarrier } from '@community/outbox';
+import sql, { raw, type Sql } from 'sql-template-tag';
 import type { StoredPreference } from '../domain/preferences';
 import { SERVICE_NAME } from '../config';
 
@@ -77,18 +78,17 @@ export async function claimAndLockInboxes(
   }>({
     // Named: prepared once per connection, planned once, not parsed again for every batch.
     name: 'ns-claim-and-lock',
-    text: `WITH claimed AS (${inboxClaimSql('$1', '$2')}),
+    ...textAndValues(sql`WITH claimed AS (${inboxClaim(consumer, eventIds)}),
            locked AS (
              INSERT INTO notification_counters AS c (user_id, version)
-             SELECT u, 1 FROM unnest($3::text[]) AS t(u) ORDER BY u
+             SELECT u, 1 FROM unnest(${[...new Set(userIds)]}::text[]) AS t(u) ORDER BY u
              ON CONFLICT (user_id) DO UPDATE SET version = c.version + 1, updated_at = now()
              RETURNING c.user_id, c.version
            )
            SELECT event_id AS claimed, NULL AS user_id, NULL::int8 AS version, NULL AS type, NULL::bool AS in_app, NULL AS email FROM claimed
            UNION ALL
            SELECT NULL, l.user_id, l.version, p.type, p.in_app, p.email
-           FROM locked l LEFT JOIN notification_preferences p ON p.user_id = l.user_id`,
-    values: [consumer, [...new Set(eventIds)], [...new Set(userIds)]],
+           FROM locked l LEFT JOIN notification_preferences p ON p.user_id = l.user_id`),
   });
   const fresh = new Set<string>();
   const inboxes = new Map<string, LockedInbox>();
@@ -109,18 +109,23 @@ export async function claimAndLockInboxes(
 export const NOTIFY_CHUNK_BYTES = 3500;
 
 /**
- * One `pg_notify(channel, '["user-1", ...]')` per chunk of the distinct `user_id`s of `changedUsers`
- * (a FROM clause), each payload within NOTIFY_CHUNK_BYTES: ids are grouped by a running total of
- * their worst-case JSON size. The one chunking rule of every writer of an inbox (the consumers' batch,
- * the read-state changes and the counter repair, store/counter-repair.ts). `channel` and `chunkBytes`
- * are SQL expressions (parameters).
+ * One `pg_notify(INBOX_CHANNEL, '["user-1", ...]')` per chunk of the distinct `user_id`s of
+ * `changedUsers` (a FROM clause), each payload within NOTIFY_CHUNK_BYTES: ids are grouped by a
+ * running total of their worst-case JSON size. The one chunking rule of every writer of an inbox
+ * (the consumers' batch, the read-state changes and the counter repair, store/counter-repair.ts).
  */
-export function notifyInboxesSql(changedUsers: string, channel: string, chunkBytes: string): string {
-  return `SELECT pg_notify(${channel}, json_agg(user_id)::text) FROM (
-         SELECT user_id, sum(2 * octet_length(user_id) + 4) OVER (ORDER BY user_id) / ${chunkBytes} AS chunk
+export function notifyInboxesSql(changedUsers: Sql): Sql {
+  return sql`SELECT pg_notify(${INBOX_CHANNEL}::text, json_agg(user_id)::text) FROM (
+         SELECT user_id, sum(2 * octet_length(user_id) + 4) OVER (ORDER BY user_id) / ${NOTIFY_CHUNK_BYTES}::int AS chunk
          FROM (SELECT DISTINCT user_id FROM ${changedUsers}) AS changed
        ) AS chunks GROUP BY chunk`;
 }
+
+/** A sql-template-tag statement as node-postgres' `text` and `values` (to go beside a `name`). */
+export const textAndValues = (statement: Sql): { text: string; values: unknown[] } => ({
+  text: statement.text,
+  values: statement.values,
+});
 
 /**
  * Inserts the notifications, adds the inserted in-app ones to their users' unread counters,
@@ -153,12 +158,17 @@ export async function writeNotifications(
 ): Promise<WrittenRow[]> {
   if (rows.length === 0) return [];
   const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
-  const res = await tx.query({
+  const versions = rows.map((r) => inboxes.get(r.userId)?.version);
+  const traces = rows.map((_, i) => (traceContexts[i] ? JSON.stringify(traceContexts[i]) : null));
+  const res = await tx.query<{ source_event_id: string; type: NotificationType; in_app: boolean; inserted: boolean }>({
     name: 'ns-write-notifications',
-    text: `WITH input AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int2[], $6::text[], $7::text[],
-                            $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[], $13::int8[],
-                            $16::uuid[], $17::uuid[], $18::jsonb[], $21::jsonb[]) WITH ORDINALITY
+    ...textAndValues(sql`WITH input AS (
+       SELECT * FROM unnest(${col('userId')}::text[], ${col('type')}::text[], ${col('idempotencyKey')}::text[],
+                            ${col('slotKey')}::text[], ${col('slotRank')}::int2[], ${col('actorId')}::text[],
+                            ${col('resourceType')}::text[], ${col('resourceId')}::text[], ${col('excerpt')}::text[],
+                            ${col('inApp')}::bool[], ${col('emailChannel')}::text[], ${col('sourceEventId')}::text[],
+                            ${versions}::int8[], ${col('id')}::uuid[], ${created.map((e) => e.id)}::uuid[],
+                            ${created.map((e) => JSON.stringify(e))}::jsonb[], ${traces}::jsonb[]) WITH ORDINALITY
          AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
               excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, trace_context, ord)
      ),
@@ -196,7 +206,7 @@ export async function writeNotifications(
      ),
      notified AS (
        -- One NOTIFY per chunk of changed in-app inboxes (none when nothing changed).
-       ${notifyInboxesSql('changed WHERE visible', '$14', '$15')}
+       ${notifyInboxesSql(raw('changed WHERE visible'))}
      ),
      created AS (
        -- notification.created of every written row (inserted or replacing a lower rank), ordered
@@ -204,32 +214,9 @@ export async function writeNotifications(
        SELECT i.user_id AS aggregate_id, i.event_id, 'notification.created' AS event_type, i.payload, i.trace_context, i.ord
        FROM written w JOIN input i ON i.id = w.id
      ),
-     ${outboxWriteSql({ from: 'created', producer: '$19', channel: '$20', traceContext: true })}
+     ${outboxWrite({ from: 'created', producer: SERVICE_NAME, traceContext: true })}
      SELECT w.source_event_id, w.type, w.in_app, w.inserted
-     FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published`,
-    values: [
-      col('userId'),
-      col('type'),
-      col('idempotencyKey'),
-      col('slotKey'),
-      col('slotRank'),
-      col('actorId'),
-      col('resourceType'),
-      col('resourceId'),
-      col('excerpt'),
-      col('inApp'),
-      col('emailChannel'),
-      col('sourceEventId'),
-      rows.map((r) => inboxes.get(r.userId)?.version),
-      INBOX_CHANNEL,
-      NOTIFY_CHUNK_BYTES,
-      col('id'),
-      created.map((e) => e.id),
-      created.map((e) => JSON.stringify(e)),
-      SERVICE_NAME,
-      OUTBOX_CHANNEL,
-      rows.map((_, i) => (traceContexts[i] ? JSON.stringify(traceContexts[i]) : null)),
-    ],
+     FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published`),
   });
   return res.rows.map((r) => ({
     sourceEventId: r.source_event_id,
@@ -278,9 +265,6 @@ export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<
  * at commit and dropped on rollback, so a stream never shows a change that did not happen.
  */
 export async function notifyInboxes(tx: PoolClient, userIds: Iterable<string>): Promise<void> {
-  await tx.query(notifyInboxesSql('unnest($2::text[]) AS u(user_id)', '$1', '$3'), [
-    INBOX_CHANNEL,
-    [...userIds],
-    NOTIFY_CHUNK_BYTES,
-  ]);
+  const statement = notifyInboxesSql(sql`unnest(${[...userIds]}::text[]) AS u(user_id)`);
+  await tx.query(statement.text, statement.values);
 }

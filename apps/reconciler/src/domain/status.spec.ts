@@ -1,4 +1,5 @@
-import { evaluateStatus, oldestAgeMs, type StatusFacts } from './status';
+import { oldestAgeMs } from './drain';
+import { evaluateStatus, type StatusFacts } from './status';
 import type { QueueSample } from './facts';
 
 const now = new Date('2026-12-01T12:00:00Z');
