@@ -1,7 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import type { Messaging, Topology } from '@community/messaging';
 import { type Logger } from '@community/observability';
@@ -51,12 +50,7 @@ export interface DemoService {
 export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): DemoService {
   const { logger, registry } = deps;
   const pool = createPgPool(config.DATABASE_URL, { max: 10, applicationName: SERVICE_NAME, logger });
-  const messaging = serviceMessaging(config, {
-    service: SERVICE_NAME,
-    topology: deps.topology ?? COMMUNITY_TOPOLOGY,
-    logger,
-    registry,
-  });
+  const messaging = serviceMessaging(config, { service: SERVICE_NAME, topology: deps.topology, logger, registry });
   const relay = createRelay({
     pool,
     publisher: messaging.publisher,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { COMMUNITY_TOPOLOGY, QUEUES, type EventOf } from '@community/contracts';
+import { QUEUES, type EventOf } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import type { Consumer, Messaging, Topology } from '@community/messaging';
 import {
@@ -105,7 +105,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
 
   const messaging = serviceMessaging(config, {
     service: SERVICE_NAME,
-    topology: deps.topology ?? COMMUNITY_TOPOLOGY,
+    topology: deps.topology,
     logger,
     registry,
     classifiers: [classifySmtpError],

@@ -2,11 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { COMMUNITY_TOPOLOGY, validateOrThrow, type AnyEvent } from '@community/contracts';
+import { validateOrThrow, type AnyEvent } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import type { Messaging, Topology } from '@community/messaging';
 import {
-  answers,
   authSettingsFrom,
   readinessState,
   type ReadinessState,
@@ -78,12 +77,7 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
 
   let messaging: Messaging | undefined;
   if (deps.messaging !== false) {
-    messaging = serviceMessaging(config, {
-      service: SERVICE_NAME,
-      topology: deps.topology ?? COMMUNITY_TOPOLOGY,
-      logger,
-      registry,
-    });
+    messaging = serviceMessaging(config, { service: SERVICE_NAME, topology: deps.topology, logger, registry });
   }
   const fanout = createFanout({ pool, cache, metrics, config, publisher: messaging?.publisher, clock: deps.clock });
   if (messaging) {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
-import { COMMUNITY_TOPOLOGY, notificationHeaders, validateOrThrow } from '@community/contracts';
+import { notificationHeaders, validateOrThrow } from '@community/contracts';
 import { createPgPool } from '@community/db';
 import type { Registry } from 'prom-client';
 import type { Messaging, Topology } from '@community/messaging';
@@ -74,12 +74,7 @@ export function createNotificationService(
   let messaging: Messaging | undefined;
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
-    messaging = serviceMessaging(config, {
-      service: SERVICE_NAME,
-      topology: deps.topology ?? COMMUNITY_TOPOLOGY,
-      logger,
-      registry,
-    });
+    messaging = serviceMessaging(config, { service: SERVICE_NAME, topology: deps.topology, logger, registry });
     registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS);
     relay = createRelay({
       pool,

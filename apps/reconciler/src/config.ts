@@ -122,7 +122,7 @@ export const RECONCILER_CONFIG = [
     min: 2,
     max: 3650,
     description:
-      "days finished email ledger rows and closed digest windows are kept; MUST equal email-service's EMAIL_RETENTION_DAYS (its EVENT_EXPIRED guard)",
+      "days finished email ledger rows and closed digest windows are kept; the email purge (email-service's) never goes below the horizon its EVENT_EXPIRED guard recorded at its start, so the two settings need not match",
   },
   {
     name: 'OUTBOX_RETENTION_DAYS',

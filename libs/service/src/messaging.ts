@@ -1,3 +1,4 @@
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
 import { classifyPgError } from '@community/db';
 import { createMessaging, type ErrorClassifier, type Messaging, type Topology } from '@community/messaging';
 import type { Logger } from '@community/observability';
@@ -14,7 +15,8 @@ export interface ServiceMessagingConfig {
 export interface ServiceMessagingOptions {
   /** The app's name: the connection's name in the management UI, the producer the topology checks. */
   service: string;
-  topology: Topology;
+  /** The topology to declare and check; the community's (COMMUNITY_TOPOLOGY) when absent (tests pass their own). */
+  topology?: Topology;
   logger: Logger;
   registry: Registry;
   /** The app's own error types, asked after Postgres's (every app handles messages against it). */
@@ -32,7 +34,7 @@ export function serviceMessaging(config: ServiceMessagingConfig, o: ServiceMessa
     url: config.AMQP_URL,
     managementUrl: config.RABBITMQ_MANAGEMENT_URL || undefined,
     service: o.service,
-    topology: o.topology,
+    topology: o.topology ?? COMMUNITY_TOPOLOGY,
     logger: o.logger,
     registry: o.registry,
     classifiers: [classifyPgError, ...(o.classifiers ?? [])],
