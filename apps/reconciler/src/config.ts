@@ -1,3 +1,6 @@
+// The reconciler's variables, one entry each (name, kind, default, bounds, description), and the
+// start-up checks between them. It is over 300 lines because the reconciler schedules every owner's
+// retention and repair job, and each job has its own settings: one list is where an operator looks.
 import {
   commonConfig,
   ConfigError,
