@@ -3,6 +3,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 export interface NotificationMetrics {
   created: Counter<'type' | 'in_app'>;
   upgraded: Counter;
+  withdrawn: Counter<'type'>;
   readStateChanges: Counter<'operation' | 'outcome'>;
   sseConnections: Gauge;
   sseEvents: Counter<'event'>;
@@ -21,6 +22,12 @@ export function notificationMetrics(registry: Registry): NotificationMetrics {
     upgraded: new Counter({
       name: 'notification_upgraded_total',
       help: 'Existing notifications replaced by a higher-ranked one of the same slot (e.g. a mention after a reply)',
+      registers: [registry],
+    }),
+    withdrawn: new Counter({
+      name: 'notification_withdrawn_total',
+      help: 'Notifications withdrawn because their source was deleted (comment, post, reaction, account), by type',
+      labelNames: ['type'],
       registers: [registry],
     }),
     readStateChanges: new Counter({

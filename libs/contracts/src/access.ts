@@ -1,5 +1,13 @@
 import { dlqName, type ServiceAccess } from '@community/messaging';
-import { COMMUNITY_TOPOLOGY, EVENTS_EXCHANGE, QUEUES, RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE } from './topology';
+import {
+  COMMUNITY_TOPOLOGY,
+  EVENTS_EXCHANGE,
+  NOTIFICATION_WITHDRAWN_TYPE,
+  QUEUES,
+  RECONCILER_RECOUNT_TYPE,
+  RETRACTION_TYPES,
+  USER_ERASED_TYPE,
+} from './topology';
 
 /**
  * What each service does on the broker, next to the topology it refers to. The broker users and
@@ -29,6 +37,8 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
           'user.unfollowed',
           'post.published',
           'security.alert',
+          ...RETRACTION_TYPES,
+          'user.deleted',
         ],
       },
     ],
@@ -39,7 +49,7 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
   {
     user: 'notification-service',
     consumes: [QUEUES.notificationCritical, QUEUES.notificationStandard],
-    publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+    publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created', NOTIFICATION_WITHDRAWN_TYPE] }],
     sendsTo: [],
     reads: [],
     tags: ['management'],
@@ -67,7 +77,7 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
     // and watches every queue through the management API (monitoring). Publishes user.erased (an
     // operator's erasure, through its outbox).
     user: 'reconciler',
-    consumes: [QUEUES.reconcilerLowPriority],
+    consumes: [QUEUES.reconcilerLowPriority, QUEUES.reconcilerAccountDeletions],
     publishes: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE, USER_ERASED_TYPE] }],
     sendsTo: WORK_QUEUES,
     reads: DLQS,

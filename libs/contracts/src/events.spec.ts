@@ -13,6 +13,11 @@ const CONTRACT_TYPES = [
   'security.alert',
   'user.erased',
   'notification.created',
+  'comment.deleted',
+  'post.deleted',
+  'reaction.removed',
+  'user.deleted',
+  'notification.withdrawn',
 ];
 
 function errorOf(raw: unknown) {

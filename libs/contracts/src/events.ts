@@ -41,6 +41,12 @@ export const ReactionAddedV1 = Type.Object({
   targetId: IdSchema,
   targetAuthorId: IdSchema,
   emoji: Type.String({ minLength: 1, maxLength: 64 }),
+  /**
+   * Optional (a compatible extension): the post a reacted-to comment belongs to, so that deleting
+   * the post withdraws the reaction's notification too (post.deleted). A reaction on a post needs
+   * none: `targetId` is the post.
+   */
+  postId: Type.Optional(IdSchema),
 });
 
 export const UserFollowedV1 = Type.Object({ followerId: IdSchema, followeeId: IdSchema });
@@ -72,6 +78,45 @@ export const NotificationCreatedV1 = Type.Object({
   excerpt: Type.Optional(Excerpt),
 });
 
+// Retractions (a compatible extension: new types on new routing keys). Each withdraws what its
+// creation caused: the notifications (inbox, unread count, pending email and digest) and the feed
+// entries. A retraction that arrives before its creation still wins (docs/NOTIFICATIONS.md
+// "Retraction"). The ids are those of the creation events.
+
+/** A comment was deleted: its mention, reply and comment-on-post notifications are withdrawn. */
+export const CommentDeletedV1 = Type.Object({ commentId: IdSchema, postId: IdSchema, authorId: IdSchema });
+
+/** A post was deleted, and with it its comments and reactions: everything they caused is withdrawn. */
+export const PostDeletedV1 = Type.Object({ postId: IdSchema, authorId: IdSchema });
+
+/** A reaction was taken back: its notification is withdrawn. */
+export const ReactionRemovedV1 = Type.Object({
+  reactionId: IdSchema,
+  actorId: IdSchema,
+  targetType: Type.Union([Type.Literal('post'), Type.Literal('comment')]),
+  targetId: IdSchema,
+});
+
+/**
+ * A user deleted their account. The reconciler turns it into an erasure (the same audit row and
+ * user.erased as `ops user erase`, with cause `account_deleted`), which also withdraws what the
+ * user caused in other users' inboxes and feeds.
+ */
+export const UserDeletedV1 = Type.Object({ userId: IdSchema });
+
+/**
+ * notification-service withdrew a notification (its source was deleted): email-service drops its
+ * email if not yet sent and takes it out of a pending digest. Keyed like notification.created.
+ */
+export const NotificationWithdrawnV1 = Type.Object({
+  notificationId: IdSchema,
+  userId: IdSchema,
+  type: NotificationTypeSchema,
+  idempotencyKey: Type.String({ minLength: 1, maxLength: 1024 }),
+  /** The retraction's subject, e.g. `comment:c-1` or `user:u-9`. */
+  subject: Type.String({ minLength: 1, maxLength: 1024 }),
+});
+
 /**
  * An operator erased a user's personal data (`ops user erase`, the reconciler's
  * POST /v1/admin/users/:userId/erasure; docs/RUNBOOK.md "Erasure"). Each consumer erases or
@@ -81,6 +126,12 @@ export const NotificationCreatedV1 = Type.Object({
 export const UserErasedV1 = Type.Object({
   userId: IdSchema,
   erasureId: IdSchema,
+  /**
+   * Optional (absent = `operator`): `account_deleted` when the erasure follows the user's own
+   * user.deleted. Then what the user caused for others (mentions, replies, reactions, follows, feed
+   * entries) is withdrawn too, not only anonymised.
+   */
+  cause: Type.Optional(Type.Union([Type.Literal('operator'), Type.Literal('account_deleted')])),
 });
 
 function entry<const V extends number, D extends TObject<TProperties>>(version: V, dataSchema: D) {
@@ -99,6 +150,11 @@ export const EVENT_TYPES = {
   'security.alert': entry(1, SecurityAlertV1),
   'notification.created': entry(1, NotificationCreatedV1),
   'user.erased': entry(1, UserErasedV1),
+  'comment.deleted': entry(1, CommentDeletedV1),
+  'post.deleted': entry(1, PostDeletedV1),
+  'reaction.removed': entry(1, ReactionRemovedV1),
+  'user.deleted': entry(1, UserDeletedV1),
+  'notification.withdrawn': entry(1, NotificationWithdrawnV1),
 } as const;
 
 export type EventType = keyof typeof EVENT_TYPES;
@@ -116,6 +172,11 @@ export const RoutingKey = {
   SecurityAlert: 'security.alert',
   NotificationCreated: 'notification.created',
   UserErased: 'user.erased',
+  CommentDeleted: 'comment.deleted',
+  PostDeleted: 'post.deleted',
+  ReactionRemoved: 'reaction.removed',
+  UserDeleted: 'user.deleted',
+  NotificationWithdrawn: 'notification.withdrawn',
 } as const satisfies Record<string, EventType>;
 export type RoutingKey = (typeof RoutingKey)[keyof typeof RoutingKey];
 

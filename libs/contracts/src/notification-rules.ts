@@ -34,6 +34,40 @@ export interface PlannedNotification {
   resourceType: string;
   resourceId: string;
   excerpt?: string;
+  /**
+   * What can withdraw it (docs/NOTIFICATIONS.md "Retraction"): `comment:{id}`, `post:{id}`,
+   * `reaction:{id}` and `user:{actorId}` (the actor's account deletion). A retraction of any of
+   * them withdraws the notification, whichever arrives first.
+   */
+  subjects: string[];
+}
+
+/** The subject a retraction names: `kind:{id}` with the contract's key escaping. */
+export function retractionSubject(kind: 'comment' | 'post' | 'reaction' | 'user', id: string): string {
+  return compositeKey(kind, { id });
+}
+
+/** The subject a retraction event withdraws, or undefined for any other event. */
+export function retractedSubjectOf(event: AnyEvent): string | undefined {
+  switch (event.type) {
+    case 'comment.deleted':
+      return retractionSubject('comment', event.data.commentId);
+    case 'post.deleted':
+      return retractionSubject('post', event.data.postId);
+    case 'reaction.removed':
+      return retractionSubject('reaction', event.data.reactionId);
+    default:
+      return undefined;
+  }
+}
+
+/** A comment's notifications go with the comment, its post, or the account of its author. */
+function commentSubjects(commentId: string, postId: string, actorId: string): string[] {
+  return [
+    retractionSubject('comment', commentId),
+    retractionSubject('post', postId),
+    retractionSubject('user', actorId),
+  ];
 }
 
 /**
@@ -84,13 +118,20 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           resourceType: 'comment',
           resourceId: d.commentId,
           excerpt: d.excerpt,
+          subjects: commentSubjects(d.commentId, d.postId, d.actorId),
         },
       ];
     }
     case 'comment.created': {
       const d = event.data;
       const out: PlannedNotification[] = [];
-      const common = { actorId: d.authorId, resourceType: 'comment', resourceId: d.commentId, excerpt: d.excerpt };
+      const common = {
+        actorId: d.authorId,
+        resourceType: 'comment',
+        resourceId: d.commentId,
+        excerpt: d.excerpt,
+        subjects: commentSubjects(d.commentId, d.postId, d.authorId),
+      };
       const repliedTo =
         d.parentCommentId !== undefined && d.parentAuthorId !== undefined ? d.parentAuthorId : undefined;
       if (repliedTo !== undefined && repliedTo !== d.authorId) {
@@ -131,6 +172,12 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           resourceType: d.targetType,
           resourceId: d.targetId,
           excerpt: d.emoji,
+          subjects: [
+            retractionSubject('reaction', d.reactionId),
+            retractionSubject(d.targetType, d.targetId),
+            ...(d.targetType === 'comment' && d.postId !== undefined ? [retractionSubject('post', d.postId)] : []),
+            retractionSubject('user', d.actorId),
+          ],
         },
       ];
     }
@@ -149,6 +196,7 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           actorId: d.followerId,
           resourceType: 'user',
           resourceId: d.followerId,
+          subjects: [retractionSubject('user', d.followerId)],
         },
       ];
     }
@@ -165,6 +213,8 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           resourceType: 'security_alert',
           resourceId: d.alertId,
           excerpt: truncate(d.detail ? `${d.kind}: ${d.detail}` : d.kind),
+          // Never withdrawn: a security alert is about the account itself.
+          subjects: [],
         },
       ];
     }

@@ -51,8 +51,28 @@ export const SAMPLES: { [T in EventType]: { data: EventData<T>; required: readon
     required: ['notificationId', 'userId', 'type', 'idempotencyKey', 'resourceType', 'resourceId', 'emailChannel'],
   },
   'user.erased': {
-    data: { userId: 'u1', erasureId: '42' },
+    data: { userId: 'u1', erasureId: '42', cause: 'account_deleted' },
     required: ['userId', 'erasureId'],
+  },
+  'comment.deleted': {
+    data: { commentId: 'c1', postId: 'p1', authorId: 'u2' },
+    required: ['commentId', 'postId', 'authorId'],
+  },
+  'post.deleted': { data: { postId: 'p1', authorId: 'u1' }, required: ['postId', 'authorId'] },
+  'reaction.removed': {
+    data: { reactionId: 'r1', actorId: 'u2', targetType: 'comment', targetId: 'c1' },
+    required: ['reactionId', 'actorId', 'targetType', 'targetId'],
+  },
+  'user.deleted': { data: { userId: 'u1' }, required: ['userId'] },
+  'notification.withdrawn': {
+    data: {
+      notificationId: 'n1',
+      userId: 'u1',
+      type: 'mention',
+      idempotencyKey: 'mention:c1:u1',
+      subject: 'comment:c1',
+    },
+    required: ['notificationId', 'userId', 'type', 'idempotencyKey', 'subject'],
   },
 };
 

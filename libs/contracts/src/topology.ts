@@ -35,6 +35,7 @@ export const QUEUES = {
   feedFanout: 'feed-service.fanout',
   feedBackfill: 'feed-service.backfill',
   reconcilerLowPriority: RECONCILER_LOW_PRIORITY_QUEUE,
+  reconcilerAccountDeletions: 'reconciler.account-deletions',
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -45,6 +46,13 @@ export const RECONCILER_RECOUNT_TYPE = 'reconciler.recount';
  * has, so an erasure waits behind the same user's earlier events of that queue rather than racing them.
  */
 export const USER_ERASED_TYPE = 'user.erased';
+/**
+ * What notification-service announces when it withdraws a notification (a retraction): consumed by
+ * email-service on its send queue, behind the notification.created it withdraws.
+ */
+export const NOTIFICATION_WITHDRAWN_TYPE = 'notification.withdrawn';
+/** The retractions of the community API (docs/NOTIFICATIONS.md "Retraction"). */
+export const RETRACTION_TYPES = ['comment.deleted', 'post.deleted', 'reaction.removed'] as const;
 
 /**
  * notification.created, and only it, re-routed by the notification's type: a headers exchange bound
@@ -81,6 +89,8 @@ const COMMUNITY_EVENT_TYPES = [
   'user.unfollowed',
   'post.published',
   'security.alert',
+  ...RETRACTION_TYPES,
+  'user.deleted',
 ];
 
 export const COMMUNITY_TOPOLOGY: Topology = {
@@ -106,6 +116,7 @@ export const COMMUNITY_TOPOLOGY: Topology = {
   producers: {
     ...Object.fromEntries(COMMUNITY_EVENT_TYPES.map((type) => [type, ['demo-community-api']])),
     'notification.created': ['notification-service'],
+    [NOTIFICATION_WITHDRAWN_TYPE]: ['notification-service'],
     [RECONCILER_RECOUNT_TYPE]: ['reconciler'],
     [USER_ERASED_TYPE]: ['reconciler'],
   },
@@ -121,14 +132,23 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       bindings: [
         {
           exchange: EVENTS_EXCHANGE,
-          routingKeys: ['user.upserted', 'comment.created', 'reaction.added', 'user.followed', USER_ERASED_TYPE],
+          routingKeys: [
+            'user.upserted',
+            'comment.created',
+            'reaction.added',
+            'user.followed',
+            USER_ERASED_TYPE,
+            // Retractions ride the queue of most creations (the critical queue's mentions are
+            // caught by the tombstone, whatever the order: docs/NOTIFICATIONS.md "Retraction").
+            ...RETRACTION_TYPES,
+          ],
         },
       ],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
       name: QUEUES.emailSend,
-      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created'] }],
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['notification.created', NOTIFICATION_WITHDRAWN_TYPE] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
     {
@@ -160,7 +180,7 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       bindings: [
         {
           exchange: EVENTS_EXCHANGE,
-          routingKeys: ['post.published', 'user.followed', 'user.unfollowed', USER_ERASED_TYPE],
+          routingKeys: ['post.published', 'user.followed', 'user.unfollowed', USER_ERASED_TYPE, 'post.deleted'],
         },
       ],
       retryDelaysMs: RETRY_DELAYS_MS,
@@ -187,6 +207,14 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // where the DLQ console replays it.
       name: RECONCILER_LOW_PRIORITY_QUEUE,
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: [RECONCILER_RECOUNT_TYPE] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // A user's own account deletion (user.deleted): the reconciler records it as an erasure, the
+      // same audit row and user.erased as an operator's `ops user erase` (one mechanism), with cause
+      // account_deleted. A queue of its own so a long recount never holds a deletion back.
+      name: QUEUES.reconcilerAccountDeletions,
+      bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.deleted'] }],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
   ],

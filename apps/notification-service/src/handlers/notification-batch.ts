@@ -19,6 +19,7 @@ import { SERVICE_NAME } from '../config';
 import { transactionBudgetMs } from '../queues';
 import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
 import { handleUserErased } from './user-erased';
+import { handleRetraction } from './retraction';
 
 export interface NotificationBatchDeps {
   pool: Pool;
@@ -37,6 +38,9 @@ const HANDLED = new Set<AnyEvent['type']>([
   'user.followed',
   'security.alert',
 ]);
+
+/** Handled in a transaction of their own each, in queue order (processBatch). */
+const ON_THEIR_OWN = new Set<AnyEvent['type']>(['user.erased', 'comment.deleted', 'post.deleted', 'reaction.removed']);
 
 /**
  * The consumers' batch handler (both queues): one transaction for the whole batch, two statements.
@@ -127,16 +131,16 @@ function describeFailure(err: unknown): Error {
 }
 
 /**
- * user.erased (handlers/user-erased.ts) runs in a transaction of its own, in queue order: the
- * events before it in the batch are committed first (so their notifications are erased too), those
- * after it once it has committed.
+ * user.erased (handlers/user-erased.ts) and the retractions (handlers/retraction.ts) run in a
+ * transaction of their own each, in queue order: the events before one in the batch are committed
+ * first (so their notifications are erased or withdrawn too), those after it once it has committed.
  */
 async function processBatch(
   deps: NotificationBatchDeps,
   items: BatchItem<AnyEvent>[],
   deadline: BatchDeadline,
 ): Promise<Array<Outcome | Error>> {
-  if (!items.some(({ event }) => event.type === 'user.erased')) return processEvents(deps, items, deadline);
+  if (!items.some(({ event }) => ON_THEIR_OWN.has(event.type))) return processEvents(deps, items, deadline);
   const results: Array<Outcome | Error> = [];
   let run: BatchItem<AnyEvent>[] = [];
   const flush = async () => {
@@ -144,19 +148,17 @@ async function processBatch(
     run = [];
   };
   for (const item of items) {
-    if (item.event.type !== 'user.erased') {
+    const { event } = item;
+    if (!ON_THEIR_OWN.has(event.type)) {
       run.push(item);
       continue;
     }
     await flush();
+    const own = { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) };
     results.push(
-      await handleUserErased(
-        deps.pool,
-        deps.consumer,
-        item.event,
-        { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) },
-        item.ctx.logger,
-      ),
+      event.type === 'user.erased'
+        ? await handleUserErased(deps.pool, deps.consumer, event, own, item.ctx.logger)
+        : await handleRetraction(deps.pool, deps.consumer, event, own, deps.metrics, item.ctx.logger),
     );
   }
   await flush();
@@ -266,10 +268,15 @@ async function applyEvents(
     created,
     unique.map((r) => traces.get(r.sourceEventId) ?? null),
   );
-  const inserted = written.filter((w) => w.inserted);
-  for (const w of written) outcomes.set(w.sourceEventId, 'processed');
+  const inserted = written.filter((w) => w.inserted === true);
+  const upgraded = written.filter((w) => w.inserted === false);
+  // A row a tombstone kept out (its source was deleted first) is 'skipped', unless the same event
+  // wrote another row (a comment that notifies the post author and the parent author).
+  for (const w of written)
+    if (w.inserted === null && outcomes.get(w.sourceEventId) === 'duplicate') outcomes.set(w.sourceEventId, 'skipped');
+  for (const w of [...inserted, ...upgraded]) outcomes.set(w.sourceEventId, 'processed');
   for (const w of inserted) deps.metrics.created.inc({ type: w.type, in_app: String(w.inApp) });
-  deps.metrics.upgraded.inc(written.length - inserted.length);
+  deps.metrics.upgraded.inc(upgraded.length);
   return outcomes;
 }
 

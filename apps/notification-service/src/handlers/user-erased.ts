@@ -18,7 +18,10 @@ export async function handleUserErased(
   deadline: { signal: AbortSignal; statementTimeoutMs: number },
   logger?: Logger,
 ): Promise<Outcome> {
-  const counts = await withTransaction(pool, deadline, (tx) => eraseUser(tx, consumer, event.id, event.data.userId));
+  const accountDeleted = event.data.cause === 'account_deleted' ? { correlationId: event.correlationId } : undefined;
+  const counts = await withTransaction(pool, deadline, (tx) =>
+    eraseUser(tx, consumer, event.id, event.data.userId, accountDeleted),
+  );
   if (!counts) return 'duplicate';
   logger?.info({ erasureId: event.data.erasureId, ...counts }, 'user erased');
   return 'processed';

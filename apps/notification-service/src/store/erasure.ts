@@ -1,6 +1,8 @@
 import type { PoolClient } from 'pg';
 import { claimEvents } from '@community/idempotency';
+import { retractionSubject } from '@community/contracts';
 import { notifyInboxes } from './ingest';
+import { withdrawSubject } from './retraction';
 
 export interface ErasureCounts {
   /** The user's own notifications (their read state goes with them). */
@@ -8,6 +10,8 @@ export interface ErasureCounts {
   preferences: number;
   /** Other users' notifications whose actor was the erased user, now without actor and excerpt. */
   anonymised: number;
+  /** Of those, withdrawn (an account deletion: cause `account_deleted`). */
+  withdrawn: number;
 }
 
 /**
@@ -27,6 +31,11 @@ export interface ErasureCounts {
  *   user's id: an opaque id, which no longer leads to a name or an address once the projections
  *   are gone, and which keeps a redelivered old event from notifying anyone twice.
  *
+ * - Withdrawn as well, when the erasure is the user's own account deletion (`accountDeleted`, from
+ *   user.erased's cause `account_deleted`): the tombstone `user:{userId}` and the withdrawal of
+ *   every notification that names it (store/retraction.ts), so others' inboxes, counts and pending
+ *   emails lose what the deleted user caused, and a late event of theirs notifies nobody.
+ *
  * Locks: the counter rows in user id order, like the consumers' batch (claimAndLockInboxes), so an
  * erasure and a batch wait for each other instead of deadlocking.
  */
@@ -35,8 +44,18 @@ export async function eraseUser(
   consumer: string,
   eventId: string,
   userId: string,
+  accountDeleted?: { correlationId: string },
 ): Promise<ErasureCounts | null> {
   if ((await claimEvents(tx, consumer, [eventId])).length === 0) return null;
+  const withdrawn = accountDeleted
+    ? (
+        await withdrawSubject(tx, retractionSubject('user', userId), {
+          type: 'user.erased',
+          eventId,
+          correlationId: accountDeleted.correlationId,
+        })
+      ).withdrawn.length
+    : 0;
 
   const recipients = (
     await tx.query<{ user_id: string }>(
@@ -63,5 +82,10 @@ export async function eraseUser(
   await tx.query(`DELETE FROM notification_users WHERE user_id = $1`, [userId]);
   // Open streams: the recipients see the anonymised rows, the erased user's own stream an empty inbox.
   await notifyInboxes(tx, [...recipients, userId]);
-  return { items: items.rowCount ?? 0, preferences: preferences.rowCount ?? 0, anonymised: anonymised.rowCount ?? 0 };
+  return {
+    items: items.rowCount ?? 0,
+    preferences: preferences.rowCount ?? 0,
+    anonymised: anonymised.rowCount ?? 0,
+    withdrawn,
+  };
 }

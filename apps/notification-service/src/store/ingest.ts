@@ -5,6 +5,7 @@ import { outboxWrite, type TraceCarrier } from '@community/outbox';
 import sql, { raw, type Sql } from 'sql-template-tag';
 import type { StoredPreference } from '../domain/preferences';
 import { SERVICE_NAME } from '../config';
+import { RETRACTION_LOCK_KEY } from './retraction-lock';
 
 /**
  * The SQL of the consumers' batch transaction: two statements, each covering the whole batch
@@ -36,8 +37,11 @@ export interface WrittenRow {
   sourceEventId: string;
   type: NotificationType;
   inApp: boolean;
-  /** false: an existing lower-ranked notification of the same slot was replaced (an upgrade). */
-  inserted: boolean;
+  /**
+   * false: an existing lower-ranked notification of the same slot was replaced (an upgrade);
+   * null: not written, a retraction of one of its subjects came first (docs/NOTIFICATIONS.md).
+   */
+  inserted: boolean | null;
 }
 
 export interface LockedInbox {
@@ -79,9 +83,14 @@ export async function claimAndLockInboxes(
     // Named: prepared once per connection, planned once, not parsed again for every batch.
     name: 'ns-claim-and-lock',
     ...textAndValues(sql`WITH claimed AS (${inboxClaim(consumer, eventIds)}),
+           -- The retraction lock, shared, before the counter locks (the InitPlan below runs first):
+           -- a retraction (exclusive) is never between this batch's tombstone check and its commit
+           -- (store/retraction.ts).
+           guard AS (SELECT pg_advisory_xact_lock_shared(${RETRACTION_LOCK_KEY.toString()}::int8)),
            locked AS (
              INSERT INTO notification_counters AS c (user_id, version)
-             SELECT u, 1 FROM unnest(${[...new Set(userIds)]}::text[]) AS t(u) ORDER BY u
+             SELECT u, 1 FROM unnest(${[...new Set(userIds)]}::text[]) AS t(u)
+             WHERE EXISTS (SELECT 1 FROM guard) ORDER BY u
              ON CONFLICT (user_id) DO UPDATE SET version = c.version + 1, updated_at = now()
              RETURNING c.user_id, c.version
            )
@@ -160,7 +169,12 @@ export async function writeNotifications(
   const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
   const versions = rows.map((r) => inboxes.get(r.userId)?.version);
   const traces = rows.map((_, i) => (traceContexts[i] ? JSON.stringify(traceContexts[i]) : null));
-  const res = await tx.query<{ source_event_id: string; type: NotificationType; in_app: boolean; inserted: boolean }>({
+  const res = await tx.query<{
+    source_event_id: string;
+    type: NotificationType;
+    in_app: boolean;
+    inserted: boolean | null;
+  }>({
     name: 'ns-write-notifications',
     ...textAndValues(sql`WITH input AS (
        SELECT * FROM unnest(${col('userId')}::text[], ${col('type')}::text[], ${col('idempotencyKey')}::text[],
@@ -168,9 +182,19 @@ export async function writeNotifications(
                             ${col('resourceType')}::text[], ${col('resourceId')}::text[], ${col('excerpt')}::text[],
                             ${col('inApp')}::bool[], ${col('emailChannel')}::text[], ${col('sourceEventId')}::text[],
                             ${versions}::int8[], ${col('id')}::uuid[], ${created.map((e) => e.id)}::uuid[],
-                            ${created.map((e) => JSON.stringify(e))}::jsonb[], ${traces}::jsonb[]) WITH ORDINALITY
+                            ${created.map((e) => JSON.stringify(e))}::jsonb[], ${traces}::jsonb[],
+                            ${rows.map((r) => JSON.stringify(r.subjects))}::jsonb[]) WITH ORDINALITY
          AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
-              excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, trace_context, ord)
+              excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, trace_context,
+              subjects_json, ord)
+     ),
+     subjected AS (
+       SELECT input.*, ARRAY(SELECT jsonb_array_elements_text(input.subjects_json)) AS subjects FROM input
+     ),
+     retracted AS (
+       -- A retraction of one of its subjects came first (a tombstone): the row is never written.
+       SELECT s.source_event_id, s.type, s.in_app, s.slot_key FROM subjected s
+       WHERE EXISTS (SELECT 1 FROM notification_retractions t WHERE t.subject = ANY (s.subjects))
      ),
      existing AS (
        -- The rows a higher rank may replace, as they were before this statement.
@@ -179,17 +203,18 @@ export async function writeNotifications(
      ),
      written AS (
        INSERT INTO notification_items AS n (id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
-              resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version)
+              resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version, subjects)
        SELECT id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id, excerpt,
-              in_app, email_channel, source_event_id, version, version
-       FROM input ORDER BY slot_key
+              in_app, email_channel, source_event_id, version, version, subjects
+       FROM subjected s WHERE s.slot_key NOT IN (SELECT slot_key FROM retracted) ORDER BY slot_key
        ON CONFLICT (slot_key) DO UPDATE
          SET id = EXCLUDED.id, type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
              actor_id = EXCLUDED.actor_id, resource_type = EXCLUDED.resource_type, resource_id = EXCLUDED.resource_id,
              excerpt = EXCLUDED.excerpt, in_app = EXCLUDED.in_app, email_channel = EXCLUDED.email_channel,
              source_event_id = EXCLUDED.source_event_id, created_at = now(), read_at = NULL,
-             created_version = EXCLUDED.created_version, state_version = EXCLUDED.state_version
-         WHERE n.slot_rank < EXCLUDED.slot_rank
+             created_version = EXCLUDED.created_version, state_version = EXCLUDED.state_version,
+             subjects = EXCLUDED.subjects
+         WHERE n.slot_rank < EXCLUDED.slot_rank AND n.withdrawn_at IS NULL
        RETURNING n.id, n.user_id, n.slot_key, n.type, n.in_app, n.source_event_id, (n.xmax = 0) AS inserted
      ),
      changed AS (
@@ -216,7 +241,9 @@ export async function writeNotifications(
      ),
      ${outboxWrite({ from: 'created', producer: SERVICE_NAME, traceContext: true })}
      SELECT w.source_event_id, w.type, w.in_app, w.inserted
-     FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published`),
+     FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published
+     UNION ALL
+     SELECT source_event_id, type, in_app, NULL FROM retracted`),
   });
   return res.rows.map((r) => ({
     sourceEventId: r.source_event_id,
