@@ -7,6 +7,8 @@ export type { ReadinessChecks, ReadinessProbe, ReadinessState } from './readines
 export { CodedHttpError, defineErrors, DEPENDENCY_UNAVAILABLE, networkUnavailable } from './http-errors';
 export type { DependencyErrorClassifier, ErrorHandlerOptions } from './http-errors';
 export { buildServer, listen } from './server';
+export { ErrorBody, errorResponses, OPENAPI_PATH, OpenObject, openapiPath, textResponse } from './openapi';
+export type { DocumentedBody } from './openapi';
 export type { ServerOptions } from './server';
 export { keysetCodec } from './keyset-cursor';
 export type { KeysetCodec } from './keyset-cursor';
@@ -17,6 +19,9 @@ export {
   adminTokenSigner,
   authGuards,
   authSettingsFrom,
+  SECURITY,
+  SECURITY_SCHEMES,
+  securityOf,
   generateOperatorKey,
   registerAuth,
   serviceTokenSigner,
@@ -30,6 +35,7 @@ export type {
   AuthGuardOptions,
   AuthSettings,
   Principal,
+  SecurityRequirement,
   ServiceTokenOptions,
   ServiceTokenSignerOptions,
   TokenAuthenticator,

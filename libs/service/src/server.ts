@@ -5,10 +5,12 @@ import Fastify, {
   type FastifyInstance,
   type FastifyServerOptions,
 } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import type { Registry } from 'prom-client';
 import { registerErrorHandler, type ErrorHandlerOptions } from './http-errors';
 import { registerHttpTracing, tracingEnabled } from '@community/observability';
 import type { Logger } from '@community/observability';
+import { errorResponses, OpenObject, registerOpenApi, textResponse } from './openapi';
 import type { ReadinessChecks, ReadinessProbe } from './readiness';
 
 export interface ServerOptions extends ErrorHandlerOptions {
@@ -25,6 +27,8 @@ export interface ServerOptions extends ErrorHandlerOptions {
   readinessDetails?: () => Record<string, unknown>;
   /** Other fastify options (trustProxy, bodyLimit, ...); the logger is always `logger`. */
   fastifyOptions?: Omit<FastifyServerOptions, 'logger' | 'loggerInstance'>;
+  /** The title and description of GET /openapi.json; the title defaults to the logger's `service`. */
+  openapi?: { title?: string; description?: string };
 }
 
 /** Route options shared by the ops routes. */
@@ -32,6 +36,45 @@ const OPS_ROUTE = {
   // Probes and scrapes arrive every few seconds; at info they would drown the useful lines.
   // Errors on these routes are still logged.
   logLevel: 'warn' as const,
+};
+
+const OPS_TAGS = ['ops'];
+
+const ReadinessBody = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('not_ready')]),
+  checks: Type.Object(
+    {},
+    {
+      additionalProperties: Type.Boolean(),
+      description: 'each dependency by name (accepting, database, amqp, consumers, relay, …): true when it answers',
+    },
+  ),
+  details: Type.Optional(
+    OpenObject({ description: 'information that never decides readiness (e.g. an open SMTP breaker)' }),
+  ),
+});
+
+/** The ops routes' schemas: what /healthz, /readyz and /metrics answer (docs/CONTRACT.md). */
+const OPS_SCHEMAS = {
+  healthz: {
+    tags: OPS_TAGS,
+    summary: 'Liveness: the process answers (never checks dependencies)',
+    response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errorResponses() },
+  },
+  readyz: {
+    tags: OPS_TAGS,
+    summary: 'Readiness: 200 when every check holds, 503 naming the failing ones',
+    response: {
+      200: { ...ReadinessBody, description: 'Ready' },
+      503: { ...ReadinessBody, description: 'Not ready: a check is false, or the probe failed (checks empty)' },
+      ...errorResponses(),
+    },
+  },
+  metrics: {
+    tags: OPS_TAGS,
+    summary: 'Prometheus metrics (text exposition format)',
+    response: { 200: textResponse('text/plain', 'Prometheus text format 0.0.4'), ...errorResponses() },
+  },
 };
 
 /**
@@ -71,6 +114,11 @@ export function buildServer(options: ServerOptions): FastifyInstance {
     dependencyErrors: options.dependencyErrors,
     retryAfterSeconds: options.retryAfterSeconds,
   });
+  // Before any route: the document learns the routes as they are added (onRoute).
+  registerOpenApi(app, {
+    title: options.openapi?.title ?? serviceName(options.logger),
+    description: options.openapi?.description,
+  });
   registerOpsRoutes(app, options);
   return app;
 }
@@ -80,9 +128,9 @@ function registerOpsRoutes(app: FastifyInstance, options: ServerOptions): void {
   const timeoutMs = options.readinessTimeoutMs ?? 2000;
 
   // Liveness: the process answers. Never checks dependencies, or a broker outage restarts every pod.
-  app.get('/healthz', OPS_ROUTE, async () => ({ status: 'ok' }));
+  app.get('/healthz', { ...OPS_ROUTE, schema: OPS_SCHEMAS.healthz }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', OPS_ROUTE, async (request, reply) => {
+  app.get('/readyz', { ...OPS_ROUTE, schema: OPS_SCHEMAS.readyz }, async (request, reply) => {
     let checks: ReadinessChecks;
     try {
       checks = await withTimeout(
@@ -100,10 +148,16 @@ function registerOpsRoutes(app: FastifyInstance, options: ServerOptions): void {
       .send({ status: ready ? 'ready' : 'not_ready', checks, ...(details ? { details } : {}) });
   });
 
-  app.get('/metrics', OPS_ROUTE, async (_request, reply) => {
+  app.get('/metrics', { ...OPS_ROUTE, schema: OPS_SCHEMAS.metrics }, async (_request, reply) => {
     const body = await registry.metrics();
     return reply.type(registry.contentType).send(body);
   });
+}
+
+/** The `service` every line of the logger carries (createLogger's base), the document's title. */
+function serviceName(logger: Logger): string {
+  const service = (logger.bindings() as { service?: unknown }).service;
+  return typeof service === 'string' && service.length > 0 ? service : 'service';
 }
 
 /**

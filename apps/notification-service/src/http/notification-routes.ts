@@ -1,11 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
+import { errorResponses } from '@community/service';
 import type { NotificationMetrics } from '../metrics';
 import { decodeCursor, listNotifications, readAll, setReadState, unreadCount } from '../store/inbox';
 import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
 import { UserParams } from './params';
+import { NotificationPage, ReadAllResult, ReadStateChanged, SeenVersionBody, UnreadCount } from './schemas';
 
 const ItemParams = Type.Composite([UserParams, Type.Object({ id: Type.String({ format: 'uuid' }) })]);
 const ListQuery = Type.Object({
@@ -32,6 +34,16 @@ function seenVersion(body: unknown): number | undefined {
   return v;
 }
 
+const TAGS = ['notifications'];
+/** The body of read / unread / read-all, for the document: checked by seenVersion (its own 400s), not by fastify. */
+const seenVersionBody = {
+  documentedBody: {
+    schema: SeenVersionBody,
+    required: false,
+    description: 'optional: the version the client saw; without it, the request applies to the current state',
+  },
+};
+
 export function registerNotificationRoutes(
   app: FastifyInstance,
   deps: { pool: Pool; metrics: NotificationMetrics; guards: InboxGuards },
@@ -41,7 +53,16 @@ export function registerNotificationRoutes(
 
   app.get<{ Params: Static<typeof UserParams>; Querystring: Static<typeof ListQuery> }>(
     '/v1/users/:userId/notifications',
-    { onRequest: authorizeInbox, schema: { params: UserParams, querystring: ListQuery } },
+    {
+      onRequest: authorizeInbox,
+      schema: {
+        tags: TAGS,
+        summary: "The user's in-app notifications, newest first",
+        params: UserParams,
+        querystring: ListQuery,
+        response: { 200: NotificationPage, ...errorResponses(400, 401, 403) },
+      },
+    },
     async (request) => {
       const { limit, cursor: cursorText, unreadOnly } = request.query;
       const cursor = cursorText === undefined ? undefined : decodeCursor(cursorText);
@@ -52,7 +73,15 @@ export function registerNotificationRoutes(
 
   app.get<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/notifications/unread-count',
-    { onRequest: authorizeInbox, schema: { params: UserParams } },
+    {
+      onRequest: authorizeInbox,
+      schema: {
+        tags: TAGS,
+        summary: 'The unread count and the inbox version',
+        params: UserParams,
+        response: { 200: UnreadCount, ...errorResponses(401, 403) },
+      },
+    },
     async (request) => unreadCount(pool, request.params.userId),
   );
 
@@ -62,7 +91,16 @@ export function registerNotificationRoutes(
   ] as const) {
     app.post<{ Params: Static<typeof ItemParams> }>(
       `/v1/users/:userId/notifications/:id/${operation}`,
-      { onRequest: authorizeInbox, schema: { params: ItemParams } },
+      {
+        onRequest: authorizeInbox,
+        config: seenVersionBody,
+        schema: {
+          tags: TAGS,
+          summary: `Marks one notification ${operation}`,
+          params: ItemParams,
+          response: { 200: ReadStateChanged, ...errorResponses(400, 401, 403, 404, 409) },
+        },
+      },
       async (request) => {
         const { userId, id } = request.params;
         const seen = seenVersion(request.body);
@@ -77,7 +115,16 @@ export function registerNotificationRoutes(
 
   app.post<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/notifications/read-all',
-    { onRequest: authorizeInbox, schema: { params: UserParams } },
+    {
+      onRequest: authorizeInbox,
+      config: seenVersionBody,
+      schema: {
+        tags: TAGS,
+        summary: 'Marks read every notification up to the version seen (default: now)',
+        params: UserParams,
+        response: { 200: ReadAllResult, ...errorResponses(400, 401, 403) },
+      },
+    },
     async (request) => {
       const result = await readAll(pool, request.params.userId, seenVersion(request.body));
       metrics.readStateChanges.inc({ operation: 'read-all', outcome: result.marked > 0 ? 'changed' : 'unchanged' });

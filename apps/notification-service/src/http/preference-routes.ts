@@ -1,11 +1,15 @@
 import type { Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
+import { errorResponses } from '@community/service';
 import { parsePreferencesUpdate } from '../domain/preferences';
 import { getPreferences, updatePreferences } from '../store/preferences';
 import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
 import { UserParams } from './params';
+import { PreferencesBody, PreferencesUpdateBody } from './schemas';
+
+const TAGS = ['preferences'];
 
 /**
  * GET answers every type with its effective channels (defaults where the user chose nothing).
@@ -19,13 +23,33 @@ export function registerPreferenceRoutes(app: FastifyInstance, deps: { pool: Poo
 
   app.get<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/preferences',
-    { onRequest: authorizePreferences, schema: { params: UserParams } },
+    {
+      onRequest: authorizePreferences,
+      schema: {
+        tags: TAGS,
+        summary: 'Every notification type with its effective channels',
+        params: UserParams,
+        response: { 200: PreferencesBody, ...errorResponses(401, 403) },
+      },
+    },
     async (request) => ({ preferences: await getPreferences(pool, request.params.userId) }),
   );
 
   app.put<{ Params: Static<typeof UserParams> }>(
     '/v1/users/:userId/preferences',
-    { onRequest: authorizePreferences, schema: { params: UserParams } },
+    {
+      onRequest: authorizePreferences,
+      // Checked by parsePreferencesUpdate, whose 400s name the field (NS_INVALID_PREFERENCES).
+      config: {
+        documentedBody: { schema: PreferencesUpdateBody, description: 'only the types and channels given change' },
+      },
+      schema: {
+        tags: TAGS,
+        summary: 'Changes the types and channels it names; answers every type',
+        params: UserParams,
+        response: { 200: PreferencesBody, ...errorResponses(400, 401, 403) },
+      },
+    },
     async (request) => {
       const parsed = parsePreferencesUpdate(request.body);
       if (!parsed.ok) throw ERRORS.INVALID_PREFERENCES(parsed.message);

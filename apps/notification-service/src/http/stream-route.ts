@@ -1,5 +1,7 @@
 import type { Static } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { errorResponses, textResponse } from '@community/service';
 import type { InboxHub } from '../sse/hub';
 import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
@@ -22,7 +24,28 @@ export function registerStreamRoute(app: FastifyInstance, deps: { hub: InboxHub;
     '/v1/users/:userId/notifications/stream',
     // No automatic HEAD route: it would run this handler, open a stream the caller never gets a
     // head for, and hold one of the user's SSE_MAX_STREAMS_PER_USER places until the token expires.
-    { onRequest: authorizeInbox, schema: { params: UserParams }, exposeHeadRoute: false },
+    {
+      onRequest: authorizeInbox,
+      exposeHeadRoute: false,
+      schema: {
+        tags: ['notifications'],
+        summary: "Server-Sent Events of the user's inbox (Last-Event-ID resumes)",
+        params: UserParams,
+        headers: Type.Object({
+          'last-event-id': Type.Optional(
+            Type.String({ description: 'resume after this `count` event (its id, an inbox version)' }),
+          ),
+        }),
+        response: {
+          // The hub writes the stream itself (reply.hijack): this only describes it.
+          200: textResponse(
+            'text/event-stream',
+            'An open event stream. `notification` (data: a notification item) for each new one, then `count` (data: `{ "count", "version" }`, id: the inbox version, what Last-Event-ID resumes after); `reset` (data: `{ "reason" }`) when too much was missed to replay: reload the list; `token-expired` (data: `{ "reason", "expiredAt" }`) when the token expires, then the stream ends. `: heartbeat` comments keep it open.',
+          ),
+          ...errorResponses(400, 401, 403, 429, 503),
+        },
+      },
+    },
     async (request, reply) => {
       const header = request.headers['last-event-id'];
       const raw = Array.isArray(header) ? header[0] : header;

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { createVerifier } from 'fast-jwt';
 import type { FastifyRequest } from 'fastify';
 import { defineErrors } from '../http-errors';
+import { SECURITY, withSecurity } from './security';
 import { pemOf } from './signers';
 import {
   decodeComplete,
@@ -158,18 +159,19 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
     }
   };
 
+  // Each guard carries what it accepts (withSecurity), which the service's /openapi.json documents.
   return {
     /** For `/v1/users/:userId/...`: the user themself, or an admin. Service tokens: 403. */
-    async ownOrAdmin(request: FastifyRequest): Promise<void> {
+    ownOrAdmin: withSecurity(async (request: FastifyRequest): Promise<void> => {
       ownOrAdmin(request, await authenticate(request));
-    },
+    }, SECURITY.ownOrAdmin),
     /**
      * The same, and a service token that holds `scope`, on the given methods only (403 otherwise).
      * What the scope allows inside the route (e.g. a body that only turns email off) is the
      * route's to check, with `serviceForbidden`.
      */
     ownOrAdminOrService(scope: string, methods: readonly string[]) {
-      return async (request: FastifyRequest): Promise<void> => {
+      return withSecurity(async (request: FastifyRequest): Promise<void> => {
         const principal = await authenticate(request);
         if (!principal.service) return ownOrAdmin(request, principal);
         if (!principal.service.scopes.includes(scope))
@@ -179,17 +181,17 @@ export function authGuards({ prefix, resource, forbiddenCode = 'FORBIDDEN_USER',
             principal.service.issuer,
             `${request.method} this route (scope '${scope}' allows ${methods.join(', ')})`,
           );
-      };
+      }, SECURITY.ownOrAdminOrService(scope));
     },
     /** The 403 a route answers when a service token asks for more than its scope allows. */
     serviceForbidden(principal: Principal, what: string) {
       return errors.SERVICE_FORBIDDEN(principal.service?.issuer ?? principal.userId, what);
     },
     /** For admin routes (the reconciler's console and repairs). */
-    async adminOnly(request: FastifyRequest): Promise<void> {
+    adminOnly: withSecurity(async (request: FastifyRequest): Promise<void> => {
       const principal = await authenticate(request);
       if (principal.service) throw errors.SERVICE_FORBIDDEN(principal.service.issuer, 'use admin routes');
       if (!principal.admin) throw errors.ADMIN_REQUIRED(principal.userId);
-    },
+    }, SECURITY.adminOnly),
   };
 }

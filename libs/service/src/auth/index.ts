@@ -30,3 +30,4 @@ export {
   type UserTokenSignerOptions,
 } from './signers';
 export { authGuards, type AuthGuardOptions, type ServiceTokenOptions } from './guards';
+export { SECURITY, SECURITY_SCHEMES, securityOf, type SecurityRequirement } from './security';

@@ -1,0 +1,74 @@
+import { Type } from '@sinclair/typebox';
+import { EmailChannelSchema, NOTIFICATION_TYPES } from '@community/contracts';
+
+// What the inbox API answers (docs/CONTRACT.md "HTTP contract"): the response schemas fastify
+// serialises from and /openapi.json shows. A field missing here would be dropped from every answer.
+
+const DateTime = Type.String({ format: 'date-time' });
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const NotificationItem = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  type: Type.String({
+    description: 'the notification type: mention, reply, comment, reaction, follow, security_alert',
+  }),
+  actorId: Nullable(Type.String()),
+  actorName: Nullable(Type.String({ description: "the actor's display name; null when the actor was never seen" })),
+  resourceType: Type.String(),
+  resourceId: Type.String(),
+  excerpt: Nullable(Type.String()),
+  createdAt: DateTime,
+  readAt: Nullable(DateTime),
+  version: Type.Integer({ minimum: 0, description: "inbox version of this notification's last change" }),
+});
+
+/** The inbox's unread count and version (a read-state change or a list reflects a version). */
+const InboxStateFields = {
+  count: Type.Integer({ minimum: 0, description: 'unread notifications' }),
+  version: Type.Integer({ minimum: 0, description: 'the inbox version: send it back to read-all up to what was seen' }),
+};
+
+export const NotificationPage = Type.Object({
+  items: Type.Array(NotificationItem),
+  nextCursor: Nullable(Type.String({ description: 'opaque; null on the last page' })),
+  version: InboxStateFields.version,
+});
+
+export const UnreadCount = Type.Object(InboxStateFields);
+
+export const ReadStateChanged = Type.Object({ notification: NotificationItem, ...InboxStateFields });
+
+export const ReadAllResult = Type.Object({
+  ...InboxStateFields,
+  marked: Type.Integer({ minimum: 0, description: 'notifications this call marked read (0 when repeated)' }),
+});
+
+/** The optional body of read / unread / read-all, checked by the route (NS_INVALID_BODY). */
+export const SeenVersionBody = Type.Object(
+  { version: Type.Optional(Type.Integer({ minimum: 0, description: 'the version the client saw' })) },
+  { additionalProperties: false },
+);
+
+const ChannelPreference = Type.Object({ inApp: Type.Boolean(), email: EmailChannelSchema });
+const ChannelUpdate = Type.Object(
+  { inApp: Type.Optional(Type.Boolean()), email: Type.Optional(EmailChannelSchema) },
+  { additionalProperties: false },
+);
+
+/** Every type with its effective channels (the defaults where the user chose nothing). */
+export const PreferencesBody = Type.Object({
+  preferences: Type.Object(Object.fromEntries(NOTIFICATION_TYPES.map((type) => [type, ChannelPreference])), {
+    additionalProperties: ChannelPreference,
+  }),
+});
+
+/** PUT's body, checked by parsePreferencesUpdate (NS_INVALID_PREFERENCES names the field). */
+export const PreferencesUpdateBody = Type.Object(
+  {
+    preferences: Type.Object(
+      Object.fromEntries(NOTIFICATION_TYPES.map((type) => [type, Type.Optional(ChannelUpdate)])),
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
