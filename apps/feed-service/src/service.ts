@@ -100,6 +100,7 @@ export function createFeedService(config: FeedConfig, deps: FeedServiceDeps): Fe
           pool,
           fanout,
           publisher,
+          cache,
           erase: createUserErasedHandler({ pool, cache, consumer: ACTIVITY_QUEUE }),
         }),
       });

@@ -260,6 +260,8 @@ export function createFanout(deps: FanoutDeps) {
       ...post,
       pushed: followers <= config.FEED_LARGE_AUTHOR_THRESHOLD,
     });
+    // Deleted before it was published here (post.deleted came first): nothing to fan out.
+    if (stored === null) return 'skipped';
     // A large author's post is not fanned out: reads merge it in (the first recording decided).
     if (!stored.pushed) return stored.inserted ? 'skipped' : 'duplicate';
     step();

@@ -3,12 +3,14 @@ import type { AnyEvent, EventOf } from '@community/contracts';
 import type { MessageContext, Outcome, Publisher } from '@community/messaging';
 import * as projections from '../store/projections';
 import type { Fanout } from '../fanout/engine';
+import type { FeedCache } from '../redis/cache';
 import { sendReconcile } from './internal-messages';
 
 export interface ActivityDeps {
   pool: Pool;
   fanout: Fanout;
   publisher: Publisher;
+  cache: FeedCache;
   /** user.erased, which arrives on this queue too (handlers/user-erased.ts). */
   erase: (event: EventOf<'user.erased'>, ctx: MessageContext) => Promise<Outcome>;
 }
@@ -16,7 +18,8 @@ export interface ActivityDeps {
 /**
  * feed-service.activity: post.published plans (or, for one chunk, performs) the fan-out;
  * user.followed / user.unfollowed update the follow projection by occurredAt and hand the
- * follower's feed to the backfill lane; user.erased erases the user (handlers/user-erased.ts, which
+ * follower's feed to the backfill lane; post.deleted takes the post out of every feed (a tombstone
+ * keeps a late post.published out: store/projections.ts deletePost); user.erased erases the user (handlers/user-erased.ts, which
  * alone claims its event in the inbox). Everything else here is idempotent: a redelivery re-applies
  * the same state, so no inbox table is needed.
  */
@@ -71,8 +74,16 @@ export function createActivityHandler(deps: ActivityDeps) {
       }
       case 'user.erased':
         return deps.erase(event, ctx);
+      case 'post.deleted': {
+        // Postgres first (the tombstone stops a fan-out that has not started, the job's deletion one
+        // that has), then Redis: a Redis failure retries the whole, idempotently.
+        const followers = await projections.deletePost(pool, event.data.postId, event.data.authorId);
+        ctx.signal.throwIfAborted();
+        await deps.cache.forgetPost(event.data.postId, followers);
+        return 'processed';
+      }
       default:
-        // Only the four bound routing keys arrive here; anything else is acknowledged and ignored.
+        // Only the five bound routing keys arrive here; anything else is acknowledged and ignored.
         return 'skipped';
     }
   };

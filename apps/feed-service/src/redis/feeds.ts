@@ -136,6 +136,13 @@ export function createFeeds(
       for (let i = 0; i < raw.length; i += 2) out.push({ postId: raw[i], at: Number(raw[i + 1]) });
       return out;
     },
+    /** A deleted post (post.deleted): its body and its place in the followers' feeds. */
+    async forgetPost(postId: string, followerIds: string[]): Promise<void> {
+      const pipe = redis.pipeline();
+      pipe.del(k.post(postId));
+      for (const follower of followerIds) pipe.zrem(k.feed(follower), postId);
+      await exec(pipe);
+    },
     /**
      * Erasure (handlers/user-erased.ts): every key of the user (feed, live, ready, rebuild, author
      * lease), the bodies of the user's posts, and those posts in the feeds they were pushed to.

@@ -122,22 +122,36 @@ export async function followerCount(db: Db, authorId: string): Promise<number> {
 
 /**
  * Inserts the post once; returns the stored row (the first recording wins: a duplicate event changes
- * nothing). An unpushed post marks its author `has_unpushed`, also on a redelivery: the two
+ * nothing), or null for a deleted post (its tombstone: post.deleted came first). An unpushed post marks its author `has_unpushed`, also on a redelivery: the two
  * statements are not one transaction, and a crash between them would otherwise leave a post that
  * is neither fanned out nor merged at read time.
  */
-export async function recordPost(db: Db, post: PostInput): Promise<PostInput & { inserted: boolean }> {
-  const { rows } = await db.query(
-    `INSERT INTO feed_posts (post_id, author_id, title, excerpt, published_at, pushed) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (post_id) DO NOTHING RETURNING post_id`,
-    [post.postId, post.authorId, post.title, post.excerpt, post.publishedAt, post.pushed],
-  );
+export async function recordPost(db: Pool, post: PostInput): Promise<(PostInput & { inserted: boolean }) | null> {
+  // The post's lock, then the tombstone check and the insert: a deletePost committing beside this
+  // one is either seen (this returns null) or waits and deletes the row this inserted.
+  const rows = await withTransaction(db, async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('feed-post:' || $1, 0))`, [post.postId]);
+    const inserted = await tx.query(
+      `INSERT INTO feed_posts (post_id, author_id, title, excerpt, published_at, pushed)
+       SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM feed_post_deletions WHERE post_id = $1)
+       ON CONFLICT (post_id) DO NOTHING RETURNING post_id`,
+      [post.postId, post.authorId, post.title, post.excerpt, post.publishedAt, post.pushed],
+    );
+    if (inserted.rows.length === 0) {
+      const deleted = await tx.query(`SELECT 1 FROM feed_post_deletions WHERE post_id = $1`, [post.postId]);
+      if (deleted.rows.length > 0) return null;
+    }
+    return inserted.rows;
+  });
+  if (rows === null) return null;
   const stored =
     rows.length === 1
       ? { ...post, inserted: true }
-      : await db
-          .query(`SELECT ${POST_COLUMNS}, pushed FROM feed_posts p WHERE post_id = $1`, [post.postId])
-          .then((r) => ({ ...toPost(r.rows[0]), pushed: r.rows[0].pushed as boolean, inserted: false }));
+      : await db.query(`SELECT ${POST_COLUMNS}, pushed FROM feed_posts p WHERE post_id = $1`, [post.postId]).then((r) =>
+          // Gone since: deleted (post.deleted) or erased in between.
+          r.rows[0] ? { ...toPost(r.rows[0]), pushed: r.rows[0].pushed as boolean, inserted: false } : null,
+        );
+  if (stored === null) return null;
   if (!stored.pushed) {
     await db.query(
       `INSERT INTO feed_authors (author_id, has_unpushed) VALUES ($1, true)
@@ -146,6 +160,25 @@ export async function recordPost(db: Db, post: PostInput): Promise<PostInput & {
     );
   }
   return stored;
+}
+
+/**
+ * post.deleted: the tombstone, the post's row and its fan-out job (its chunks follow by their
+ * foreign key, so a chunk still queued does nothing), under the post's lock (see recordPost).
+ * Returns the followers whose Redis feeds may hold it. Idempotent: a redelivery finds nothing more.
+ */
+export async function deletePost(pool: Pool, postId: string, authorId: string): Promise<string[]> {
+  return withTransaction(pool, async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('feed-post:' || $1, 0))`, [postId]);
+    await tx.query(`INSERT INTO feed_post_deletions (post_id) VALUES ($1) ON CONFLICT (post_id) DO NOTHING`, [postId]);
+    await tx.query(`DELETE FROM feed_fanout_jobs WHERE post_id = $1`, [postId]);
+    await tx.query(`DELETE FROM feed_posts WHERE post_id = $1`, [postId]);
+    const followers = await tx.query<{ follower_id: string }>(
+      `SELECT follower_id FROM feed_follows WHERE followee_id = $1 AND active`,
+      [authorId],
+    );
+    return followers.rows.map((r) => r.follower_id);
+  });
 }
 
 export const POST_COLUMNS = 'p.post_id, p.author_id, p.title, p.excerpt, p.published_at';
