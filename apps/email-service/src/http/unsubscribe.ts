@@ -1,4 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorResponses, textResponse } from '@community/service';
 import * as suppressions from '../store/suppressions';
 import { escapeHtml } from '../templates/escape';
 import { ERRORS } from './errors';
@@ -50,8 +52,24 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
   const querySchema = {
     type: 'object',
     required: ['token'],
-    properties: { token: { type: 'string', minLength: 1, maxLength: 2048 } },
+    properties: {
+      token: { type: 'string', minLength: 1, maxLength: 2048, description: 'the signed token of the email link' },
+    },
   } as const;
+
+  /**
+   * The pages are HTML (fastify sends them as they are); the errors are the coded JSON body, and an
+   * expired link asked for by a browser (Accept: text/html) gets a page saying so instead.
+   */
+  const errors = errorResponses(400);
+  const expired = {
+    description: 'The link has expired: a page for a browser (Accept: text/html), the coded error otherwise',
+    content: {
+      'text/html': { schema: Type.String() },
+      'application/json': { schema: errors['400'] },
+    },
+  };
+  const TAGS = ['unsubscribe'];
 
   /**
    * The token's claim, or an answer: a forged token is a 400; an expired one a 410 that says so, as
@@ -75,7 +93,18 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
 
   app.get<{ Querystring: { token: string } }>(
     '/v1/unsubscribe',
-    { schema: { querystring: querySchema } },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'The confirmation page of an unsubscribe link (changes nothing: link scanners fetch links)',
+        querystring: querySchema,
+        response: {
+          200: textResponse('text/html', 'A page asking to confirm, with a form that POSTs the same link'),
+          410: expired,
+          ...errors,
+        },
+      },
+    },
     async (request, reply) => {
       const claim = verify(request.query.token, request, reply);
       if (!claim) return reply;
@@ -93,7 +122,31 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: Unsubscrib
 
   app.post<{ Querystring: { token: string } }>(
     '/v1/unsubscribe',
-    { schema: { querystring: querySchema } },
+    {
+      // The body is not read (the token is in the URL): documented, never validated.
+      config: {
+        documentedBody: {
+          schema: Type.Object({ 'List-Unsubscribe': Type.Optional(Type.Literal('One-Click')) }),
+          required: false,
+          mediaType: 'application/x-www-form-urlencoded',
+          description:
+            "RFC 8058 one-click: `List-Unsubscribe=One-Click` (multipart too), or the confirmation page's form",
+        },
+      },
+      schema: {
+        tags: TAGS,
+        summary: "Unsubscribes: the page's button, or a mail client's RFC 8058 one-click POST",
+        querystring: querySchema,
+        response: {
+          200: textResponse(
+            'text/html',
+            'A page confirming the opt-out (in force even if the preference sync retries)',
+          ),
+          410: expired,
+          ...errors,
+        },
+      },
+    },
     async (request, reply) => {
       const claim = verify(request.query.token, request, reply);
       if (!claim) return reply;
