@@ -2,7 +2,13 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { COMMUNITY_TOPOLOGY, RECONCILER_LOW_PRIORITY_QUEUE } from '@community/contracts';
+import {
+  COMMUNITY_TOPOLOGY,
+  QUEUES,
+  RECONCILER_LOW_PRIORITY_QUEUE,
+  validateOrThrow,
+  type EventOf,
+} from '@community/contracts';
 import { createPgPool, createScheduler, type ScheduledJob, type Scheduler } from '@community/db';
 import { managementTargetFor, type ManagementTarget, type Messaging, type Topology } from '@community/messaging';
 import { createRelay, type OutboxRelay } from '@community/outbox';
@@ -18,6 +24,7 @@ import { SERVICE_NAME, type ReconcilerConfig } from './config';
 import { createDlqConsole, type DlqConsole } from './dlq';
 import { parseRecountRequest } from './domain/requests';
 import { recountRangeHandler } from './handlers/recount';
+import { accountDeletedHandler } from './handlers/account-deleted';
 import { adminOnly } from './http/auth';
 import { createFeedCache, type FeedCache } from '@community/feed-service';
 import { counterJobs } from './jobs/counters';
@@ -162,6 +169,16 @@ export function createReconcilerService(config: ReconcilerConfig, deps: Reconcil
       timeoutMs: 120_000,
       validate: parseRecountRequest,
       handle: recountRangeHandler({ pool, metrics, batchSize: config.COUNTER_BATCH_SIZE }),
+    });
+    // Account deletions become erasures (the same audit and user.erased as `ops user erase`).
+    messaging.consume<EventOf<'user.deleted'>>({
+      queue: QUEUES.reconcilerAccountDeletions,
+      name: `${QUEUES.reconcilerAccountDeletions}:erase`,
+      prefetch: 4,
+      concurrency: 2,
+      timeoutMs: 30_000,
+      validate: (body) => validateOrThrow(body) as EventOf<'user.deleted'>,
+      handle: accountDeletedHandler({ pool, producer: SERVICE_NAME }),
     });
   }
 

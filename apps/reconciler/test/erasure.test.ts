@@ -3,7 +3,7 @@
 // nothing (another replica's relay publishes the event), and a failed write leaves no audit row for
 // an erasure that will never happen.
 import amqplib from 'amqplib';
-import { validate } from '@community/contracts';
+import { buildEvent, validate } from '@community/contracts';
 import { eventually } from '@community/testing';
 import { bearer, createTestDatabase, createTestVhost, startReconciler, type Reconciler } from './harness';
 
@@ -145,4 +145,46 @@ it("takes user ids up to the router's 100 characters, refuses longer ones, and a
     headers: bearer(rc.token('volunteer')),
   });
   expect(missing.json()).toMatchObject({ statusCode: 404, code: 'RC_UNKNOWN_ERASURE' });
+});
+
+it("a user's own account deletion (user.deleted) becomes the same erasure, cause account_deleted, once however often it is delivered", async () => {
+  const rc = started[1]; // the replica with the broker: it consumes reconciler.account-deletions
+  const deletion = buildEvent('user.deleted', { userId: 'gone@example' }, { producer: 'community-api' });
+  const conn = await amqplib.connect(vhost.url);
+  try {
+    const ch = await conn.createConfirmChannel();
+    for (let i = 0; i < 2; i++)
+      // the producer's retry: the same event twice
+      ch.publish('community.events', 'user.deleted', Buffer.from(JSON.stringify(deletion)), {
+        persistent: true,
+        contentType: 'application/json',
+        messageId: deletion.id,
+        type: 'user.deleted',
+        userId: 'guest',
+      });
+    await ch.waitForConfirms();
+  } finally {
+    await conn.close();
+  }
+  const audit = await eventually('the audit row', async () => {
+    const { rows } = await rc.svc.pool.query(
+      `SELECT id::text, requested_by, event_id::text FROM user_erasures WHERE user_id = 'gone@example'`,
+    );
+    return rows.length ? rows : undefined;
+  });
+  expect(audit).toEqual([
+    expect.objectContaining({ requested_by: 'account deletion (user.deleted from community-api)' }),
+  ]);
+  const { rows: outbox } = await rc.svc.pool.query(`SELECT payload FROM outbox_messages WHERE event_id = $1`, [
+    audit[0].event_id,
+  ]);
+  expect(outbox.map((r) => r.payload.data)).toEqual([
+    { userId: 'gone@example', erasureId: audit[0].id, cause: 'account_deleted' },
+  ]);
+  // The second copy was absorbed by the request key (the event id): still one audit row.
+  await eventually('both copies acked', async () => (await vhost.depth('reconciler.account-deletions')).total === 0);
+  const { rows } = await rc.svc.pool.query(
+    `SELECT count(*)::int AS n FROM user_erasures WHERE user_id = 'gone@example'`,
+  );
+  expect(rows[0].n).toBe(1);
 });

@@ -22,6 +22,11 @@ export interface ErasureRequest {
   requestedBy: string;
   /** The outbox producer (the reconciler's SERVICE_NAME). */
   producer: string;
+  /**
+   * `account_deleted`: the user's own user.deleted (handlers/account-deleted.ts), carried on
+   * user.erased so the consumers also withdraw what the user caused for others. Default: operator.
+   */
+  cause?: 'operator' | 'account_deleted';
 }
 
 export type ErasureResult =
@@ -74,7 +79,7 @@ export async function requestErasure(pool: Pool, req: ErasureRequest): Promise<E
     }
     const event = buildEvent(
       'user.erased',
-      { userId: req.userId, erasureId: String(row.id) },
+      { userId: req.userId, erasureId: String(row.id), ...(req.cause ? { cause: req.cause } : {}) },
       { producer: req.producer, id: eventId, occurredAt: row.requested_at },
     );
     // Aggregate: the user, so two erasures of one user are published in order.
