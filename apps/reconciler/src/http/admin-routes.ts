@@ -12,8 +12,12 @@ import { counterBatchBoundaries, type Drift } from '@community/notification-serv
 import { checkLostWork, lostWorkSettings } from '../jobs/lost-work';
 import { findDeadHolderLeases } from '@community/email-service';
 import { findStuckWork } from '../store/stuck';
+import { errorResponses } from '@community/service';
 import { adminOnly } from './auth';
 import { ERRORS, STORABLE_ID } from './errors';
+import { FeedRebuildBody, JobRunBody, JobsBody, RecountInlineBody, RecountQueuedBody, StatusBody } from './schemas';
+
+const TAGS = ['admin'];
 
 const DRIFTS_SHOWN = 100;
 
@@ -65,9 +69,25 @@ export async function collectStatus(deps: AppDeps) {
 export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
   const guard = { onRequest: adminOnly };
 
-  app.get('/v1/admin/status', guard, async () => collectStatus(deps));
+  app.get(
+    '/v1/admin/status',
+    {
+      ...guard,
+      schema: {
+        tags: TAGS,
+        summary: 'The status checklist (the lines of `ops status`)',
+        response: { 200: StatusBody, ...errorResponses(401, 403) },
+      },
+    },
+    async () => collectStatus(deps),
+  );
 
-  app.get('/v1/admin/jobs', guard, async () => {
+  const jobsSchema = {
+    tags: TAGS,
+    summary: 'Every scheduled job with its interval and last run',
+    response: { 200: JobsBody, ...errorResponses(401, 403) },
+  };
+  app.get('/v1/admin/jobs', { ...guard, schema: jobsSchema }, async () => {
     const runs = await lastJobRuns(
       deps.pool,
       deps.jobs.map((j) => j.name),
@@ -100,6 +120,9 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     {
       ...guard,
       schema: {
+        tags: TAGS,
+        summary: 'Runs a job now (under its lock; a dry run changes nothing)',
+        response: { 200: JobRunBody, ...errorResponses(401, 403, 404, 409) },
         params: { type: 'object', properties: { job: { type: 'string' } } },
         querystring: {
           type: 'object',
@@ -134,6 +157,14 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     {
       ...guard,
       schema: {
+        tags: TAGS,
+        summary:
+          'Recounts unread counters: one user or a dry run here and now, everyone through the low-priority queue',
+        response: {
+          200: RecountInlineBody,
+          202: RecountQueuedBody,
+          ...errorResponses(400, 401, 403),
+        },
         body: {
           type: 'object',
           properties: { userId: { ...STORABLE_ID, maxLength: 200 }, dryRun: { type: 'boolean', default: false } },
@@ -175,6 +206,9 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AppDeps): void {
     {
       ...guard,
       schema: {
+        tags: TAGS,
+        summary: "Checks one user's feed, or every active one, against the projections and rebuilds what differs",
+        response: { 200: FeedRebuildBody, ...errorResponses(400, 401, 403) },
         body: {
           type: 'object',
           properties: {

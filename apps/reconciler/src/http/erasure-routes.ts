@@ -5,8 +5,10 @@ import type { Topology } from '@community/messaging';
 import type { AppDeps } from './deps';
 import { SERVICE_NAME } from '../config';
 import { erasureStatus, requestErasure } from '../store/erasures';
+import { errorResponses } from '@community/service';
 import { adminOnly } from './auth';
 import { ERRORS, STORABLE_ID } from './errors';
+import { ErasureRequestedBody, ErasureStatusBody } from './schemas';
 
 /**
  * The queues user.erased is bound to. Each service's erasure handler claims the event in the inbox
@@ -38,6 +40,16 @@ export function registerErasureRoutes(app: FastifyInstance, deps: Pick<AppDeps, 
     {
       onRequest: adminOnly,
       schema: {
+        tags: ['erasure'],
+        summary: "Erases a user's personal data everywhere (audit row + user.erased through the outbox)",
+        response: {
+          200: {
+            ...ErasureRequestedBody,
+            description: 'The same Idempotency-Key again: the first request, nothing more published',
+          },
+          202: { ...ErasureRequestedBody, description: 'Requested: user.erased is on its way' },
+          ...errorResponses(400, 401, 403, 409, 414),
+        },
         // 256: the contract's id bound (IdSchema). The router answers 414 before this for a path
         // parameter over 100 characters (fastify's maxParamLength), as on every :userId route.
         params: { type: 'object', properties: { userId: { ...STORABLE_ID, maxLength: 256 } }, required: ['userId'] },
@@ -71,6 +83,9 @@ export function registerErasureRoutes(app: FastifyInstance, deps: Pick<AppDeps, 
     {
       onRequest: adminOnly,
       schema: {
+        tags: ['erasure'],
+        summary: 'An erasure: when its event was published, and which consumers have erased',
+        response: { 200: ErasureStatusBody, ...errorResponses(400, 401, 403, 404) },
         params: {
           type: 'object',
           properties: { erasureId: { type: 'string', pattern: '^[1-9][0-9]{0,17}$' } },

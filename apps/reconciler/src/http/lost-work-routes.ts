@@ -2,8 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from './deps';
 import { LOST_WORK_KINDS, type LostWorkKind } from '../domain/lost-work';
 import { checkLostWork, lostWorkSettings, redrive } from '../jobs/lost-work';
+import { errorResponses } from '@community/service';
 import { adminOnly } from './auth';
 import { ERRORS } from './errors';
+import { LostWorkBody, RedriveBody } from './schemas';
 
 /** Rows re-driven per request at most (the answer says `more` and the operator continues from `newest`). */
 const REDRIVE_LIMIT_MAX = 50_000;
@@ -14,8 +16,17 @@ const REDRIVE_LIMIT_MAX = 50_000;
  * the queue that should hold them. A dry run unless `apply: true` (docs/RECONCILER.md "Lost work").
  */
 export function registerLostWorkRoutes(app: FastifyInstance, deps: AppDeps): void {
-  app.get('/v1/admin/lost-work', { onRequest: adminOnly }, async () =>
-    checkLostWork(deps.pool, deps.management, lostWorkSettings(deps.config), deps.clock()),
+  app.get(
+    '/v1/admin/lost-work',
+    {
+      onRequest: adminOnly,
+      schema: {
+        tags: ['admin'],
+        summary: 'The lost-work check: due rows of every kind against the messages their queues hold',
+        response: { 200: LostWorkBody, ...errorResponses(401, 403) },
+      },
+    },
+    async () => checkLostWork(deps.pool, deps.management, lostWorkSettings(deps.config), deps.clock()),
   );
 
   app.post<{
@@ -26,6 +37,9 @@ export function registerLostWorkRoutes(app: FastifyInstance, deps: AppDeps): voi
     {
       onRequest: adminOnly,
       schema: {
+        tags: ['admin'],
+        summary: 'Re-publishes the due rows of one kind in [since, until) (a dry run unless apply: true)',
+        response: { 200: RedriveBody, ...errorResponses(400, 401, 403, 503) },
         params: {
           type: 'object',
           required: ['kind'],

@@ -6,8 +6,10 @@ import { explain } from '../domain/why';
 import { checkLostWork, lostWorkSettings } from '../jobs/lost-work';
 import { EMAIL_QUEUE } from '../store/lost-work';
 import { gatherWhy } from '../store/why';
+import { errorResponses } from '@community/service';
 import { adminOnly } from './auth';
 import { ERRORS, STORABLE_ID } from './errors';
+import { WhyBody } from './schemas';
 
 /** GET /v1/admin/why?userId=&eventId=|commentId=|idempotencyKey= (docs/RECONCILER.md "Why"). */
 export function registerWhyRoute(app: FastifyInstance, deps: AppDeps): void {
@@ -17,6 +19,9 @@ export function registerWhyRoute(app: FastifyInstance, deps: AppDeps): void {
     {
       onRequest: adminOnly,
       schema: {
+        tags: ['admin'],
+        summary: "Why didn't user X get notification Y? Step by step, from what the database and the DLQs hold",
+        response: { 200: WhyBody, ...errorResponses(400, 401, 403) },
         querystring: {
           type: 'object',
           required: ['userId'],
