@@ -21,6 +21,7 @@ import { Ticker } from './digest/ticker';
 import { criticalLaneOnly } from './handlers/critical-lane';
 import { only } from './handlers/only';
 import { notificationCreatedHandler } from './handlers/notification-created';
+import { notificationWithdrawnHandler } from './handlers/notification-withdrawn';
 import { userErasedHandler } from './handlers/user-erased';
 import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
@@ -132,20 +133,21 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     now: clock,
   };
   const handleNotification = notificationCreatedHandler(handlerDeps);
+  const handleWithdrawn = notificationWithdrawnHandler(pool);
+  type SendQueueEvent = EventOf<'notification.created'> | EventOf<'notification.withdrawn'>;
   // Before anything can send: an event past the acceptance window may have lost its ledger row.
-  const refuseExpired = refuseExpiredEvents<EventOf<'notification.created'>>(
-    emailRetentionPolicy(config).maxEventAgeMs,
-    clock,
-  );
-  const sendConsumer = messaging.consume<EventOf<'notification.created'>>({
+  const maxEventAgeMs = emailRetentionPolicy(config).maxEventAgeMs;
+  const refuseExpired = refuseExpiredEvents<SendQueueEvent>(maxEventAgeMs, clock);
+  const sendConsumer = messaging.consume<SendQueueEvent>({
     queue: SEND_QUEUE,
     name: 'send-email',
     prefetch: config.EMAIL_CONSUMER_CONCURRENCY,
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
     timeoutMs: sendHandlerTimeoutMs(config),
-    validate: only('notification.created'),
+    validate: only('notification.created', 'notification.withdrawn'),
     middleware: [refuseExpired],
-    handle: handleNotification,
+    handle: (event, ctx) =>
+      event.type === 'notification.withdrawn' ? handleWithdrawn(event, ctx) : handleNotification(event, ctx),
   });
   // The critical lane (docs/EMAIL.md): its own queue, so no backlog on SEND_QUEUE delays a security
   // alert; the other types on it are acked at once, hence a deeper prefetch than the regular lane.
@@ -156,7 +158,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     concurrency: config.EMAIL_CONSUMER_CONCURRENCY,
     timeoutMs: sendHandlerTimeoutMs(config),
     validate: only('notification.created'),
-    middleware: [criticalLaneOnly, refuseExpired],
+    middleware: [criticalLaneOnly, refuseExpiredEvents<EventOf<'notification.created'>>(maxEventAgeMs, clock)],
     handle: handleNotification,
   });
   // The user projection and, on the same queue, erasures (handlers/user-erased.ts): an erasure

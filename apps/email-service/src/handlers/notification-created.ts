@@ -5,6 +5,7 @@ import { decideChannel } from '../domain/channel';
 import * as digests from '../store/digests';
 import type { DigestPeriod } from '../domain/digest-window';
 import * as suppressions from '../store/suppressions';
+import { isWithdrawn } from '../store/withdrawals';
 
 export interface NotificationHandlerDeps extends ImmediateDeps {
   digestPeriod: DigestPeriod;
@@ -17,6 +18,11 @@ export function notificationCreatedHandler(deps: NotificationHandlerDeps): Handl
     const channel = decideChannel(d);
     if (channel === 'off') {
       deps.metrics.decisions.inc({ decision: 'off' });
+      return 'skipped';
+    }
+    // Withdrawn before it got here (its source was deleted; notification.withdrawn came first).
+    if (await isWithdrawn(deps.pool, d.idempotencyKey)) {
+      deps.metrics.decisions.inc({ decision: 'withdrawn' });
       return 'skipped';
     }
     if (channel === 'digest') {

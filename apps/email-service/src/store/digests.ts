@@ -4,6 +4,7 @@ import type { NotificationType } from '@community/contracts';
 import { TransientError } from '@community/messaging';
 import { digestKey, nextWindow, windowFor, type DigestPeriod } from '../domain/digest-window';
 import { ITEM_BLOCKED_SQL } from './suppressions';
+import { ITEM_WITHDRAWN_SQL } from './withdrawals';
 
 export interface DigestItemInput {
   idempotencyKey: string;
@@ -112,7 +113,8 @@ export async function flushDue(
     const result: FlushResult = { flushed: 0, empty: 0 };
     for (const w of due.rows) {
       const live = await tx.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM email_digest_items i WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL}`,
+        `SELECT count(*)::int AS n FROM email_digest_items i
+          WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL} AND NOT ${ITEM_WITHDRAWN_SQL}`,
         [w.id],
       );
       if (live.rows[0].n === 0) {
@@ -133,13 +135,13 @@ export async function flushDue(
   });
 }
 
-/** The items of a window still to be sent (suppressed ones left out), oldest first. */
+/** The items of a window still to be sent (suppressed and withdrawn ones left out), oldest first. */
 export async function liveItems(pool: Pool, windowId: string): Promise<DigestItemRow[]> {
   const res = await pool.query<DigestItemRow>(
     `SELECT notification_id AS "notificationId", notification_type AS "notificationType", actor_id AS "actorId",
             resource_type AS "resourceType", excerpt
        FROM email_digest_items i
-      WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL}
+      WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL} AND NOT ${ITEM_WITHDRAWN_SQL}
       ORDER BY i.occurred_at, i.idempotency_key`,
     [windowId],
   );
