@@ -154,10 +154,11 @@ function registerOpsRoutes(app: FastifyInstance, options: ServerOptions): void {
   });
 }
 
-/** The `service` every line of the logger carries (createLogger's base), the document's title. */
+/** The `service` every line of the logger carries (createLogger's base; a plain pino's `name`), the document's title. */
 function serviceName(logger: Logger): string {
-  const service = (logger.bindings() as { service?: unknown }).service;
-  return typeof service === 'string' && service.length > 0 ? service : 'service';
+  const { service, name } = logger.bindings() as { service?: unknown; name?: unknown };
+  for (const candidate of [service, name]) if (typeof candidate === 'string' && candidate.length > 0) return candidate;
+  return 'service';
 }
 
 /**
