@@ -8,6 +8,7 @@ import { pgUnavailable } from '@community/db';
 import { type Logger } from '@community/observability';
 import { buildServer, registerAuth, type AuthSettings, type ReadinessProbe } from '@community/service';
 import { actorHooks } from './http/actor';
+import { checkIdempotencyKey, type AnswerOnce } from './http/answer-once';
 import { registerContentRoutes } from './http/content-routes';
 import { registerSecurityAlertRoutes } from './http/security-alert-routes';
 import { ERRORS } from './http/errors';
@@ -31,6 +32,8 @@ export interface AppDeps {
   securityAlerts: { issuer: string; verifyKey?: string };
   /** Writes per actor (user, service, or client IP when anonymous) in each window; then 429. */
   writeRateLimit: { max: number; windowMs: number };
+  /** Producer-side dedup: each write route answers a retry with its first answer (http/answer-once.ts). */
+  answerOnce: AnswerOnce;
 }
 
 const CORRELATION_HEADER = 'x-correlation-id';
@@ -89,14 +92,17 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     });
     const limit = api.rateLimit() as unknown as onRequestHookHandler;
     const hooks = actorHooks({ production: deps.production, securityAlerts: deps.securityAlerts });
+    // Who acts, their budget, then their Idempotency-Key (checked before anything is read or written).
+    const keyCheck = checkIdempotencyKey as onRequestHookHandler;
     const guards: WriteGuards = {
-      userWrite: [hooks.userWrite as onRequestHookHandler, limit],
-      profileWrite: [hooks.profileWrite as onRequestHookHandler, limit],
-      securityAlert: [hooks.securityAlert as onRequestHookHandler, limit],
+      userWrite: [hooks.userWrite as onRequestHookHandler, limit, keyCheck],
+      profileWrite: [hooks.profileWrite as onRequestHookHandler, limit, keyCheck],
+      securityAlert: [hooks.securityAlert as onRequestHookHandler, limit, keyCheck],
     };
-    registerUserRoutes(api, deps.pool, guards);
-    registerContentRoutes(api, deps.pool, guards);
-    registerSecurityAlertRoutes(api, deps.pool, guards);
+    const routes = { pool: deps.pool, guards, answerOnce: deps.answerOnce };
+    registerUserRoutes(api, routes);
+    registerContentRoutes(api, routes);
+    registerSecurityAlertRoutes(api, routes);
   });
   return app;
 }

@@ -71,6 +71,23 @@ describe('loadDemoConfig', () => {
     ]);
   });
 
+  it('holds an Idempotency-Key 24 h and a keyless fingerprint 10 s unless told otherwise; 0 turns fingerprints off', () => {
+    const config = loadDemoConfig({});
+    expect([config.IDEMPOTENCY_KEY_TTL_MS, config.REQUEST_FINGERPRINT_TTL_MS]).toEqual([86_400_000, 10_000]);
+    expect(loadDemoConfig({ REQUEST_FINGERPRINT_TTL_MS: '0' }).REQUEST_FINGERPRINT_TTL_MS).toBe(0);
+    expect(loadDemoConfig({ IDEMPOTENCY_KEY_TTL_MS: '1h' }).IDEMPOTENCY_KEY_TTL_MS).toBe(3_600_000);
+  });
+
+  it('fails naming the variable for a malformed TTL, or a fingerprint held longer than a key', () => {
+    expect(issuesOf(() => loadDemoConfig({ IDEMPOTENCY_KEY_TTL_MS: 'soon' }))).toEqual(['IDEMPOTENCY_KEY_TTL_MS']);
+    expect(issuesOf(() => loadDemoConfig({ REQUEST_FINGERPRINT_TTL_MS: '-1' }))).toEqual([
+      'REQUEST_FINGERPRINT_TTL_MS',
+    ]);
+    const longer = { IDEMPOTENCY_KEY_TTL_MS: '1m', REQUEST_FINGERPRINT_TTL_MS: '2m' };
+    expect(issuesOf(() => loadDemoConfig(longer))).toEqual(['REQUEST_FINGERPRINT_TTL_MS']);
+    expect(() => loadDemoConfig(longer)).toThrow(/REQUEST_FINGERPRINT_TTL_MS: must not exceed IDEMPOTENCY_KEY_TTL_MS/);
+  });
+
   it('refuses the traffic generator in production', () => {
     expect(issuesOf(() => loadDemoConfig({ ...production, DEMO_TRAFFIC_RATE: '2' }))).toEqual(['DEMO_TRAFFIC_RATE']);
   });

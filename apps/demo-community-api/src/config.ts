@@ -59,6 +59,45 @@ export const DEMO_CONFIG = [
     description: 'The window of DEMO_WRITE_RATE_LIMIT',
   },
   {
+    name: 'IDEMPOTENCY_KEY_TTL_MS',
+    kind: 'duration-ms',
+    // A day: longer than any client's retry schedule (a mobile app retrying when it is back online
+    // the next morning is past it and writes again), short enough that the table stays small.
+    default: 86_400_000,
+    min: 60_000,
+    max: 7 * 86_400_000,
+    description:
+      'How long an Idempotency-Key answers its retries with the first answer (docs/CONTRACT.md "Producer-side dedup"); later the key is free again',
+  },
+  {
+    name: 'REQUEST_FINGERPRINT_TTL_MS',
+    kind: 'duration-ms',
+    // 10 s: a double-click comes within one, a client library's blind retry after a lost answer
+    // within a few; a person repeating the same post or comment on purpose takes longer (and the
+    // window also ends at the actor's next other write). 0 turns fingerprints off.
+    default: 10_000,
+    min: 0,
+    max: 3_600_000,
+    description:
+      'How long an identical request without an Idempotency-Key (same actor, route, params and body) is answered with the first answer instead of writing again; 0: off',
+  },
+  {
+    name: 'REQUEST_KEYS_PURGE_INTERVAL_MS',
+    kind: 'duration-ms',
+    default: 600_000,
+    min: 1000,
+    max: 86_400_000,
+    description: 'How often expired request keys are purged (one replica at a time, libs/db scheduler)',
+  },
+  {
+    name: 'REQUEST_KEYS_PURGE_BATCH_SIZE',
+    kind: 'int',
+    default: 1000,
+    min: 1,
+    max: 50_000,
+    description: 'Expired request keys deleted per statement by the purge (each batch its own short transaction)',
+  },
+  {
     name: 'OUTBOX_POLL_INTERVAL_MS',
     kind: 'duration-ms',
     default: 1000,
@@ -111,6 +150,13 @@ export function loadDemoConfig(env: Record<string, string | undefined> = process
     issues.push({
       name: 'DEMO_TRAFFIC_RATE',
       message: `DEMO_TRAFFIC_RATE: must be 0 when NODE_ENV=production (expected 0: the generator creates fake users and acts through x-user-id, which production refuses), got ${env['DEMO_TRAFFIC_RATE']}`,
+    });
+  }
+  // A fingerprint is the weaker promise (no key, a guess that it is a retry): never held longer than a key.
+  if (config && config.REQUEST_FINGERPRINT_TTL_MS > config.IDEMPOTENCY_KEY_TTL_MS) {
+    issues.push({
+      name: 'REQUEST_FINGERPRINT_TTL_MS',
+      message: `REQUEST_FINGERPRINT_TTL_MS: must not exceed IDEMPOTENCY_KEY_TTL_MS (${config.IDEMPOTENCY_KEY_TTL_MS} ms: a keyless request is never held longer than a keyed one), got ${config.REQUEST_FINGERPRINT_TTL_MS}`,
     });
   }
   if (issues.length > 0 || config === undefined) throw new ConfigError(issues);

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
-import { createPgPool } from '@community/db';
+import { createPgPool, createScheduler, type Scheduler } from '@community/db';
 import type { Messaging, Topology } from '@community/messaging';
 import { type Logger } from '@community/observability';
 import {
@@ -16,6 +16,8 @@ import { createRelay, type OutboxRelay } from '@community/outbox';
 import type { Registry } from 'prom-client';
 import { buildApp } from './app';
 import { SERVICE_NAME, type DemoConfig } from './config';
+import { answerOnce } from './http/answer-once';
+import { requestKeysPurgeJob } from './jobs/purge-request-keys';
 import { PRODUCER } from './store/outbox';
 import { startTraffic, type Traffic } from './traffic/generator';
 
@@ -24,6 +26,12 @@ export interface DemoServiceDeps {
   registry: Registry;
   /** COMMUNITY_TOPOLOGY unless a test adds a queue of its own. */
   topology?: Topology;
+  /**
+   * "Now" for the request keys' TTLs (producer-side dedup) and their purge. Tests set one to step
+   * past a TTL without waiting; production leaves it unset: the database's now(), the clock every
+   * replica shares.
+   */
+  clock?: () => Date;
 }
 
 export interface DemoService {
@@ -33,6 +41,8 @@ export interface DemoService {
   pool: Pool;
   messaging: Messaging;
   relay: OutboxRelay;
+  /** The purge of expired request keys (REQUEST_KEYS_PURGE_INTERVAL_MS); started by start(). */
+  scheduler: Scheduler;
   /**
    * Connects to the broker, starts the outbox relay, then (DEMO_TRAFFIC_RATE > 0, off by default) the traffic
    * generator, which calls this very server: start() must run after the app listens.
@@ -44,7 +54,7 @@ export interface DemoService {
 
 /**
  * The composition of the demo community API: pool → messaging (publisher only) → outbox relay →
- * HTTP. Writes do not need the broker (the outbox holds their events); the relay does. Building
+ * the purge of expired request keys (scheduler) → HTTP. Writes do not need the broker (the outbox holds their events); the relay does. Building
  * does no I/O; start() connects. main.ts adds the process lifecycle, the tests call it as is.
  */
 export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): DemoService {
@@ -61,6 +71,18 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
     pollIntervalMs: config.OUTBOX_POLL_INTERVAL_MS,
     batchSize: config.OUTBOX_BATCH_SIZE,
   });
+  const scheduler = createScheduler({
+    pool,
+    logger: logger.child({ component: 'scheduler' }),
+    registry,
+    jobs: [
+      requestKeysPurgeJob({
+        intervalMs: config.REQUEST_KEYS_PURGE_INTERVAL_MS,
+        batchSize: config.REQUEST_KEYS_PURGE_BATCH_SIZE,
+        clock: deps.clock,
+      }),
+    ],
+  });
   const readiness = readinessState();
   const app = buildApp({
     pool,
@@ -70,6 +92,12 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
     production: config.production,
     securityAlerts: { issuer: config.SECURITY_ALERTS_ISSUER, verifyKey: config.SECURITY_ALERTS_VERIFY_KEY },
     writeRateLimit: { max: config.DEMO_WRITE_RATE_LIMIT, windowMs: config.DEMO_WRITE_RATE_WINDOW_MS },
+    answerOnce: answerOnce({
+      pool,
+      keyTtlMs: config.IDEMPOTENCY_KEY_TTL_MS,
+      fingerprintTtlMs: config.REQUEST_FINGERPRINT_TTL_MS,
+      clock: deps.clock,
+    }),
     readiness: async () => ({
       ...readiness.checks(),
       database: await databaseAnswers(pool),
@@ -88,9 +116,11 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
     pool,
     messaging,
     relay,
+    scheduler,
     async start() {
       await messaging.start();
       await relay.start();
+      scheduler.start();
       if (config.DEMO_TRAFFIC_RATE > 0) {
         const { port } = app.server.address() as AddressInfo;
         traffic = startTraffic({
@@ -109,6 +139,7 @@ export function createDemoService(config: DemoConfig, deps: DemoServiceDeps): De
       // Traffic first (it calls this very server), then the relay finishes its cycle (confirms and
       // marks), then the broker connection closes.
       await traffic?.stop();
+      await scheduler.stop();
       await relay.stop();
       await messaging.stop(5000);
     },

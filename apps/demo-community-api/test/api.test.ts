@@ -14,8 +14,10 @@ const log = recordingLogger();
 
 beforeAll(async () => {
   db = await createTestDatabase('demo_api');
-  // HTTP only: the service is built but not started, so nothing is relayed to a broker.
-  service = testService(db, { logger: log.logger });
+  // HTTP only: the service is built but not started, so nothing is relayed to a broker. Fingerprints
+  // off: these tests repeat identical requests to see what a route does with a repeat that comes after
+  // the fingerprint window (a quiet 200); the window itself is idempotency.test.ts's.
+  service = testService(db, { logger: log.logger, env: { REQUEST_FINGERPRINT_TTL_MS: '0' } });
   ({ pool, app } = service);
   await app.ready();
   await createUsers(app, ['ada', 'bob', 'grace', 'carol']);

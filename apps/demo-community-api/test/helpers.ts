@@ -16,7 +16,13 @@ export const JWT_SECRET = 'test-secret-for-demo-community-api-0123456789';
  */
 export function testService(
   db: TestDatabase,
-  options: { vhost?: TestVhost; topology?: Topology; env?: Record<string, string>; logger?: Logger } = {},
+  options: {
+    vhost?: TestVhost;
+    topology?: Topology;
+    env?: Record<string, string>;
+    logger?: Logger;
+    clock?: () => Date;
+  } = {},
 ): DemoService {
   const config = loadDemoConfig({
     DATABASE_URL: db.url,
@@ -33,6 +39,7 @@ export function testService(
     logger: options.logger ?? testLogger(),
     registry: new Registry(),
     topology: options.topology,
+    clock: options.clock,
   });
 }
 

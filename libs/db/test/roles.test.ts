@@ -60,6 +60,7 @@ const OWNERS: Record<string, Service | 'migrator'> = {
   community_follows: 'demo-community-api',
   community_reactions: 'demo-community-api',
   community_security_alerts: 'demo-community-api',
+  community_request_keys: 'demo-community-api',
 };
 
 type Grant = 'select' | 'insert' | 'update' | 'delete';
@@ -96,6 +97,8 @@ const GRANTS: Record<Service, Record<string, { ops: Grant[]; updateColumns?: str
     feed_posts: { ops: ['select', 'delete'] },
   },
   'demo-community-api': {
+    // Its purge of expired request keys is a scheduled job (libs/db's scheduler).
+    scheduled_job_runs: { ops: ['select', 'insert', 'update', 'delete'] },
     outbox_messages: { ops: ['select', 'insert', 'update', 'delete'] },
   },
 };

@@ -27,6 +27,12 @@ export interface Actor {
   via: 'token' | 'header' | 'service' | 'anonymous';
   /** What the write rate limit counts against: the user, the service, or the client address. */
   rateKey: string;
+  /**
+   * Whose stored answers this request may be replayed (http/answer-once.ts): `user:<id>`,
+   * `admin:<operator>`, `service:<issuer>` or `anonymous:<client address>`. An Idempotency-Key or a
+   * fingerprint is looked up under it only, so no actor ever reads another's answer.
+   */
+  keyScope: string;
 }
 
 declare module 'fastify' {
@@ -50,7 +56,21 @@ export interface ActorHooks {
   securityAlert(request: FastifyRequest): Promise<void>;
 }
 
-const anonymous = (request: FastifyRequest): Actor => ({ admin: false, via: 'anonymous', rateKey: `ip:${request.ip}` });
+const anonymous = (request: FastifyRequest): Actor => ({
+  admin: false,
+  via: 'anonymous',
+  rateKey: `ip:${request.ip}`,
+  keyScope: `anonymous:${request.ip}`,
+});
+
+/** A verified user or operator (an admin token's userId is the operator its kid belongs to). */
+const principalActor = (principal: Principal): Actor => ({
+  userId: principal.userId,
+  admin: principal.admin,
+  via: 'token',
+  rateKey: `user:${principal.userId}`,
+  keyScope: `${principal.admin ? 'admin' : 'user'}:${principal.userId}`,
+});
 
 /** A 401 of the shared guards keeps this API's code (TOKEN_INVALID) and says why; anything else as is. */
 function asTokenInvalid(err: unknown): unknown {
@@ -93,14 +113,14 @@ export function actorHooks({ production, securityAlerts }: ActorAuthOptions): Ac
 
   async function identify(request: FastifyRequest, allowAnonymous: boolean): Promise<Actor> {
     if (request.headers.authorization) {
-      const principal = userFromToken(request);
-      return { userId: principal.userId, admin: principal.admin, via: 'token', rateKey: `user:${principal.userId}` };
+      return principalActor(userFromToken(request));
     }
     const header = request.headers['x-user-id'];
     const named = typeof header === 'string' && header.trim() ? header.trim() : undefined;
     if (production)
       throw named !== undefined || header !== undefined ? ERRORS.USER_ID_HEADER_REFUSED() : ERRORS.TOKEN_REQUIRED();
-    if (named !== undefined) return { userId: named, admin: false, via: 'header', rateKey: `user:${named}` };
+    if (named !== undefined)
+      return { userId: named, admin: false, via: 'header', rateKey: `user:${named}`, keyScope: `user:${named}` };
     if (allowAnonymous) return anonymous(request);
     throw ERRORS.ACTOR_REQUIRED();
   }
@@ -131,8 +151,13 @@ export function actorHooks({ production, securityAlerts }: ActorAuthOptions): Ac
       }
       const principal = request.principal as unknown as Principal;
       request.actor = principal.service
-        ? { admin: false, via: 'service', rateKey: `service:${principal.service.issuer}` }
-        : { userId: principal.userId, admin: principal.admin, via: 'token', rateKey: `user:${principal.userId}` };
+        ? {
+            admin: false,
+            via: 'service',
+            rateKey: `service:${principal.service.issuer}`,
+            keyScope: `service:${principal.service.issuer}`,
+          }
+        : principalActor(principal);
     },
   };
 }

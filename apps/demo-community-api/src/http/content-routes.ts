@@ -1,45 +1,71 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import type { Pool } from 'pg';
-import { withTransaction } from '@community/db';
 import { excerpt, MAX_HANDLES, mentionedUsers, parseHandles } from '../domain/mentions';
 import { addReaction, commentAuthor, insertComment, insertPost, postAuthor } from '../store/content';
 import { EventBatch } from '../store/outbox';
 import { resolveHandles } from '../store/users';
-import type { WriteGuards } from './write-guards';
+import type { WriteRouteDeps } from './write-guards';
 import { actingUser } from './actor';
 import { ERRORS } from './errors';
-import { AddReactionBody, CreateCommentBody, CreatePostBody, PostParams } from './schemas';
+import {
+  AddReactionBody,
+  COMMENT_RESPONSES,
+  CreateCommentBody,
+  CreatePostBody,
+  POST_RESPONSES,
+  PostParams,
+  REACTION_RESPONSES,
+  WriteHeaders,
+  writeErrors,
+} from './schemas';
 
-export function registerContentRoutes(app: FastifyInstance, pool: Pool, guards: WriteGuards): void {
+export function registerContentRoutes(app: FastifyInstance, { pool, guards, answerOnce }: WriteRouteDeps): void {
   app.post<{ Body: CreatePostBody }>(
     '/v1/posts',
-    { schema: { body: CreatePostBody }, onRequest: guards.userWrite },
+    {
+      schema: {
+        tags: ['posts'],
+        summary: 'Publish a post (post.published)',
+        headers: WriteHeaders,
+        body: CreatePostBody,
+        response: { ...POST_RESPONSES, ...writeErrors() },
+      },
+      onRequest: guards.userWrite,
+    },
     async (request, reply) => {
       const authorId = await actingUser(request, pool);
       const { title, body } = request.body;
-      const id = randomUUID();
-      const createdAt = await withTransaction(pool, async (tx) => {
-        const at = await insertPost(tx, { id, authorId, title, body });
+      return answerOnce(request, reply, async (tx) => {
+        const id = randomUUID();
+        const createdAt = await insertPost(tx, { id, authorId, title, body });
         // Ordered under the author: the followers' feeds are derived from the author's activity.
         await new EventBatch(request.id)
           .add('post.published', { postId: id, authorId, title, excerpt: excerpt(body) }, authorId)
           .enqueue(tx);
-        return at;
+        return { status: 201, body: { id, authorId, title, body, createdAt } };
       });
-      return reply.code(201).send({ id, authorId, title, body, createdAt });
     },
   );
 
   app.post<{ Params: PostParams; Body: CreateCommentBody }>(
     '/v1/posts/:postId/comments',
-    { schema: { params: PostParams, body: CreateCommentBody }, onRequest: guards.userWrite },
+    {
+      schema: {
+        tags: ['posts'],
+        summary: 'Comment on a post or reply to a comment (comment.created, user.mentioned per mention)',
+        headers: WriteHeaders,
+        params: PostParams,
+        body: CreateCommentBody,
+        response: { ...COMMENT_RESPONSES, ...writeErrors(404) },
+      },
+      onRequest: guards.userWrite,
+    },
     async (request, reply) => {
       const authorId = await actingUser(request, pool);
       const { postId } = request.params;
       const { body, parentCommentId } = request.body;
-      const id = randomUUID();
-      const result = await withTransaction(pool, async (tx) => {
+      return answerOnce(request, reply, async (tx) => {
+        const id = randomUUID();
         const postAuthorId = await postAuthor(tx, postId);
         if (postAuthorId === undefined) throw ERRORS.POST_NOT_FOUND(postId);
         let parentAuthorId: string | undefined;
@@ -65,25 +91,36 @@ export function registerContentRoutes(app: FastifyInstance, pool: Pool, guards: 
           );
         }
         await events.enqueue(tx);
-        return { createdAt, mentionedUserIds };
+        return {
+          status: 201,
+          body: { id, postId, authorId, parentCommentId: parentCommentId ?? null, body, createdAt, mentionedUserIds },
+        };
       });
-      return reply.code(201).send({ id, postId, authorId, parentCommentId: parentCommentId ?? null, body, ...result });
     },
   );
 
   app.post<{ Body: AddReactionBody }>(
     '/v1/reactions',
-    { schema: { body: AddReactionBody }, onRequest: guards.userWrite },
+    {
+      schema: {
+        tags: ['reactions'],
+        summary: 'React to a post or a comment (reaction.added for a new reaction)',
+        headers: WriteHeaders,
+        body: AddReactionBody,
+        response: { ...REACTION_RESPONSES, ...writeErrors(404) },
+      },
+      onRequest: guards.userWrite,
+    },
     async (request, reply) => {
       const actorId = await actingUser(request, pool);
       const { targetType, targetId, emoji } = request.body;
-      const result = await withTransaction(pool, async (tx) => {
+      return answerOnce(request, reply, async (tx) => {
         const targetAuthorId =
           targetType === 'post' ? await postAuthor(tx, targetId) : await commentAuthor(tx, targetId);
         if (targetAuthorId === undefined) throw ERRORS.TARGET_NOT_FOUND(targetType, targetId);
-        const reaction = await addReaction(tx, { targetType, targetId, actorId, emoji });
+        const { created, ...reaction } = await addReaction(tx, { targetType, targetId, actorId, emoji });
         // The same reaction again: nothing changes, nobody is notified twice.
-        if (reaction.created) {
+        if (created) {
           await new EventBatch(request.id)
             .add(
               'reaction.added',
@@ -92,10 +129,8 @@ export function registerContentRoutes(app: FastifyInstance, pool: Pool, guards: 
             )
             .enqueue(tx);
         }
-        return reaction;
+        return { status: created ? 201 : 200, body: { ...reaction, actorId, targetType, targetId, emoji } };
       });
-      const { created, ...reaction } = result;
-      return reply.code(created ? 201 : 200).send({ ...reaction, actorId, targetType, targetId, emoji });
     },
   );
 }

@@ -58,6 +58,16 @@ export const ERRORS = defineErrors('', {
     statusCode: 400,
     message: (where: string) => `${where} must not contain NUL characters or unpaired surrogates`,
   },
+  IDEMPOTENCY_KEY_INVALID: {
+    statusCode: 400,
+    message: (reason: string) =>
+      `The Idempotency-Key header cannot be used: ${reason} (expected 1 to 255 visible ASCII characters, e.g. a UUID)`,
+  },
+  IDEMPOTENCY_KEY_REUSED: {
+    statusCode: 422,
+    message:
+      'This Idempotency-Key was already used for a different request (another route, parameters or body); send a new key for a new request',
+  },
   // Never names the holder: who owns an address is not the caller's to learn.
   EMAIL_TAKEN: { statusCode: 409, message: 'The email address is already used by another user' },
   RATE_LIMITED: {

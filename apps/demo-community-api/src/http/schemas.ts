@@ -1,4 +1,5 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { errorResponses } from '@community/service';
 
 // Request schemas (fastify validates them with ajv; a violation is a 400 whose message names the
 // field, e.g. "body must have required property 'email'"). Unknown properties are dropped.
@@ -61,3 +62,114 @@ export const SecurityAlertBody = Type.Object(
   { additionalProperties: false },
 );
 export type SecurityAlertBody = Static<typeof SecurityAlertBody>;
+
+// The Idempotency-Key header, documented for /openapi.json and not validated here: a malformed key
+// is refused by checkIdempotencyKey (http/answer-once.ts) with its coded 400, IDEMPOTENCY_KEY_INVALID.
+export const WriteHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      description:
+        'Your key for this request (1 to 255 visible ASCII characters, e.g. a UUID): a retry with the same key and the same request is answered with the first answer, header Idempotent-Replayed: true, and writes nothing (docs/CONTRACT.md "Producer-side dedup")',
+    }),
+  ),
+});
+
+// Response schemas: fastify serialises every answer from them (fast-json-stringify), so a field
+// missing here would be dropped from every answer, and @fastify/swagger publishes them. Each lists
+// every field the route sends, in the order it always sent them; timestamps are ISO 8601 strings.
+
+const Timestamp = Type.String({ format: 'date-time' });
+
+/** On a replayed answer only: the same status and body as the first answer, and nothing written. */
+const REPLAYED = {
+  'Idempotent-Replayed': Type.Literal('true', {
+    description: 'present only when this is the stored answer to an earlier request with the same key',
+  }),
+};
+
+/** A success body of `schema`, described, with the replay header documented. */
+function answer<T extends TSchema>(schema: T, description: string): T {
+  return { ...schema, description, headers: REPLAYED };
+}
+
+export const User = Type.Object({
+  id: Type.String(),
+  email: Type.String(),
+  displayName: Type.String(),
+  locale: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+
+export const FollowState = Type.Object({
+  followerId: Type.String(),
+  followeeId: Type.String(),
+  following: Type.Boolean({ description: 'true after a follow, false after an unfollow' }),
+});
+
+export const Post = Type.Object({
+  id: Type.String(),
+  authorId: Type.String(),
+  title: Type.String(),
+  body: Type.String(),
+  createdAt: Timestamp,
+});
+
+export const Comment = Type.Object({
+  id: Type.String(),
+  postId: Type.String(),
+  authorId: Type.String(),
+  parentCommentId: Type.Union([Type.String(), Type.Null()], { description: 'null for a comment on the post itself' }),
+  body: Type.String(),
+  createdAt: Timestamp,
+  mentionedUserIds: Type.Array(Type.String(), { description: 'the users notified of a mention, in order' }),
+});
+
+export const Reaction = Type.Object({
+  id: Type.String(),
+  createdAt: Timestamp,
+  actorId: Type.String(),
+  targetType: Type.Union([Type.Literal('post'), Type.Literal('comment')]),
+  targetId: Type.String(),
+  emoji: Type.String(),
+});
+
+export const SecurityAlert = Type.Object({
+  id: Type.String(),
+  userId: Type.String(),
+  kind: Type.String(),
+  detail: Type.String(),
+  createdAt: Timestamp,
+});
+
+export const USER_RESPONSES = {
+  201: answer(User, 'Created'),
+  200: answer(User, 'Updated, or unchanged (no event)'),
+};
+export const FOLLOW_RESPONSES = {
+  201: answer(FollowState, 'Now following'),
+  200: answer(FollowState, 'Already following (no event)'),
+};
+export const UNFOLLOW_RESPONSES = {
+  200: answer(FollowState, 'Not following (user.unfollowed if a follow was removed)'),
+};
+export const POST_RESPONSES = { 201: answer(Post, 'Published') };
+export const COMMENT_RESPONSES = { 201: answer(Comment, 'Commented') };
+export const REACTION_RESPONSES = {
+  201: answer(Reaction, 'Added'),
+  200: answer(Reaction, 'The same reaction already existed (no event)'),
+};
+export const SECURITY_ALERT_RESPONSES = { 201: answer(SecurityAlert, 'Raised') };
+
+/**
+ * The error answers of a write route, in the shared ErrorBody: 400 (validation, the route's own,
+ * IDEMPOTENCY_KEY_INVALID), 401 (no actor), 422 (IDEMPOTENCY_KEY_REUSED) and 429 (RATE_LIMITED) on
+ * every one, plus the route's `statuses`.
+ */
+export function writeErrors(...statuses: number[]) {
+  const errors = errorResponses(...[400, 401, ...statuses, 422, 429].sort((a, b) => a - b));
+  return {
+    ...errors,
+    422: { ...errors['422'], description: 'IDEMPOTENCY_KEY_REUSED: this Idempotency-Key was used for another request' },
+  };
+}

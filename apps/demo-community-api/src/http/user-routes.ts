@@ -1,12 +1,22 @@
 import type { FastifyInstance } from 'fastify';
-import type { Pool, PoolClient } from 'pg';
-import { isUniqueViolation, withTransaction } from '@community/db';
+import type { PoolClient } from 'pg';
+import { isUniqueViolation } from '@community/db';
 import { EventBatch } from '../store/outbox';
 import { addFollow, emailHolder, removeFollow, upsertUser, userExists, type UserRow } from '../store/users';
-import type { WriteGuards } from './write-guards';
+import type { WriteRouteDeps } from './write-guards';
 import { actingUser, assertMayWriteProfile } from './actor';
 import { ERRORS } from './errors';
-import { UpsertUserBody, UserParams } from './schemas';
+import {
+  FOLLOW_RESPONSES,
+  UNFOLLOW_RESPONSES,
+  UpsertUserBody,
+  USER_RESPONSES,
+  UserParams,
+  WriteHeaders,
+  writeErrors,
+} from './schemas';
+
+const TAGS = ['users'];
 
 function toUser(r: UserRow) {
   return {
@@ -19,7 +29,7 @@ function toUser(r: UserRow) {
   };
 }
 
-export function registerUserRoutes(app: FastifyInstance, pool: Pool, guards: WriteGuards): void {
+export function registerUserRoutes(app: FastifyInstance, { pool, guards, answerOnce }: WriteRouteDeps): void {
   /**
    * Creates or replaces a user by id: the acting user's own profile (an admin token: anyone's;
    * outside production also anonymously, as the demo's traffic does). `user.upserted` is emitted
@@ -28,22 +38,30 @@ export function registerUserRoutes(app: FastifyInstance, pool: Pool, guards: Wri
    */
   app.post<{ Body: UpsertUserBody }>(
     '/v1/users',
-    { schema: { body: UpsertUserBody }, onRequest: guards.profileWrite },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Create or replace a user (user.upserted when something changed)',
+        headers: WriteHeaders,
+        body: UpsertUserBody,
+        response: { ...USER_RESPONSES, ...writeErrors(403, 409) },
+      },
+      onRequest: guards.profileWrite,
+    },
     async (request, reply) => {
       const { id, email, displayName, locale } = request.body;
       assertMayWriteProfile(request, id);
       try {
-        const { row, inserted } = await withTransaction(pool, async (tx) => {
+        return await answerOnce(request, reply, async (tx) => {
           // 409 without naming the holder: which user owns an address is nobody else's business.
           if ((await emailHolder(tx, email, id)) !== undefined) throw ERRORS.EMAIL_TAKEN();
-          const result = await upsertUser(tx, { id, email, displayName, locale });
-          if (result.changed)
+          const { row, inserted, changed } = await upsertUser(tx, { id, email, displayName, locale });
+          if (changed)
             await new EventBatch(request.id)
               .add('user.upserted', { userId: id, email, displayName, locale }, id)
               .enqueue(tx);
-          return result;
+          return { status: inserted ? 201 : 200, body: toUser(row) };
         });
-        return reply.code(inserted ? 201 : 200).send(toUser(row));
       } catch (err) {
         // Two requests claiming the same email at once: the unique index decides, the loser gets 409.
         if (isUniqueViolation(err, 'community_users_email_key')) throw ERRORS.EMAIL_TAKEN();
@@ -54,37 +72,54 @@ export function registerUserRoutes(app: FastifyInstance, pool: Pool, guards: Wri
 
   app.post<{ Params: UserParams }>(
     '/v1/users/:userId/follow',
-    { schema: { params: UserParams }, onRequest: guards.userWrite },
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Follow a user (user.followed when newly following)',
+        headers: WriteHeaders,
+        params: UserParams,
+        response: { ...FOLLOW_RESPONSES, ...writeErrors(404) },
+      },
+      onRequest: guards.userWrite,
+    },
     async (request, reply) => {
       const followerId = await actingUser(request, pool);
       const followeeId = request.params.userId;
       if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
-      const created = await withTransaction(pool, async (tx) => {
+      return answerOnce(request, reply, async (tx) => {
         await requireUser(tx, followeeId);
         // Following twice changes nothing and notifies nobody twice.
         const added = await addFollow(tx, followerId, followeeId);
         if (added)
           await new EventBatch(request.id).add('user.followed', { followerId, followeeId }, followeeId).enqueue(tx);
-        return added;
+        return { status: added ? 201 : 200, body: { followerId, followeeId, following: true } };
       });
-      return reply.code(created ? 201 : 200).send({ followerId, followeeId, following: true });
     },
   );
 
   app.delete<{ Params: UserParams }>(
     '/v1/users/:userId/follow',
-    { schema: { params: UserParams }, onRequest: guards.userWrite },
-    async (request) => {
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Unfollow a user (user.unfollowed when a follow was removed)',
+        headers: WriteHeaders,
+        params: UserParams,
+        response: { ...UNFOLLOW_RESPONSES, ...writeErrors(404) },
+      },
+      onRequest: guards.userWrite,
+    },
+    async (request, reply) => {
       const followerId = await actingUser(request, pool);
       const followeeId = request.params.userId;
       if (followeeId === followerId) throw ERRORS.SELF_FOLLOW();
-      await withTransaction(pool, async (tx) => {
+      return answerOnce(request, reply, async (tx) => {
         await requireUser(tx, followeeId);
         if (await removeFollow(tx, followerId, followeeId)) {
           await new EventBatch(request.id).add('user.unfollowed', { followerId, followeeId }, followeeId).enqueue(tx);
         }
+        return { status: 200, body: { followerId, followeeId, following: false } };
       });
-      return { followerId, followeeId, following: false };
     },
   );
 }
