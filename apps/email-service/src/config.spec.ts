@@ -122,6 +122,33 @@ describe('configuration', () => {
     ).toBe('j'.repeat(40));
   });
 
+  it('SMTP_FALLBACK_URL: optional, an smtp:// or smtps:// URL like SMTP_URL, another server than SMTP_URL, each error naming the variable', () => {
+    expect(loadEmailConfig({}).SMTP_FALLBACK_URL).toBeUndefined();
+    expect(loadEmailConfig({ SMTP_FALLBACK_URL: '' }).SMTP_FALLBACK_URL).toBeUndefined();
+    expect(loadEmailConfig({ SMTP_FALLBACK_URL: 'smtps://u:p@smtp.backup.example:465' }).SMTP_FALLBACK_URL).toBe(
+      'smtps://u:p@smtp.backup.example:465',
+    );
+    expect(() => loadEmailConfig({ SMTP_FALLBACK_URL: 'http://smtp.backup.example' })).toThrow(
+      /SMTP_FALLBACK_URL: "http:\/\/smtp.backup.example" has protocol http: \(expected smtp:\/\/ or smtps:\/\/\)/,
+    );
+    expect(() => loadEmailConfig({ SMTP_FALLBACK_URL: 'not a url' })).toThrow(/SMTP_FALLBACK_URL: .*not a valid URL/);
+    // The same server is no fallback: the default port spelled out, other credentials or letter case.
+    const same = ['smtp://127.0.0.1:1025', 'smtp://someone:else@127.0.0.1:1025'];
+    for (const url of same) {
+      expect(() => loadEmailConfig({ SMTP_URL: 'smtp://127.0.0.1:1025', SMTP_FALLBACK_URL: url })).toThrow(
+        /SMTP_FALLBACK_URL: must be another server than SMTP_URL \(both are smtp:\/\/127\.0\.0\.1:1025\)/,
+      );
+    }
+    expect(() =>
+      loadEmailConfig({ SMTP_URL: 'smtp://Mail.Example:25', SMTP_FALLBACK_URL: 'smtp://mail.example' }),
+    ).toThrow(/SMTP_FALLBACK_URL: must be another server than SMTP_URL/);
+    // Another port of the same host is another server.
+    expect(
+      loadEmailConfig({ SMTP_URL: 'smtp://127.0.0.1:1025', SMTP_FALLBACK_URL: 'smtp://127.0.0.1:1026' })
+        .SMTP_FALLBACK_URL,
+    ).toBe('smtp://127.0.0.1:1026');
+  });
+
   it('EMAIL_SERVICE_SIGNING_KEY: an Ed25519 private key, its development default refused in production, each naming the variable', () => {
     expect(loadEmailConfig({}).EMAIL_SERVICE_SIGNING_KEY).toBe(DEV_EMAIL_SERVICE_SIGNING_KEY);
     const production = { NODE_ENV: 'production', ...PRODUCTION_LINKS, UNSUBSCRIBE_TOKEN_SECRET: 'u'.repeat(40) };

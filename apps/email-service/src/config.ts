@@ -92,6 +92,15 @@ export const EMAIL_CONFIG_SPEC = [
     description: 'ISO 8601 instant until which pre-expiry unsubscribe links are honoured',
   },
 
+  // A second provider (docs/EMAIL.md "Two providers"): takes new sends while SMTP_URL's breaker is
+  // open. Another server than SMTP_URL (checked below). Unset: one provider, as before.
+  {
+    name: 'SMTP_FALLBACK_URL',
+    kind: 'url',
+    optional: true,
+    protocols: ['smtp:', 'smtps:'],
+    description: "a second SMTP provider, used while SMTP_URL's circuit breaker is open",
+  },
   // The provider's limits. 0 disables the rate limit (a local sink, benchmarks).
   { name: 'SMTP_RATE_PER_SECOND', kind: 'int', default: 20, min: 0 },
   { name: 'SMTP_RATE_BURST', kind: 'int', default: 1, min: 1 },
@@ -160,6 +169,15 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
       message: 'SMTP_BREAKER_PROBE_MAX_MS: must be >= SMTP_BREAKER_PROBE_MIN_MS',
     });
   }
+  if (
+    config.SMTP_FALLBACK_URL !== undefined &&
+    smtpEndpoint(config.SMTP_FALLBACK_URL) === smtpEndpoint(config.SMTP_URL)
+  ) {
+    issues.push({
+      name: 'SMTP_FALLBACK_URL',
+      message: `SMTP_FALLBACK_URL: must be another server than SMTP_URL (both are ${smtpEndpoint(config.SMTP_URL)}): a provider cannot be its own fallback`,
+    });
+  }
   if (config.UNSUBSCRIBE_TOKEN_SECRET === config.JWT_SECRET) {
     issues.push({
       name: 'UNSUBSCRIBE_TOKEN_SECRET',
@@ -194,6 +212,16 @@ export function loadEmailConfig(env: Record<string, string | undefined> = proces
   issues.push(...emailRetentionIssues(config));
   if (issues.length > 0) throw new ConfigError(issues);
   return config;
+}
+
+/**
+ * The server an SMTP URL reaches (scheme, host, port with its default), credentials aside: two URLs
+ * with other credentials for the same server are still one provider.
+ */
+function smtpEndpoint(raw: string): string {
+  const url = new URL(raw);
+  const port = url.port || (url.protocol === 'smtps:' ? '465' : '25');
+  return `${url.protocol}//${url.hostname.toLowerCase()}:${port}`;
 }
 
 /** UNSUBSCRIBE_LEGACY_TOKENS_UNTIL as a date (undefined when unset or not an ISO 8601 instant). */

@@ -6,7 +6,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
  */
 export interface EmailMetrics {
   decisions: Counter<'decision'>;
-  sends: Counter<'channel' | 'outcome'>;
+  sends: Counter<'channel' | 'outcome' | 'provider'>;
   sendDuration: Histogram<'channel'>;
   rateLimitWait: Histogram;
   rateLimitPermits: Counter<'priority'>;
@@ -17,8 +17,10 @@ export interface EmailMetrics {
   leaseTakeovers: Counter<'reason'>;
   deadHolderLeases: Gauge;
   breakerTransitions: Counter<'to'>;
-  breakerProbes: Counter<'outcome'>;
+  breakerProbes: Counter<'provider' | 'outcome'>;
   breakerHeld: Gauge;
+  providerBreakerOpen: Gauge<'provider'>;
+  providerBreakerTransitions: Counter<'provider' | 'to'>;
   digestWindows: Counter<'outcome'>;
   suppressionSyncs: Counter<'outcome'>;
 }
@@ -38,8 +40,8 @@ export function emailMetrics(registry: Registry): EmailMetrics {
     }),
     sends: new Counter({
       name: 'email_sends_total',
-      help: 'SMTP send attempts by channel and outcome (sent, transient, permanent, aborted)',
-      labelNames: ['channel', 'outcome'],
+      help: 'SMTP send attempts by channel, outcome (sent, transient, permanent, aborted) and provider (primary, fallback)',
+      labelNames: ['channel', 'outcome', 'provider'],
       registers,
     }),
     sendDuration: new Histogram({
@@ -91,24 +93,36 @@ export function emailMetrics(registry: Registry): EmailMetrics {
     }),
     breakerOpen: new Gauge({
       name: 'email_smtp_breaker_open',
-      help: '1 while the SMTP circuit breaker is open (email queue paused)',
+      help: '1 while the SMTP circuit breaker is open (email queues paused); with a fallback provider, while every provider breaker is open',
       registers,
     }),
     breakerTransitions: new Counter({
       name: 'email_smtp_breaker_transitions_total',
-      help: 'Circuit breaker state changes',
+      help: 'Circuit breaker state changes (of the email queues: with a fallback provider, every provider open and back)',
       labelNames: ['to'],
       registers,
     }),
     breakerProbes: new Counter({
       name: 'email_smtp_breaker_probes_total',
-      help: 'SMTP probes while open, by outcome',
-      labelNames: ['outcome'],
+      help: 'SMTP probes while a provider breaker is open, by provider and outcome',
+      labelNames: ['provider', 'outcome'],
       registers,
     }),
     breakerHeld: new Gauge({
       name: 'email_smtp_breaker_held_messages',
-      help: 'In-flight messages waiting for the breaker to close',
+      help: 'In-flight messages waiting for a breaker to close (any provider, or the one their earlier attempt is bound to)',
+      registers,
+    }),
+    providerBreakerOpen: new Gauge({
+      name: 'email_smtp_provider_breaker_open',
+      help: "1 while this provider's circuit breaker is open (only with SMTP_FALLBACK_URL set: new sends go to the other provider)",
+      labelNames: ['provider'],
+      registers,
+    }),
+    providerBreakerTransitions: new Counter({
+      name: 'email_smtp_provider_breaker_transitions_total',
+      help: "A provider circuit breaker's state changes (only with SMTP_FALLBACK_URL set)",
+      labelNames: ['provider', 'to'],
       registers,
     }),
     digestWindows: new Counter({

@@ -27,10 +27,10 @@ import { userUpsertedHandler } from './handlers/user-upserted';
 import { emailMetrics } from './metrics';
 import { emailRetentionPolicy, refuseExpiredEvents, sendHandlerTimeoutMs } from './retention';
 import { recordRetentionHorizon } from './store/horizon';
-import type { CircuitBreaker } from './smtp/breaker';
 import { classifySmtpError } from './smtp/classify';
 import { smtpFlowControl } from './smtp/flow-control';
 import { pauseLanesWhileOpen } from './smtp/pause-lanes';
+import type { SmtpProviders } from './smtp/providers';
 import { createSmtpStack } from './smtp/stack';
 import { PreferencesClient } from './unsubscribe/preferences-client';
 import { syncDueSuppressions } from './unsubscribe/sync';
@@ -63,7 +63,8 @@ export interface EmailService {
   /** Behind /readyz; runService flips it before stop(). */
   readiness: ReadinessState;
   messaging: Messaging;
-  breaker: CircuitBreaker;
+  /** The SMTP providers as one breaker (open while every provider's is), each provider's within. */
+  breaker: SmtpProviders;
   /** This process as a lease holder: its id and heartbeat (delivery/holder.ts). */
   heartbeat: HolderHeartbeat;
   /** The digest / opt-out loop every replica runs (digest/ticker.ts). */
@@ -118,6 +119,13 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     logger: logger.child({ component: 'lease-holder' }),
     metrics,
   });
+  // A claim binds each attempt to a provider; a digest claim leaves rows bound to a provider that
+  // cannot send now (store/ledger.ts).
+  const holder = {
+    ...heartbeat.holder,
+    usable: () => breaker.usable(),
+    preferred: () => breaker.preferred(),
+  };
   const handlerDeps = {
     pool,
     sender,
@@ -126,7 +134,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     metrics,
     logger,
     leaseMs: config.EMAIL_LEASE_MS,
-    holder: heartbeat.holder,
+    holder,
     breakerMaxHoldMs: config.SMTP_BREAKER_MAX_HOLD_MS,
     userGraceMs: config.USER_ADDRESS_GRACE_MS,
     digestPeriod: config.DIGEST_PERIOD,
@@ -184,7 +192,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     metrics,
     logger: logger.child({ component: 'digest' }),
     leaseMs: config.EMAIL_LEASE_MS,
-    holder: heartbeat.holder,
+    holder,
     maxAttempts: config.DIGEST_MAX_ATTEMPTS,
     batchSize: config.DIGEST_BATCH_SIZE,
     concurrency: config.SMTP_POOL_SIZE,
@@ -208,8 +216,11 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     registry,
     checks: async () => ({ ...readiness.checks(), ...messaging.readiness(), database: await databaseAnswers(pool) }),
     // `leases.waitingOnDeadHolders`: "consuming" alone hid messages that waited for a dead process.
+    // `smtpBreaker` is the email queues' (open while every provider's is); `smtpProviders` each
+    // provider's breaker, and which one takes new sends.
     details: () => ({
       smtpBreaker: breaker.describe(),
+      smtpProviders: { ...breaker.describeProviders(), sendingThrough: breaker.preferred() ?? null },
       emailQueue: breaker.isOpen() ? 'paused' : 'consuming',
       leases: heartbeat.describe(),
       ...brokerDetails(messaging.blocked()),

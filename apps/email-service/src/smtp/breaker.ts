@@ -4,9 +4,40 @@ import type { Logger } from 'pino';
 import { backoffDelay } from '@community/messaging';
 import { redactString } from '@community/observability';
 import type { EmailMetrics } from '../metrics';
-import { BreakerOpenError } from './errors';
+import type { ProviderName } from './provider-name';
 
 export type BreakerState = 'closed' | 'open';
+
+/** What /readyz and /v1/flow-control say of a breaker. */
+export interface BreakerDescription {
+  state: BreakerState;
+  consecutiveFailures: number;
+  openForMs: number;
+  lastError: string;
+  lastErrorAt: string | null;
+  /** Messages waiting for it to close. */
+  held: number;
+}
+
+/**
+ * What the rest of the service sees of the SMTP side: whether an email can be sent now, and the
+ * 'open' / 'close' events the email queues pause and resume on. One provider's breaker is one; the
+ * failover set over two providers (smtp/providers.ts) is one too, open while every provider's is.
+ */
+export interface CircuitBreaker {
+  readonly state: BreakerState;
+  isOpen(): boolean;
+  describe(): BreakerDescription;
+  on(event: 'open' | 'close', listener: () => void): unknown;
+}
+
+/**
+ * Where a breaker publishes its state. Without a fallback the primary's breaker is the email
+ * queues' breaker and publishes the `email_smtp_breaker_*` series as it always did; with one, each
+ * provider's breaker publishes `email_smtp_provider_breaker_*{provider}` and the failover set
+ * publishes the queues' series (smtp/providers.ts).
+ */
+export type BreakerSeries = 'queues' | 'provider';
 
 export interface BreakerOptions {
   /** Consecutive provider failures that open the breaker. */
@@ -18,35 +49,42 @@ export interface BreakerOptions {
   probe: () => Promise<unknown>;
   logger: Logger;
   metrics: EmailMetrics;
+  /** The provider this breaker guards (logs, the probe counter's label). Default 'primary'. */
+  provider?: ProviderName;
+  /** Default 'queues': the breaker of a service without a fallback. */
+  series?: BreakerSeries;
 }
 
 /**
- * A circuit breaker for the SMTP provider, shared by every send of this process.
+ * A circuit breaker for one SMTP provider, shared by every send of this process to it.
  *
  * closed ──N consecutive provider failures──► open ──probe succeeds──► closed
  *
- * While open, nothing is sent: the service pauses the email queue's consumer ('open' event), and
- * sends already in flight wait in `waitUntilClosed()` instead of failing, so an outage spends no
- * retry budget. A probe loop with exponential backoff and jitter checks the provider; the
- * first successful probe closes the breaker (it is the half-open trial: a probe costs one
- * connection, never a message), resumes consumption ('close' event) and releases the waiters.
- * If the provider is still unwell, N more failures reopen it.
+ * While open, nothing new is sent to this provider: the failover set (smtp/providers.ts) sends
+ * through the other provider if there is one, and otherwise the service pauses the email queues'
+ * consumers and holds the sends already in flight until a breaker closes, so an outage spends no
+ * retry budget. A probe loop with exponential backoff and jitter checks the provider; the first
+ * successful probe closes the breaker (it is the half-open trial: a probe costs one connection,
+ * never a message) and emits 'close'. If the provider is still unwell, N more failures reopen it.
  */
-export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
+export class ProviderBreaker extends EventEmitter<{ open: []; close: [] }> implements CircuitBreaker {
+  readonly provider: ProviderName;
+  private readonly series: BreakerSeries;
   private current: BreakerState = 'closed';
   private failures = 0;
   private openedAt = 0;
   private probing: Promise<void> | undefined;
   /** Aborted by stop(): ends the wait between probes at once. */
   private readonly stopping = new AbortController();
-  private waiters = new Set<() => void>();
   private lastError = '';
   /** When lastError happened (ISO), so a reader can tell a fresh failure from an old one. */
   private lastErrorAt: string | null = null;
 
   constructor(private readonly options: BreakerOptions) {
     super();
-    options.metrics.breakerOpen.set(0);
+    this.provider = options.provider ?? 'primary';
+    this.series = options.series ?? 'queues';
+    this.publishOpen(false);
   }
 
   get state(): BreakerState {
@@ -57,22 +95,15 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
     return this.current === 'open';
   }
 
-  /** For /readyz details and logs. */
-  describe(): {
-    state: BreakerState;
-    consecutiveFailures: number;
-    openForMs: number;
-    lastError: string;
-    lastErrorAt: string | null;
-    held: number;
-  } {
+  /** For /readyz details and logs. `held` is the failover set's to count (it holds the messages). */
+  describe(): BreakerDescription {
     return {
       state: this.current,
       consecutiveFailures: this.failures,
       openForMs: this.current === 'open' ? Date.now() - this.openedAt : 0,
       lastError: this.lastError,
       lastErrorAt: this.lastErrorAt,
-      held: this.waiters.size,
+      held: 0,
     };
   }
 
@@ -88,36 +119,7 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
     if (this.current === 'closed' && this.failures >= this.options.threshold) this.open();
   }
 
-  /**
-   * Resolves at once when closed. Otherwise waits until a probe closes the breaker; rejects with
-   * BreakerOpenError after `maxMs` or when `signal` aborts (handler deadline, forced shutdown), so
-   * the message then takes the ordinary retry path.
-   */
-  waitUntilClosed(signal: AbortSignal | undefined, maxMs: number): Promise<void> {
-    if (this.current === 'closed') return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const done = (err?: Error) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.waiters.delete(onClose);
-        this.options.metrics.breakerHeld.set(this.waiters.size);
-        if (err) reject(err);
-        else resolve();
-      };
-      const onClose = () => done();
-      const onAbort = () => done(new BreakerOpenError('held message released by abort (handler deadline or shutdown)'));
-      const timer = setTimeout(
-        () => done(new BreakerOpenError(`still open after holding the message ${maxMs} ms`)),
-        maxMs,
-      );
-      this.waiters.add(onClose);
-      this.options.metrics.breakerHeld.set(this.waiters.size);
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  /** Stops probing; waiters are released by their own deadline or signal. */
+  /** Stops probing; held messages are released by their own deadline or signal. */
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.probing;
@@ -133,14 +135,28 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
     this.lastErrorAt = new Date().toISOString();
   }
 
+  private publishOpen(open: boolean): void {
+    const { metrics } = this.options;
+    if (this.series === 'queues') metrics.breakerOpen.set(open ? 1 : 0);
+    else metrics.providerBreakerOpen.set({ provider: this.provider }, open ? 1 : 0);
+  }
+
+  private publishTransition(to: BreakerState): void {
+    const { metrics } = this.options;
+    if (this.series === 'queues') metrics.breakerTransitions.inc({ to });
+    else metrics.providerBreakerTransitions.inc({ provider: this.provider, to });
+  }
+
   private open(): void {
     this.current = 'open';
     this.openedAt = Date.now();
-    this.options.metrics.breakerOpen.set(1);
-    this.options.metrics.breakerTransitions.inc({ to: 'open' });
+    this.publishOpen(true);
+    this.publishTransition('open');
     this.options.logger.error(
-      { failures: this.failures, lastError: this.lastError },
-      'SMTP circuit breaker opened: pausing the email queue and probing the provider',
+      { provider: this.provider, failures: this.failures, lastError: this.lastError },
+      this.series === 'queues'
+        ? 'SMTP circuit breaker opened: pausing the email queue and probing the provider'
+        : `SMTP circuit breaker of the ${this.provider} provider opened: probing it; sends go to another provider while one is closed`,
     );
     this.emit('open');
     this.probing = this.probeUntilHealthy().finally(() => (this.probing = undefined));
@@ -150,14 +166,15 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
     const openForMs = Date.now() - this.openedAt;
     this.current = 'closed';
     this.failures = 0;
-    this.options.metrics.breakerOpen.set(0);
-    this.options.metrics.breakerTransitions.inc({ to: 'closed' });
+    this.publishOpen(false);
+    this.publishTransition('closed');
     this.options.logger.info(
-      { openForMs, held: this.waiters.size },
-      'SMTP circuit breaker closed: provider answers again, resuming',
+      { provider: this.provider, openForMs },
+      this.series === 'queues'
+        ? 'SMTP circuit breaker closed: provider answers again, resuming'
+        : `SMTP circuit breaker of the ${this.provider} provider closed: it answers again and takes new sends`,
     );
     this.emit('close');
-    for (const release of [...this.waiters]) release();
   }
 
   private async probeUntilHealthy(): Promise<void> {
@@ -172,14 +189,14 @@ export class CircuitBreaker extends EventEmitter<{ open: []; close: [] }> {
       if (!slept) return;
       try {
         await this.options.probe();
-        this.options.metrics.breakerProbes.inc({ outcome: 'ok' });
+        this.options.metrics.breakerProbes.inc({ provider: this.provider, outcome: 'ok' });
         this.close();
         return;
       } catch (err) {
         this.noteError((err as Error).message);
-        this.options.metrics.breakerProbes.inc({ outcome: 'failed' });
+        this.options.metrics.breakerProbes.inc({ provider: this.provider, outcome: 'failed' });
         this.options.logger.warn(
-          { attempt: attempt + 1, err: this.lastError },
+          { provider: this.provider, attempt: attempt + 1, err: this.lastError },
           'SMTP probe failed; breaker stays open',
         );
       }

@@ -24,6 +24,13 @@ export class SmtpPermanentError extends PermanentError {
  */
 export class SmtpTransientError extends TransientError {
   override name = 'SmtpTransientError';
+  /**
+   * True when the whole message had been handed to the server and no reply to it came (a timeout
+   * or a dropped connection after the end of DATA, or our own abort then): the provider may have
+   * accepted it. Set by the sender (smtp/sender.ts), which alone knows how far the exchange got.
+   * Such an email is retried through the same provider only (docs/EMAIL.md, "Two providers").
+   */
+  outcomeUnknown = false;
   constructor(
     message: string,
     readonly responseCode?: number,
@@ -42,6 +49,21 @@ export class SmtpAbortedError extends SmtpTransientError {
   override name = 'SmtpAbortedError';
   constructor(message: string) {
     super(message, undefined, 'EABORT');
+  }
+}
+
+/**
+ * Not attempted: the provider this attempt is bound to has its breaker open (or is not configured
+ * in this process). Nothing reached any server; the attempt is given back (ledger.release with
+ * refundAttempt) and the message waits for that provider, never for another one.
+ */
+export class SmtpProviderUnavailableError extends SmtpTransientError {
+  override name = 'SmtpProviderUnavailableError';
+  constructor(
+    readonly provider: string,
+    reason: string,
+  ) {
+    super(`SMTP provider ${provider} unavailable: ${reason}`, undefined, 'EPROVIDER');
   }
 }
 

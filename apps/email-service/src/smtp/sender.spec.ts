@@ -2,7 +2,7 @@ import net from 'node:net';
 import { Registry } from 'prom-client';
 import { eventually, testLogger } from '@community/testing';
 import { emailMetrics } from '../metrics';
-import { CircuitBreaker } from './breaker';
+import { ProviderBreaker } from './breaker';
 import { SmtpAbortedError, SmtpTransientError } from './errors';
 import { createRateLimiter } from './rate-limiter';
 import { createSender, type OutgoingEmail } from './sender';
@@ -43,7 +43,7 @@ function stack(port: number, threshold: number) {
     connectionTimeoutMs: 10_000,
     socketTimeoutMs: 10_000,
   });
-  const breaker = new CircuitBreaker({
+  const breaker = new ProviderBreaker({
     threshold,
     probeMinMs: 60_000,
     probeMaxMs: 60_000,

@@ -1,4 +1,6 @@
+import type { Readable } from 'node:stream';
 import nodemailer, { type Transporter } from 'nodemailer';
+import type MailMessage from 'nodemailer/lib/mailer/mail-message';
 
 export interface TransportOptions {
   /** SMTP_URL, e.g. smtp://127.0.0.1:1025 or smtps://user:pass@smtp.example.com:465 */
@@ -17,7 +19,7 @@ export interface TransportOptions {
  */
 export function createTransport(options: TransportOptions): Transporter {
   const url = new URL(options.url);
-  return nodemailer.createTransport({
+  const transport = nodemailer.createTransport({
     pool: true,
     host: url.hostname,
     port: url.port ? Number(url.port) : url.protocol === 'smtps:' ? 465 : 25,
@@ -38,4 +40,41 @@ export function createTransport(options: TransportOptions): Transporter {
     disableUrlAccess: true,
     logger: false,
   } as Parameters<typeof nodemailer.createTransport>[0]);
+  transport.use('stream', recordMessageStreams);
+  return transport;
+}
+
+/**
+ * How far one send got, for telling "not sent" from "maybe sent" when it fails without a reply.
+ * Passed in the send's options as `handOver`; the transport records there every stream of the
+ * message it opens for that send (a pooled send may be requeued onto another connection once).
+ */
+export interface HandOver {
+  streams: Readable[];
+}
+
+/**
+ * True when a whole copy of the message went to the server: a stream of it was read to its end.
+ * nodemailer reads the message only after the server's 354 reply to DATA and writes the
+ * terminating `<CRLF>.<CRLF>` only after the last byte of it, so a stream not read to the end means
+ * the server holds at most a partial message, which it discards: that send certainly did not go
+ * out. (nodemailer's pool uses the same fact, `readableDidRead`, to requeue a message safely.)
+ */
+export function wholeMessageHandedOver(handOver: HandOver): boolean {
+  return handOver.streams.some((s) => s.readableEnded);
+}
+
+/** The 'stream' plugin (run for each message just before the transport sends it). */
+function recordMessageStreams(mail: MailMessage, done: (err?: Error | null) => void): void {
+  const handOver = (mail.data as { handOver?: HandOver }).handOver;
+  if (handOver) {
+    const message = mail.message;
+    const create = message.createReadStream.bind(message);
+    message.createReadStream = (...args: Parameters<typeof create>) => {
+      const stream = create(...args);
+      handOver.streams.push(stream);
+      return stream;
+    };
+  }
+  done();
 }

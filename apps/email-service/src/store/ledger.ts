@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
+import type { ProviderName } from '../smtp/provider-name';
 import { holderAlive } from './instances';
 
 /**
@@ -19,6 +20,12 @@ import { holderAlive } from './instances';
  * Every transition is one conditional UPDATE, so two replicas racing for the same row cannot both
  * win: the loser's UPDATE re-checks its WHERE clause after the winner commits and matches nothing.
  * Leases are compared with the database clock (now()), the one clock every replica shares.
+ *
+ * Providers (docs/EMAIL.md "Two providers"): the claim that starts an attempt writes its provider
+ * (`attempt_provider`) before any SMTP command; `pinned_provider` is set once an attempt there may
+ * have delivered the email (no reply to a whole message, or a takeover of a crashed sender's row),
+ * and from then on every claim binds the attempt to it, whatever the caller prefers. `provider` is
+ * written by the UPDATE that marks the row sent.
  */
 
 export type DeliveryChannel = 'immediate' | 'digest';
@@ -39,6 +46,13 @@ export interface Lease {
   token: string;
   attempts: number;
   messageId: string;
+  /**
+   * The provider this attempt goes to (attempt_provider), chosen by the claim: every lease the
+   * ledger returns names it (absent only in a lease made by hand, in the state machine's specs).
+   */
+  provider?: ProviderName;
+  /** Set when an earlier attempt there may have delivered it: no other provider may send it. */
+  pinned?: ProviderName | null;
 }
 
 export interface DigestLease extends Lease {
@@ -54,6 +68,13 @@ export interface DigestLease extends Lease {
  */
 export interface LeaseHolder {
   id: string;
+  /**
+   * The providers this claimer can send through now (breaker closed). A digest claim leaves a row
+   * bound to another provider for a claimer that can send it (claimDueDigests); absent: any row.
+   */
+  usable?: () => readonly ProviderName[];
+  /** Where this claimer sends a row not bound to a provider; absent: the primary. */
+  preferred?: () => ProviderName | undefined;
 }
 
 /** Why a claim took the row from another sender. */
@@ -63,7 +84,7 @@ export type ClaimResult =
   | { claimed: true; lease: Lease; takeover?: Takeover | null }
   | { claimed: false; state: DeliveryState | undefined; msUntilLeaseExpiry: number };
 
-const LEASE_COLUMNS = `id::text AS id, lease_token::text AS token, attempts, message_id AS "messageId"`;
+const LEASE_COLUMNS = `id::text AS id, lease_token::text AS token, attempts, message_id AS "messageId", attempt_provider::text AS provider, pinned_provider::text AS pinned`;
 
 /**
  * The lease of the row `t` may be taken: it expired, or its holder is known and stopped beating
@@ -76,6 +97,16 @@ const takeable = (t: string, claimer: string) =>
 /** The takeover column's value for a row about to be claimed (its old values). */
 const takeoverOf = (t: string) =>
   `CASE WHEN ${t}.state <> 'sending' THEN NULL WHEN ${t}.lease_until < now() THEN 'lease_expired' ELSE 'holder_dead' END`;
+/**
+ * The provider binding of a row about to be claimed (its old values; `preferred` a parameter
+ * reference). A row taken over from a sender that died mid-send is bound to the provider of that
+ * attempt, which may have delivered it (a row claimed by a process from before providers: the
+ * primary, SMTP_URL, the one provider then). Otherwise a row keeps its binding, if any.
+ */
+const pinOf = (t: string) =>
+  `CASE WHEN ${t}.state = 'sending' THEN COALESCE(${t}.attempt_provider, 'primary') ELSE ${t}.pinned_provider END`;
+/** The provider of the attempt a claim starts: the row's binding, else the claimer's preference. */
+const attemptProviderOf = (t: string, preferred: string) => `COALESCE(${pinOf(t)}, ${preferred}::email_provider)`;
 
 /** Records a decision waiting to be sent (pending), e.g. while the breaker holds it. No-op if the row exists. */
 export async function record(pool: Pool, d: NewDelivery): Promise<void> {
@@ -90,17 +121,27 @@ export async function record(pool: Pool, d: NewDelivery): Promise<void> {
  * Creates the row in `sending`, or moves pending | failed | sending-with-a-takeable-lease (expired,
  * or its holder dead) to `sending`, under a new lease held by `holder`; one statement, so two
  * deliveries of the same key racing here cannot both win (the loser waits on the row lock, then
- * its WHERE no longer matches).
+ * its WHERE no longer matches). The same statement binds the attempt to its provider, before any
+ * SMTP command: the row's binding if it has one (an earlier attempt there may have delivered it;
+ * a takeover binds to the dead sender's provider), else `provider`, the caller's preference.
  */
-export async function claim(pool: Pool, d: NewDelivery, leaseMs: number, holder?: LeaseHolder): Promise<ClaimResult> {
+export async function claim(
+  pool: Pool,
+  d: NewDelivery,
+  leaseMs: number,
+  holder?: LeaseHolder,
+  provider: ProviderName = 'primary',
+): Promise<ClaimResult> {
   const res = await pool.query<Lease & { takeover: Takeover | null }>(
     `INSERT INTO email_deliveries
-       (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, attempts, lease_token, lease_until, lease_holder)
-     VALUES ($1, $2, $3, $4, $5, $6, 'sending', 1, $7, now() + $8::float8 * interval '1 millisecond', $9::uuid)
+       (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, attempts, lease_token, lease_until, lease_holder, attempt_provider)
+     VALUES ($1, $2, $3, $4, $5, $6, 'sending', 1, $7, now() + $8::float8 * interval '1 millisecond', $9::uuid, $10::email_provider)
      ON CONFLICT (idempotency_key, channel) DO UPDATE
        SET state = 'sending', attempts = email_deliveries.attempts + 1, lease_token = EXCLUDED.lease_token,
            lease_until = EXCLUDED.lease_until, lease_holder = EXCLUDED.lease_holder,
-           takeover = ${takeoverOf('email_deliveries')}, updated_at = now()
+           takeover = ${takeoverOf('email_deliveries')},
+           attempt_provider = ${attemptProviderOf('email_deliveries', '$10')},
+           pinned_provider = ${pinOf('email_deliveries')}, updated_at = now()
      WHERE email_deliveries.state IN ('pending', 'failed') OR ${takeable('email_deliveries', '$9')}
      RETURNING ${LEASE_COLUMNS}, takeover`,
     [
@@ -113,6 +154,7 @@ export async function claim(pool: Pool, d: NewDelivery, leaseMs: number, holder?
       randomUUID(),
       leaseMs,
       holder?.id ?? null,
+      provider,
     ],
   );
   const won = res.rows[0];
@@ -132,7 +174,10 @@ export async function claim(pool: Pool, d: NewDelivery, leaseMs: number, holder?
 /**
  * Claims digest deliveries that are due (pending and next_attempt_at reached, or sending with a
  * takeable lease: expired, or its holder dead). SKIP LOCKED: concurrent schedulers take disjoint
- * rows instead of waiting.
+ * rows instead of waiting. Each attempt is bound to its provider as in `claim` (the holder's
+ * preference for a row not bound yet); a row bound to a provider the holder cannot send through
+ * now (`holder.usable`) is left where it is, due, for the next tick, instead of being claimed and
+ * given back.
  */
 export async function claimDueDigests(
   pool: Pool,
@@ -141,40 +186,65 @@ export async function claimDueDigests(
   leaseMs: number,
   holder?: LeaseHolder,
 ): Promise<DigestLease[]> {
+  const usable = holder?.usable?.() ?? null;
   const res = await pool.query<DigestLease>(
     `UPDATE email_deliveries d
         SET state = 'sending', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
             lease_until = now() + $3::float8 * interval '1 millisecond', lease_holder = $4::uuid,
-            takeover = ${takeoverOf('c')}, updated_at = now()
+            takeover = ${takeoverOf('c')}, attempt_provider = ${attemptProviderOf('c', '$5')},
+            pinned_provider = ${pinOf('c')}, updated_at = now()
        FROM (
-        SELECT id, state, lease_until FROM email_deliveries e
+        SELECT id, state, lease_until, attempt_provider, pinned_provider FROM email_deliveries e
          WHERE channel = 'digest'
            AND ((state = 'pending' AND next_attempt_at <= $1) OR ${takeable('e', '$4')})
+           AND ($6::email_provider[] IS NULL OR ${pinOf('e')} IS NULL OR ${pinOf('e')} = ANY($6::email_provider[]))
          ORDER BY next_attempt_at
          LIMIT $2
          FOR UPDATE SKIP LOCKED) c
       WHERE d.id = c.id
-      RETURNING d.id::text AS id, d.lease_token::text AS token, d.attempts, d.message_id AS "messageId", d.idempotency_key AS "idempotencyKey", d.user_id AS "userId", d.digest_window_id::text AS "digestWindowId"`,
-    [now, limit, leaseMs, holder?.id ?? null],
+      RETURNING d.id::text AS id, d.lease_token::text AS token, d.attempts, d.message_id AS "messageId",
+                d.attempt_provider::text AS provider, d.pinned_provider::text AS pinned,
+                d.idempotency_key AS "idempotencyKey", d.user_id AS "userId", d.digest_window_id::text AS "digestWindowId"`,
+    [now, limit, leaseMs, holder?.id ?? null, holder?.preferred?.() ?? 'primary', usable],
   );
   return res.rows;
 }
 
-/** sending → sent. False when the lease was lost (taken over after expiry): see docs/EMAIL.md. */
+/**
+ * sending → sent, with the provider that accepted it, in one write. False when the lease was lost
+ * (taken over after expiry): see docs/EMAIL.md.
+ */
 export async function markSent(pool: Pool, lease: Lease, smtpResponse: string): Promise<boolean> {
   const res = await pool.query(
     `UPDATE email_deliveries
-        SET state = 'sent', sent_at = now(), smtp_response = $3, last_error = NULL,
+        SET state = 'sent', sent_at = now(), smtp_response = $3, last_error = NULL, provider = $4::email_provider,
             lease_token = NULL, lease_until = NULL, updated_at = now()
       WHERE id = $1 AND lease_token = $2`,
-    [lease.id, lease.token, smtpResponse.slice(0, 1000)],
+    [lease.id, lease.token, smtpResponse.slice(0, 1000), lease.provider ?? 'primary'],
+  );
+  return res.rowCount === 1;
+}
+
+/**
+ * Binds the row to the provider of the attempt under `lease`, for good: that attempt handed the
+ * whole message over and got no reply, so the provider may have accepted it, and no other provider
+ * may ever send it. Written while the lease is still held (before any release), so no later claim
+ * can see the row unbound. False when the lease was lost meanwhile (the taker bound it already:
+ * a takeover binds to the provider of the attempt it takes over).
+ */
+export async function bindToAttemptProvider(pool: Pool, lease: Lease): Promise<boolean> {
+  const res = await pool.query(
+    `UPDATE email_deliveries SET pinned_provider = attempt_provider, updated_at = now()
+      WHERE id = $1 AND lease_token = $2`,
+    [lease.id, lease.token],
   );
   return res.rowCount === 1;
 }
 
 /**
  * sending → pending after a transient failure. `nextAttemptAt` schedules a digest's next try;
- * `refundAttempt` undoes the claim's attempt count when nothing was tried (breaker opened).
+ * `refundAttempt` undoes the claim's attempt count when nothing was tried (breaker opened). The
+ * provider binding, if any, stays.
  */
 export async function release(
   pool: Pool,

@@ -1,4 +1,5 @@
 import type { Pool } from 'pg';
+import type { ProviderName } from '../smtp/provider-name';
 import type { DeliveryChannel, DeliveryState } from './ledger';
 
 // What this service holds about one user's emails, for a diagnosis: the reconciler's "why"
@@ -15,6 +16,10 @@ export interface EmailFacts {
     lastError: string | null;
     smtpResponse: string | null;
     sentAt: Date | null;
+    /** The SMTP provider that accepted it (null: not sent, or sent before there were two). */
+    provider: ProviderName | null;
+    /** Bound to this provider: an attempt there may have delivered it, no other may send it. */
+    pinnedProvider: ProviderName | null;
   }[];
   /** The digest items of these notifications, with their window's status and end. */
   digestItems: {
@@ -44,8 +49,11 @@ export async function emailFactsFor(
       last_error: string | null;
       smtp_response: string | null;
       sent_at: Date | null;
+      provider: ProviderName | null;
+      pinned_provider: ProviderName | null;
     }>(
-      `SELECT d.idempotency_key, d.channel::text, d.state::text, d.attempts, d.last_error, d.smtp_response, d.sent_at FROM email_deliveries d
+      `SELECT d.idempotency_key, d.channel::text, d.state::text, d.attempts, d.last_error, d.smtp_response, d.sent_at,
+              d.provider::text, d.pinned_provider::text FROM email_deliveries d
         WHERE d.idempotency_key = ANY($1::text[]) AND d.user_id = $2`,
       [idempotencyKeys, userId],
     ),
@@ -71,6 +79,8 @@ export async function emailFactsFor(
       lastError: d.last_error,
       smtpResponse: d.smtp_response,
       sentAt: d.sent_at,
+      provider: d.provider,
+      pinnedProvider: d.pinned_provider,
     })),
     digestItems: digest.rows.map((d) => ({
       idempotencyKey: d.idempotency_key,
