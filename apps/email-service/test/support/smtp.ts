@@ -85,6 +85,15 @@ export class TestSmtp {
     for (const s of this.frontSockets) s.destroy();
   }
 
+  /**
+   * New connections are reset at once, but sessions already open carry on (a provider whose front
+   * door fails while some of its servers still hold a conversation): a send stuck in one of them
+   * ends by its own socket timeout, not by a cut.
+   */
+  refuseNewConnections(): void {
+    this.mode = 'reset';
+  }
+
   goUp(): void {
     this.mode = 'up';
   }
