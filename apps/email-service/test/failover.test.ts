@@ -43,6 +43,13 @@ async function ledger(s: StartedService): Promise<Map<string, LedgerRow>> {
   return new Map(res.rows.map((r) => [r.key, r]));
 }
 
+/** The Message-ID of a key's ledger row. */
+function idOf(rows: Map<string, LedgerRow>, key: string): string {
+  const row = rows.get(key);
+  if (!row) throw new Error(`no ledger row for ${key}`);
+  return row.message_id;
+}
+
 /** How many copies of each Message-ID a server holds. */
 function copies(smtp: TestSmtp): Map<string, number> {
   const out = new Map<string, number>();
@@ -158,7 +165,8 @@ describe('with a fallback provider', () => {
     const all = [warm, ...duringOutage, ...afterRecovery];
     const [p, f] = [copies(primary), copies(fallback)];
     for (const k of all) {
-      const row = after.get(k)!;
+      const row = after.get(k);
+      if (!row) throw new Error(`no ledger row for ${k}`);
       const where = row.provider === 'primary' ? p : f;
       const other = row.provider === 'primary' ? f : p;
       expect([where.get(row.message_id), other.get(row.message_id)]).toEqual([1, undefined]);
@@ -209,7 +217,7 @@ describe('with a fallback provider', () => {
     const rows = await ledger(s);
     for (const k of [a, b, crashedKey])
       expect(rows.get(k)).toMatchObject({ state: 'pending', pinned_provider: 'primary' });
-    expect(fallback.messageIds()).toEqual([rows.get(c)!.message_id]);
+    expect(fallback.messageIds()).toEqual([idOf(rows, c)]);
     expect(await s.metric('email_smtp_breaker_open')).toBe(0);
 
     // The primary answers again: the held emails go out there, with the same Message-ID.
@@ -223,9 +231,9 @@ describe('with a fallback provider', () => {
     // unanswered copy and its retry, one Message-ID: the at-least-once edge of an unknown outcome,
     // on one provider) and the crashed send once; none of them ever reached the fallback.
     const [p, f] = [copies(primary), copies(fallback)];
-    expect(Object.fromEntries(f)).toEqual({ [done.get(c)!.message_id]: 1 });
-    expect([a, b, crashedKey].map((k) => p.get(done.get(k)!.message_id))).toEqual([2, 2, 1]);
-    expect(p.has(done.get(c)!.message_id)).toBe(false);
+    expect(Object.fromEntries(f)).toEqual({ [idOf(done, c)]: 1 });
+    expect([a, b, crashedKey].map((k) => p.get(idOf(done, k)))).toEqual([2, 2, 1]);
+    expect(p.has(idOf(done, c))).toBe(false);
   });
 });
 
@@ -270,6 +278,6 @@ describe('without a fallback provider', () => {
     const rows = await allSent(s, keys);
     for (const k of keys) expect(rows.get(k)?.provider).toBe('primary');
     const p = copies(primary);
-    expect(keys.map((k) => p.get(rows.get(k)!.message_id))).toEqual(keys.map(() => 1));
+    expect(keys.map((k) => p.get(idOf(rows, k)))).toEqual(keys.map(() => 1));
   });
 });
