@@ -41,11 +41,11 @@ afterAll(async () => {
   await db.drop();
 });
 
-const createUser = (id: string) =>
+const createUser = (id: string, displayName = 'Una Available') =>
   service.app.inject({
     method: 'POST',
     url: '/v1/users',
-    payload: { id, email: `${id}@example.test`, displayName: 'Una Available' },
+    payload: { id, email: `${id}@example.test`, displayName },
   });
 
 it('answers 503 + Retry-After + the contract body while Postgres is unreachable, and 2xx after it is back', async () => {
@@ -95,7 +95,9 @@ it('answers 503, not 500, when its backend is terminated mid-request, and 2xx on
     await holder.query('BEGIN');
     expect((await holder.query("SELECT 1 FROM community_users WHERE id = 't-held' FOR UPDATE")).rowCount).toBe(1);
     const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-    const response = createUser('t-held');
+    // Another profile than the first request's: an identical one would be answered from its
+    // fingerprint (producer-side dedup) without reaching the row.
+    const response = createUser('t-held', 'Una Held');
     const waiting = await eventually(
       'the request waiting on the held row, inside its transaction',
       async () => {
@@ -120,5 +122,11 @@ it('answers 503, not 500, when its backend is terminated mid-request, and 2xx on
   } finally {
     await Promise.all([holder.end(), observer.end()]);
   }
-  await eventually('2xx on the retry', async () => (await createUser('t-held')).statusCode < 300, 30_000, 100);
+  // The failed request left no request key: its retry writes.
+  await eventually(
+    '2xx on the retry',
+    async () => (await createUser('t-held', 'Una Held')).statusCode < 300,
+    30_000,
+    100,
+  );
 });
