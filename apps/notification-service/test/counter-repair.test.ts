@@ -175,7 +175,7 @@ it('only in-app unread rows count, and the batch boundaries cut the users into r
   const users = await seed(7, 3);
   await withTransaction(pool, async (tx) => {
     await tx.query(
-      `UPDATE notification_items SET read_at = now() WHERE id = (SELECT id FROM notification_items WHERE user_id = $1 LIMIT 1)`,
+      `UPDATE notification_items SET read_at = now(), item_unread = false WHERE id = (SELECT id FROM notification_items WHERE user_id = $1 LIMIT 1)`,
       [users[0]],
     );
     await tx.query(

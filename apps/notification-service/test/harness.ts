@@ -193,7 +193,7 @@ export async function countersAndRecount(
 ): Promise<Array<{ user_id: string; counter: number; recount: number }>> {
   const { rows } = await pool.query<{ user_id: string; counter: number; recount: string }>(
     `SELECT c.user_id, c.unread_count AS counter,
-            (SELECT count(*) FROM notification_items n WHERE n.user_id = c.user_id AND n.in_app AND n.read_at IS NULL) AS recount
+            (SELECT count(*) FROM notification_items n WHERE n.user_id = c.user_id AND n.in_app AND n.item_head AND n.item_unread) AS recount
      FROM notification_counters c ORDER BY c.user_id`,
   );
   return rows.map((r) => ({ user_id: r.user_id, counter: r.counter, recount: Number(r.recount) }));

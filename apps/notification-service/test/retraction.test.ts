@@ -33,7 +33,9 @@ async function publishAndWait(...events: Parameters<Harness['publish']>[0][]): P
 }
 
 /** The inbox as the user sees it (HTTP). */
-async function inbox(userId: string): Promise<{ items: Array<{ id: string; type: string; resourceId: string }> }> {
+async function inbox(
+  userId: string,
+): Promise<{ items: Array<{ id: string; type: string; resourceId: string; group: { count: number } | null }> }> {
   const res = await h.app.inject({ url: `/v1/users/${userId}/notifications`, headers: bearer(h.token(userId)) });
   expect(res.statusCode).toBe(200);
   return res.json();
@@ -91,7 +93,8 @@ it('comment.deleted withdraws the reply, the comment-on-post and the mention it 
     }),
     commentCreated(kept, 'p-1', author, postOwner),
   );
-  expect((await inbox(postOwner)).items).toHaveLength(2);
+  // The two comments on the post are one grouped item ("… and 1 other commented on your post").
+  expect((await inbox(postOwner)).items.map((i) => i.group?.count)).toEqual([2]);
   expect(await unread(parent)).toBe(1);
   expect(await unread(mentioned)).toBe(1);
 
@@ -99,7 +102,8 @@ it('comment.deleted withdraws the reply, the comment-on-post and the mention it 
 
   expect((await inbox(parent)).items).toEqual([]);
   expect((await inbox(mentioned)).items).toEqual([]);
-  expect((await inbox(postOwner)).items.map((i) => i.resourceId)).toEqual([kept]);
+  // The group shrinks to the comment that is left.
+  expect((await inbox(postOwner)).items.map((i) => [i.resourceId, i.group?.count])).toEqual([[kept, 1]]);
   expect([await unread(parent), await unread(mentioned), await unread(postOwner)]).toEqual([0, 0, 1]);
   // email-service is told, once per withdrawn notification, naming the business key it emailed under.
   expect(await announced(mentioned, 'notification.withdrawn')).toEqual([
@@ -170,12 +174,13 @@ it('post.deleted withdraws the notifications of its comments and of reactions on
 it('reaction.removed withdraws a read reaction without moving the count twice; the withdrawn id is gone for read/unread', async () => {
   const [owner, reactor] = [uid('owner'), uid('reactor')];
   const [kept, removed] = [uid('r'), uid('r')];
+  // On two posts: two items (reactions on one post would be one grouped item).
   const reaction = (reactionId: string) =>
     event('reaction.added', {
       reactionId,
       actorId: reactor,
       targetType: 'post',
-      targetId: 'p-3',
+      targetId: `p-3-${reactionId}`,
       targetAuthorId: owner,
       emoji: '❤️',
     });
@@ -193,7 +198,12 @@ it('reaction.removed withdraws a read reaction without moving the count twice; t
   expect(await unread(owner)).toBe(1);
 
   await publishAndWait(
-    event('reaction.removed', { reactionId: removed, actorId: reactor, targetType: 'post', targetId: 'p-3' }),
+    event('reaction.removed', {
+      reactionId: removed,
+      actorId: reactor,
+      targetType: 'post',
+      targetId: `p-3-${removed}`,
+    }),
   );
 
   expect((await inbox(owner)).items.map((i) => i.id)).not.toContain(removedId);
@@ -214,7 +224,8 @@ it("an account deletion withdraws what the user caused in others' inboxes, and a
     mention(uid('c'), deleted, friend),
     event('user.followed', { followerId: other, followeeId: friend }),
   );
-  expect(await unread(friend)).toBe(3);
+  // The two follows are one grouped item, the mention another.
+  expect(await unread(friend)).toBe(2);
 
   await publishAndWait(
     buildEvent(
@@ -224,7 +235,7 @@ it("an account deletion withdraws what the user caused in others' inboxes, and a
     ),
   );
 
-  expect((await inbox(friend)).items.map((i) => i.type)).toEqual(['follow']);
+  expect((await inbox(friend)).items.map((i) => [i.type, i.group?.count])).toEqual([['follow', 1]]);
   expect(await unread(friend)).toBe(1);
   expect(await announced(friend, 'notification.withdrawn')).toHaveLength(2);
 

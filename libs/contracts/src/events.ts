@@ -76,6 +76,12 @@ export const NotificationCreatedV1 = Type.Object({
   resourceId: IdSchema,
   emailChannel: EmailChannelSchema,
   excerpt: Type.Optional(Excerpt),
+  /**
+   * Optional (a compatible extension): the inbox group the notification belongs to
+   * (docs/NOTIFICATIONS.md "Grouping"), so digests and push show "Ana and 3 others reacted".
+   * Absent: never grouped.
+   */
+  groupKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
 });
 
 // Retractions (a compatible extension: new types on new routing keys). Each withdraws what its

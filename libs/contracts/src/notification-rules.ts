@@ -40,6 +40,27 @@ export interface PlannedNotification {
    * them withdraws the notification, whichever arrives first.
    */
   subjects: string[];
+  /**
+   * Notifications of one group collapse into one inbox item (docs/NOTIFICATIONS.md "Grouping"):
+   * one type, one resource, one GROUP_WINDOW_MS bucket of the event's own occurredAt (so the group
+   * does not depend on arrival order). Undefined: never grouped (mentions, security alerts).
+   */
+  groupKey?: string;
+  /** The source event's occurredAt: orders a group's members (latest actors), whatever the arrival order. */
+  occurredAt: string;
+}
+
+/**
+ * Group window: fixed buckets of the member's own occurredAt (UTC days), so the same set of events
+ * gives the same groups in any arrival order. A longer-running burst splits at midnight UTC, which
+ * is also where a reader expects "today" to end.
+ */
+export const GROUP_WINDOW_MS = 86_400_000;
+
+/** `{kind}:{part}:…:{bucket}`: the group of a notification, with the contract's key escaping. */
+export function groupKey(kind: string, parts: Readonly<Record<string, string>>, occurredAt: string): string {
+  const bucket = Math.floor(Date.parse(occurredAt) / GROUP_WINDOW_MS);
+  return compositeKey(kind, { ...parts, bucket: String(Number.isFinite(bucket) ? bucket : 0) });
 }
 
 /** The subject a retraction names: `kind:{id}` with the contract's key escaping. */
@@ -119,6 +140,8 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           resourceId: d.commentId,
           excerpt: d.excerpt,
           subjects: commentSubjects(d.commentId, d.postId, d.actorId),
+          // Never grouped: a mention is addressed to one person.
+          occurredAt: event.occurredAt,
         },
       ];
     }
@@ -131,6 +154,7 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
         resourceId: d.commentId,
         excerpt: d.excerpt,
         subjects: commentSubjects(d.commentId, d.postId, d.authorId),
+        occurredAt: event.occurredAt,
       };
       const repliedTo =
         d.parentCommentId !== undefined && d.parentAuthorId !== undefined ? d.parentAuthorId : undefined;
@@ -142,6 +166,8 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           idempotencyKey: replyKey(d.commentId, repliedTo),
           slotKey: threadSlot(d.commentId, repliedTo),
           slotRank: SLOT_RANK.reply,
+          // "Ana and 2 others replied to your comment": the replies to one comment.
+          groupKey: groupKey('reply', { parentCommentId: d.parentCommentId as string }, event.occurredAt),
         });
       }
       // The post's author replied to is already covered by the reply (same slot, higher rank).
@@ -153,6 +179,8 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           idempotencyKey: commentOnPostKey(d.commentId, d.postAuthorId),
           slotKey: threadSlot(d.commentId, d.postAuthorId),
           slotRank: SLOT_RANK.comment,
+          // "Ana and 2 others commented on your post".
+          groupKey: groupKey('comment', { postId: d.postId }, event.occurredAt),
         });
       }
       return out;
@@ -178,6 +206,9 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
             ...(d.targetType === 'comment' && d.postId !== undefined ? [retractionSubject('post', d.postId)] : []),
             retractionSubject('user', d.actorId),
           ],
+          // "Ana and 3 others reacted to your post": the reactions on one post or comment.
+          groupKey: groupKey('reaction', { targetType: d.targetType, targetId: d.targetId }, event.occurredAt),
+          occurredAt: event.occurredAt,
         },
       ];
     }
@@ -197,6 +228,9 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           resourceType: 'user',
           resourceId: d.followerId,
           subjects: [retractionSubject('user', d.followerId)],
+          // "Ana and 3 others followed you".
+          groupKey: groupKey('follow', {}, event.occurredAt),
+          occurredAt: event.occurredAt,
         },
       ];
     }
@@ -213,8 +247,9 @@ export function planNotifications(event: AnyEvent): PlannedNotification[] | unde
           resourceType: 'security_alert',
           resourceId: d.alertId,
           excerpt: truncate(d.detail ? `${d.kind}: ${d.detail}` : d.kind),
-          // Never withdrawn: a security alert is about the account itself.
+          // Never withdrawn: a security alert is about the account itself. Never grouped either.
           subjects: [],
+          occurredAt: event.occurredAt,
         },
       ];
     }

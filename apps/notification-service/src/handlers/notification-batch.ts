@@ -18,6 +18,7 @@ import type { NotificationMetrics } from '../metrics';
 import { SERVICE_NAME } from '../config';
 import { transactionBudgetMs } from '../queues';
 import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
+import { recountUnread, refreshItems, type GroupRef } from '../store/items';
 import { handleUserErased } from './user-erased';
 import { handleRetraction } from './retraction';
 
@@ -268,6 +269,21 @@ async function applyEvents(
     created,
     unique.map((r) => traces.get(r.sourceEventId) ?? null),
   );
+  // Grouped rows and replaced rows change items, not just rows: refresh those groups' items and
+  // recount those users' unread items (store/items.ts), still under the same counter locks.
+  const groups: GroupRef[] = [];
+  const recount = new Set<string>();
+  for (const w of written) {
+    if (w.inserted === null) continue;
+    if (w.groupKey !== null) groups.push({ userId: w.userId, groupKey: w.groupKey });
+    if (w.oldGroupKey !== null) groups.push({ userId: w.userId, groupKey: w.oldGroupKey });
+    if (w.groupKey !== null || w.inserted === false) recount.add(w.userId);
+  }
+  if (groups.length || recount.size) {
+    signal.throwIfAborted();
+    await refreshItems(tx, groups);
+    await recountUnread(tx, recount);
+  }
   const inserted = written.filter((w) => w.inserted === true);
   const upgraded = written.filter((w) => w.inserted === false);
   // A row a tombstone kept out (its source was deleted first) is 'skipped', unless the same event
@@ -293,6 +309,7 @@ function notificationCreated(r: NotificationRow, correlationId: string): EventOf
       resourceId: r.resourceId,
       emailChannel: r.emailChannel,
       excerpt: r.excerpt,
+      groupKey: r.groupKey,
     },
     // The source event's correlation id: one id follows a comment from the API to the email.
     { producer: SERVICE_NAME, correlationId },

@@ -20,6 +20,19 @@ export const NotificationItem = Type.Object({
   createdAt: DateTime,
   readAt: Nullable(DateTime),
   version: Type.Integer({ minimum: 0, description: "inbox version of this notification's last change" }),
+  group: Nullable(
+    Type.Object(
+      {
+        key: Type.String({ description: 'stable for the group: replace the item shown for this key' }),
+        count: Type.Integer({ minimum: 0, description: 'members (reactions, follows, replies, comments)' }),
+        actorCount: Type.Integer({ minimum: 0, description: 'distinct actors among them' }),
+        actors: Type.Array(Type.Object({ id: Type.String(), name: Nullable(Type.String()) }), {
+          description: 'the latest distinct actors, newest first (at most 3)',
+        }),
+      },
+      { description: 'a grouped item ("Ana, Budi and 3 others reacted to your post"); null when ungrouped' },
+    ),
+  ),
 });
 
 /** The inbox's unread count and version (a read-state change or a list reflects a version). */

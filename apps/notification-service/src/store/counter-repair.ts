@@ -103,10 +103,10 @@ async function findCandidates(
   const byRange = opts.recentMs === undefined && opts.userIds === undefined;
   const counted = byRange
     ? `SELECT user_id, count(*)::int AS unread FROM notification_items
-        WHERE user_id >= (SELECT min(user_id) FROM batch) AND user_id <= (SELECT max(user_id) FROM batch) AND in_app AND read_at IS NULL
+        WHERE user_id >= (SELECT min(user_id) FROM batch) AND user_id <= (SELECT max(user_id) FROM batch) AND in_app AND item_head AND item_unread
         GROUP BY user_id`
     : `SELECT user_id, count(*)::int AS unread FROM notification_items
-        WHERE user_id IN (SELECT user_id FROM batch) AND in_app AND read_at IS NULL
+        WHERE user_id IN (SELECT user_id FROM batch) AND in_app AND item_head AND item_unread
         GROUP BY user_id`;
   const res = await pool.query<{ checked: number; last: string | null; candidates: string[] | null }>({
     name: byRange ? 'ns-repair-find-range' : 'ns-repair-find-ids',
@@ -155,7 +155,7 @@ async function repairLocked(
              SELECT u.user_id, u.stored, coalesce(n.unread, 0) AS recounted
                FROM unnest(${locked.map((l) => l.userId)}::text[], ${locked.map((l) => l.stored)}::int[]) AS u(user_id, stored)
                CROSS JOIN LATERAL (
-                 SELECT count(*)::int AS unread FROM notification_items i WHERE i.user_id = u.user_id AND i.in_app AND i.read_at IS NULL
+                 SELECT count(*)::int AS unread FROM notification_items i WHERE i.user_id = u.user_id AND i.in_app AND i.item_head AND i.item_unread
                ) n
            ), drifted AS (
              SELECT user_id, stored, recounted FROM actual WHERE stored <> recounted

@@ -2,6 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '@community/db';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
 import { notifyInboxes } from './ingest';
+import { recountUnread, refreshItems } from './items';
 
 /**
  * Reads and read-state changes of one user's inbox.
@@ -24,8 +25,24 @@ export interface NotificationItem {
   excerpt: string | null;
   createdAt: string;
   readAt: string | null;
-  /** Inbox version of this notification's last change; send it back with read/unread. */
+  /** Inbox version of this item's last change; send it back with read/unread. */
   version: number;
+  /**
+   * A grouped item ("Ana, Budi and 3 others reacted to your post"; docs/NOTIFICATIONS.md
+   * "Grouping"): null for an ungrouped notification. The item's other fields are its latest member's.
+   */
+  group: NotificationGroup | null;
+}
+
+export interface NotificationGroup {
+  /** Stable for the group: a client replaces the item it shows for this key. */
+  key: string;
+  /** Members (reactions, follows, replies, comments) in the item. */
+  count: number;
+  /** Distinct actors among them. */
+  actorCount: number;
+  /** The latest distinct actors, newest first (at most 3), with their display names (null: unknown). */
+  actors: Array<{ id: string; name: string | null }>;
 }
 
 export interface InboxState {
@@ -34,7 +51,12 @@ export interface InboxState {
 }
 
 const ITEM_COLUMNS = `n.id, n.type, n.actor_id, u.display_name AS actor_name, n.resource_type, n.resource_id, n.excerpt,
-  n.created_at, n.read_at, n.state_version, n.created_version`;
+  n.created_at, CASE WHEN n.item_unread THEN NULL ELSE n.read_at END AS read_at,
+  greatest(n.state_version, n.item_version) AS state_version, n.item_version, n.group_key, n.item_count,
+  n.item_actor_count,
+  (SELECT coalesce(json_agg(json_build_object('id', x.a, 'name', xu.display_name) ORDER BY x.ord), '[]')
+     FROM unnest(n.item_actors) WITH ORDINALITY AS x(a, ord) LEFT JOIN notification_users xu ON xu.user_id = x.a
+  ) AS item_actors`;
 const ITEM_FROM = 'notification_items n LEFT JOIN notification_users u ON u.user_id = n.actor_id';
 
 interface ItemRow {
@@ -48,7 +70,11 @@ interface ItemRow {
   created_at: Date;
   read_at: Date | null;
   state_version: string;
-  created_version: string;
+  item_version: string;
+  group_key: string | null;
+  item_count: number;
+  item_actor_count: number;
+  item_actors: Array<{ id: string; name: string | null }>;
 }
 
 export function toItem(r: ItemRow): NotificationItem {
@@ -63,6 +89,10 @@ export function toItem(r: ItemRow): NotificationItem {
     createdAt: r.created_at.toISOString(),
     readAt: r.read_at ? r.read_at.toISOString() : null,
     version: Number(r.state_version),
+    group:
+      r.group_key === null
+        ? null
+        : { key: r.group_key, count: r.item_count, actorCount: r.item_actor_count, actors: r.item_actors },
   };
 }
 
@@ -83,14 +113,15 @@ export async function listNotifications(pool: Pool, userId: string, opts: ListOp
   // One snapshot for the page and the version, so the version describes exactly these rows.
   const { rows, state } = await withTransaction(pool, { isolation: 'repeatable read', readOnly: true }, async (tx) => {
     const params: unknown[] = [userId, opts.limit + 1];
-    let where = 'n.user_id = $1 AND n.in_app';
-    if (opts.unreadOnly) where += ' AND n.read_at IS NULL';
+    // Items, not rows: ungrouped rows and the heads of groups, in the order of their newest member.
+    let where = 'n.user_id = $1 AND n.in_app AND n.item_head';
+    if (opts.unreadOnly) where += ' AND n.item_unread';
     if (opts.cursor) {
       params.push(opts.cursor.version, opts.cursor.id);
-      where += ' AND (n.created_version, n.id) < ($3, $4::uuid)';
+      where += ' AND (n.item_version, n.id) < ($3, $4::uuid)';
     }
     const page = await tx.query<ItemRow>(
-      `SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE ${where} ORDER BY n.created_version DESC, n.id DESC LIMIT $2`,
+      `SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE ${where} ORDER BY n.item_version DESC, n.id DESC LIMIT $2`,
       params,
     );
     return { rows: page.rows, state: await readState(tx, userId) };
@@ -100,7 +131,7 @@ export async function listNotifications(pool: Pool, userId: string, opts: ListOp
   const last = page.at(-1);
   return {
     items: page.map(toItem),
-    nextCursor: more && last ? encodeCursor({ version: Number(last.created_version), id: last.id }) : null,
+    nextCursor: more && last ? encodeCursor({ version: Number(last.item_version), id: last.id }) : null,
     version: state.version,
   };
 }
@@ -142,25 +173,41 @@ export async function setReadState(
       [userId],
     );
     if (locked.rowCount === 0) return { status: 'not_found' };
-    const current = await fetchItem(tx, userId, id);
-    if (!current) return { status: 'not_found' };
+    const found = await fetchItem(tx, userId, id);
+    if (!found) return { status: 'not_found' };
+    const { item: current, groupKey } = found;
     const state = { count: locked.rows[0].unread_count, version: Number(locked.rows[0].version) };
     if ((current.readAt !== null) === read) return { status: 'unchanged', item: current, state };
     if (seenVersion !== undefined && current.version > seenVersion) return { status: 'stale', item: current };
 
     const version = state.version + 1;
-    const updated = await tx.query<{ read_at: Date | null }>(
-      'UPDATE notification_items SET read_at = CASE WHEN $2 THEN now() END, state_version = $3 WHERE id = $1 RETURNING read_at',
-      [id, read, version],
-    );
-    const counted = await tx.query<{ unread_count: number }>(
-      'UPDATE notification_counters SET unread_count = unread_count + $2, version = $3, updated_at = now() WHERE user_id = $1 RETURNING unread_count',
-      [userId, read ? -1 : 1, version],
-    );
+    if (groupKey === null) {
+      await tx.query(
+        `UPDATE notification_items SET read_at = CASE WHEN $2 THEN now() END, item_unread = NOT $2, state_version = $3
+          WHERE id = $1`,
+        [current.id, read, version],
+      );
+    } else if (read) {
+      // Reading a group reads every member; its version moves with it.
+      await tx.query(
+        `UPDATE notification_items SET read_at = coalesce(read_at, now()), state_version = $3
+          WHERE user_id = $1 AND group_key = $2 AND in_app`,
+        [userId, groupKey, version],
+      );
+    } else {
+      // Unread again: its latest member (the head) is unread, so the item is.
+      await tx.query(
+        `UPDATE notification_items SET read_at = CASE WHEN id = $3 THEN NULL ELSE read_at END, state_version = $4
+          WHERE user_id = $1 AND group_key = $2 AND in_app`,
+        [userId, groupKey, current.id, version],
+      );
+    }
+    if (groupKey !== null) await refreshItems(tx, [{ userId, groupKey }]);
+    const counted = await recountUnread(tx, [userId]);
+    await tx.query('UPDATE notification_counters SET version = $2 WHERE user_id = $1', [userId, version]);
     await notifyInboxes(tx, [userId]);
-    const readAt = updated.rows[0].read_at;
-    const item = { ...current, readAt: readAt ? readAt.toISOString() : null, version };
-    return { status: 'changed', item, state: { count: counted.rows[0].unread_count, version } };
+    const item = (await fetchItem(tx, userId, current.id))?.item ?? current;
+    return { status: 'changed', item, state: { count: counted.get(userId) ?? 0, version } };
   });
 }
 
@@ -184,28 +231,45 @@ export async function readAll(pool: Pool, userId: string, upTo?: number): Promis
     const current = Number(locked.rows[0].version);
     const limit = upTo === undefined ? current : Math.min(upTo, current);
     const version = current + 1;
-    const marked = await tx.query(
-      `UPDATE notification_items SET read_at = now(), state_version = $3
-       WHERE user_id = $1 AND in_app AND read_at IS NULL AND state_version <= $2`,
+    const marked = await tx.query<{ group_key: string | null }>(
+      `UPDATE notification_items SET read_at = now(), state_version = $3, item_unread = (group_key IS NOT NULL AND item_unread)
+       WHERE user_id = $1 AND in_app AND read_at IS NULL AND state_version <= $2
+       RETURNING group_key`,
       [userId, limit, version],
     );
     const n = marked.rowCount ?? 0;
     if (n === 0) return { count: locked.rows[0].unread_count, version: current, marked: 0 };
-    const counted = await tx.query<{ unread_count: number }>(
-      'UPDATE notification_counters SET unread_count = unread_count - $2, version = $3, updated_at = now() WHERE user_id = $1 RETURNING unread_count',
-      [userId, n, version],
+    // A group keeps its members that arrived after `upTo` unread: its item is recomputed.
+    const groups = [...new Set(marked.rows.flatMap((r) => (r.group_key === null ? [] : [r.group_key])))];
+    await refreshItems(
+      tx,
+      groups.map((groupKey) => ({ userId, groupKey })),
     );
+    const counted = await recountUnread(tx, [userId]);
+    await tx.query('UPDATE notification_counters SET version = $2 WHERE user_id = $1', [userId, version]);
     await notifyInboxes(tx, [userId]);
-    return { count: counted.rows[0].unread_count, version, marked: n };
+    return { count: counted.get(userId) ?? 0, version, marked: n };
   });
 }
 
-async function fetchItem(db: PoolClient, userId: string, id: string): Promise<NotificationItem | undefined> {
+/**
+ * The item a notification id stands for: the notification itself, or for a member of a group the
+ * group's item (a client may hold any member's id: the item's id changes as later members arrive).
+ */
+async function fetchItem(
+  db: PoolClient,
+  userId: string,
+  id: string,
+): Promise<{ item: NotificationItem; groupKey: string | null } | undefined> {
   const res = await db.query<ItemRow>(
-    `SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM} WHERE n.id = $1 AND n.user_id = $2 AND n.in_app`,
+    `SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM}
+      WHERE n.user_id = $2 AND n.in_app AND n.item_head
+        AND (n.id = $1 OR n.group_key = (SELECT m.group_key FROM notification_items m
+                                          WHERE m.id = $1 AND m.user_id = $2 AND m.in_app))`,
     [id, userId],
   );
-  return res.rows[0] ? toItem(res.rows[0]) : undefined;
+  const row = res.rows[0];
+  return row ? { item: toItem(row), groupKey: row.group_key } : undefined;
 }
 
 export interface InboxChanges extends InboxState {
@@ -231,8 +295,8 @@ export async function inboxChangesSince(
      FROM notification_counters c
      LEFT JOIN LATERAL (
        SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM}
-       WHERE n.user_id = c.user_id AND n.in_app AND n.created_version > COALESCE($2::bigint, c.version)
-       ORDER BY n.created_version DESC, n.id DESC
+       WHERE n.user_id = c.user_id AND n.in_app AND n.item_head AND n.item_version > COALESCE($2::bigint, c.version)
+       ORDER BY n.item_version DESC, n.id DESC
        LIMIT $3
      ) x ON true
      WHERE c.user_id = $1`,

@@ -42,6 +42,10 @@ export interface WrittenRow {
    * null: not written, a retraction of one of its subjects came first (docs/NOTIFICATIONS.md).
    */
   inserted: boolean | null;
+  userId: string;
+  /** The row's group now (null: ungrouped) and, for a replaced row, the group it left. */
+  groupKey: string | null;
+  oldGroupKey: string | null;
 }
 
 export interface LockedInbox {
@@ -174,6 +178,9 @@ export async function writeNotifications(
     type: NotificationType;
     in_app: boolean;
     inserted: boolean | null;
+    user_id: string;
+    group_key: string | null;
+    old_group_key: string | null;
   }>({
     name: 'ns-write-notifications',
     ...textAndValues(sql`WITH input AS (
@@ -183,29 +190,33 @@ export async function writeNotifications(
                             ${col('inApp')}::bool[], ${col('emailChannel')}::text[], ${col('sourceEventId')}::text[],
                             ${versions}::int8[], ${col('id')}::uuid[], ${created.map((e) => e.id)}::uuid[],
                             ${created.map((e) => JSON.stringify(e))}::jsonb[], ${traces}::jsonb[],
-                            ${rows.map((r) => JSON.stringify(r.subjects))}::jsonb[]) WITH ORDINALITY
+                            ${rows.map((r) => JSON.stringify(r.subjects))}::jsonb[], ${col('groupKey')}::text[],
+                            ${col('occurredAt')}::timestamptz[]) WITH ORDINALITY
          AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
               excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, trace_context,
-              subjects_json, ord)
+              subjects_json, group_key, occurred_at, ord)
      ),
      subjected AS (
        SELECT input.*, ARRAY(SELECT jsonb_array_elements_text(input.subjects_json)) AS subjects FROM input
      ),
      retracted AS (
        -- A retraction of one of its subjects came first (a tombstone): the row is never written.
-       SELECT s.source_event_id, s.type, s.in_app, s.slot_key FROM subjected s
+       SELECT s.source_event_id, s.type, s.in_app, s.slot_key, s.user_id FROM subjected s
        WHERE EXISTS (SELECT 1 FROM notification_retractions t WHERE t.subject = ANY (s.subjects))
      ),
      existing AS (
        -- The rows a higher rank may replace, as they were before this statement.
-       SELECT n.slot_key, n.in_app AS was_in_app, (n.in_app AND n.read_at IS NULL) AS was_counted
+       SELECT n.slot_key, n.in_app AS was_in_app, n.group_key AS old_group_key,
+              (n.in_app AND n.item_head AND n.item_unread) AS was_counted
        FROM notification_items n JOIN input i ON i.slot_key = n.slot_key
      ),
      written AS (
        INSERT INTO notification_items AS n (id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
-              resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version, subjects)
+              resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version, subjects,
+              group_key, occurred_at, item_version, item_actors, item_actor_count)
        SELECT id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id, excerpt,
-              in_app, email_channel, source_event_id, version, version, subjects
+              in_app, email_channel, source_event_id, version, version, subjects,
+              group_key, occurred_at, version, array_remove(ARRAY[actor_id], NULL), (actor_id IS NOT NULL)::int
        FROM subjected s WHERE s.slot_key NOT IN (SELECT slot_key FROM retracted) ORDER BY slot_key
        ON CONFLICT (slot_key) DO UPDATE
          SET id = EXCLUDED.id, type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
@@ -213,14 +224,17 @@ export async function writeNotifications(
              excerpt = EXCLUDED.excerpt, in_app = EXCLUDED.in_app, email_channel = EXCLUDED.email_channel,
              source_event_id = EXCLUDED.source_event_id, created_at = now(), read_at = NULL,
              created_version = EXCLUDED.created_version, state_version = EXCLUDED.state_version,
-             subjects = EXCLUDED.subjects
+             subjects = EXCLUDED.subjects, group_key = EXCLUDED.group_key, occurred_at = EXCLUDED.occurred_at,
+             item_head = true, item_version = EXCLUDED.item_version, item_count = 1, item_actors = EXCLUDED.item_actors,
+             item_actor_count = EXCLUDED.item_actor_count, item_unread = true
          WHERE n.slot_rank < EXCLUDED.slot_rank AND n.withdrawn_at IS NULL
-       RETURNING n.id, n.user_id, n.slot_key, n.type, n.in_app, n.source_event_id, (n.xmax = 0) AS inserted
+       RETURNING n.id, n.user_id, n.slot_key, n.type, n.in_app, n.source_event_id, n.group_key, (n.xmax = 0) AS inserted
      ),
      changed AS (
-       -- The inbox change of each written row: +1 for a counted new row, -1 for a counted replaced one.
+       -- The inbox change of each written row: +1 for a new ungrouped in-app row, its own unread item.
+       -- A grouped row or a replaced one changes an item the caller refreshes and recounts (store/items.ts).
        SELECT w.user_id, w.in_app OR coalesce(e.was_in_app, false) AS visible,
-              w.in_app::int - (NOT w.inserted AND coalesce(e.was_counted, false))::int AS delta
+              CASE WHEN w.inserted AND w.group_key IS NULL THEN w.in_app::int ELSE 0 END AS delta
        FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key
      ),
      counted AS (
@@ -240,16 +254,20 @@ export async function writeNotifications(
        FROM written w JOIN input i ON i.id = w.id
      ),
      ${outboxWrite({ from: 'created', producer: SERVICE_NAME, traceContext: true })}
-     SELECT w.source_event_id, w.type, w.in_app, w.inserted
-     FROM written w, (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published
+     SELECT w.source_event_id, w.type, w.in_app, w.inserted, w.user_id, w.group_key, e.old_group_key
+     FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key,
+          (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published
      UNION ALL
-     SELECT source_event_id, type, in_app, NULL FROM retracted`),
+     SELECT source_event_id, type, in_app, NULL, user_id, NULL, NULL FROM retracted`),
   });
   return res.rows.map((r) => ({
     sourceEventId: r.source_event_id,
     type: r.type,
     inApp: r.in_app,
     inserted: r.inserted,
+    userId: r.user_id,
+    groupKey: r.group_key,
+    oldGroupKey: r.inserted === false ? r.old_group_key : null,
   }));
 }
 

@@ -5,6 +5,7 @@ import { enqueueEvents } from '@community/outbox';
 import { SERVICE_NAME } from '../config';
 import { notifyInboxes } from './ingest';
 import { RETRACTION_LOCK_KEY } from './retraction-lock';
+import { recountUnread, refreshItems } from './items';
 
 export interface WithdrawnNotification {
   id: string;
@@ -76,27 +77,27 @@ export async function withdrawSubject(
      RETURNING c.user_id, c.version`,
     [recipients],
   );
-  const withdrawn = await tx.query<{ id: string; user_id: string; type: NotificationType; idempotency_key: string }>(
-    `WITH locked AS (SELECT * FROM unnest($2::text[], $3::int8[]) AS l(user_id, version)),
-     withdrawn AS (
-       -- old: the row as it was (the statement's snapshot), so the counter loses what it counted.
-       UPDATE notification_items n
-          SET withdrawn_at = now(), in_app = false, state_version = l.version
-         FROM locked l, (SELECT id, (in_app AND read_at IS NULL) AS counted FROM notification_items
-                          WHERE subjects && ARRAY[$1::text] AND withdrawn_at IS NULL) AS old
-        WHERE n.id = old.id AND n.user_id = l.user_id
-       RETURNING n.id, n.user_id, n.type, n.idempotency_key, old.counted
-     ),
-     counted AS (
-       UPDATE notification_counters AS c SET unread_count = c.unread_count - d.n
-         FROM (SELECT user_id, count(*)::int AS n FROM withdrawn WHERE counted GROUP BY user_id) AS d
-        WHERE c.user_id = d.user_id
-       RETURNING 1
-     )
-     SELECT w.id, w.user_id, w.type, w.idempotency_key FROM withdrawn w, (SELECT count(*) FROM counted) AS moved
-     ORDER BY w.user_id, w.id`,
+  const withdrawn = await tx.query<{
+    id: string;
+    user_id: string;
+    type: NotificationType;
+    idempotency_key: string;
+    group_key: string | null;
+  }>(
+    `UPDATE notification_items n
+        SET withdrawn_at = now(), in_app = false, item_head = false, state_version = l.version
+       FROM unnest($2::text[], $3::int8[]) AS l(user_id, version)
+      WHERE n.subjects && ARRAY[$1::text] AND n.withdrawn_at IS NULL AND n.user_id = l.user_id
+     RETURNING n.id, n.user_id, n.type, n.idempotency_key, n.group_key`,
     [subject, locked.rows.map((r) => r.user_id), locked.rows.map((r) => r.version)],
   );
+  // The groups they were in shrink (or vanish); each counter becomes its user's unread items.
+  await refreshItems(
+    tx,
+    withdrawn.rows.flatMap((r) => (r.group_key === null ? [] : [{ userId: r.user_id, groupKey: r.group_key }])),
+  );
+  await recountUnread(tx, recipients);
+  withdrawn.rows.sort((a, b) => (a.user_id === b.user_id ? a.id.localeCompare(b.id) : a.user_id < b.user_id ? -1 : 1));
   const rows = withdrawn.rows.map((r) => ({
     id: r.id,
     userId: r.user_id,
