@@ -38,7 +38,13 @@ const APP_NAMES: readonly AppName[] = [
   'reconciler',
 ];
 /** Apps whose every operation must describe its success answer. */
-const WITH_RESPONSE_SCHEMAS = new Set<AppName>(['notification-service', 'email-service', 'feed-service', 'reconciler']);
+const WITH_RESPONSE_SCHEMAS = new Set<AppName>([
+  'notification-service',
+  'email-service',
+  'feed-service',
+  'reconciler',
+  'demo-community-api',
+]);
 
 const SECRET = 'openapi-secret-0123456789-abcdefghijklmnop';
 const keys = generateKeyPairSync('ed25519');
