@@ -31,8 +31,8 @@ it('changes only the types and channels a PUT names, and keeps them', async () =
   const second = await put(user, { preferences: { reaction: { inApp: false } } });
   const expected = {
     ...DEFAULT_PREFERENCES,
-    reaction: { inApp: false, email: 'off' },
-    follow: { inApp: false, email: 'digest' },
+    reaction: { inApp: false, email: 'off', push: false },
+    follow: { inApp: false, email: 'digest', push: false },
   };
   expect(second.json()).toEqual({ preferences: expected });
   expect((await get(user)).json()).toEqual({ preferences: expected });
@@ -47,8 +47,8 @@ it.each([
   ],
   [
     'an unknown channel',
-    { preferences: { mention: { push: true } } },
-    /unknown channel 'push' for type 'mention' \(expected one of: inApp, email\)/,
+    { preferences: { mention: { sms: true } } },
+    /unknown channel 'sms' for type 'mention' \(expected one of: inApp, email, push\)/,
   ],
   [
     'a bad email value',
@@ -59,6 +59,12 @@ it.each([
     'a non-boolean inApp',
     { preferences: { mention: { inApp: 'yes' } } },
     /preferences.mention.inApp must be a boolean/,
+  ],
+  ['a non-boolean push', { preferences: { mention: { push: 'on' } } }, /preferences.mention.push must be a boolean/],
+  [
+    'turning security alert pushes off',
+    { preferences: { security_alert: { push: false } } },
+    /security_alert cannot be changed: it is always delivered in-app, by immediate email and by push/,
   ],
   [
     'turning security alerts off',
@@ -92,6 +98,49 @@ it('accepts security_alert with its fixed values (a client echoing GET back)', a
     preferences: { ...everything.preferences, mention: { inApp: true, email: 'digest' } },
   });
   expect(res.statusCode).toBe(200);
-  expect(res.json().preferences.mention).toEqual({ inApp: true, email: 'digest' });
-  expect(res.json().preferences.security_alert).toEqual({ inApp: true, email: 'immediate' });
+  expect(res.json().preferences.mention).toEqual({ inApp: true, email: 'digest', push: true });
+  expect(res.json().preferences.security_alert).toEqual({ inApp: true, email: 'immediate', push: true });
+});
+
+it('answers push per type (on for mention, reply, security alert; off for the digest-ish types), and keeps a change of it', async () => {
+  const user = `u-${randomUUID()}`;
+  const before = (await get(user)).json().preferences;
+  expect(Object.fromEntries(Object.entries(before).map(([t, p]) => [t, (p as { push: boolean }).push]))).toEqual({
+    mention: true,
+    reply: true,
+    comment: false,
+    reaction: false,
+    follow: false,
+    security_alert: true,
+  });
+  const res = await put(user, { preferences: { mention: { push: false }, follow: { push: true } } });
+  expect(res.statusCode).toBe(200);
+  const expected = {
+    ...DEFAULT_PREFERENCES,
+    mention: { inApp: true, email: 'immediate', push: false },
+    follow: { inApp: true, email: 'digest', push: true },
+  };
+  expect(res.json()).toEqual({ preferences: expected });
+  // A later change of another channel keeps the push choice.
+  await put(user, { preferences: { mention: { email: 'digest' } } });
+  expect((await get(user)).json().preferences.mention).toEqual({ inApp: true, email: 'digest', push: false });
+  const { rows } = await h.pool.query(
+    `SELECT type, push FROM notification_preferences WHERE user_id = $1 ORDER BY type`,
+    [user],
+  );
+  expect(rows).toEqual([
+    { type: 'follow', push: true },
+    { type: 'mention', push: false },
+  ]);
+});
+
+it("a row stored before the push channel (push NULL) answers the type's default push", async () => {
+  const user = `u-${randomUUID()}`;
+  await h.pool.query(
+    `INSERT INTO notification_preferences (user_id, type, in_app, email) VALUES ($1, 'reply', false, 'digest'), ($1, 'reaction', true, 'off')`,
+    [user],
+  );
+  const prefs = (await get(user)).json().preferences;
+  expect(prefs.reply).toEqual({ inApp: false, email: 'digest', push: true });
+  expect(prefs.reaction).toEqual({ inApp: true, email: 'off', push: false });
 });

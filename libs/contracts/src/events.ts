@@ -82,6 +82,12 @@ export const NotificationCreatedV1 = Type.Object({
    * Absent: never grouped.
    */
   groupKey: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  /**
+   * Optional (a compatible extension): whether the notification goes by Web Push, decided from the
+   * user's preferences like `emailChannel` (docs/PUSH.md). Absent (a producer from before the push
+   * channel): push-service pushes a security alert, and any other type by its default preference.
+   */
+  push: Type.Optional(Type.Boolean()),
 });
 
 // Retractions (a compatible extension: new types on new routing keys). Each withdraws what its

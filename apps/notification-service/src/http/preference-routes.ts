@@ -1,15 +1,49 @@
-import type { Static } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
+import { EmailChannelSchema, NOTIFICATION_TYPES } from '@community/contracts';
 import { errorResponses } from '@community/service';
 import { parsePreferencesUpdate } from '../domain/preferences';
 import { getPreferences, updatePreferences } from '../store/preferences';
 import type { InboxGuards } from './auth';
 import { ERRORS } from './errors';
 import { UserParams } from './params';
-import { PreferencesBody, PreferencesUpdateBody } from './schemas';
 
 const TAGS = ['preferences'];
+
+// The answer and the documented PUT body, push included (fastify serialises from the response
+// schema and drops any field it does not list: docs/SERVICE-TEMPLATE.md "API description").
+const ChannelPreference = Type.Object({
+  inApp: Type.Boolean(),
+  email: EmailChannelSchema,
+  push: Type.Boolean({ description: 'Web Push to the browsers the user subscribed (docs/PUSH.md)' }),
+});
+const ChannelUpdate = Type.Object(
+  {
+    inApp: Type.Optional(Type.Boolean()),
+    email: Type.Optional(EmailChannelSchema),
+    push: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+/** Every type with its effective channels (the defaults where the user chose nothing). */
+export const PreferencesBody = Type.Object({
+  preferences: Type.Object(Object.fromEntries(NOTIFICATION_TYPES.map((type) => [type, ChannelPreference])), {
+    additionalProperties: ChannelPreference,
+  }),
+});
+
+/** PUT's body, checked by parsePreferencesUpdate (NS_INVALID_PREFERENCES names the field). */
+export const PreferencesUpdateBody = Type.Object(
+  {
+    preferences: Type.Object(
+      Object.fromEntries(NOTIFICATION_TYPES.map((type) => [type, Type.Optional(ChannelUpdate)])),
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /**
  * GET answers every type with its effective channels (defaults where the user chose nothing).
@@ -55,7 +89,10 @@ export function registerPreferenceRoutes(app: FastifyInstance, deps: { pool: Poo
       if (!parsed.ok) throw ERRORS.INVALID_PREFERENCES(parsed.message);
       // A service token (email-service's opt-out) may only turn email channels off.
       const principal = request.principal;
-      if (principal?.service && parsed.updates.some((u) => u.inApp !== undefined || u.email !== 'off')) {
+      if (
+        principal?.service &&
+        parsed.updates.some((u) => u.inApp !== undefined || u.push !== undefined || u.email !== 'off')
+      ) {
         throw serviceForbidden(principal, 'change preferences other than turning email off');
       }
       return { preferences: await updatePreferences(pool, request.params.userId, parsed.updates) };

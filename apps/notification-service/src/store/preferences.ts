@@ -9,11 +9,11 @@ import {
 
 /** The user's own rows, before the defaults fill in the rest (effectivePreferences). */
 export async function storedPreferences(db: Pick<Pool, 'query'>, userId: string): Promise<StoredPreference[]> {
-  const res = await db.query<{ type: string; in_app: boolean; email: string }>(
-    'SELECT type, in_app, email FROM notification_preferences WHERE user_id = $1',
+  const res = await db.query<{ type: string; in_app: boolean; email: string; push: boolean | null }>(
+    'SELECT type, in_app, email, push FROM notification_preferences WHERE user_id = $1',
     [userId],
   );
-  return res.rows.map((r) => ({ type: r.type, inApp: r.in_app, email: r.email }));
+  return res.rows.map((r) => ({ type: r.type, inApp: r.in_app, email: r.email, push: r.push }));
 }
 
 export async function getPreferences(pool: Pool, userId: string): Promise<PreferenceMap> {
@@ -38,12 +38,14 @@ export async function updatePreferences(
         type: u.type,
         inApp: u.inApp ?? current[u.type].inApp,
         email: u.email ?? current[u.type].email,
+        push: u.push ?? current[u.type].push,
       }));
       await tx.query(
-        `INSERT INTO notification_preferences (user_id, type, in_app, email)
-         SELECT $1, * FROM unnest($2::text[], $3::bool[], $4::text[])
-         ON CONFLICT (user_id, type) DO UPDATE SET in_app = EXCLUDED.in_app, email = EXCLUDED.email, updated_at = now()`,
-        [userId, rows.map((r) => r.type), rows.map((r) => r.inApp), rows.map((r) => r.email)],
+        `INSERT INTO notification_preferences (user_id, type, in_app, email, push)
+         SELECT $1, * FROM unnest($2::text[], $3::bool[], $4::text[], $5::bool[])
+         ON CONFLICT (user_id, type) DO UPDATE
+           SET in_app = EXCLUDED.in_app, email = EXCLUDED.email, push = EXCLUDED.push, updated_at = now()`,
+        [userId, rows.map((r) => r.type), rows.map((r) => r.inApp), rows.map((r) => r.email), rows.map((r) => r.push)],
       );
     }
     return effectivePreferences(await storedPreferences(tx, userId));
