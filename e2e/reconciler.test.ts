@@ -149,7 +149,7 @@ const drift = async () =>
   (
     await pool.query<{ user_id: string }>(
       `SELECT c.user_id FROM notification_counters c
-        WHERE c.unread_count <> (SELECT count(*) FROM notification_items n WHERE n.user_id = c.user_id AND n.in_app AND n.read_at IS NULL)`,
+        WHERE c.unread_count <> (SELECT count(*) FROM notification_items n WHERE n.user_id = c.user_id AND n.in_app AND n.item_head AND n.item_unread)`,
     )
   ).rows.map((r) => r.user_id);
 const unread = async (users: string[]) =>

@@ -67,6 +67,8 @@ export interface BreakerOptions {
  * successful probe closes the breaker (it is the half-open trial: a probe costs one connection,
  * never a message) and emits 'close'. If the provider is still unwell, N more failures reopen it.
  */
+let errorSeq = 0;
+
 export class ProviderBreaker extends EventEmitter<{ open: []; close: [] }> implements CircuitBreaker {
   readonly provider: ProviderName;
   private readonly series: BreakerSeries;
@@ -79,6 +81,8 @@ export class ProviderBreaker extends EventEmitter<{ open: []; close: [] }> imple
   private lastError = '';
   /** When lastError happened (ISO), so a reader can tell a fresh failure from an old one. */
   private lastErrorAt: string | null = null;
+  /** Orders errors across this process's breakers when two fall in the same millisecond. */
+  lastErrorSeq = 0;
 
   constructor(private readonly options: BreakerOptions) {
     super();
@@ -133,6 +137,7 @@ export class ProviderBreaker extends EventEmitter<{ open: []; close: [] }> imple
   private noteError(message: string): void {
     this.lastError = redactString(message).slice(0, 300);
     this.lastErrorAt = new Date().toISOString();
+    this.lastErrorSeq = ++errorSeq;
   }
 
   private publishOpen(open: boolean): void {

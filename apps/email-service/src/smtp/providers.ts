@@ -160,7 +160,11 @@ export class SmtpProviders extends EventEmitter<{ open: []; close: [] }> impleme
   describe(): BreakerDescription {
     const all = [...this.byName.values()].map((p) => p.breaker.describe());
     const current = [...this.byName.values()].find((p) => !p.breaker.isOpen())?.breaker.describe() ?? all[0];
-    const latest = all.reduce((a, b) => ((b.lastErrorAt ?? '') > (a.lastErrorAt ?? '') ? b : a));
+    // The most recent error of any provider (by sequence: two can fall in the same millisecond).
+    const latest = [...this.byName.values()]
+      .map((p) => p.breaker)
+      .reduce((a, b) => (b.lastErrorSeq > a.lastErrorSeq ? b : a))
+      .describe();
     const open = this.isOpen();
     return {
       state: open ? 'open' : 'closed',

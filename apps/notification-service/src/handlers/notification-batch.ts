@@ -18,7 +18,7 @@ import type { NotificationMetrics } from '../metrics';
 import { SERVICE_NAME } from '../config';
 import { transactionBudgetMs } from '../queues';
 import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
-import { recountUnread, refreshItems, type GroupRef } from '../store/items';
+import { applyItemDelta, refreshItems, unreadItemsOf, type GroupRef } from '../store/items';
 import { handleUserErased } from './user-erased';
 import { handleRetraction } from './retraction';
 
@@ -262,6 +262,11 @@ async function applyEvents(
   // the rows it actually inserts.
   const created = unique.map((r) => notificationCreated(r, correlationOf.get(r.sourceEventId) ?? r.sourceEventId));
   signal.throwIfAborted();
+  // The unread items, before, of the recipients whose items this batch may move rather than add to:
+  // grouped rows, and thread rows (a mention replaces a reply or comment of its slot).
+  const moving = unique.filter((r) => r.groupKey !== undefined || r.slotRank > 0).map((r) => r.userId);
+  const before = moving.length ? await unreadItemsOf(tx, moving) : new Map<string, number>();
+  signal.throwIfAborted();
   const written = await writeNotifications(
     tx,
     unique,
@@ -270,19 +275,19 @@ async function applyEvents(
     unique.map((r) => traces.get(r.sourceEventId) ?? null),
   );
   // Grouped rows and replaced rows change items, not just rows: refresh those groups' items and
-  // recount those users' unread items (store/items.ts), still under the same counter locks.
+  // move those users' counters by the unread items gained (store/items.ts), under the same locks.
   const groups: GroupRef[] = [];
-  const recount = new Set<string>();
+  const added = new Map<string, number>(); // what the statement already added: new ungrouped in-app rows
   for (const w of written) {
     if (w.inserted === null) continue;
     if (w.groupKey !== null) groups.push({ userId: w.userId, groupKey: w.groupKey });
     if (w.oldGroupKey !== null) groups.push({ userId: w.userId, groupKey: w.oldGroupKey });
-    if (w.groupKey !== null || w.inserted === false) recount.add(w.userId);
+    if (w.inserted && w.groupKey === null && w.inApp) added.set(w.userId, (added.get(w.userId) ?? 0) + 1);
   }
-  if (groups.length || recount.size) {
+  if (before.size) {
     signal.throwIfAborted();
     await refreshItems(tx, groups);
-    await recountUnread(tx, recount);
+    await applyItemDelta(tx, before, added);
   }
   const inserted = written.filter((w) => w.inserted === true);
   const upgraded = written.filter((w) => w.inserted === false);

@@ -2,7 +2,7 @@ import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '@community/db';
 import { decodeCursor, encodeCursor, type Cursor } from './cursor';
 import { notifyInboxes } from './ingest';
-import { recountUnread, refreshItems } from './items';
+import { applyItemDelta, refreshItems, unreadItemsOf } from './items';
 
 /**
  * Reads and read-state changes of one user's inbox.
@@ -181,6 +181,7 @@ export async function setReadState(
     if (seenVersion !== undefined && current.version > seenVersion) return { status: 'stale', item: current };
 
     const version = state.version + 1;
+    const before = await unreadItemsOf(tx, [userId]);
     if (groupKey === null) {
       await tx.query(
         `UPDATE notification_items SET read_at = CASE WHEN $2 THEN now() END, item_unread = NOT $2, state_version = $3
@@ -203,7 +204,7 @@ export async function setReadState(
       );
     }
     if (groupKey !== null) await refreshItems(tx, [{ userId, groupKey }]);
-    const counted = await recountUnread(tx, [userId]);
+    const counted = await applyItemDelta(tx, before);
     await tx.query('UPDATE notification_counters SET version = $2 WHERE user_id = $1', [userId, version]);
     await notifyInboxes(tx, [userId]);
     const item = (await fetchItem(tx, userId, current.id))?.item ?? current;
@@ -231,6 +232,7 @@ export async function readAll(pool: Pool, userId: string, upTo?: number): Promis
     const current = Number(locked.rows[0].version);
     const limit = upTo === undefined ? current : Math.min(upTo, current);
     const version = current + 1;
+    const before = await unreadItemsOf(tx, [userId]);
     const marked = await tx.query<{ group_key: string | null }>(
       `UPDATE notification_items SET read_at = now(), state_version = $3, item_unread = (group_key IS NOT NULL AND item_unread)
        WHERE user_id = $1 AND in_app AND read_at IS NULL AND state_version <= $2
@@ -245,7 +247,7 @@ export async function readAll(pool: Pool, userId: string, upTo?: number): Promis
       tx,
       groups.map((groupKey) => ({ userId, groupKey })),
     );
-    const counted = await recountUnread(tx, [userId]);
+    const counted = await applyItemDelta(tx, before);
     await tx.query('UPDATE notification_counters SET version = $2 WHERE user_id = $1', [userId, version]);
     await notifyInboxes(tx, [userId]);
     return { count: counted.get(userId) ?? 0, version, marked: n };

@@ -72,18 +72,36 @@ export async function refreshItems(tx: PoolClient, groups: GroupRef[]): Promise<
   );
 }
 
-/**
- * Sets each user's unread counter to their unread items (one index entry each: the partial index
- * notification_items_unread_items_idx). Used where a change moves items rather than rows (grouped
- * rows, upgrades, retractions, read state of a group), so no delta has to be derived by hand.
- */
-export async function recountUnread(tx: PoolClient, userIds: Iterable<string>): Promise<Map<string, number>> {
+/** Each user's unread items now (the partial index notification_items_unread_items_idx). */
+export async function unreadItemsOf(tx: PoolClient, userIds: Iterable<string>): Promise<Map<string, number>> {
   const users = [...new Set(userIds)].sort();
   if (users.length === 0) return new Map();
+  const res = await tx.query<{ user_id: string; unread: number }>(
+    unreadItemsSql(sql`unnest(${users}::text[]) AS u(user_id)`),
+  );
+  return new Map(res.rows.map((r) => [r.user_id, r.unread]));
+}
+
+/**
+ * Moves each user's unread counter by how many unread items the change made (now minus `before`,
+ * less what the caller already added: `added`), for changes that move items rather than rows
+ * (grouped rows, upgrades, retractions, read state of a group). A delta, never an overwrite: a
+ * counter that had drifted keeps its drift for the reconciler's repair, which audits it
+ * (docs/RECONCILER.md "Unread counters"). Returns the counters as they are now.
+ */
+export async function applyItemDelta(
+  tx: PoolClient,
+  before: ReadonlyMap<string, number>,
+  added: ReadonlyMap<string, number> = new Map(),
+): Promise<Map<string, number>> {
+  const after = await unreadItemsOf(tx, before.keys());
+  const users = [...after.keys()];
+  if (users.length === 0) return new Map();
+  const deltas = users.map((u) => (after.get(u) ?? 0) - (before.get(u) ?? 0) - (added.get(u) ?? 0));
   const res = await tx.query<{ user_id: string; unread_count: number }>(
-    sql`UPDATE notification_counters c SET unread_count = r.unread, updated_at = now()
-          FROM (${unreadItemsSql(sql`unnest(${users}::text[]) AS u(user_id)`)}) AS r
-         WHERE c.user_id = r.user_id
+    sql`UPDATE notification_counters c SET unread_count = c.unread_count + d.delta, updated_at = now()
+          FROM unnest(${users}::text[], ${deltas}::int[]) AS d(user_id, delta)
+         WHERE c.user_id = d.user_id
         RETURNING c.user_id, c.unread_count`,
   );
   return new Map(res.rows.map((r) => [r.user_id, r.unread_count]));

@@ -5,7 +5,7 @@ import { enqueueEvents } from '@community/outbox';
 import { SERVICE_NAME } from '../config';
 import { notifyInboxes } from './ingest';
 import { RETRACTION_LOCK_KEY } from './retraction-lock';
-import { recountUnread, refreshItems } from './items';
+import { applyItemDelta, refreshItems, unreadItemsOf } from './items';
 
 export interface WithdrawnNotification {
   id: string;
@@ -77,6 +77,7 @@ export async function withdrawSubject(
      RETURNING c.user_id, c.version`,
     [recipients],
   );
+  const before = await unreadItemsOf(tx, recipients);
   const withdrawn = await tx.query<{
     id: string;
     user_id: string;
@@ -91,12 +92,12 @@ export async function withdrawSubject(
      RETURNING n.id, n.user_id, n.type, n.idempotency_key, n.group_key`,
     [subject, locked.rows.map((r) => r.user_id), locked.rows.map((r) => r.version)],
   );
-  // The groups they were in shrink (or vanish); each counter becomes its user's unread items.
+  // The groups they were in shrink (or vanish); each counter loses the unread items that went.
   await refreshItems(
     tx,
     withdrawn.rows.flatMap((r) => (r.group_key === null ? [] : [{ userId: r.user_id, groupKey: r.group_key }])),
   );
-  await recountUnread(tx, recipients);
+  await applyItemDelta(tx, before);
   withdrawn.rows.sort((a, b) => (a.user_id === b.user_id ? a.id.localeCompare(b.id) : a.user_id < b.user_id ? -1 : 1));
   const rows = withdrawn.rows.map((r) => ({
     id: r.id,

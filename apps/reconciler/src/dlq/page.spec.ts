@@ -1,6 +1,7 @@
 import { readFileSync, rmSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { ErrorBody } from '@community/service';
 import { bundleAppTo, startBundleUntilConfig } from '@community/testing';
 import type { Pool } from 'pg';
 import type { DlqMetrics } from './metrics';
@@ -16,6 +17,8 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   app = Fastify();
+  // The shared error body the routes' schemas refer to (libs/service registers it on every app).
+  app.addSchema({ ...ErrorBody, $id: 'ErrorBody' });
   const unused = new Proxy(
     {},
     {
