@@ -175,7 +175,7 @@ it('a mention reaches the inbox and the mailbox once, and survives a SIGKILL of 
   );
   expect(announced.rows[0].n).toBe(11);
   const counters = await observer.query<{ user_id: string; unread_count: number; rows: number }>(
-    `SELECT c.user_id, c.unread_count, (SELECT count(*)::int FROM notification_items i WHERE i.user_id = c.user_id AND i.in_app AND i.read_at IS NULL) AS rows
+    `SELECT c.user_id, c.unread_count, (SELECT count(*)::int FROM notification_items i WHERE i.user_id = c.user_id AND i.in_app AND i.item_head AND i.item_unread) AS rows
      FROM notification_counters c WHERE c.user_id IN ('ada', 'bob') ORDER BY 1`,
   );
   expect(counters.rows.map((r) => [r.user_id, r.unread_count, r.rows])).toEqual([

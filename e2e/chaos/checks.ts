@@ -364,7 +364,7 @@ export async function checkInvariants(
   const emailsDuplicated = byMessageId.size - matched - unledgeredEmails;
 
   const counters = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM notification_counters c
-     WHERE c.unread_count <> (SELECT count(*) FROM notification_items i WHERE i.user_id = c.user_id AND i.in_app AND i.read_at IS NULL)`);
+     WHERE c.unread_count <> (SELECT count(*) FROM notification_items i WHERE i.user_id = c.user_id AND i.in_app AND i.item_head AND i.item_unread)`);
   return {
     events: ledger.countByType(),
     effects,
