@@ -64,7 +64,11 @@ it('403 when it turns email on, touches in-app, or goes to another route', async
       message: "a service token of 'email-service' may not change preferences other than turning email off",
     });
   }
-  expect((await prefs('bob', h.token('bob'))).json().preferences.mention).toEqual({ inApp: true, email: 'immediate' }); // unchanged
+  expect((await prefs('bob', h.token('bob'))).json().preferences.mention).toEqual({
+    inApp: true,
+    email: 'immediate',
+    push: true,
+  }); // unchanged
 
   for (const url of ['/v1/users/bob/notifications', '/v1/users/bob/notifications/unread-count']) {
     const res = await h.app.inject({ url, headers: bearer(token) });
