@@ -14,6 +14,11 @@ export const UserUpsertedV1 = Type.Object({
   email: Type.String({ format: 'email', maxLength: 254 }),
   displayName: Type.String({ minLength: 1, maxLength: 200 }),
   locale: Type.Optional(Type.String({ minLength: 2, maxLength: 35 })),
+  /**
+   * Optional (a compatible extension): the user's IANA time zone ("Asia/Jakarta"), for digests at
+   * the user's local hour and quiet hours (docs/NOTIFICATIONS.md "Delivery timing"). Absent: UTC.
+   */
+  timezone: Type.Optional(Type.String({ format: 'time-zone', maxLength: 64 })),
 });
 
 export const UserMentionedV1 = Type.Object({
@@ -88,6 +93,12 @@ export const NotificationCreatedV1 = Type.Object({
    * channel): push-service pushes a security alert, and any other type by its default preference.
    */
   push: Type.Optional(Type.Boolean()),
+  /**
+   * Optional (a compatible extension): the notification was created in the user's quiet hours,
+   * which end at this instant; email-service and push-service hold its email and push until then
+   * (docs/NOTIFICATIONS.md "Delivery timing"). Never set on a security alert. Absent: no hold.
+   */
+  quietUntil: Type.Optional(Type.String({ format: 'date-time' })),
 });
 
 // Retractions (a compatible extension: new types on new routing keys). Each withdraws what its

@@ -37,10 +37,28 @@ function isEmail(value: string): boolean {
   return value.length <= 254 && EMAIL.test(value);
 }
 
+/**
+ * An IANA time zone name ("Asia/Jakarta", "UTC"), as the runtime's ICU data knows it: the zone a
+ * formatter accepts is exactly the zone the services can compute local hours in.
+ */
+const ZONE_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/;
+
+function isTimeZone(value: string): boolean {
+  // A name, not an offset: ICU also accepts "+07:00", which has no daylight-saving rules.
+  if (value.length > 64 || !ZONE_NAME.test(value)) return false;
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function registerFormats(): void {
   if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', isUuid);
   if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', isDateTime);
   if (!FormatRegistry.Has('email')) FormatRegistry.Set('email', isEmail);
+  if (!FormatRegistry.Has('time-zone')) FormatRegistry.Set('time-zone', isTimeZone);
 }
 
 registerFormats();

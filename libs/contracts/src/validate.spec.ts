@@ -133,6 +133,15 @@ describe('validate: envelope', () => {
   it('accepts a date-time with an offset and a leap day', () => {
     expect(validate({ ...mention(), occurredAt: '2028-02-29T17:00:00+07:00' }).ok).toBe(true);
   });
+
+  it('accepts an IANA time zone on user.upserted and names the field of one that is not', () => {
+    const user = (timezone: string) =>
+      envelope('user.upserted', { ...SAMPLES['user.upserted'].data, timezone } as typeof SAMPLES['user.upserted']['data']);
+    expect(validate(user('Asia/Jakarta')).ok).toBe(true);
+    expect(validate(user('UTC')).ok).toBe(true);
+    expect(errorOf(user('Mars/Olympus_Mons')).path).toBe('/data/timezone');
+    expect(errorOf(user('+07:00')).path).toBe('/data/timezone');
+  });
 });
 
 describe('validateOrThrow', () => {

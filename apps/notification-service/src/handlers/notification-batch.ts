@@ -250,11 +250,11 @@ async function applyEvents(
     let prefs = prefsOf.get(p.userId);
     if (!prefs) prefsOf.set(p.userId, (prefs = effectivePreferences(inboxes.get(p.userId)?.preferences ?? [])));
     const delivery = deliveryFor(prefs, p.type);
-    if (!delivery.inApp && delivery.email === 'off') {
-      outcomes.set(p.sourceEventId, 'skipped'); // the user wants neither: nothing to record or send
+    if (!delivery.inApp && delivery.email === 'off' && !delivery.push) {
+      outcomes.set(p.sourceEventId, 'skipped'); // the user wants no channel: nothing to record or send
       continue;
     }
-    rows.push({ ...p, id: randomUUID(), inApp: delivery.inApp, emailChannel: delivery.email });
+    rows.push({ ...p, id: randomUUID(), inApp: delivery.inApp, emailChannel: delivery.email, push: delivery.push });
   }
   const unique = onePerSlot(rows);
   if (unique.length === 0) return outcomes;
@@ -315,6 +315,7 @@ function notificationCreated(r: NotificationRow, correlationId: string): EventOf
       emailChannel: r.emailChannel,
       excerpt: r.excerpt,
       groupKey: r.groupKey,
+      push: r.push,
     },
     // The source event's correlation id: one id follows a comment from the API to the email.
     { producer: SERVICE_NAME, correlationId },

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import { EmailChannelSchema, NOTIFICATION_TYPES } from '@community/contracts';
 
 // What the inbox API answers (docs/CONTRACT.md "HTTP contract"): the response schemas fastify
 // serialises from and /openapi.json shows. A field missing here would be dropped from every answer.
@@ -62,26 +61,3 @@ export const SeenVersionBody = Type.Object(
   { additionalProperties: false },
 );
 
-const ChannelPreference = Type.Object({ inApp: Type.Boolean(), email: EmailChannelSchema });
-const ChannelUpdate = Type.Object(
-  { inApp: Type.Optional(Type.Boolean()), email: Type.Optional(EmailChannelSchema) },
-  { additionalProperties: false },
-);
-
-/** Every type with its effective channels (the defaults where the user chose nothing). */
-export const PreferencesBody = Type.Object({
-  preferences: Type.Object(Object.fromEntries(NOTIFICATION_TYPES.map((type) => [type, ChannelPreference])), {
-    additionalProperties: ChannelPreference,
-  }),
-});
-
-/** PUT's body, checked by parsePreferencesUpdate (NS_INVALID_PREFERENCES names the field). */
-export const PreferencesUpdateBody = Type.Object(
-  {
-    preferences: Type.Object(
-      Object.fromEntries(NOTIFICATION_TYPES.map((type) => [type, Type.Optional(ChannelUpdate)])),
-      { additionalProperties: false },
-    ),
-  },
-  { additionalProperties: false },
-);

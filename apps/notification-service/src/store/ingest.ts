@@ -29,6 +29,8 @@ export interface NotificationRow extends PlannedNotification {
   id: string;
   inApp: boolean;
   emailChannel: EmailChannel;
+  /** Whether push-service pushes it (notification.created `push`; not stored here). */
+  push: boolean;
   sourceEventId: string;
 }
 
@@ -83,6 +85,7 @@ export async function claimAndLockInboxes(
     type: string | null;
     in_app: boolean | null;
     email: string | null;
+    push: boolean | null;
   }>({
     // Named: prepared once per connection, planned once, not parsed again for every batch.
     name: 'ns-claim-and-lock',
@@ -98,9 +101,9 @@ export async function claimAndLockInboxes(
              ON CONFLICT (user_id) DO UPDATE SET version = c.version + 1, updated_at = now()
              RETURNING c.user_id, c.version
            )
-           SELECT event_id AS claimed, NULL AS user_id, NULL::int8 AS version, NULL AS type, NULL::bool AS in_app, NULL AS email FROM claimed
+           SELECT event_id AS claimed, NULL AS user_id, NULL::int8 AS version, NULL AS type, NULL::bool AS in_app, NULL AS email, NULL::bool AS push FROM claimed
            UNION ALL
-           SELECT NULL, l.user_id, l.version, p.type, p.in_app, p.email
+           SELECT NULL, l.user_id, l.version, p.type, p.in_app, p.email, p.push
            FROM locked l LEFT JOIN notification_preferences p ON p.user_id = l.user_id`),
   });
   const fresh = new Set<string>();
@@ -113,7 +116,7 @@ export async function claimAndLockInboxes(
     const userId = r.user_id as string;
     let inbox = inboxes.get(userId);
     if (!inbox) inboxes.set(userId, (inbox = { version: Number(r.version), preferences: [] }));
-    if (r.type !== null) inbox.preferences.push({ type: r.type, inApp: r.in_app === true, email: r.email ?? '' });
+    if (r.type !== null) inbox.preferences.push({ type: r.type, inApp: r.in_app === true, email: r.email ?? '', push: r.push });
   }
   return { fresh, inboxes };
 }
