@@ -13,6 +13,7 @@ export const SERVICE_NAMES = [
   'feed-service',
   'reconciler',
   'demo-community-api',
+  'push-service',
 ] as const;
 export type ServiceName = (typeof SERVICE_NAMES)[number];
 
@@ -31,6 +32,7 @@ export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = {
   'feed-service': 3003,
   reconciler: 3004,
   'demo-community-api': 3000,
+  'push-service': 3005,
 };
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -63,6 +63,15 @@ export const SERVICE_ACCESS: readonly ServiceAccess[] = [
     tags: ['management'],
   },
   {
+    // Web Push (docs/PUSH.md): consumes its one queue, publishes nothing.
+    user: 'push-service',
+    consumes: [QUEUES.pushSend],
+    publishes: [],
+    sendsTo: [],
+    reads: [],
+    tags: ['management'],
+  },
+  {
     // Feeds its own fan-out and backfill queues through the default exchange.
     user: 'feed-service',
     consumes: [QUEUES.feedActivity, QUEUES.feedFanout, QUEUES.feedBackfill],

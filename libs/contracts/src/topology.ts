@@ -36,6 +36,7 @@ export const QUEUES = {
   feedBackfill: 'feed-service.backfill',
   reconcilerLowPriority: RECONCILER_LOW_PRIORITY_QUEUE,
   reconcilerAccountDeletions: 'reconciler.account-deletions',
+  pushSend: 'push-service.send',
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -215,6 +216,19 @@ export const COMMUNITY_TOPOLOGY: Topology = {
       // account_deleted. A queue of its own so a long recount never holds a deletion back.
       name: QUEUES.reconcilerAccountDeletions,
       bindings: [{ exchange: EVENTS_EXCHANGE, routingKeys: ['user.deleted'] }],
+      retryDelaysMs: RETRY_DELAYS_MS,
+    },
+    {
+      // push-service (docs/PUSH.md): Web Push of notification.created, behind it on the same queue
+      // the notification.withdrawn that takes back a push not sent yet, and user.erased (the user's
+      // browser subscriptions go). A queue of its own: a slow push service never holds back email.
+      name: QUEUES.pushSend,
+      bindings: [
+        {
+          exchange: EVENTS_EXCHANGE,
+          routingKeys: ['notification.created', NOTIFICATION_WITHDRAWN_TYPE, USER_ERASED_TYPE],
+        },
+      ],
       retryDelaysMs: RETRY_DELAYS_MS,
     },
   ],

@@ -11,13 +11,15 @@ import pg from 'pg';
 import { parse } from 'yaml';
 import { createTestDatabase, testResourceName, type TestDatabase } from '@community/testing';
 
-type Service = 'notification-service' | 'email-service' | 'feed-service' | 'reconciler' | 'demo-community-api';
+type Service =
+  'notification-service' | 'email-service' | 'feed-service' | 'reconciler' | 'demo-community-api' | 'push-service';
 const SERVICES: readonly Service[] = [
   'notification-service',
   'email-service',
   'feed-service',
   'reconciler',
   'demo-community-api',
+  'push-service',
 ];
 const groupRole = (s: Service): string => `community_${s.replace(/-/g, '_')}`;
 
@@ -61,6 +63,9 @@ const OWNERS: Record<string, Service | 'migrator'> = {
   community_reactions: 'demo-community-api',
   community_security_alerts: 'demo-community-api',
   community_request_keys: 'demo-community-api',
+  push_subscriptions: 'push-service',
+  push_deliveries: 'push-service',
+  push_withdrawals: 'push-service',
 };
 
 type Grant = 'select' | 'insert' | 'update' | 'delete';
@@ -100,6 +105,10 @@ const GRANTS: Record<Service, Record<string, { ops: Grant[]; updateColumns?: str
     // Its purge of expired request keys is a scheduled job (libs/db's scheduler).
     scheduled_job_runs: { ops: ['select', 'insert', 'update', 'delete'] },
     outbox_messages: { ops: ['select', 'insert', 'update', 'delete'] },
+  },
+  'push-service': {
+    // Its erasure handler claims user.erased in the inbox.
+    processed_events: { ops: ['select', 'insert'] },
   },
 };
 

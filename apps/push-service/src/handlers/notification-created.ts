@@ -1,0 +1,70 @@
+import type { Pool } from 'pg';
+import { pushFor, type EventOf } from '@community/contracts';
+import { withTransaction } from '@community/db';
+import type { Handler } from '@community/messaging';
+import { deliver, type DeliverDeps } from '../delivery/deliver';
+import { topicFor, TTL_SECONDS, URGENCY } from '../domain/delivery';
+import { formatPush } from '../domain/payload';
+import type { PushMetrics } from '../metrics';
+import * as ledger from '../store/ledger';
+
+export interface CreatedDeps {
+  pool: Pool;
+  metrics: PushMetrics;
+  deliver: DeliverDeps;
+  leaseMs: number;
+  publicBaseUrl: string;
+  /** notification.created older than this is refused: its ledger rows may have been purged. */
+  maxEventAgeMs: number;
+  now: () => Date;
+}
+
+/**
+ * `push-service.send`: notification.created. Decides (push or not: the event's `push`, or for an
+ * event without it the rule of pushFor), writes one ledger row per subscription of the user in
+ * one transaction, then sends the rows it created. A second delivery of the same notification
+ * creates no row and sends nothing; a row left unsent by a crash or a retry is the poller's.
+ */
+export function notificationCreatedHandler(deps: CreatedDeps): Handler<EventOf<'notification.created'>> {
+  return async (event, ctx) => {
+    const d = event.data;
+    const count = (outcome: string) => deps.metrics.decisions.inc({ type: d.type, outcome });
+    if (deps.now().getTime() - Date.parse(event.occurredAt) > deps.maxEventAgeMs) {
+      count('too_old');
+      ctx.logger.warn({ occurredAt: event.occurredAt }, 'notification.created past the retention window: not pushed');
+      return 'skipped';
+    }
+    if (!pushFor(d.type, d.push)) {
+      count('push_off');
+      return 'skipped';
+    }
+    const decided = await withTransaction(deps.pool, { signal: ctx.signal }, (tx) =>
+      ledger.decide(tx, {
+        idempotencyKey: d.idempotencyKey,
+        userId: d.userId,
+        notificationId: d.notificationId,
+        notificationType: d.type,
+        topic: topicFor(d.idempotencyKey),
+        ttlSeconds: TTL_SECONDS[d.type],
+        urgency: URGENCY[d.type],
+        payload: formatPush(d, deps.publicBaseUrl),
+      }),
+    );
+    if (decided.subscriptions === 0) {
+      count('no_subscriptions');
+      return 'skipped';
+    }
+    if (decided.withdrawn) {
+      count('withdrawn');
+      ctx.logger.info({ idempotencyKey: d.idempotencyKey }, 'notification withdrawn before its push: not pushed');
+      return 'skipped';
+    }
+    if (decided.created.length === 0) {
+      count('duplicate');
+      return 'duplicate';
+    }
+    count('queued');
+    await deliver(deps.deliver, await ledger.claimRows(deps.pool, decided.created, deps.leaseMs), ctx.signal);
+    return 'processed';
+  };
+}

@@ -1,0 +1,236 @@
+import { randomUUID } from 'node:crypto';
+import type { Pool, PoolClient } from 'pg';
+import { withTransaction } from '@community/db';
+import type { PushPayload } from '../domain/payload';
+import type { Urgency } from '../domain/delivery';
+import { removeGone } from './subscriptions';
+
+/**
+ * The delivery ledger (`push_deliveries`), one row per (idempotency key, subscription):
+ *
+ *   (decided) ─► pending ──claim──► sending ──201──► sent
+ *                   ▲                  │ ├──404/410──► gone (the subscription is removed with it)
+ *                   │                  │ └──413, other 4xx, attempts spent, TTL passed──► failed
+ *                   └──429 / 5xx / no answer (next_attempt_at = Retry-After or backoff)──┘
+ *   pending ──withdrawn, user erased, subscription removed──► cancelled
+ *   sending with an expired lease (its sender crashed) ──claim──► sending
+ *
+ * A row is created `pending`, due at once, in the transaction that decides the push (or directly
+ * `cancelled` when the notification was withdrawn first); the consumer then claims and sends the
+ * rows it created, and every replica's poll claims what is due (a retry, a crashed sender's row).
+ * Claims are one statement with FOR UPDATE SKIP LOCKED: two claimers never get the same row. Every
+ * later transition is conditional on the lease token, so only the holder moves a row; leases use
+ * the database clock, the one every replica shares.
+ */
+
+export interface NewPush {
+  idempotencyKey: string;
+  userId: string;
+  notificationId: string;
+  notificationType: string;
+  topic: string;
+  ttlSeconds: number;
+  urgency: Urgency;
+  payload: PushPayload;
+}
+
+export interface Decided {
+  /** The user's subscriptions when it was decided. */
+  subscriptions: number;
+  /** Rows this call created pending (a duplicate delivery of the event creates none). */
+  created: string[];
+  /** The notification was withdrawn before: its rows were created cancelled. */
+  withdrawn: boolean;
+}
+
+/**
+ * One row per subscription of the user, for a notification to push. Serialised with the
+ * withdrawal of the same key (an advisory lock on it), so a withdrawal either sees these rows (and
+ * cancels them) or is seen here (and they are created cancelled): never a push after its
+ * withdrawal committed.
+ */
+export async function decide(tx: Pick<PoolClient, 'query'>, push: NewPush): Promise<Decided> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`push-key:${push.idempotencyKey}`]);
+  const tomb = await tx.query('SELECT 1 FROM push_withdrawals WHERE idempotency_key = $1', [push.idempotencyKey]);
+  const withdrawn = tomb.rows.length > 0;
+  const { rows } = await tx.query<{ subscriptions: number; created: string[] }>(
+    `WITH subs AS (SELECT id FROM push_subscriptions WHERE user_id = $2),
+          ins AS (
+            INSERT INTO push_deliveries (idempotency_key, subscription_id, user_id, notification_id, notification_type,
+                                         state, topic, ttl_seconds, urgency, payload, expires_at, last_error)
+            SELECT $1, s.id, $2, $3, $4, $9::text::push_delivery_state, $5, $6::int, $7, $8::jsonb,
+                   now() + make_interval(secs => $6::int), CASE WHEN $9::text = 'cancelled' THEN 'withdrawn' END
+              FROM subs s
+            ON CONFLICT (idempotency_key, subscription_id) DO NOTHING
+            RETURNING id::text, state)
+     SELECT (SELECT count(*)::int FROM subs) AS subscriptions,
+            COALESCE((SELECT array_agg(id) FROM ins WHERE state = 'pending'), '{}') AS created`,
+    [
+      push.idempotencyKey,
+      push.userId,
+      push.notificationId,
+      push.notificationType,
+      push.topic,
+      push.ttlSeconds,
+      push.urgency,
+      JSON.stringify(push.payload),
+      withdrawn ? 'cancelled' : 'pending',
+    ],
+  );
+  return { subscriptions: rows[0].subscriptions, created: rows[0].created, withdrawn };
+}
+
+/** A claimed row, with what sending it needs. */
+export interface Lease {
+  id: string;
+  token: string;
+  attempts: number;
+  subscriptionId: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  payload: PushPayload;
+  ttlSeconds: number;
+  urgency: Urgency;
+  topic: string;
+  expiresAt: Date;
+  notificationType: string;
+}
+
+interface LeaseRow {
+  id: string;
+  token: string;
+  attempts: number;
+  subscription_id: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  payload: PushPayload;
+  ttl_seconds: number;
+  urgency: Urgency;
+  topic: string;
+  expires_at: Date;
+  notification_type: string;
+}
+
+const CLAIM = (which: string) => `
+  WITH picked AS (
+    SELECT d.id FROM push_deliveries d
+     WHERE ${which}
+       AND ((d.state = 'pending' AND d.next_attempt_at <= now()) OR (d.state = 'sending' AND d.lease_until < now()))
+       AND d.subscription_id IS NOT NULL
+     ORDER BY d.next_attempt_at, d.id
+     LIMIT $3
+     FOR UPDATE OF d SKIP LOCKED)
+  UPDATE push_deliveries d
+     SET state = 'sending', lease_token = $1::uuid, lease_until = now() + make_interval(secs => $2::float8 / 1000),
+         attempts = d.attempts + 1, updated_at = now()
+    FROM picked, push_subscriptions s
+   WHERE d.id = picked.id AND s.id = d.subscription_id
+  RETURNING d.id::text, d.lease_token::text AS token, d.attempts, d.subscription_id::text, s.endpoint, s.p256dh, s.auth,
+            d.payload, d.ttl_seconds, d.urgency, d.topic, d.expires_at, d.notification_type`;
+
+const toLease = (r: LeaseRow): Lease => ({
+  id: r.id,
+  token: r.token,
+  attempts: r.attempts,
+  subscriptionId: r.subscription_id,
+  endpoint: r.endpoint,
+  p256dh: r.p256dh,
+  auth: r.auth,
+  payload: r.payload,
+  ttlSeconds: r.ttl_seconds,
+  urgency: r.urgency,
+  topic: r.topic,
+  expiresAt: r.expires_at,
+  notificationType: r.notification_type,
+});
+
+/** Claims these rows (the ones a consumer just created), those still claimable. */
+export async function claimRows(pool: Pool, ids: readonly string[], leaseMs: number): Promise<Lease[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await pool.query<LeaseRow>(CLAIM('d.id = ANY($4::bigint[])'), [
+    randomUUID(),
+    leaseMs,
+    ids.length,
+    ids,
+  ]);
+  return rows.map(toLease);
+}
+
+/** Claims up to `limit` rows that are due: retries whose time has come, rows of a crashed sender. */
+export async function claimDue(pool: Pool, leaseMs: number, limit: number): Promise<Lease[]> {
+  const { rows } = await pool.query<LeaseRow>(CLAIM('true'), [randomUUID(), leaseMs, limit]);
+  return rows.map(toLease);
+}
+
+const holds = 'id = $1 AND lease_token = $2::uuid AND state = $3';
+
+export async function markSent(pool: Pool, lease: Lease, status: number): Promise<boolean> {
+  const res = await pool.query(
+    `UPDATE push_deliveries SET state = 'sent', sent_at = now(), last_status = $4, last_error = NULL,
+            lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE ${holds}`,
+    [lease.id, lease.token, 'sending', status],
+  );
+  return res.rowCount === 1;
+}
+
+export async function markFailed(pool: Pool, lease: Lease, status: number | null, reason: string): Promise<boolean> {
+  const res = await pool.query(
+    `UPDATE push_deliveries SET state = 'failed', last_status = $4, last_error = $5,
+            lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE ${holds}`,
+    [lease.id, lease.token, 'sending', status, reason],
+  );
+  return res.rowCount === 1;
+}
+
+/** Back to pending, due at `at` (Retry-After or the backoff). */
+export async function reschedule(
+  pool: Pool,
+  lease: Lease,
+  status: number | null,
+  at: Date,
+  reason: string,
+): Promise<boolean> {
+  const res = await pool.query(
+    // A subscription removed meanwhile (unsubscribed, the user erased) leaves nothing to retry to.
+    `UPDATE push_deliveries SET state = CASE WHEN subscription_id IS NULL THEN 'cancelled'::push_delivery_state ELSE 'pending' END,
+            next_attempt_at = $5, last_status = $4, last_error = $6,
+            lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE ${holds}`,
+    [lease.id, lease.token, 'sending', status, at, reason],
+  );
+  return res.rowCount === 1;
+}
+
+/** 404/410: the row is `gone`, and the subscription removed (its other pending pushes cancelled). */
+export async function markGone(pool: Pool, lease: Lease, status: number): Promise<boolean> {
+  return withTransaction(pool, async (tx) => {
+    const res = await tx.query(
+      `UPDATE push_deliveries SET state = 'gone', last_status = $4, last_error = 'subscription_gone',
+              lease_token = NULL, lease_until = NULL, updated_at = now()
+        WHERE ${holds}`,
+      [lease.id, lease.token, 'sending', status],
+    );
+    if (res.rowCount !== 1) return false;
+    await removeGone(tx, lease.subscriptionId);
+    return true;
+  });
+}
+
+/**
+ * Retention: finished rows (sent, failed, gone, cancelled) older than `days`, at most `limit` per
+ * call; pending and sending rows are never purged.
+ */
+export async function purgeFinished(pool: Pool, days: number, limit: number): Promise<number> {
+  const res = await pool.query(
+    `DELETE FROM push_deliveries WHERE id IN (
+       SELECT id FROM push_deliveries
+        WHERE created_at < now() - make_interval(days => $1) AND state IN ('sent', 'failed', 'gone', 'cancelled')
+        ORDER BY created_at LIMIT $2)`,
+    [days, limit],
+  );
+  return res.rowCount ?? 0;
+}

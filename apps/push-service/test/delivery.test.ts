@@ -1,0 +1,244 @@
+import { buildEvent } from '@community/contracts';
+import { eventually } from '@community/testing';
+import { topicFor } from '../src/domain/delivery';
+import { DEV_VAPID_PUBLIC_KEY } from '../src/config';
+import { bearer, notificationCreated, PUBLIC_BASE_URL, startHarness, withdrawn, type Harness } from './support/harness';
+import { TestPushServer, type Answer, type TestSubscription } from './support/push-server';
+
+// Web Push delivery against the real broker and Postgres and a push service of the test's own,
+// which verifies every request's VAPID token and decrypts its payload with the subscription's keys.
+let h: Harness;
+let push: TestPushServer;
+
+beforeAll(async () => {
+  push = await new TestPushServer().start();
+  h = await startHarness('delivery');
+}, 60_000);
+
+afterAll(async () => {
+  await h?.close();
+  await push?.close();
+});
+
+async function subscribed(userId: string, answers: Answer[] = []): Promise<TestSubscription> {
+  const sub = push.subscribe(answers);
+  const res = await h.svc.app.inject({
+    method: 'POST',
+    url: `/v1/users/${userId}/push-subscriptions`,
+    headers: bearer(h.token(userId)),
+    payload: sub.json,
+  });
+  expect(res.statusCode).toBe(201);
+  return sub;
+}
+
+const ledger = async (key: string) =>
+  (
+    await h.svc.pool.query<{ state: string; attempts: number; last_status: number | null; last_error: string | null }>(
+      `SELECT state::text, attempts, last_status, last_error FROM push_deliveries WHERE idempotency_key = $1`,
+      [key],
+    )
+  ).rows;
+
+const handled = () => h.metric('messaging_succeeded_total');
+
+async function publishAndWait(...events: Parameters<Harness['publish']>[0][]): Promise<void> {
+  const before = await handled();
+  for (const e of events) await h.publish(e);
+  await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
+}
+
+it('pushes once per notification, even when notification.created arrives twice: VAPID-signed, encrypted, with Topic, TTL and Urgency', async () => {
+  const sub = await subscribed('ada');
+  const event = notificationCreated({ userId: 'ada', type: 'mention', excerpt: 'What do you think, <@ada>?' });
+  // The same notification again: a redelivery (same event) and a producer retry (a new event id).
+  const again = buildEvent('notification.created', event.data, { producer: 'notification-service' });
+  await publishAndWait(event, event, again);
+  await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
+
+  const got = push.for(sub);
+  expect(got).toHaveLength(1);
+  expect(JSON.parse(got[0].plaintext)).toEqual({
+    title: 'Someone mentioned you in a comment',
+    body: 'What do you think, <@ada>?',
+    url: `${PUBLIC_BASE_URL}/notifications/${event.data.notificationId}`,
+    tag: topicFor(event.data.idempotencyKey),
+    notificationId: event.data.notificationId,
+    type: 'mention',
+  });
+  // Escaped on the wire: no raw < or > in the JSON text.
+  expect(got[0].plaintext).not.toMatch(/[<>]/);
+  expect(got[0].vapid.publicKey).toBe(DEV_VAPID_PUBLIC_KEY);
+  expect(got[0].vapid.claims).toMatchObject({ aud: new URL(sub.endpoint).origin, sub: h.config.VAPID_SUBJECT });
+  expect(got[0].vapid.claims.exp * 1000).toBeGreaterThan(Date.now());
+  expect(got[0].headers).toMatchObject({
+    ttl: '86400',
+    urgency: 'normal',
+    topic: topicFor(event.data.idempotencyKey),
+    'content-encoding': 'aes128gcm',
+  });
+  expect(await ledger(event.data.idempotencyKey)).toEqual([
+    { state: 'sent', attempts: 1, last_status: 201, last_error: null },
+  ]);
+  expect(push.refused).toEqual([]);
+});
+
+it("a push to each of the user's browsers, and none to anyone else's", async () => {
+  const one = await subscribed('bea');
+  const two = await subscribed('bea');
+  const other = await subscribed('cy');
+  const event = notificationCreated({ userId: 'bea', type: 'reply' });
+  await publishAndWait(event);
+  await eventually('both sent', async () => (await ledger(event.data.idempotencyKey)).every((r) => r.state === 'sent'));
+  expect([push.for(one).length, push.for(two).length, push.for(other).length]).toEqual([1, 1, 0]);
+});
+
+it('410 removes the subscription (and its row says gone)', async () => {
+  const sub = await subscribed('dee', [{ status: 410 }]);
+  const event = notificationCreated({ userId: 'dee' });
+  await publishAndWait(event);
+  await eventually('gone', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'gone');
+  const { rows } = await h.svc.pool.query(`SELECT 1 FROM push_subscriptions WHERE endpoint = $1`, [sub.endpoint]);
+  expect(rows).toEqual([]);
+  expect(await ledger(event.data.idempotencyKey)).toEqual([
+    { state: 'gone', attempts: 1, last_status: 410, last_error: 'subscription_gone' },
+  ]);
+  // The next notification finds no subscription: nothing is sent to the endpoint again.
+  const next = notificationCreated({ userId: 'dee' });
+  await publishAndWait(next);
+  expect(await ledger(next.data.idempotencyKey)).toEqual([]);
+  expect(push.for(sub)).toHaveLength(1);
+});
+
+it('404 removes the subscription too', async () => {
+  const sub = await subscribed('dex', [{ status: 404 }]);
+  const event = notificationCreated({ userId: 'dex' });
+  await publishAndWait(event);
+  await eventually('gone', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'gone');
+  expect((await h.svc.pool.query(`SELECT 1 FROM push_subscriptions WHERE endpoint = $1`, [sub.endpoint])).rows).toEqual(
+    [],
+  );
+});
+
+it('429 with Retry-After is retried after it, then delivered', async () => {
+  const sub = await subscribed('eve', [{ status: 429, headers: { 'retry-after': '1' } }]);
+  const event = notificationCreated({ userId: 'eve' });
+  await publishAndWait(event);
+  await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
+  const got = push.for(sub);
+  expect(got.map((r) => r.answered)).toEqual([429, 201]);
+  // The same notification both times: same topic, same payload.
+  expect(got[1].headers.topic).toBe(got[0].headers.topic);
+  expect(got[1].plaintext).toBe(got[0].plaintext);
+  expect(await ledger(event.data.idempotencyKey)).toEqual([
+    { state: 'sent', attempts: 2, last_status: 201, last_error: null },
+  ]);
+});
+
+it('500 is retried with the backoff, then delivered', async () => {
+  const sub = await subscribed('fay', [{ status: 500 }]);
+  const event = notificationCreated({ userId: 'fay', type: 'reply' });
+  await publishAndWait(event);
+  await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
+  expect(push.for(sub).map((r) => r.answered)).toEqual([500, 201]);
+});
+
+it('413 fails permanently, with the reason, and is not retried', async () => {
+  const sub = await subscribed('gus', [{ status: 413 }]);
+  const event = notificationCreated({ userId: 'gus' });
+  await publishAndWait(event);
+  await eventually('failed', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'failed');
+  expect(await ledger(event.data.idempotencyKey)).toEqual([
+    {
+      state: 'failed',
+      attempts: 1,
+      last_status: 413,
+      last_error: expect.stringMatching(/^payload_too_large: the push service answered 413/),
+    },
+  ]);
+  // Nothing is due: a poll claims nothing, and the push service saw one request.
+  expect(await h.svc.poller.poll()).toBe(0);
+  expect(push.for(sub)).toHaveLength(1);
+  // The subscription stays (413 says nothing about it).
+  expect(
+    (await h.svc.pool.query(`SELECT 1 FROM push_subscriptions WHERE endpoint = $1`, [sub.endpoint])).rowCount,
+  ).toBe(1);
+});
+
+it('a security alert is pushed with Urgency high even with the push preference off', async () => {
+  const sub = await subscribed('hal');
+  const alert = notificationCreated({
+    userId: 'hal',
+    type: 'security_alert',
+    push: false,
+    excerpt: 'new_login: Firefox on Linux',
+  });
+  const muted = notificationCreated({ userId: 'hal', type: 'mention', push: false });
+  await publishAndWait(muted, alert);
+  await eventually('sent', async () => (await ledger(alert.data.idempotencyKey))[0]?.state === 'sent');
+  const got = push.for(sub);
+  expect(got).toHaveLength(1);
+  expect(got[0].headers).toMatchObject({ urgency: 'high', ttl: '259200' });
+  expect(JSON.parse(got[0].plaintext)).toMatchObject({
+    title: 'Security alert on your account',
+    body: 'new_login: Firefox on Linux',
+    type: 'security_alert',
+  });
+  // The mention with push off made no row at all.
+  expect(await ledger(muted.data.idempotencyKey)).toEqual([]);
+});
+
+it('without a push field: a type pushes by its default (mention yes, follow no)', async () => {
+  const sub = await subscribed('ivy');
+  const mention = notificationCreated({ userId: 'ivy', type: 'mention' });
+  const follow = notificationCreated({ userId: 'ivy', type: 'follow', emailChannel: 'digest' });
+  delete (mention.data as { push?: boolean }).push;
+  await publishAndWait(follow, mention);
+  await eventually('sent', async () => (await ledger(mention.data.idempotencyKey))[0]?.state === 'sent');
+  expect(await ledger(follow.data.idempotencyKey)).toEqual([]);
+  expect(push.for(sub)).toHaveLength(1);
+});
+
+it('withdrawn before it was sent: no push, whichever arrives first', async () => {
+  const sub = await subscribed('jo');
+  // Withdrawn first, then created: the row is created cancelled.
+  const first = notificationCreated({ userId: 'jo' });
+  await publishAndWait(withdrawn(first));
+  await publishAndWait(first);
+  expect(await ledger(first.data.idempotencyKey)).toEqual([
+    { state: 'cancelled', attempts: 0, last_status: null, last_error: 'withdrawn' },
+  ]);
+  // Created, held back by the push service (429 for an hour), then withdrawn: never sent.
+  const slow = push.subscribe([{ status: 429, headers: { 'retry-after': '3600' } }]);
+  await h.svc.app.inject({
+    method: 'POST',
+    url: '/v1/users/kai/push-subscriptions',
+    headers: bearer(h.token('kai')),
+    payload: slow.json,
+  });
+  const second = notificationCreated({ userId: 'kai' });
+  await publishAndWait(second);
+  await eventually('waiting', async () => (await ledger(second.data.idempotencyKey))[0]?.state === 'pending');
+  await publishAndWait(withdrawn(second));
+  expect(await ledger(second.data.idempotencyKey)).toEqual([
+    { state: 'cancelled', attempts: 1, last_status: 429, last_error: 'withdrawn' },
+  ]);
+  expect(push.for(sub)).toHaveLength(0);
+  expect(push.for(slow).map((r) => r.answered)).toEqual([429]);
+});
+
+it("user.erased deletes the user's subscriptions and the payloads of their pushes", async () => {
+  const sub = await subscribed('lee');
+  const event = notificationCreated({ userId: 'lee' });
+  await publishAndWait(event);
+  await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
+  const erased = buildEvent('user.erased', { userId: 'lee', erasureId: '42' }, { producer: 'reconciler' });
+  await publishAndWait(erased, erased);
+  const subs = await h.svc.pool.query(`SELECT 1 FROM push_subscriptions WHERE user_id = 'lee'`);
+  expect(subs.rows).toEqual([]);
+  const rows = await h.svc.pool.query(`SELECT state::text, payload FROM push_deliveries WHERE user_id = 'lee'`);
+  expect(rows.rows).toEqual([{ state: 'sent', payload: null }]);
+  const claims = await h.svc.pool.query(`SELECT consumer FROM processed_events WHERE event_id = $1`, [erased.id]);
+  expect(claims.rows).toEqual([{ consumer: 'push-service.send' }]);
+  expect(push.for(sub)).toHaveLength(1);
+});
