@@ -10,6 +10,7 @@ import { ERRORS as DEMO_ERRORS } from '../../apps/demo-community-api/src';
 import { ERRORS as EMAIL_ERRORS } from '../../apps/email-service/src';
 import { ERRORS as FEED_ERRORS } from '../../apps/feed-service/src';
 import { ERRORS as NOTIFICATION_ERRORS } from '../../apps/notification-service/src';
+import { ERRORS as PUSH_ERRORS } from '../../apps/push-service/src';
 import { ERRORS as RECONCILER_ERRORS } from '../../apps/reconciler/src';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -21,6 +22,7 @@ const APPS: Record<string, { prefix: string; errors: object }> = {
   'notification-service': { prefix: 'NS_', errors: NOTIFICATION_ERRORS },
   'email-service': { prefix: 'ES_', errors: EMAIL_ERRORS },
   'feed-service': { prefix: 'FS_', errors: FEED_ERRORS },
+  'push-service': { prefix: 'PS_', errors: PUSH_ERRORS },
   reconciler: { prefix: 'RC_', errors: RECONCILER_ERRORS },
   'demo-community-api': { prefix: '', errors: DEMO_ERRORS },
 };
