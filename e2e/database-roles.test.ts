@@ -9,18 +9,26 @@ import {
   type TestDatabase,
   type TestVhost,
 } from '@community/testing';
+import { TestPushServer } from '../apps/push-service/test/support/push-server';
 import { appsEnv, explainedBy, freePort, http, jwt, startApp, startSmtpSink, stopApp, type App } from './harness';
 
 /**
  * The apps as a deployment connects them to Postgres (docs/DEPLOY.md "Database roles"): each app as
  * a login user of its own, a member of its service's group role, never as the database owner. A
- * mention reaches the inbox and the mailbox (and /v1/admin/why explains it), a post reaches a follower's feed, and every scheduled job
+ * mention reaches the inbox, the mailbox and the browser subscribed to push (and /v1/admin/why explains it), a post reaches a follower's feed, and every scheduled job
  * of the reconciler (retention, counter repair, stuck work, feed checks: the cross-service grants)
  * completes a run after that traffic; none fails on a privilege. libs/db/test/roles.test.ts holds the
  * grant table statement by statement.
  */
 const SECRET = 'e2e-secret-e2e-secret-e2e-secret-123';
-const SERVICES = ['notification-service', 'email-service', 'feed-service', 'reconciler', 'demo-community-api'] as const;
+const SERVICES = [
+  'notification-service',
+  'email-service',
+  'feed-service',
+  'push-service',
+  'reconciler',
+  'demo-community-api',
+] as const;
 type Service = (typeof SERVICES)[number];
 const OPERATORS = testOperators(['operator']);
 const JOBS = [
@@ -39,6 +47,7 @@ let vhost: TestVhost;
 let db: TestDatabase;
 let admin: pg.Client;
 let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
+let pushServer: TestPushServer;
 const apps: Partial<Record<Service, App>> = {};
 const logins = new Map<Service, string>();
 
@@ -58,10 +67,11 @@ function app(name: Service): App {
 }
 
 beforeAll(async () => {
-  [vhost, db, smtp] = await Promise.all([
+  [vhost, db, smtp, pushServer] = await Promise.all([
     createTestVhost('e2e-dbroles'),
     createTestDatabase('e2e_dbroles'),
     startSmtpSink(),
+    new TestPushServer().start(),
   ]);
   admin = new pg.Client({ connectionString: db.url });
   admin.on('error', () => undefined);
@@ -72,7 +82,8 @@ beforeAll(async () => {
     await admin.query(`CREATE ROLE ${quote(name)} LOGIN IN ROLE ${quote(`community_${service.replace(/-/g, '_')}`)}`);
     logins.set(service, name);
   }
-  const [api, notifications, email, feed, reconciler] = await Promise.all([
+  const [api, notifications, email, feed, push, reconciler] = await Promise.all([
+    freePort(),
     freePort(),
     freePort(),
     freePort(),
@@ -87,29 +98,33 @@ beforeAll(async () => {
   const as = (service: Service) => ({ ...env, DATABASE_URL: urlAs(logins.get(service) ?? '') });
   // notification-service first: its queues must exist before the first event is published.
   apps['notification-service'] = await startApp('notification-service', notifications, as('notification-service'));
-  [apps['email-service'], apps['feed-service'], apps['demo-community-api'], apps.reconciler] = await Promise.all([
-    startApp('email-service', email, as('email-service')),
-    startApp('feed-service', feed, as('feed-service')),
-    startApp('demo-community-api', api, as('demo-community-api')),
-    // Every job every 3 s, so each runs after the traffic below (a job's timeout is its interval).
-    startApp('reconciler', reconciler, {
-      ...as('reconciler'),
-      RABBITMQ_MANAGEMENT_URL: '',
-      ADMIN_KEYS: OPERATORS.adminKeys,
-      BREAKER_METRICS_URLS: 'none',
-      COUNTER_RECOUNT_INTERVAL_MS: '3000',
-      COUNTER_SWEEP_INTERVAL_MS: '3000',
-      RETENTION_INTERVAL_MS: '3000',
-      STUCK_INTERVAL_MS: '3000',
-      FEED_CHECK_INTERVAL_MS: '3000',
-      FEED_CHECK_SETTLE_MS: '1000',
-    }),
-  ]);
+  [apps['email-service'], apps['feed-service'], apps['push-service'], apps['demo-community-api'], apps.reconciler] =
+    await Promise.all([
+      startApp('email-service', email, as('email-service')),
+      startApp('feed-service', feed, as('feed-service')),
+      // The test's push service is plain http on 127.0.0.1.
+      startApp('push-service', push, { ...as('push-service'), PUSH_ALLOW_INSECURE_LOCALHOST: 'true' }),
+      startApp('demo-community-api', api, as('demo-community-api')),
+      // Every job every 3 s, so each runs after the traffic below (a job's timeout is its interval).
+      startApp('reconciler', reconciler, {
+        ...as('reconciler'),
+        RABBITMQ_MANAGEMENT_URL: '',
+        ADMIN_KEYS: OPERATORS.adminKeys,
+        BREAKER_METRICS_URLS: 'none',
+        COUNTER_RECOUNT_INTERVAL_MS: '3000',
+        COUNTER_SWEEP_INTERVAL_MS: '3000',
+        RETENTION_INTERVAL_MS: '3000',
+        STUCK_INTERVAL_MS: '3000',
+        FEED_CHECK_INTERVAL_MS: '3000',
+        FEED_CHECK_SETTLE_MS: '1000',
+      }),
+    ]);
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(Object.values(apps).map((a) => stopApp(a)));
   await smtp?.close();
+  await pushServer?.close();
   // Before the database goes: dropping it disconnects this client too.
   for (const name of logins.values()) await admin.query(`DROP ROLE IF EXISTS ${quote(name)}`);
   await admin?.end();
@@ -152,6 +167,15 @@ it(
             .rowCount === 1,
         30_000,
       );
+      // ada's browser subscribes to push (push-service's own tables, as its own login user).
+      const browser = pushServer.subscribe();
+      expect(
+        (
+          await http('POST', `${app('push-service').url}/v1/users/ada/push-subscriptions`, browser.json, {
+            authorization: `Bearer ${jwt(SECRET, { sub: 'ada', iss: 'community-site', aud: 'community-notifications', exp: Math.floor(Date.now() / 1000) + 600 })}`,
+          })
+        ).status,
+      ).toBe(201);
       const post = await http<{ id: string }>(
         'POST',
         `${app('demo-community-api').url}/v1/posts`,
@@ -186,6 +210,17 @@ it(
         30_000,
       );
       await eventually('an email to ada', () => smtp.mails.some((m) => m.to.includes('ada@example.test')), 30_000);
+      // Mentions push by default (docs/PUSH.md): the payload, decrypted with the browser's keys, is the mention's.
+      await eventually(
+        "a push to ada's browser",
+        () =>
+          pushServer.for(browser).some((p) => {
+            const shown = JSON.parse(p.plaintext) as { type: string; body: string };
+            return shown.type === 'mention' && shown.body === 'Ask @ada';
+          }),
+        30_000,
+      );
+      expect(pushServer.refused).toEqual([]);
       await eventually(
         "bob's post in ada's feed",
         async () => {

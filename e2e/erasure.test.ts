@@ -1,5 +1,6 @@
 // User erasure end to end (docs/RUNBOOK.md "Erasure"): notification-service, email-service (with an
-// SMTP sink), feed-service (with its Redis) and the reconciler, all in this process on one test
+// SMTP sink), feed-service (with its Redis), push-service (with a push service of the test's own)
+// and the reconciler, all in this process on one test
 // database, one vhost and one Redis prefix, each built by its own builder. Two users, ada and bob,
 // have data in every service; `ops user erase ada` (the CLI, against the reconciler listening on a
 // port) erases ada's and leaves bob's, and the audit row names the operator whose key signed it.
@@ -25,6 +26,8 @@ import {
   loadNotificationConfig,
   type NotificationService,
 } from '../apps/notification-service/src';
+import { createPushService, loadPushConfig, type PushService } from '../apps/push-service/src';
+import { TestPushServer, type TestSubscription } from '../apps/push-service/test/support/push-server';
 import { createReconcilerService, loadReconcilerConfig, type ReconcilerService } from '../apps/reconciler/src';
 import { main as ops } from '../scripts/ops/ops';
 import { adminJwt, http, jwt, startSmtpSink } from './harness';
@@ -39,13 +42,16 @@ let smtp: Awaited<ReturnType<typeof startSmtpSink>>;
 let ns: NotificationService;
 let es: ReturnType<typeof createEmailService>;
 let fs: FeedService;
+let ps: PushService;
+let pushServer: TestPushServer;
+const browsers: Record<string, TestSubscription> = {};
 let rc: ReconcilerService;
 let pool: Pool;
 let redis: Redis;
 let publisher: Publisher;
 let rcUrl: string;
 let fsUrl: string;
-const registries = { ns: new Registry(), es: new Registry(), fs: new Registry() };
+const registries = { ns: new Registry(), es: new Registry(), fs: new Registry(), ps: new Registry() };
 
 async function runOps(...args: string[]): Promise<{ code: number; out: string }> {
   const lines: string[] = [];
@@ -81,10 +87,11 @@ async function handled(registry: Registry, type: string, outcome: string): Promi
 const rows = async (sql: string, values: unknown[] = []) => (await pool.query(sql, values)).rows;
 
 beforeAll(async () => {
-  [db, vhost, smtp] = await Promise.all([
+  [db, vhost, smtp, pushServer] = await Promise.all([
     createTestDatabase('e2e_erasure'),
     createTestVhost('e2e-erasure'),
     startSmtpSink(),
+    new TestPushServer().start(),
   ]);
   const common = {
     DATABASE_URL: db.url,
@@ -113,6 +120,10 @@ beforeAll(async () => {
     logger: testLogger('fs'),
     registry: registries.fs,
   });
+  ps = createPushService(loadPushConfig({ ...common, PUSH_ALLOW_INSECURE_LOCALHOST: 'true' }), {
+    logger: testLogger('ps'),
+    registry: registries.ps,
+  });
   rc = createReconcilerService(loadReconcilerConfig({ ...common, FEED_REDIS_PREFIX: PREFIX }), {
     logger: testLogger('rc'),
     registry: new Registry(),
@@ -120,7 +131,7 @@ beforeAll(async () => {
     dlqConsole: false,
   });
   pool = rc.pool;
-  await Promise.all([ns.start(), es.start(), fs.start(), rc.start()]);
+  await Promise.all([ns.start(), es.start(), fs.start(), ps.start(), rc.start()]);
   rcUrl = await rc.app.listen({ port: 0, host: '127.0.0.1' });
   fsUrl = await fs.app.listen({ port: 0, host: '127.0.0.1' });
   const messaging = rc.messaging;
@@ -131,7 +142,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const s of [rc, fs, es, ns]) {
+  for (const s of [rc, ps, fs, es, ns]) {
     await s?.stop();
     await s?.app.close();
   }
@@ -141,6 +152,7 @@ afterAll(async () => {
     redis.disconnect();
   }
   await smtp?.close();
+  await pushServer?.close();
   await Promise.all([vhost?.delete(), db?.drop()]);
 });
 
@@ -229,6 +241,17 @@ describe('ops user erase', () => {
       });
       expect(r.status).toBe(200);
     }
+    // Both subscribe a browser to push: mentions push by default.
+    for (const u of ['ada', 'bob']) {
+      browsers[u] = pushServer.subscribe();
+      const r = await ps.app.inject({
+        method: 'POST',
+        url: `/v1/users/${u}/push-subscriptions`,
+        headers: { authorization: `Bearer ${jwt(JWT_SECRET, { sub: u })}` },
+        payload: browsers[u].json,
+      });
+      expect(r.statusCode).toBe(201);
+    }
     await send('user.mentioned', {
       commentId: 'c-bob',
       postId: 'p0',
@@ -248,12 +271,13 @@ describe('ops user erase', () => {
     await eventually(
       "every service holds both users' data",
       async () => {
-        const [items, sent, digest, feeds, bodies] = await Promise.all([
+        const [items, sent, digest, feeds, bodies, pushed] = await Promise.all([
           rows(`SELECT user_id, actor_id FROM notification_items`),
           rows(`SELECT user_id FROM email_deliveries WHERE state = 'sent'`),
           rows(`SELECT user_id, actor_id FROM email_digest_items`),
           Promise.all([redis.zrange('f:ada', 0, -1), redis.zrange('f:bob', 0, -1)]),
           redis.exists(`p:${ADA_POST}`, `p:${BOB_POST}`),
+          rows(`SELECT user_id FROM push_deliveries WHERE state = 'sent'`),
         ]);
         // Per user: a follow (digest) and a mention (immediate, sent); each feed holds the other's post.
         return (
@@ -262,7 +286,8 @@ describe('ops user erase', () => {
           digest.length === 2 &&
           feeds[0].includes(BOB_POST) &&
           feeds[1].includes(ADA_POST) &&
-          bodies === 2
+          bodies === 2 &&
+          pushed.length === 2
         );
       },
       60_000,
@@ -302,6 +327,7 @@ describe('ops user erase', () => {
     expect(status.out).toMatch(/notification-service\.standard\s+erased/);
     expect(status.out).toMatch(/email-service\.users\s+erased/);
     expect(status.out).toMatch(/feed-service\.activity\s+erased/);
+    expect(status.out).toMatch(/push-service\.send\s+erased/);
 
     // notification-service: ada's notifications, counter, preferences and name are gone; bob's
     // notification by ada has no actor and no excerpt any more; bob's others are as they were.
@@ -365,6 +391,18 @@ describe('ops user erase', () => {
     expect(await redis.exists('f:ada', 'live:ada', 'ready:ada', `p:${ADA_POST}`)).toBe(0);
     expect(await redis.zrange('f:bob', 0, -1)).toEqual([]);
     expect(await redis.exists(`p:${BOB_POST}`, 'f:bob', 'live:bob')).toBeGreaterThanOrEqual(2);
+
+    // push-service: ada's browser is unsubscribed (its endpoint and keys identify her); her ledger
+    // row stays without its payload (it keeps a late copy from pushing again); bob's are as they were.
+    expect(await rows(`SELECT endpoint FROM push_subscriptions ORDER BY user_id`)).toEqual([
+      { endpoint: browsers.bob.endpoint },
+    ]);
+    expect(
+      await rows(`SELECT user_id, state, payload IS NULL AS erased FROM push_deliveries ORDER BY user_id`),
+    ).toEqual([
+      { user_id: 'ada', state: 'sent', erased: true },
+      { user_id: 'bob', state: 'sent', erased: false },
+    ]);
   }, 120_000);
 
   it('a redelivered erasure changes nothing; a stale user.upserted does not bring the address back; erasing again is fine', async () => {
@@ -399,12 +437,12 @@ describe('ops user erase', () => {
     });
     const [outboxRow] = await rows(`SELECT payload FROM outbox_messages WHERE event_id = $1`, [erasure.event_id]);
     const before = await Promise.all(
-      [registries.ns, registries.es, registries.fs].map((r) => handled(r, 'user.erased', 'duplicate')),
+      [registries.ns, registries.es, registries.fs, registries.ps].map((r) => handled(r, 'user.erased', 'duplicate')),
     );
     await publisher.publish(outboxRow.payload, { exchange: EVENTS_EXCHANGE });
     await eventually('each service acks the redelivered erasure as a duplicate', async () => {
       const now = await Promise.all(
-        [registries.ns, registries.es, registries.fs].map((r) => handled(r, 'user.erased', 'duplicate')),
+        [registries.ns, registries.es, registries.fs, registries.ps].map((r) => handled(r, 'user.erased', 'duplicate')),
       );
       return now.every((n, i) => n > before[i]);
     });

@@ -33,7 +33,7 @@ const OPERATORS = testOperators(['volunteer']);
 const PRODUCER = 'community-api';
 const WATCHED = {
   ...COMMUNITY_TOPOLOGY,
-  queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !q.name.startsWith('feed-service.')),
+  queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !/^(feed|push)-service\./.test(q.name)),
 };
 /** Longer than the management API's statistics interval (5 s) plus the relay's transit: the rule's grace. */
 const GRACE_MS = 10_000;

@@ -29,10 +29,10 @@ import { adminJwt, jwt, startSmtpSink } from './harness';
 const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 const OPERATORS = testOperators(['volunteer']);
 const PRODUCER = 'community-api';
-// The reconciler watches the queues that have a consumer in this test (feed-service does not run here).
+// The reconciler watches the queues that have a consumer in this test (feed-service and push-service do not run here).
 const WATCHED = {
   ...COMMUNITY_TOPOLOGY,
-  queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !q.name.startsWith('feed-service.')),
+  queues: COMMUNITY_TOPOLOGY.queues.filter((q) => !/^(feed|push)-service\./.test(q.name)),
 };
 
 let db: TestDatabase;

@@ -47,6 +47,9 @@ export const APPS: AppSpec[] = [
     name: 'feed-service',
     backlog: ['feed-service.activity', 'feed-service.fanout', 'feed-service.backfill'],
   },
+  // Web Push (docs/PUSH.md): every notification.created reaches its queue; the load's users have no
+  // browser subscribed, so what it proves here is that its queue drains through every fault.
+  { key: 'push', name: 'push-service', backlog: ['push-service.send'] },
 ];
 
 export interface Deps {
@@ -71,7 +74,7 @@ export interface Deps {
  * and `faultBreaches` are what the report counts against the current fault's row.
  */
 export class Fleet {
-  /** The running app of each key (notifications, email, api, reconciler, feed). */
+  /** The running app of each key (notifications, email, api, reconciler, feed, push). */
   readonly apps = new Map<string, App>();
   /** What a fault's own checks found wrong during the current phase (reported as breaches of its row). */
   readonly faultBreaches: string[] = [];

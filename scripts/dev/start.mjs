@@ -131,6 +131,11 @@ function printSummary(apps, mail, supervisor, broker) {
   // What a volunteer on shift starts from (docs/RUNBOOK.md "Start of a shift").
   line('status', 'npm run ops -- status  (every line OK: see docs/RUNBOOK.md "Start of a shift")');
   line('DLQ console', `http://127.0.0.1:${appPort('reconciler') ?? 3004}/console  (paste the admin token below)`);
+  if (apps.includes('push-service'))
+    line(
+      'push page',
+      `http://127.0.0.1:${appPort('push-service') ?? 3005}/push/  (subscribes this browser to Web Push)`,
+    );
   line('runbook', 'docs/RUNBOOK.md  (one section per status line and per alert)');
   // Development defaults production refuses: the well-known JWT_SECRET and the dev operator's key.
   line('admin token', 'npm run ops -- token  (the development operator, dev-operator-1)');

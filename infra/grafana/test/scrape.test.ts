@@ -305,7 +305,13 @@ async function kedaValue(query: string): Promise<number[]> {
 it('each KEDA age trigger query answers above 0 while its queues hold work, 0 while they hold none, and nothing when the apps are not scraped', async () => {
   const queries = kedaAgeQueries('base');
   const prodQueries = kedaAgeQueries('prod');
-  expect([...queries.keys()].sort()).toEqual(['email-service', 'feed-service', 'notification-service', 'reconciler']);
+  expect([...queries.keys()].sort()).toEqual([
+    'email-service',
+    'feed-service',
+    'notification-service',
+    'push-service',
+    'reconciler',
+  ]);
   expect([...prodQueries.keys()].sort()).toEqual([...queries.keys()].sort());
 
   // Nothing has been published to reconciler.low-priority yet: its query reads 0, from the

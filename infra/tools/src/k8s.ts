@@ -11,7 +11,7 @@ export interface AppSpec {
   /** Consumes queues: gets a KEDA ScaledObject instead of a fixed replica count. */
   worker: boolean;
   /** Backing services it talks to (egress NetworkPolicy). */
-  uses: Array<'rabbitmq' | 'postgres' | 'redis' | 'smtp' | 'notification-service'>;
+  uses: Array<'rabbitmq' | 'postgres' | 'redis' | 'smtp' | 'webpush' | 'notification-service'>;
 }
 
 /** Drain deadline the apps get (SHUTDOWN_TIMEOUT_MS in the ConfigMap), and what Kubernetes allows around it. */
@@ -40,6 +40,13 @@ export const APPS: readonly AppSpec[] = [
     uses: ['rabbitmq', 'postgres', 'smtp', 'notification-service'],
   },
   { name: 'feed-service', port: DEFAULT_PORTS['feed-service'], worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
+  // webpush: the browsers' push services, outside the cluster (docs/PUSH.md).
+  {
+    name: 'push-service',
+    port: DEFAULT_PORTS['push-service'],
+    worker: true,
+    uses: ['rabbitmq', 'postgres', 'webpush'],
+  },
   // Redis: the feed checks compare feed-service's cached timelines with Postgres (docs/RECONCILER.md).
   { name: 'reconciler', port: DEFAULT_PORTS.reconciler, worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
 ];
@@ -195,6 +202,14 @@ function networkPolicy(app: AppSpec): object {
       egress.push({
         to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } }],
         ports: [25, 465, 587].map((port) => ({ protocol: 'TCP', port })),
+      });
+      continue;
+    }
+    if (peer === 'webpush') {
+      // The browsers' push services (FCM, Mozilla's autopush, Apple's) are outside the cluster, on HTTPS.
+      egress.push({
+        to: [{ ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } }],
+        ports: [{ protocol: 'TCP', port: 443 }],
       });
       continue;
     }

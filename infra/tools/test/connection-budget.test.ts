@@ -16,6 +16,7 @@ import { parseAllDocuments } from 'yaml';
 import { loadEmailConfig } from '../../../apps/email-service/src';
 import { loadFeedConfig } from '../../../apps/feed-service/src';
 import { loadNotificationConfig } from '../../../apps/notification-service/src';
+import { loadPushConfig } from '../../../apps/push-service/src';
 import { loadReconcilerConfig } from '../../../apps/reconciler/src';
 
 const run = promisify(execFile);
@@ -58,6 +59,11 @@ const CONNECTIONS: Record<string, { poolMax(env: Env): number; poolCall: string;
   'feed-service': {
     poolMax: (env) => loadFeedConfig(env).DATABASE_POOL_MAX,
     poolCall: 'config.DATABASE_URL, { max: config.DATABASE_POOL_MAX,',
+    outside: {},
+  },
+  'push-service': {
+    poolMax: (env) => Math.min(20, loadPushConfig(env).PUSH_CONSUMER_CONCURRENCY + 4),
+    poolCall: 'config.DATABASE_URL, { max: Math.min(20, config.PUSH_CONSUMER_CONCURRENCY + 4),',
     outside: {},
   },
   reconciler: {
@@ -253,6 +259,7 @@ describe('the Postgres connection budget (docs/DEPLOY.md "Connection budget")', 
       'feed-service',
       'notification-service',
       'operator headroom',
+      'push-service',
       'reconciler',
     ]);
     expect(budget.problems).toEqual([]);

@@ -40,6 +40,7 @@ describe('commonConfig', () => {
     ['email-service', 3002],
     ['feed-service', 3003],
     ['reconciler', 3004],
+    ['push-service', 3005],
     ['demo-community-api', 3000],
   ] as const)('%s listens on %i by default', (service, port) => {
     expect(loadConfig(commonConfig(service), {}).PORT).toBe(port);

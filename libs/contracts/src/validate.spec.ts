@@ -136,7 +136,10 @@ describe('validate: envelope', () => {
 
   it('accepts an IANA time zone on user.upserted and names the field of one that is not', () => {
     const user = (timezone: string) =>
-      envelope('user.upserted', { ...SAMPLES['user.upserted'].data, timezone } as typeof SAMPLES['user.upserted']['data']);
+      envelope('user.upserted', {
+        ...SAMPLES['user.upserted'].data,
+        timezone,
+      } as (typeof SAMPLES)['user.upserted']['data']);
     expect(validate(user('Asia/Jakarta')).ok).toBe(true);
     expect(validate(user('UTC')).ok).toBe(true);
     expect(errorOf(user('Mars/Olympus_Mons')).path).toBe('/data/timezone');

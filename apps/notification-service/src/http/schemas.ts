@@ -60,4 +60,3 @@ export const SeenVersionBody = Type.Object(
   { version: Type.Optional(Type.Integer({ minimum: 0, description: 'the version the client saw' })) },
   { additionalProperties: false },
 );
-

@@ -116,7 +116,8 @@ export async function claimAndLockInboxes(
     const userId = r.user_id as string;
     let inbox = inboxes.get(userId);
     if (!inbox) inboxes.set(userId, (inbox = { version: Number(r.version), preferences: [] }));
-    if (r.type !== null) inbox.preferences.push({ type: r.type, inApp: r.in_app === true, email: r.email ?? '', push: r.push });
+    if (r.type !== null)
+      inbox.preferences.push({ type: r.type, inApp: r.in_app === true, email: r.email ?? '', push: r.push });
   }
   return { fresh, inboxes };
 }
