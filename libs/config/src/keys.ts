@@ -17,6 +17,23 @@ MCowBQYDK2VwAyEADiBFE/UIwEbR3bsyCn3mvCjQs3vTz7byBF/JnR62X/k=
 `;
 
 /**
+ * push-service's service-token key pair (docs/NOTIFICATIONS.md "Delivery timing"): Ed25519, PEM.
+ * push-service holds the private key (PUSH_SERVICE_SIGNING_KEY) and signs the read-state checks it
+ * makes before a held push; notification-service holds only the public key
+ * (PUSH_SERVICE_VERIFY_KEY). A pair of its own, not email-service's, so a leaked key of one sender
+ * cannot speak for the other. Well known on purpose, like DEV_JWT_SECRET: a laptop starts without
+ * setup, and production refuses both defaults.
+ */
+export const DEV_PUSH_SERVICE_SIGNING_KEY = `-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIOr81OtxvYJzpZZwCuXeeqDr38ekoDleyQxI+S6J6RxK
+-----END PRIVATE KEY-----
+`;
+export const DEV_PUSH_SERVICE_VERIFY_KEY = `-----BEGIN PUBLIC KEY-----
+MCowBQYDK2VwAyEAUmZdEeAvQQAY2Z+SQdkFYkGm7dQIFKPVdxBesSKwal0=
+-----END PUBLIC KEY-----
+`;
+
+/**
  * An Ed25519 key from an environment value: PEM (PKCS#8 private or SPKI public), with real line
  * breaks or `\n` escapes (one-line env files). Throws with the reason when it is not one, so a
  * config loader can name the variable.

@@ -45,3 +45,5 @@ export { serviceMain } from './service-main';
 export type { ServiceMainOptions } from './service-main';
 export { serviceMessaging } from './messaging';
 export type { ServiceMessagingConfig, ServiceMessagingOptions } from './messaging';
+export { READ_STATE_MAX_KEYS, ReadStateClient } from './read-state-client';
+export type { ReadStateClientOptions } from './read-state-client';
