@@ -291,7 +291,7 @@ describe("why did (or didn't) a user get a notification", () => {
       ['dead-letter', 'ok'],
     ]);
     expect(w.verdict).toBe('delivered');
-    expect(w.at('email.smtp')?.detail).toMatch(/accepted by SMTP at .*250/);
+    expect(w.at('email.smtp')?.detail).toMatch(/accepted by SMTP \(the primary provider\) at .*250/);
     // The same answer by comment id and by idempotency key.
     expect((await why('userId=ada&commentId=c-delivered')).verdict).toBe('delivered');
     expect(

@@ -92,6 +92,10 @@ export interface WhyFacts {
     lastError: string | null;
     smtpResponse: string | null;
     sentAt: string | null;
+    /** The SMTP provider that accepted it (email-service's `primary` or `fallback`); null: not sent, or sent before there were two. */
+    provider?: string | null;
+    /** Bound to this provider: an attempt there may have delivered it, so no other may send it. */
+    pinnedProvider?: string | null;
   }[];
   digestItems: { idempotencyKey: string; windowStatus: string; windowEnd: string }[];
   emailUser: boolean;

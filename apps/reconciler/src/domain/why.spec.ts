@@ -60,12 +60,18 @@ describe('explain (why)', () => {
             lastError: null,
             smtpResponse: '250 OK',
             sentAt: 't4',
+            provider: 'fallback',
+            pinnedProvider: 'fallback',
           },
         ],
       }),
     );
     expect(Object.values(statuses(r)).every((s) => s === 'ok')).toBe(true);
     expect(r.verdict).toBe('delivered');
+    // Which provider took it (docs/EMAIL.md "Two providers").
+    expect(r.steps.find((s) => s.step === 'email.smtp')?.detail).toBe(
+      'accepted by SMTP (the fallback provider) at t4: 250 OK',
+    );
   });
 
   it('self-action, and a user who is not a recipient at all, from the planning rule itself', () => {

@@ -200,7 +200,11 @@ export function explain(
         `ledger ${delivery.channel}: ${delivery.state} after ${delivery.attempts} attempt(s)${delivery.lastError ? `, last error: ${delivery.lastError}` : ''}`,
       );
       if (delivery.state === 'sent')
-        add('email.smtp', 'ok', `accepted by SMTP at ${delivery.sentAt}: ${delivery.smtpResponse ?? ''}`.trim());
+        add(
+          'email.smtp',
+          'ok',
+          `accepted by SMTP${delivery.provider ? ` (the ${delivery.provider} provider)` : ''} at ${delivery.sentAt}: ${delivery.smtpResponse ?? ''}`.trim(),
+        );
       else if (delivery.state === 'failed')
         add(
           'email.smtp',
@@ -209,7 +213,13 @@ export function explain(
         );
       else if (delivery.state === 'suppressed')
         add('email.smtp', 'skipped', `not sent: suppressed (${f.suppressions.join(', ') || 'opt-out'})`);
-      else add('email.smtp', 'pending', 'not sent yet');
+      else
+        add(
+          'email.smtp',
+          'pending',
+          // Pinned: an attempt there may have delivered it, so only that provider may send it (docs/EMAIL.md "Two providers").
+          `not sent yet${delivery.pinnedProvider ? `; bound to the ${delivery.pinnedProvider} provider (an attempt there may have delivered it)` : ''}`,
+        );
     } else if (digest) {
       add(
         'email.ledger',
