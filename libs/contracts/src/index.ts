@@ -21,3 +21,4 @@ export {
 } from './topology';
 export type { QueueName } from './topology';
 export { COMMUNITY_VHOST, OBSERVER_USERS, SERVICE_ACCESS, TOPOLOGY_ADMIN_USER } from './access';
+export * from './quiet-hours';
