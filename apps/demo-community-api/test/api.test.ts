@@ -356,6 +356,8 @@ describe('POST /v1/reactions', () => {
             targetType: 'comment',
             targetAuthorId: 'carol',
             emoji: '🚀',
+            // The comment's post: deleting the post withdraws this reaction's notification too.
+            postId,
           },
         },
       },
@@ -380,6 +382,110 @@ describe('POST /v1/reactions', () => {
     });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().message).toContain('body/targetType');
+  });
+});
+
+describe('deletions (retraction events)', () => {
+  const comment = async (author: string, postId: string, body: string, parentCommentId?: string) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: `/v1/posts/${postId}/comments`,
+      headers: as(author),
+      payload: { body, ...(parentCommentId ? { parentCommentId } : {}) },
+    });
+    expect(res.statusCode).toBe(201);
+    return res.json().id as string;
+  };
+  const react = async (actor: string, targetType: 'post' | 'comment', targetId: string) => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/reactions',
+      headers: as(actor),
+      payload: { targetType, targetId, emoji: '👍' },
+    });
+    expect(res.statusCode).toBe(201);
+    return res.json().id as string;
+  };
+  const rows = async (sql: string, values: unknown[]) => (await pool.query(sql, values)).rows;
+
+  it('DELETE /v1/comments/:id: only the author; the comment and its replies go with their reactions, a comment.deleted each (valid), under whom each creation notified', async () => {
+    const postId = await post('bob');
+    const top = await comment('carol', postId, 'top @ada');
+    const reply = await comment('grace', postId, 'a reply', top);
+    const other = await comment('ada', postId, 'stays');
+    await react('bob', 'comment', reply);
+
+    const stranger = await app.inject({ method: 'DELETE', url: `/v1/comments/${top}`, headers: as('grace') });
+    expect(stranger.json()).toMatchObject({ statusCode: 403, code: 'DELETE_FORBIDDEN' });
+    expect(await eventsOf(pool, stranger.headers['x-correlation-id'])).toEqual([]);
+
+    const res = await app.inject({ method: 'DELETE', url: `/v1/comments/${top}`, headers: as('carol') });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ id: top, postId, deleted: true, commentIds: [top, reply] });
+    const events = await eventsOf(pool, res.headers['x-correlation-id']);
+    expect(events.map((e) => [e.event_type, e.aggregate_id, e.payload.data])).toEqual([
+      ['comment.deleted', 'bob', { commentId: top, postId, authorId: 'carol' }],
+      ['comment.deleted', 'carol', { commentId: reply, postId, authorId: 'grace' }],
+    ]);
+    for (const e of events) expect(() => validate(e.payload)).not.toThrow();
+    expect(await rows('SELECT id FROM community_comments WHERE post_id = $1', [postId])).toEqual([{ id: other }]);
+    expect(await rows(`SELECT 1 FROM community_reactions WHERE target_id = $1`, [reply])).toEqual([]);
+
+    const gone = await app.inject({ method: 'DELETE', url: `/v1/comments/${top}`, headers: as('carol') });
+    expect(gone.json()).toMatchObject({ statusCode: 404, code: 'COMMENT_NOT_FOUND' });
+  });
+
+  it('DELETE /v1/posts/:id: only the author; one post.deleted, and its comments and every reaction on it or them go', async () => {
+    const postId = await post('bob');
+    const c = await comment('carol', postId, 'first');
+    await comment('ada', postId, 'second', c);
+    await react('ada', 'post', postId);
+    await react('grace', 'comment', c);
+
+    const stranger = await app.inject({ method: 'DELETE', url: `/v1/posts/${postId}`, headers: as('carol') });
+    expect(stranger.json()).toMatchObject({ statusCode: 403, code: 'DELETE_FORBIDDEN' });
+    const res = await app.inject({ method: 'DELETE', url: `/v1/posts/${postId}`, headers: as('bob') });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ id: postId, deleted: true, comments: 2, reactions: 2 });
+    const events = await eventsOf(pool, res.headers['x-correlation-id']);
+    expect(events.map((e) => [e.event_type, e.aggregate_id, e.payload.data])).toEqual([
+      ['post.deleted', 'bob', { postId, authorId: 'bob' }],
+    ]);
+    expect(() => validate(events[0].payload)).not.toThrow();
+    expect(await rows('SELECT 1 FROM community_posts WHERE id = $1', [postId])).toEqual([]);
+    expect(await rows('SELECT 1 FROM community_comments WHERE post_id = $1', [postId])).toEqual([]);
+    expect(await rows('SELECT 1 FROM community_reactions WHERE target_id = ANY($1::text[])', [[postId, c]])).toEqual(
+      [],
+    );
+    const gone = await app.inject({ method: 'DELETE', url: `/v1/posts/${postId}`, headers: as('bob') });
+    expect(gone.json()).toMatchObject({ statusCode: 404, code: 'POST_NOT_FOUND' });
+  });
+
+  it('DELETE /v1/reactions/:id: only the one who reacted; reaction.removed under the target author; then 404', async () => {
+    const postId = await post('carol');
+    const reaction = await react('ada', 'post', postId);
+    const stranger = await app.inject({ method: 'DELETE', url: `/v1/reactions/${reaction}`, headers: as('carol') });
+    expect(stranger.json()).toMatchObject({ statusCode: 403, code: 'DELETE_FORBIDDEN' });
+    const res = await app.inject({ method: 'DELETE', url: `/v1/reactions/${reaction}`, headers: as('ada') });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      id: reaction,
+      actorId: 'ada',
+      targetType: 'post',
+      targetId: postId,
+      emoji: '👍',
+      deleted: true,
+    });
+    const events = await eventsOf(pool, res.headers['x-correlation-id']);
+    expect(events.map((e) => [e.event_type, e.aggregate_id, e.payload.data])).toEqual([
+      ['reaction.removed', 'carol', { reactionId: reaction, actorId: 'ada', targetType: 'post', targetId: postId }],
+    ]);
+    const gone = await app.inject({ method: 'DELETE', url: `/v1/reactions/${reaction}`, headers: as('ada') });
+    expect(gone.json()).toMatchObject({ statusCode: 404, code: 'REACTION_NOT_FOUND' });
+    // Without an acting user: 401, nothing deleted.
+    const anonymous = await app.inject({ method: 'DELETE', url: `/v1/posts/${postId}` });
+    expect(anonymous.statusCode).toBe(401);
+    expect(await rows('SELECT 1 FROM community_posts WHERE id = $1', [postId])).toHaveLength(1);
   });
 });
 

@@ -48,6 +48,12 @@ export const ERRORS = defineErrors('', {
     statusCode: 404,
     message: (targetType: string, targetId: string) => `The ${targetType} "${targetId}" to react to was not found`,
   },
+  COMMENT_NOT_FOUND: { statusCode: 404, message: (commentId: string) => `Comment "${commentId}" not found` },
+  REACTION_NOT_FOUND: { statusCode: 404, message: (reactionId: string) => `Reaction "${reactionId}" not found` },
+  DELETE_FORBIDDEN: {
+    statusCode: 403,
+    message: (actor: string, what: string) => `User "${actor}" may not delete ${what}: only its author may`,
+  },
   SELF_FOLLOW: { statusCode: 400, message: 'A user cannot follow or unfollow themselves' },
   CORRELATION_ID_INVALID: {
     statusCode: 400,

@@ -40,6 +40,11 @@ export const CreateCommentBody = Type.Object(
 );
 export type CreateCommentBody = Static<typeof CreateCommentBody>;
 
+export const CommentParams = Type.Object({ commentId: EntityId });
+export type CommentParams = Static<typeof CommentParams>;
+export const ReactionParams = Type.Object({ reactionId: EntityId });
+export type ReactionParams = Static<typeof ReactionParams>;
+
 export const UserParams = Type.Object({ userId: Type.String({ minLength: 1, maxLength: 64 }) });
 export type UserParams = Static<typeof UserParams>;
 
@@ -159,6 +164,35 @@ export const REACTION_RESPONSES = {
   201: answer(Reaction, 'Added'),
   200: answer(Reaction, 'The same reaction already existed (no event)'),
 };
+export const DeletedPost = Type.Object({
+  id: Type.String(),
+  deleted: Type.Literal(true),
+  comments: Type.Integer({ description: 'its comments (replies included) deleted with it' }),
+  reactions: Type.Integer({ description: 'the reactions on it and on its comments deleted with it' }),
+});
+export const DeletedComment = Type.Object({
+  id: Type.String(),
+  postId: Type.String(),
+  deleted: Type.Literal(true),
+  commentIds: Type.Array(Type.String(), {
+    description: 'every comment deleted: this one, then the replies under it (a comment.deleted each)',
+  }),
+});
+export const RemovedReaction = Type.Object({
+  id: Type.String(),
+  actorId: Type.String(),
+  targetType: Type.Union([Type.Literal('post'), Type.Literal('comment')]),
+  targetId: Type.String(),
+  emoji: Type.String(),
+  deleted: Type.Literal(true),
+});
+export const DELETE_POST_RESPONSES = {
+  200: answer(DeletedPost, 'Deleted, with its comments and reactions (post.deleted)'),
+};
+export const DELETE_COMMENT_RESPONSES = {
+  200: answer(DeletedComment, 'Deleted, with the replies under it (comment.deleted for each)'),
+};
+export const DELETE_REACTION_RESPONSES = { 200: answer(RemovedReaction, 'Taken back (reaction.removed)') };
 export const SECURITY_ALERT_RESPONSES = { 201: answer(SecurityAlert, 'Raised') };
 
 /**

@@ -71,3 +71,98 @@ export async function insertSecurityAlert(
   );
   return rows[0].created_at;
 }
+
+/** A comment's author and post; undefined when there is no such comment. */
+export async function commentOf(
+  tx: PoolClient,
+  commentId: string,
+): Promise<{ authorId: string; postId: string } | undefined> {
+  const { rows } = await tx.query<{ author_id: string; post_id: string }>(
+    'SELECT author_id, post_id FROM community_comments WHERE id = $1',
+    [commentId],
+  );
+  return rows[0] ? { authorId: rows[0].author_id, postId: rows[0].post_id } : undefined;
+}
+
+/**
+ * Deletes a post with its comments and every reaction on the post or on its comments (locked first:
+ * a comment or reaction being added concurrently waits, then finds no post). Undefined when there
+ * is no such post. One `post.deleted` withdraws all they caused (docs/NOTIFICATIONS.md "Retraction").
+ */
+export async function deletePost(
+  tx: PoolClient,
+  postId: string,
+): Promise<{ authorId: string; comments: number; reactions: number } | undefined> {
+  const post = await tx.query<{ author_id: string }>('SELECT author_id FROM community_posts WHERE id = $1 FOR UPDATE', [
+    postId,
+  ]);
+  if (!post.rowCount) return undefined;
+  const reactions = await tx.query(
+    `DELETE FROM community_reactions
+      WHERE (target_type = 'post' AND target_id = $1)
+         OR (target_type = 'comment' AND target_id IN (SELECT id FROM community_comments WHERE post_id = $1))`,
+    [postId],
+  );
+  // One statement for every comment of the post, replies included: the self-reference is checked at its end.
+  const comments = await tx.query('DELETE FROM community_comments WHERE post_id = $1', [postId]);
+  await tx.query('DELETE FROM community_posts WHERE id = $1', [postId]);
+  return { authorId: post.rows[0].author_id, comments: comments.rowCount ?? 0, reactions: reactions.rowCount ?? 0 };
+}
+
+/** One comment deleted with `deleteCommentThread`, and the user its comment.created was ordered under. */
+export interface DeletedComment {
+  commentId: string;
+  postId: string;
+  authorId: string;
+  /** The author of the comment it replied to, else of the post: the aggregate of its comment.created. */
+  notifiedId: string;
+}
+
+/**
+ * Deletes a comment and the replies under it (a reply without its parent would dangle), with the
+ * reactions on all of them, and answers them parent first. Empty when there is no such comment.
+ */
+export async function deleteCommentThread(tx: PoolClient, commentId: string): Promise<DeletedComment[]> {
+  // The post row locked first, as deletePost does, so the two never wait on each other in opposite orders.
+  await tx.query(
+    'SELECT 1 FROM community_posts WHERE id = (SELECT post_id FROM community_comments WHERE id = $1) FOR UPDATE',
+    [commentId],
+  );
+  const { rows } = await tx.query<{ id: string; post_id: string; author_id: string; notified_id: string }>(
+    `WITH RECURSIVE thread AS (
+       SELECT c.id, c.post_id, c.author_id, c.parent_comment_id, 0 AS depth
+         FROM community_comments c WHERE c.id = $1
+       UNION ALL
+       SELECT r.id, r.post_id, r.author_id, r.parent_comment_id, t.depth + 1
+         FROM community_comments r JOIN thread t ON r.parent_comment_id = t.id
+     )
+     SELECT t.id, t.post_id, t.author_id, COALESCE(parent.author_id, p.author_id) AS notified_id
+       FROM thread t
+       JOIN community_posts p ON p.id = t.post_id
+       LEFT JOIN community_comments parent ON parent.id = t.parent_comment_id
+      ORDER BY t.depth, t.id`,
+    [commentId],
+  );
+  if (!rows.length) return [];
+  const ids = rows.map((r) => r.id);
+  await tx.query(`DELETE FROM community_reactions WHERE target_type = 'comment' AND target_id = ANY($1::text[])`, [
+    ids,
+  ]);
+  await tx.query('DELETE FROM community_comments WHERE id = ANY($1::text[])', [ids]);
+  return rows.map((r) => ({ commentId: r.id, postId: r.post_id, authorId: r.author_id, notifiedId: r.notified_id }));
+}
+
+/** Takes a reaction back; undefined when there is no such reaction. */
+export async function removeReaction(
+  tx: PoolClient,
+  reactionId: string,
+): Promise<{ actorId: string; targetType: 'post' | 'comment'; targetId: string; emoji: string } | undefined> {
+  const { rows } = await tx.query<{
+    actor_id: string;
+    target_type: 'post' | 'comment';
+    target_id: string;
+    emoji: string;
+  }>('DELETE FROM community_reactions WHERE id = $1 RETURNING actor_id, target_type, target_id, emoji', [reactionId]);
+  const r = rows[0];
+  return r ? { actorId: r.actor_id, targetType: r.target_type, targetId: r.target_id, emoji: r.emoji } : undefined;
+}
