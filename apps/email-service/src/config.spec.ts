@@ -62,6 +62,21 @@ describe('configuration', () => {
     expect(() => loadEmailConfig({ DIGEST_PERIOD: 'weekly' })).toThrow(/DIGEST_PERIOD/);
   });
 
+  it('delivery timing: delay-then-check off and the daily digest at local midnight by default, bounds naming the variable', () => {
+    expect(loadEmailConfig({})).toMatchObject({
+      EMAIL_READ_CHECK_DELAY_MS: 0,
+      EMAIL_READ_CHECK_TIMEOUT_MS: 2_000,
+      DIGEST_LOCAL_HOUR: 0,
+    });
+    expect(loadEmailConfig({ EMAIL_READ_CHECK_DELAY_MS: '120000', DIGEST_LOCAL_HOUR: '8' })).toMatchObject({
+      EMAIL_READ_CHECK_DELAY_MS: 120_000,
+      DIGEST_LOCAL_HOUR: 8,
+    });
+    expect(() => loadEmailConfig({ DIGEST_LOCAL_HOUR: '24' })).toThrow(/DIGEST_LOCAL_HOUR/);
+    expect(() => loadEmailConfig({ EMAIL_READ_CHECK_DELAY_MS: '7200000' })).toThrow(/EMAIL_READ_CHECK_DELAY_MS/);
+    expect(() => loadEmailConfig({ EMAIL_READ_CHECK_TIMEOUT_MS: '10' })).toThrow(/EMAIL_READ_CHECK_TIMEOUT_MS/);
+  });
+
   it('refuses a holder declared dead after fewer than three heartbeats, naming the variable', () => {
     expect(loadEmailConfig({})).toMatchObject({
       EMAIL_HEARTBEAT_INTERVAL_MS: 5_000,

@@ -130,6 +130,36 @@ export const EMAIL_CONFIG_SPEC = [
   { name: 'USER_ADDRESS_GRACE_MS', kind: 'duration-ms', default: 300_000, min: 0 },
 
   { name: 'DIGEST_PERIOD', kind: 'enum', values: ['daily', 'hourly'], default: 'daily' },
+  // Daily digests go out at this hour of each user's own time zone (user.upserted's timezone, UTC
+  // when absent); 0 is what daily digests did before time zones (UTC midnight). Hourly digests stay
+  // UTC-aligned. docs/EMAIL.md "Delivery timing".
+  {
+    name: 'DIGEST_LOCAL_HOUR',
+    kind: 'int',
+    default: 0,
+    min: 0,
+    max: 23,
+    description: "the hour (0-23) of the user's own time zone at which the daily digest goes out",
+  },
+  // Delay-then-check (docs/EMAIL.md "Delivery timing"): a non-critical immediate email waits this
+  // long after it arrived, then goes out only if the user has not read it in the app meanwhile
+  // (notification-service's read state). 0: sent at once, no check. Security alerts never wait.
+  {
+    name: 'EMAIL_READ_CHECK_DELAY_MS',
+    kind: 'duration-ms',
+    default: 0,
+    min: 0,
+    max: 3_600_000,
+    description: 'hold a non-critical immediate email this long, then skip it if read in the app (0: off)',
+  },
+  {
+    name: 'EMAIL_READ_CHECK_TIMEOUT_MS',
+    kind: 'duration-ms',
+    default: 2_000,
+    min: 100,
+    max: 30_000,
+    description: "the read-state call's budget; a check that fails or times out sends the email anyway",
+  },
   { name: 'DIGEST_FLUSH_INTERVAL_MS', kind: 'duration-ms', default: 60_000, min: 10 },
   { name: 'DIGEST_MAX_ATTEMPTS', kind: 'int', default: 8, min: 1 },
   { name: 'DIGEST_BATCH_SIZE', kind: 'int', default: 100, min: 1, max: 10_000 },

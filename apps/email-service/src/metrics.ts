@@ -23,6 +23,8 @@ export interface EmailMetrics {
   providerBreakerTransitions: Counter<'provider' | 'to'>;
   digestWindows: Counter<'outcome'>;
   suppressionSyncs: Counter<'outcome'>;
+  held: Counter<'reason'>;
+  readChecks: Counter<'outcome'>;
 }
 
 const cache = new WeakMap<Registry, EmailMetrics>();
@@ -134,6 +136,18 @@ export function emailMetrics(registry: Registry): EmailMetrics {
     suppressionSyncs: new Counter({
       name: 'email_suppression_syncs_total',
       help: 'Opt-outs pushed to notification-service preferences, by outcome',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    held: new Counter({
+      name: 'email_held_total',
+      help: 'Immediate emails held in the ledger before sending, by reason (quiet_hours, read_check)',
+      labelNames: ['reason'],
+      registers,
+    }),
+    readChecks: new Counter({
+      name: 'email_read_checks_total',
+      help: 'Held emails checked against the in-app read state when due, by outcome (unread: sent, read: not sent, failed: the check failed and the email was sent anyway)',
       labelNames: ['outcome'],
       registers,
     }),

@@ -9,12 +9,14 @@ import {
   brokerDetails,
   databaseAnswers,
   readinessState,
+  ReadStateClient,
   type ReadinessState,
   serviceMessaging,
 } from '@community/service';
 import { buildApp } from './app';
 import { legacyTokensUntil, SERVICE_NAME, type EmailConfig } from './config';
 import { createComposer } from './delivery/compose';
+import { sendDueHeld, type HeldDeps } from './delivery/held';
 import { HolderHeartbeat } from './delivery/holder';
 import { flushDueWindows, sendDueDigests, type DigestJobDeps } from './digest/digest-jobs';
 import { Ticker } from './digest/ticker';
@@ -137,6 +139,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     holder,
     breakerMaxHoldMs: config.SMTP_BREAKER_MAX_HOLD_MS,
     userGraceMs: config.USER_ADDRESS_GRACE_MS,
+    readCheckDelayMs: config.EMAIL_READ_CHECK_DELAY_MS,
     digestPeriod: config.DIGEST_PERIOD,
     now: clock,
   };
@@ -197,6 +200,20 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     batchSize: config.DIGEST_BATCH_SIZE,
     concurrency: config.SMTP_POOL_SIZE,
   };
+  // Delay-then-check (docs/EMAIL.md "Delivery timing"): asked with email-service's own service key.
+  const heldDeps: HeldDeps = {
+    ...digestJobs,
+    logger: logger.child({ component: 'held-email' }),
+    readState:
+      config.EMAIL_READ_CHECK_DELAY_MS > 0
+        ? new ReadStateClient({
+            baseUrl: config.NOTIFICATION_SERVICE_URL,
+            signingKey: config.EMAIL_SERVICE_SIGNING_KEY,
+            issuer: 'email-service',
+            timeoutMs: config.EMAIL_READ_CHECK_TIMEOUT_MS,
+          })
+        : undefined,
+  };
   const preferences = new PreferencesClient(config.NOTIFICATION_SERVICE_URL, config.EMAIL_SERVICE_SIGNING_KEY);
   const syncDeps = { pool, preferences, metrics, logger: logger.child({ component: 'preferences-sync' }) };
   const ticker = new Ticker({
@@ -206,6 +223,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     steps: [
       { name: 'flush-digest-windows', run: (now) => flushDueWindows(digestJobs, now) },
       { name: 'send-digests', run: (now) => sendDueDigests(digestJobs, now) },
+      { name: 'send-held-emails', run: (now) => sendDueHeld(heldDeps, now) },
       { name: 'sync-opt-outs', run: (now) => syncDueSuppressions(syncDeps, now) },
     ],
   });

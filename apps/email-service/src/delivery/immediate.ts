@@ -11,6 +11,7 @@ import {
   type Facts,
   type StepResult,
 } from '../domain/immediate-delivery';
+import { holdFor } from '../domain/delivery-timing';
 import type { EmailMetrics } from '../metrics';
 import { SmtpProviderUnavailableError } from '../smtp/errors';
 import type { ProviderName } from '../smtp/provider-name';
@@ -35,6 +36,8 @@ export interface ImmediateDeps {
   holder?: ledger.LeaseHolder;
   breakerMaxHoldMs: number;
   userGraceMs: number;
+  /** EMAIL_READ_CHECK_DELAY_MS: hold non-critical email this long after arrival, then check the read state (0: off). */
+  readCheckDelayMs: number;
   now: () => Date;
 }
 
@@ -86,6 +89,24 @@ export async function deliverImmediate(
     deps.metrics.undeliverable.inc({ reason: user ? 'empty_address' : 'unknown_user' });
     ctx.logger.warn({ idempotencyKey: d.idempotencyKey, reason }, 'email undeliverable: recorded as failed');
     return 'skipped';
+  }
+
+  // Quiet hours or delay-then-check (docs/EMAIL.md "Delivery timing"): the email waits in the
+  // ledger and the ticker sends it when due (delivery/held.ts); this message is done.
+  const hold = holdFor(d, deps.now(), deps.readCheckDelayMs);
+  if (hold) {
+    const held = await ledger.recordHeld(deps.pool, row, hold.until, {
+      type: d.type,
+      notificationId: d.notificationId,
+      actorId: d.actorId,
+      resourceType: d.resourceType,
+      excerpt: d.excerpt,
+      decidedAt: event.occurredAt,
+    });
+    if (!held) return 'duplicate';
+    deps.metrics.held.inc({ reason: hold.reason });
+    ctx.logger.debug({ idempotencyKey: d.idempotencyKey, until: hold.until, reason: hold.reason }, 'email held');
+    return 'processed';
   }
 
   const actorName = d.actorId ? people.get(d.actorId)?.displayName : undefined;

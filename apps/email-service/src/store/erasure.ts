@@ -29,11 +29,12 @@ export interface ErasureCounts {
  * - email_deliveries (the ledger): KEPT, with smtp_response and last_error set to NULL (they can
  *   quote the address). A row is what prevents sending the same notification twice (unique on
  *   idempotency key and channel) and says what was sent; it holds the user id and the key, no
- *   address and no content. A row still pending (held by the breaker, waiting for a retry or the
+ *   address and no content (the notification of a held email, `held`, is removed). A row still pending (held by the breaker, waiting for a retry or the
  *   digest scheduler) is suppressed, so it is never sent; a row being sent right now finishes.
  * - email_digest_windows and email_digest_items of the user: deleted (their deliveries keep their
  *   ledger rows; digest_window_id becomes NULL by its foreign key).
- * - Items in OTHER users' digests whose actor is the erased user: actor_id and excerpt set to NULL.
+ * - Items in OTHER users' digests, and their held emails, whose actor is the erased user: without
+ *   the actor and the excerpt.
  * - email_suppressions (the unsubscribe state): deleted; with no address nothing is sent anyway.
  */
 export async function eraseUser(
@@ -58,7 +59,7 @@ export async function eraseUser(
     [userId],
   );
   const deliveries = await tx.query(
-    `UPDATE email_deliveries SET smtp_response = NULL, last_error = CASE WHEN state = 'suppressed' AND last_error LIKE 'erased:%' THEN last_error END
+    `UPDATE email_deliveries SET smtp_response = NULL, held = NULL, last_error = CASE WHEN state = 'suppressed' AND last_error LIKE 'erased:%' THEN last_error END
       WHERE user_id = $1`,
     [userId],
   );
@@ -66,6 +67,11 @@ export async function eraseUser(
   const digestWindows = await tx.query(`DELETE FROM email_digest_windows WHERE user_id = $1`, [userId]);
   const anonymisedItems = await tx.query(
     `UPDATE email_digest_items SET actor_id = NULL, excerpt = NULL WHERE actor_id = $1`,
+    [userId],
+  );
+  // Held emails of OTHER users (delivery timing) about the erased user: no actor, no excerpt.
+  await tx.query(
+    `UPDATE email_deliveries SET held = held - 'actorId' - 'excerpt' WHERE held->>'actorId' = $1 AND state = 'pending'`,
     [userId],
   );
   const suppressions = await tx.query(`DELETE FROM email_suppressions WHERE user_id = $1`, [userId]);

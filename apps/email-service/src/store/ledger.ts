@@ -307,3 +307,96 @@ export async function recordSuppressed(pool: Pool, d: NewDelivery, reason: strin
     [d.idempotencyKey, d.channel, d.userId, d.messageId, d.notificationType ?? null, d.notificationId ?? null, reason],
   );
 }
+
+/**
+ * A held immediate email (docs/EMAIL.md "Delivery timing"): what it is composed from when it is
+ * due. Only ids and the excerpt; names and the address are read from the projection then.
+ */
+export interface HeldNotification {
+  type: string;
+  notificationId: string;
+  actorId?: string;
+  resourceType: string;
+  excerpt?: string;
+  /** notification-service's decision time (the event's occurredAt), compared with opt-outs. */
+  decidedAt: string;
+}
+
+/**
+ * Holds an immediate email in the ledger until `notBefore`: a `pending` row with next_attempt_at
+ * and the notification to compose it from; the ticker sends it then (`claimDueHeld`). A copy of
+ * the same notification changes nothing (the first arrival's time stands), except on a row that a
+ * new delivery may re-attempt: `failed`, or `pending` left by an attempt of the broker's (no hold
+ * yet), which become held. Returns false when nothing changed (a duplicate).
+ */
+export async function recordHeld(
+  pool: Pool,
+  d: NewDelivery,
+  notBefore: Date,
+  held: HeldNotification,
+): Promise<boolean> {
+  const res = await pool.query(
+    `INSERT INTO email_deliveries
+       (idempotency_key, channel, user_id, message_id, notification_type, notification_id, state, next_attempt_at, held)
+     VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $8::jsonb)
+     ON CONFLICT (idempotency_key, channel) DO UPDATE
+       SET state = 'pending', held = EXCLUDED.held, updated_at = now(),
+           next_attempt_at = CASE WHEN email_deliveries.state = 'failed' THEN EXCLUDED.next_attempt_at
+                                  ELSE COALESCE(email_deliveries.next_attempt_at, EXCLUDED.next_attempt_at) END
+     WHERE email_deliveries.state = 'failed' OR (email_deliveries.state = 'pending' AND email_deliveries.held IS NULL)`,
+    [
+      d.idempotencyKey,
+      d.channel,
+      d.userId,
+      d.messageId,
+      d.notificationType ?? null,
+      d.notificationId ?? null,
+      notBefore,
+      JSON.stringify(held),
+    ],
+  );
+  return res.rowCount === 1;
+}
+
+export interface HeldLease extends Lease {
+  idempotencyKey: string;
+  userId: string;
+  held: HeldNotification;
+}
+
+/**
+ * Claims held immediate emails that are due (pending with next_attempt_at reached, or sending with
+ * a takeable lease: the ticker that had it died), as `claimDueDigests` does for digests: SKIP
+ * LOCKED, each attempt bound to its provider, rows bound to a provider that cannot send now left
+ * for the next tick. Ordered by user, so one read-state call asks about a user's keys together.
+ */
+export async function claimDueHeld(
+  pool: Pool,
+  now: Date,
+  limit: number,
+  leaseMs: number,
+  holder?: LeaseHolder,
+): Promise<HeldLease[]> {
+  const usable = holder?.usable?.() ?? null;
+  const res = await pool.query<HeldLease>(
+    `UPDATE email_deliveries d
+        SET state = 'sending', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
+            lease_until = now() + $3::float8 * interval '1 millisecond', lease_holder = $4::uuid,
+            takeover = ${takeoverOf('c')}, attempt_provider = ${attemptProviderOf('c', '$5')},
+            pinned_provider = ${pinOf('c')}, updated_at = now()
+       FROM (
+        SELECT id, state, lease_until, attempt_provider, pinned_provider FROM email_deliveries e
+         WHERE channel = 'immediate' AND held IS NOT NULL
+           AND ((state = 'pending' AND next_attempt_at <= $1) OR ${takeable('e', '$4')})
+           AND ($6::email_provider[] IS NULL OR ${pinOf('e')} IS NULL OR ${pinOf('e')} = ANY($6::email_provider[]))
+         ORDER BY user_id, next_attempt_at
+         LIMIT $2
+         FOR UPDATE SKIP LOCKED) c
+      WHERE d.id = c.id
+      RETURNING d.id::text AS id, d.lease_token::text AS token, d.attempts, d.message_id AS "messageId",
+                d.attempt_provider::text AS provider, d.pinned_provider::text AS pinned,
+                d.idempotency_key AS "idempotencyKey", d.user_id AS "userId", d.held`,
+    [now, limit, leaseMs, holder?.id ?? null, holder?.preferred?.() ?? 'primary', usable],
+  );
+  return res.rows;
+}

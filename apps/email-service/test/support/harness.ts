@@ -124,8 +124,9 @@ export function userUpserted(
   email: string,
   displayName: string,
   occurredAt: Date = new Date(),
+  more: { locale?: string; timezone?: string } = {},
 ): EventOf<'user.upserted'> {
-  return buildEvent('user.upserted', { userId, email, displayName }, { producer: 'test', occurredAt });
+  return buildEvent('user.upserted', { userId, email, displayName, ...more }, { producer: 'test', occurredAt });
 }
 
 export interface NotificationInput {
@@ -137,6 +138,11 @@ export interface NotificationInput {
   idempotencyKey?: string;
   notificationId?: string;
   occurredAt?: Date;
+  /** The end of the user's quiet hours (delivery timing). */
+  quietUntil?: Date;
+  groupKey?: string;
+  resourceType?: string;
+  resourceId?: string;
 }
 
 export function notificationCreated(n: NotificationInput): EventOf<'notification.created'> {
@@ -150,10 +156,12 @@ export function notificationCreated(n: NotificationInput): EventOf<'notification
       type,
       idempotencyKey: n.idempotencyKey ?? `${type}:${notificationId}:${n.userId}`,
       actorId: n.actorId,
-      resourceType: type === 'follow' ? 'user' : 'comment',
-      resourceId: `r-${notificationId}`,
+      resourceType: n.resourceType ?? (type === 'follow' ? 'user' : 'comment'),
+      resourceId: n.resourceId ?? `r-${notificationId}`,
       emailChannel: n.emailChannel ?? 'immediate',
       excerpt: n.excerpt,
+      ...(n.quietUntil ? { quietUntil: n.quietUntil.toISOString() } : {}),
+      ...(n.groupKey ? { groupKey: n.groupKey } : {}),
     },
     { producer: 'notification-service', occurredAt: n.occurredAt },
   );
