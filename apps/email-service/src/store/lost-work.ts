@@ -39,7 +39,8 @@ export interface LeaseRowRef {
 }
 
 /**
- * A SELECT of the immediate ledger rows left `sending` whose lease expired in [since, until): the
+ * A SELECT of the immediate ledger rows left `sending` whose lease expired in [since, until) (held
+ * emails aside: the ticker, not a message, takes those over): the
  * message that drives each (and would take the lease over) is gone. Columns `key` (the idempotency
  * key), `at` (lease_until) and the caller's `select` columns over its `join` (the envelope of the
  * key, which this service does not keep).
@@ -51,7 +52,7 @@ export function expiredLeasesSql(
 ): string {
   const l = lookup({ userId: 'd.user_id', idempotencyKey: 'd.idempotency_key' });
   return `SELECT d.idempotency_key AS key, d.lease_until AS at, ${l.select} FROM email_deliveries d ${l.join}
-           WHERE d.channel = 'immediate' AND d.state = 'sending' AND d.lease_until >= ${bind(w.since)} AND d.lease_until < ${bind(w.until)}`;
+           WHERE d.channel = 'immediate' AND d.held IS NULL AND d.state = 'sending' AND d.lease_until >= ${bind(w.since)} AND d.lease_until < ${bind(w.until)}`;
 }
 
 /** Deliveries left `sending` whose lease expired longer than `graceMs` ago without a takeover. */
