@@ -1,6 +1,6 @@
 // The operations tools the test suite drives for real (`npm test` only; `npm start` needs none):
 // promtool and amtool check the alert rules and Alertmanager config, kubectl renders the kustomize
-// overlays, Chromium runs the DLQ console's browser test, prometheus scrapes the running stack,
+// overlays, Chromium runs the browser tests (the DLQ console, the push page and its worker), prometheus scrapes the running stack,
 // pgbouncer fronts Postgres in transaction mode for one test, haproxy fronts the cluster fault suite's
 // RabbitMQ cluster.
 // Missing ones are installed from Debian's packages when we can (root on Debian); otherwise the
@@ -15,7 +15,7 @@ export const TOOLS = [
   { bin: 'prometheus', apt: 'prometheus', why: 'the dashboard query test scrapes the running stack' },
   { bin: 'amtool', apt: 'prometheus-alertmanager', why: 'Alertmanager config check' },
   { bin: 'kubectl', apt: 'kubectl', why: 'renders the kustomize overlays' },
-  { bin: 'chromium', apt: 'chromium', why: 'the DLQ console browser test' },
+  { bin: 'chromium', apt: 'chromium', why: 'the browser tests of the DLQ console and the push page' },
   // Debian installs it in /usr/sbin, which findBin also searches.
   {
     bin: 'pgbouncer',
