@@ -83,6 +83,61 @@ it('pushes once per notification, even when notification.created arrives twice: 
   expect(push.refused).toEqual([]);
 });
 
+it("a group's members: one push each, the latest member's text, with the group's Topic and tag", async () => {
+  const sub = await subscribed('ana');
+  const groupKey = 'reaction:post:p-7:2026-12-04';
+  // Reactions push only when the user turned their push on.
+  const first = notificationCreated({
+    userId: 'ana',
+    type: 'reaction',
+    resourceType: 'post',
+    push: true,
+    groupKey,
+    excerpt: '👍',
+  });
+  const second = notificationCreated({
+    userId: 'ana',
+    type: 'reaction',
+    resourceType: 'post',
+    push: true,
+    groupKey,
+    excerpt: '🎉',
+  });
+  const alone = notificationCreated({ userId: 'ana', type: 'mention' });
+  await publishAndWait(first);
+  await eventually('first sent', async () => (await ledger(first.data.idempotencyKey))[0]?.state === 'sent');
+  await publishAndWait(second, alone);
+  await eventually('all sent', async () => {
+    for (const e of [second, alone]) if ((await ledger(e.data.idempotencyKey))[0]?.state !== 'sent') return false;
+    return true;
+  });
+
+  const got = push.for(sub);
+  expect(got).toHaveLength(3);
+  const byId = (e: typeof first) => got.find((r) => JSON.parse(r.plaintext).notificationId === e.data.notificationId);
+  const [a, b, c] = [byId(first), byId(second), byId(alone)];
+  const groupTopic = topicFor(groupKey);
+  expect(a?.headers.topic).toBe(groupTopic);
+  expect(b?.headers.topic).toBe(groupTopic);
+  expect(JSON.parse(a?.plaintext ?? '')).toMatchObject({
+    tag: groupTopic,
+    title: 'Someone reacted to your post',
+    body: '👍',
+  });
+  // The event says nothing of the group's size or actors: the push is the latest member's.
+  expect(JSON.parse(b?.plaintext ?? '')).toEqual({
+    title: 'Someone reacted to your post',
+    body: '🎉',
+    url: `${PUBLIC_BASE_URL}/notifications/${second.data.notificationId}`,
+    tag: groupTopic,
+    notificationId: second.data.notificationId,
+    type: 'reaction',
+  });
+  // An ungrouped notification keeps its own.
+  expect(c?.headers.topic).toBe(topicFor(alone.data.idempotencyKey));
+  expect(JSON.parse(c?.plaintext ?? '').tag).toBe(topicFor(alone.data.idempotencyKey));
+});
+
 it("a push to each of the user's browsers, and none to anyone else's", async () => {
   const one = await subscribed('bea');
   const two = await subscribed('bea');

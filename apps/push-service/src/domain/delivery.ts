@@ -39,6 +39,8 @@ export const TOPIC_LENGTH = 32;
  * 32 characters: 192 bits). A push service replaces a message it still holds with a newer one of
  * the same topic, so a re-send of the same notification (after a crash in the window between the
  * push service's 201 and our ledger's `sent`) replaces the first copy instead of being shown twice.
+ * A grouped notification's topic is its group key's instead (the handler passes it): the next
+ * member replaces the previous one still held, as the payload's tag replaces it on the device.
  */
 export function topicFor(idempotencyKey: string): string {
   return createHash('sha256').update(idempotencyKey, 'utf8').digest('base64url').slice(0, TOPIC_LENGTH);

@@ -44,7 +44,9 @@ export function notificationCreatedHandler(deps: CreatedDeps): Handler<EventOf<'
         userId: d.userId,
         notificationId: d.notificationId,
         notificationType: d.type,
-        topic: topicFor(d.idempotencyKey),
+        // A group's members share the Topic as they share the payload's tag: a push service still
+        // holding the previous member replaces it, as the device replaces the one it shows.
+        topic: topicFor(d.groupKey ?? d.idempotencyKey),
         ttlSeconds: TTL_SECONDS[d.type],
         urgency: URGENCY[d.type],
         payload: formatPush(d, deps.publicBaseUrl),
