@@ -7,6 +7,7 @@ import { buildServer, type AuthSettings, type ReadinessProbe } from '@community/
 import { inboxGuards, registerAuth } from './http/auth';
 import { registerNotificationRoutes } from './http/notification-routes';
 import { registerPreferenceRoutes } from './http/preference-routes';
+import { registerReadStateRoute } from './http/read-state-route';
 import { registerStreamRoute } from './http/stream-route';
 import type { NotificationMetrics } from './metrics';
 import type { InboxHub } from './sse/hub';
@@ -19,8 +20,10 @@ export interface AppDeps {
   hub: InboxHub;
   /** Who may call (JWT_SECRET, ADMIN_KEYS, …): `authSettingsFrom(SERVICE_NAME, config)`. */
   auth: AuthSettings;
-  /** email-service's public key: its opt-out service tokens (EMAIL_SERVICE_VERIFY_KEY). */
+  /** email-service's public key: its opt-out and read-state service tokens (EMAIL_SERVICE_VERIFY_KEY). */
   emailServiceVerifyKey: string;
+  /** push-service's public key: its read-state service tokens (PUSH_SERVICE_VERIFY_KEY). */
+  pushServiceVerifyKey: string;
   readiness: ReadinessProbe;
   /** Shown in /readyz without deciding it (e.g. the broker blocking publishes: a broker-wide alarm). */
   readinessDetails?: () => Record<string, unknown>;
@@ -36,10 +39,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     dependencyErrors: [pgUnavailable],
   });
   registerAuth(app, deps.auth);
-  const guards = inboxGuards(deps.emailServiceVerifyKey);
+  const guards = inboxGuards({ emailService: deps.emailServiceVerifyKey, pushService: deps.pushServiceVerifyKey });
   registerNotificationRoutes(app, { ...deps, guards });
   registerPreferenceRoutes(app, { ...deps, guards });
   registerStreamRoute(app, { ...deps, guards });
+  registerReadStateRoute(app, { ...deps, guards });
   // preClose runs before the server stops accepting and waits for open connections: SSE streams
   // never end on their own, so end them here (clients reconnect to another replica and resume).
   app.addHook('preClose', async () => deps.hub.closeStreams());

@@ -2,6 +2,7 @@ import {
   commonConfig,
   ConfigError,
   DEV_EMAIL_SERVICE_VERIFY_KEY,
+  DEV_PUSH_SERVICE_VERIFY_KEY,
   ed25519KeyIssue,
   loadConfig,
   type ConfigOf,
@@ -78,7 +79,17 @@ export const NOTIFICATION_CONFIG = [
     kind: 'string',
     default: DEV_EMAIL_SERVICE_VERIFY_KEY,
     refuseDefaultInProduction: true,
-    description: "email-service's Ed25519 public key (PEM) for its opt-out service tokens",
+    description: "email-service's Ed25519 public key (PEM) for its opt-out and read-state service tokens",
+  },
+  // push-service's public key (Ed25519, PEM): its service tokens may ask POST
+  // /v1/internal/read-state which notifications the user has read, nothing else
+  // (docs/NOTIFICATIONS.md "Delivery timing").
+  {
+    name: 'PUSH_SERVICE_VERIFY_KEY',
+    kind: 'string',
+    default: DEV_PUSH_SERVICE_VERIFY_KEY,
+    refuseDefaultInProduction: true,
+    description: "push-service's Ed25519 public key (PEM) for its read-state service tokens",
   },
 ] as const satisfies ConfigSpec;
 
@@ -87,7 +98,10 @@ export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
 export function loadNotificationConfig(env: Record<string, string | undefined> = process.env): NotificationConfig {
   // Inbox retention (processed_events) runs in the reconciler (docs/RECONCILER.md "Retention").
   const config = loadConfig(NOTIFICATION_CONFIG, env);
-  const issue = ed25519KeyIssue('EMAIL_SERVICE_VERIFY_KEY', 'public', config.EMAIL_SERVICE_VERIFY_KEY);
-  if (issue) throw new ConfigError([issue]);
+  const issues = [
+    ed25519KeyIssue('EMAIL_SERVICE_VERIFY_KEY', 'public', config.EMAIL_SERVICE_VERIFY_KEY),
+    ed25519KeyIssue('PUSH_SERVICE_VERIFY_KEY', 'public', config.PUSH_SERVICE_VERIFY_KEY),
+  ].filter((i) => i !== undefined);
+  if (issues.length) throw new ConfigError(issues);
   return config;
 }

@@ -37,6 +37,8 @@ export interface NotificationServiceDeps {
   sseBacklogLimit?: number;
   /** The batch deadline (BATCH_TIMEOUT_MS); tests of the deadline itself use a short one. */
   batchTimeoutMs?: number;
+  /** "Now" for quiet hours (notification.created `quietUntil`); tests fix it. Default: the system clock. */
+  clock?: () => Date;
 }
 
 export interface NotificationService {
@@ -75,7 +77,7 @@ export function createNotificationService(
   let relay: OutboxRelay | undefined;
   if (deps.messaging !== false) {
     messaging = serviceMessaging(config, { service: SERVICE_NAME, topology: deps.topology, logger, registry });
-    registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS);
+    registerConsumers(messaging, config, pool, metrics, deps.batchTimeoutMs ?? BATCH_TIMEOUT_MS, deps.clock);
     relay = createRelay({
       pool,
       publisher: messaging.publisher,
@@ -108,6 +110,7 @@ export function createNotificationService(
     hub,
     auth: authSettingsFrom(SERVICE_NAME, config),
     emailServiceVerifyKey: config.EMAIL_SERVICE_VERIFY_KEY,
+    pushServiceVerifyKey: config.PUSH_SERVICE_VERIFY_KEY,
     readiness: async () => ({
       ...readiness.checks(),
       ...messaging?.readiness(),
@@ -156,6 +159,7 @@ function registerConsumers(
   pool: Pool,
   metrics: NotificationMetrics,
   batchTimeoutMs: number,
+  clock: (() => Date) | undefined,
 ): void {
   for (const queue of [CRITICAL_QUEUE, STANDARD_QUEUE]) {
     messaging.consume({
@@ -167,7 +171,7 @@ function registerConsumers(
         size: config.CONSUMER_BATCH_SIZE,
         maxWaitMs: config.CONSUMER_BATCH_WAIT_MS,
         concurrency: config.CONSUMER_BATCH_CONCURRENCY,
-        handle: createNotificationBatchHandler({ pool, consumer: queue, metrics, batchTimeoutMs }),
+        handle: createNotificationBatchHandler({ pool, consumer: queue, metrics, batchTimeoutMs, clock }),
       },
     });
   }

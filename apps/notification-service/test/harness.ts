@@ -63,6 +63,8 @@ export interface HarnessOptions {
   batchTimeoutMs?: number;
   /** COMMUNITY_TOPOLOGY unless given (e.g. with short retry tiers). */
   topology?: Topology;
+  /** "Now" of the batches (quiet hours), fixed by tests; default the system clock. */
+  clock?: () => Date;
 }
 
 /** The service's configuration against a test database and vhost (tunables sized for tests). */
@@ -103,6 +105,7 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
     sseBacklogLimit: options.backlogLimit,
     batchTimeoutMs: options.batchTimeoutMs,
     topology: options.topology,
+    clock: options.clock,
   });
   await service.start();
   const { app, pool, hub, metrics, messaging, relay } = service;

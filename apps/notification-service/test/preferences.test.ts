@@ -21,7 +21,7 @@ const put = (user: string, payload: unknown) =>
 it('answers the contract defaults for a user who chose nothing', async () => {
   const res = await get(`u-${randomUUID()}`);
   expect(res.statusCode).toBe(200);
-  expect(res.json()).toEqual({ preferences: DEFAULT_PREFERENCES });
+  expect(res.json()).toEqual({ preferences: DEFAULT_PREFERENCES, quietHours: null });
 });
 
 it('changes only the types and channels a PUT names, and keeps them', async () => {
@@ -34,9 +34,9 @@ it('changes only the types and channels a PUT names, and keeps them', async () =
     reaction: { inApp: false, email: 'off', push: false },
     follow: { inApp: false, email: 'digest', push: false },
   };
-  expect(second.json()).toEqual({ preferences: expected });
-  expect((await get(user)).json()).toEqual({ preferences: expected });
-  expect((await get(`u-${randomUUID()}`)).json()).toEqual({ preferences: DEFAULT_PREFERENCES });
+  expect(second.json()).toEqual({ preferences: expected, quietHours: null });
+  expect((await get(user)).json()).toEqual({ preferences: expected, quietHours: null });
+  expect((await get(`u-${randomUUID()}`)).json()).toEqual({ preferences: DEFAULT_PREFERENCES, quietHours: null });
 });
 
 it.each([
@@ -88,7 +88,7 @@ it.each([
     error: 'Bad Request',
     message: expect.stringMatching(reason),
   });
-  expect((await get(user)).json()).toEqual({ preferences: DEFAULT_PREFERENCES });
+  expect((await get(user)).json()).toEqual({ preferences: DEFAULT_PREFERENCES, quietHours: null });
 });
 
 it('accepts security_alert with its fixed values (a client echoing GET back)', async () => {
@@ -120,7 +120,7 @@ it('answers push per type (on for mention, reply, security alert; off for the di
     mention: { inApp: true, email: 'immediate', push: false },
     follow: { inApp: true, email: 'digest', push: true },
   };
-  expect(res.json()).toEqual({ preferences: expected });
+  expect(res.json()).toEqual({ preferences: expected, quietHours: null });
   // A later change of another channel keeps the push choice.
   await put(user, { preferences: { mention: { email: 'digest' } } });
   expect((await get(user)).json().preferences.mention).toEqual({ inApp: true, email: 'digest', push: false });

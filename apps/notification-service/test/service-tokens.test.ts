@@ -1,5 +1,9 @@
 import { createHmac, generateKeyPairSync } from 'node:crypto';
-import { DEV_EMAIL_SERVICE_SIGNING_KEY } from '@community/config';
+import {
+  DEV_EMAIL_SERVICE_SIGNING_KEY,
+  DEV_PUSH_SERVICE_SIGNING_KEY,
+  DEV_PUSH_SERVICE_VERIFY_KEY,
+} from '@community/config';
 import { createSigner } from 'fast-jwt';
 import { serviceTokenSigner } from '@community/service';
 import { loadNotificationConfig } from '../src/config';
@@ -51,6 +55,14 @@ it('reads any user preferences and turns email channels off', async () => {
 
 it('403 when it turns email on, touches in-app, or goes to another route', async () => {
   const token = optOutToken();
+  const quiet = await h.app.inject({
+    method: 'PUT',
+    url: '/v1/users/bob/preferences',
+    headers: { ...bearer(token), 'content-type': 'application/json' },
+    payload: JSON.stringify({ quietHours: { start: '22:00', end: '07:00' } }),
+  });
+  expect(quiet.statusCode).toBe(403);
+  expect(quiet.json().code).toBe('NS_SERVICE_FORBIDDEN');
   for (const body of [
     { mention: { email: 'immediate' } },
     { reply: { email: 'digest' } },
@@ -171,12 +183,29 @@ it('EMAIL_SERVICE_VERIFY_KEY: an Ed25519 public key, its development default ref
     /EMAIL_SERVICE_VERIFY_KEY: the development default is refused when NODE_ENV=production/,
   );
   const key = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const pushKey = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
   expect(
     loadNotificationConfig({
       NODE_ENV: 'production',
       JWT_SECRET: 'j'.repeat(40),
       ADMIN_KEYS: OPERATORS.adminKeys,
       EMAIL_SERVICE_VERIFY_KEY: key,
+      PUSH_SERVICE_VERIFY_KEY: pushKey,
     }).EMAIL_SERVICE_VERIFY_KEY.trim(),
   ).toBe(key.trim());
+});
+
+it('PUSH_SERVICE_VERIFY_KEY: the same rules, each naming the variable', () => {
+  expect(() => loadNotificationConfig({ PUSH_SERVICE_VERIFY_KEY: 'nope' })).toThrow(
+    /PUSH_SERVICE_VERIFY_KEY: not a PEM SPKI public key/,
+  );
+  expect(() => loadNotificationConfig({ PUSH_SERVICE_VERIFY_KEY: DEV_PUSH_SERVICE_SIGNING_KEY })).toThrow(
+    /PUSH_SERVICE_VERIFY_KEY: is a private key/,
+  );
+  const key = generateKeyPairSync('ed25519').publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  const production = { NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40), ADMIN_KEYS: OPERATORS.adminKeys };
+  expect(() => loadNotificationConfig({ ...production, EMAIL_SERVICE_VERIFY_KEY: key })).toThrow(
+    /PUSH_SERVICE_VERIFY_KEY: the development default is refused when NODE_ENV=production/,
+  );
+  expect(loadNotificationConfig({}).PUSH_SERVICE_VERIFY_KEY).toBe(DEV_PUSH_SERVICE_VERIFY_KEY);
 });

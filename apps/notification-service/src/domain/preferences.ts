@@ -6,9 +6,11 @@ import {
   NOTIFICATION_TYPES,
   PREFERENCE_LOCKED_TYPES,
   pushFor,
+  quietHoursIssue,
   type DecidedChannels,
   type EmailChannel,
   type NotificationType,
+  type QuietHours,
   type StoredPreference as ContractStoredPreference,
 } from '@community/contracts';
 
@@ -52,13 +54,21 @@ export interface PreferenceUpdate {
   push?: boolean;
 }
 
-export type ParseResult = { ok: true; updates: PreferenceUpdate[] } | { ok: false; message: string };
+export type ParseResult =
+  | {
+      ok: true;
+      updates: PreferenceUpdate[];
+      /** The new quiet hours (null: none any more); absent: unchanged. */
+      quietHours?: QuietHours | null;
+    }
+  | { ok: false; message: string };
 
 const CHANNELS = ['inApp', 'email', 'push'] as const;
 
 /**
- * Validates a PUT body: `{ "preferences": { "<type>": { "inApp"?: boolean, "email"?: channel, "push"?: boolean } } }`.
- * Only the given types and channels change. Every problem names the offending field and what is
+ * Validates a PUT body: `{ "preferences"?: { "<type>": { "inApp"?: boolean, "email"?: channel, "push"?: boolean } },
+ * "quietHours"?: { "start": "HH:MM", "end": "HH:MM" } | null }`, at least one of the two.
+ * Only the given types and channels change, and the quiet hours only when given. Every problem names the offending field and what is
  * allowed, so a 400 says exactly what to fix. A locked type (security_alert) may be sent only with
  * its fixed values: turning it off is refused rather than silently ignored.
  */
@@ -66,11 +76,23 @@ export function parsePreferencesUpdate(body: unknown): ParseResult {
   const fail = (message: string): ParseResult => ({ ok: false, message });
   if (!isPlainObject(body))
     return fail(
-      'body must be a JSON object: { "preferences": { "<type>": { "inApp"?: boolean, "email"?: "immediate" | "digest" | "off", "push"?: boolean } } }',
+      'body must be a JSON object: { "preferences"?: { "<type>": { "inApp"?: boolean, "email"?: "immediate" | "digest" | "off", "push"?: boolean } }, "quietHours"?: { "start": "HH:MM", "end": "HH:MM" } | null }',
     );
-  const extra = Object.keys(body).filter((k) => k !== 'preferences');
-  if (extra.length) return fail(`unknown field '${extra[0]}' in body (expected only 'preferences')`);
-  const prefs = body.preferences;
+  const extra = Object.keys(body).filter((k) => k !== 'preferences' && k !== 'quietHours');
+  if (extra.length) return fail(`unknown field '${extra[0]}' in body (expected 'preferences' and/or 'quietHours')`);
+  if (body.preferences === undefined && body.quietHours === undefined)
+    return fail("body must have 'preferences' and/or 'quietHours'");
+  let quietHours: QuietHours | null | undefined;
+  if (body.quietHours !== undefined) {
+    if (body.quietHours === null) quietHours = null;
+    else {
+      const issue = quietHoursIssue(body.quietHours);
+      if (issue !== undefined) return fail(issue);
+      const { start, end } = body.quietHours as unknown as QuietHours;
+      quietHours = { start, end };
+    }
+  }
+  const prefs = body.preferences ?? {};
   if (!isPlainObject(prefs)) return fail("'preferences' must be an object keyed by notification type");
   const updates: PreferenceUpdate[] = [];
   for (const [type, value] of Object.entries(prefs)) {
@@ -108,7 +130,7 @@ export function parsePreferencesUpdate(body: unknown): ParseResult {
     }
     if (update.inApp !== undefined || update.email !== undefined || update.push !== undefined) updates.push(update);
   }
-  return { ok: true, updates };
+  return quietHours === undefined ? { ok: true, updates } : { ok: true, updates, quietHours };
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

@@ -1,6 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
-import { buildEvent, onePerSlot, planNotifications, type AnyEvent, type EventOf } from '@community/contracts';
+import {
+  buildEvent,
+  onePerSlot,
+  planNotifications,
+  quietHoursEnd,
+  type AnyEvent,
+  type EventOf,
+  type NotificationType,
+  type QuietHours,
+} from '@community/contracts';
 import { classifyPgError, withTransaction } from '@community/db';
 import {
   classify,
@@ -17,7 +26,13 @@ import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import type { NotificationMetrics } from '../metrics';
 import { SERVICE_NAME } from '../config';
 import { transactionBudgetMs } from '../queues';
-import { claimAndLockInboxes, upsertUsers, writeNotifications, type NotificationRow } from '../store/ingest';
+import {
+  claimAndLockInboxes,
+  newestTimezones,
+  upsertUsers,
+  writeNotifications,
+  type NotificationRow,
+} from '../store/ingest';
 import { applyItemDelta, refreshItems, unreadItemsOf, type GroupRef } from '../store/items';
 import { handleUserErased } from './user-erased';
 import { handleRetraction } from './retraction';
@@ -29,6 +44,8 @@ export interface NotificationBatchDeps {
   metrics: NotificationMetrics;
   /** The runtime's deadline for one batch (the consumer's timeoutMs); the transactions end before it. */
   batchTimeoutMs: number;
+  /** "Now" for quiet hours: the instant a batch creates its notifications (default: the system clock). */
+  clock?: () => Date;
 }
 
 const HANDLED = new Set<AnyEvent['type']>([
@@ -51,7 +68,7 @@ const ON_THEIR_OWN = new Set<AnyEvent['type']>(['user.erased', 'comment.deleted'
  *    recipients' counter rows, advance their inbox versions, read their preferences (one statement);
  * 3. user.upserted → the display-name projection (only when the batch has some);
  * 4. apply preferences to the fresh events' notifications, keep one per slot, build each one's
- *    notification.created;
+ *    notification.created (with `quietUntil` when it is created in the user's quiet hours);
  * 5. insert the notifications (a higher rank replaces a lower one of its slot) + move the counters
  *    + NOTIFY the SSE hubs + notification.created into the outbox for the rows written (one
  *    statement); COMMIT. The runtime acks the messages only after this returns.
@@ -228,17 +245,23 @@ async function applyEvents(
   const users = events.filter((e): e is EventOf<'user.upserted'> => e.type === 'user.upserted' && fresh.has(e.id));
   if (users.length) {
     signal.throwIfAborted(); // no new statement after the deadline (withTransaction cancels a running one)
-    await upsertUsers(
-      tx,
-      users.map((e) => ({
-        userId: e.data.userId,
-        displayName: e.data.displayName,
-        locale: e.data.locale,
-        occurredAt: e.occurredAt,
-      })),
-    );
+    const upserts = users.map((e) => ({
+      userId: e.data.userId,
+      displayName: e.data.displayName,
+      locale: e.data.locale,
+      timezone: e.data.timezone,
+      occurredAt: e.occurredAt,
+    }));
+    await upsertUsers(tx, upserts);
     for (const e of users) outcomes.set(e.id, 'processed');
+    // The claim read the time zones before this batch's own upserts: a newer one here applies now.
+    for (const [userId, zone] of newestTimezones(upserts)) {
+      const inbox = inboxes.get(userId);
+      if (inbox && (inbox.userOccurredAt === null || Date.parse(zone.occurredAt) >= Date.parse(inbox.userOccurredAt)))
+        inbox.timezone = zone.timezone;
+    }
   }
+  const now = (deps.clock ?? (() => new Date()))();
 
   // Planned but not written (all duplicates by business key) → 'duplicate'; changed rows → 'processed'.
   const correlationOf = new Map(events.map((e) => [e.id, e.correlationId]));
@@ -254,7 +277,16 @@ async function applyEvents(
       outcomes.set(p.sourceEventId, 'skipped'); // the user wants no channel: nothing to record or send
       continue;
     }
-    rows.push({ ...p, id: randomUUID(), inApp: delivery.inApp, emailChannel: delivery.email, push: delivery.push });
+    const inbox = inboxes.get(p.userId);
+    const quietUntil = quietUntilOf(p.type, now, inbox?.quietHours ?? null, inbox?.timezone ?? null);
+    rows.push({
+      ...p,
+      id: randomUUID(),
+      inApp: delivery.inApp,
+      emailChannel: delivery.email,
+      push: delivery.push,
+      ...(quietUntil ? { quietUntil } : {}),
+    });
   }
   const unique = onePerSlot(rows);
   if (unique.length === 0) return outcomes;
@@ -316,8 +348,33 @@ function notificationCreated(r: NotificationRow, correlationId: string): EventOf
       excerpt: r.excerpt,
       groupKey: r.groupKey,
       push: r.push,
+      quietUntil: r.quietUntil,
     },
     // The source event's correlation id: one id follows a comment from the API to the email.
     { producer: SERVICE_NAME, correlationId },
   );
+}
+
+/**
+ * notification.created's `quietUntil` (docs/NOTIFICATIONS.md "Delivery timing"): the end of the
+ * user's quiet hours when `now` falls inside them, in the user's time zone (UTC when none is known).
+ * Never for a security alert: it goes out at once, whatever the hour. A zone the runtime no longer
+ * knows (the contract checked it against this runtime's ICU data on the way in) counts as UTC rather
+ * than failing the batch.
+ */
+export function quietUntilOf(
+  type: NotificationType,
+  now: Date,
+  quiet: QuietHours | null,
+  timezone: string | null,
+): string | undefined {
+  if (type === 'security_alert' || quiet === null) return undefined;
+  let end: Date | null;
+  try {
+    end = quietHoursEnd(now, quiet, timezone ?? 'UTC');
+  } catch (err) {
+    if (!(err instanceof RangeError) || timezone === null) throw err;
+    end = quietHoursEnd(now, quiet, 'UTC');
+  }
+  return end?.toISOString();
 }

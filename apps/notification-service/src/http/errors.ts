@@ -21,6 +21,11 @@ export const ERRORS = defineErrors('NS_', {
   },
   INVALID_BODY: { statusCode: 400, message: (message: string) => message },
   INVALID_PREFERENCES: { statusCode: 400, message: (message: string) => message },
+  SERVICE_TOKEN_REQUIRED: {
+    statusCode: 403,
+    message: (who: string, issuers: string, scope: string) =>
+      `${who} may not use this route: it takes a service token of ${issuers} with the scope '${scope}'`,
+  },
   TOO_MANY_STREAMS: {
     statusCode: 429,
     message: (max: number) =>

@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import type { EmailChannel, EventOf, NotificationType, PlannedNotification } from '@community/contracts';
+import type { EmailChannel, EventOf, NotificationType, PlannedNotification, QuietHours } from '@community/contracts';
 import { inboxClaim } from '@community/idempotency';
 import { outboxWrite, type TraceCarrier } from '@community/outbox';
 import sql, { raw, type Sql } from 'sql-template-tag';
@@ -12,7 +12,8 @@ import { RETRACTION_LOCK_KEY } from './retraction-lock';
  * (unnest arrays, never one statement per event), because under load every round trip to
  * PostgreSQL costs milliseconds of waiting (docs/BENCHMARKS.md):
  *
- * 1. claimAndLockInboxes: the inbox claim + the recipients' counter locks + their preferences;
+ * 1. claimAndLockInboxes: the inbox claim + the recipients' counter locks + their preferences,
+ *    quiet hours and time zone;
  * 2. writeNotifications: the rows + the counters + the SSE NOTIFY + the outbox rows + its NOTIFY.
  *
  * The order of the steps is the lock order every writer of a user's inbox follows: the counter row
@@ -31,6 +32,8 @@ export interface NotificationRow extends PlannedNotification {
   emailChannel: EmailChannel;
   /** Whether push-service pushes it (notification.created `push`; not stored here). */
   push: boolean;
+  /** Created in the user's quiet hours, which end then (notification.created `quietUntil`; not stored). */
+  quietUntil?: string;
   sourceEventId: string;
 }
 
@@ -54,6 +57,12 @@ export interface LockedInbox {
   /** The inbox version rows inserted in this transaction carry. */
   version: number;
   preferences: StoredPreference[];
+  /** The user's quiet hours (docs/NOTIFICATIONS.md "Delivery timing"); null: none. */
+  quietHours: QuietHours | null;
+  /** The user's IANA time zone from user.upserted; null: none known (UTC). */
+  timezone: string | null;
+  /** The occurredAt of the user.upserted the projection holds (null: none): a batch's own upsert wins only if newer. */
+  userOccurredAt: string | null;
 }
 
 export interface ClaimedAndLocked {
@@ -65,7 +74,7 @@ export interface ClaimedAndLocked {
 /**
  * In one statement: claims the events in the inbox (processed_events), locks each recipient's
  * counter row (creating it if needed), advances their inbox version and reads their stored
- * preferences. Rows are locked in user-id order, the order every writer uses, so concurrent batches
+ * preferences, their quiet hours (on the counter row) and their time zone (notification_users). Rows are locked in user-id order, the order every writer uses, so concurrent batches
  * never deadlock on each other.
  *
  * `userIds` are the recipients of every planned notification, a redelivered event's too (whether
@@ -86,6 +95,10 @@ export async function claimAndLockInboxes(
     in_app: boolean | null;
     email: string | null;
     push: boolean | null;
+    quiet_start: string | null;
+    quiet_end: string | null;
+    timezone: string | null;
+    user_occurred_at: Date | null;
   }>({
     // Named: prepared once per connection, planned once, not parsed again for every batch.
     name: 'ns-claim-and-lock',
@@ -99,12 +112,15 @@ export async function claimAndLockInboxes(
              SELECT u, 1 FROM unnest(${[...new Set(userIds)]}::text[]) AS t(u)
              WHERE EXISTS (SELECT 1 FROM guard) ORDER BY u
              ON CONFLICT (user_id) DO UPDATE SET version = c.version + 1, updated_at = now()
-             RETURNING c.user_id, c.version
+             RETURNING c.user_id, c.version, c.quiet_start, c.quiet_end
            )
-           SELECT event_id AS claimed, NULL AS user_id, NULL::int8 AS version, NULL AS type, NULL::bool AS in_app, NULL AS email, NULL::bool AS push FROM claimed
+           SELECT event_id AS claimed, NULL AS user_id, NULL::int8 AS version, NULL AS type, NULL::bool AS in_app, NULL AS email, NULL::bool AS push,
+                  NULL AS quiet_start, NULL AS quiet_end, NULL AS timezone, NULL::timestamptz AS user_occurred_at FROM claimed
            UNION ALL
-           SELECT NULL, l.user_id, l.version, p.type, p.in_app, p.email, p.push
-           FROM locked l LEFT JOIN notification_preferences p ON p.user_id = l.user_id`),
+           SELECT NULL, l.user_id, l.version, p.type, p.in_app, p.email, p.push,
+                  l.quiet_start, l.quiet_end, u.timezone, u.source_occurred_at
+           FROM locked l LEFT JOIN notification_preferences p ON p.user_id = l.user_id
+                         LEFT JOIN notification_users u ON u.user_id = l.user_id`),
   });
   const fresh = new Set<string>();
   const inboxes = new Map<string, LockedInbox>();
@@ -115,7 +131,18 @@ export async function claimAndLockInboxes(
     }
     const userId = r.user_id as string;
     let inbox = inboxes.get(userId);
-    if (!inbox) inboxes.set(userId, (inbox = { version: Number(r.version), preferences: [] }));
+    if (!inbox)
+      inboxes.set(
+        userId,
+        (inbox = {
+          version: Number(r.version),
+          preferences: [],
+          quietHours:
+            r.quiet_start !== null && r.quiet_end !== null ? { start: r.quiet_start, end: r.quiet_end } : null,
+          timezone: r.timezone,
+          userOccurredAt: r.user_occurred_at?.toISOString() ?? null,
+        }),
+      );
     if (r.type !== null)
       inbox.preferences.push({ type: r.type, inApp: r.in_app === true, email: r.email ?? '', push: r.push });
   }
@@ -279,10 +306,16 @@ export interface UserUpsert {
   userId: string;
   displayName: string;
   locale?: string;
+  /** IANA name; absent: the user's previous time zone stays. */
+  timezone?: string;
   occurredAt: string;
 }
 
-/** The display-name projection; last write wins on occurredAt, so a late older event changes nothing. */
+/**
+ * The display-name (and time-zone) projection; last write wins on occurredAt, so a late older event
+ * changes nothing. An upsert without a time zone keeps the one before it (the field is optional in
+ * the contract: a producer that does not know it must not reset it to UTC).
+ */
 export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<void> {
   // One row per user (ON CONFLICT DO UPDATE may not touch a row twice): the newest event wins.
   const newest = new Map<string, UserUpsert>();
@@ -290,13 +323,16 @@ export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<
     const seen = newest.get(u.userId);
     if (!seen || Date.parse(u.occurredAt) >= Date.parse(seen.occurredAt)) newest.set(u.userId, u);
   }
-  const list = [...newest.values()];
+  // The time zone of the newest upsert that carries one (one without keeps the previous one).
+  const zones = newestTimezones(users);
+  const list = [...newest.values()].map((u) => ({ ...u, timezone: zones.get(u.userId)?.timezone }));
   if (list.length === 0) return;
   await tx.query(
-    `INSERT INTO notification_users AS u (user_id, display_name, locale, source_occurred_at)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[]) ORDER BY 1
+    `INSERT INTO notification_users AS u (user_id, display_name, locale, source_occurred_at, timezone)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[]) ORDER BY 1
      ON CONFLICT (user_id) DO UPDATE
        SET display_name = EXCLUDED.display_name, locale = EXCLUDED.locale,
+           timezone = coalesce(EXCLUDED.timezone, u.timezone),
            source_occurred_at = EXCLUDED.source_occurred_at, updated_at = now()
        WHERE u.source_occurred_at <= EXCLUDED.source_occurred_at`,
     [
@@ -304,8 +340,21 @@ export async function upsertUsers(tx: PoolClient, users: UserUpsert[]): Promise<
       list.map((u) => u.displayName),
       list.map((u) => u.locale ?? null),
       list.map((u) => u.occurredAt),
+      list.map((u) => u.timezone ?? null),
     ],
   );
+}
+
+/** Per user, the time zone of the newest of `users` that carries one, and that upsert's occurredAt. */
+export function newestTimezones(users: readonly UserUpsert[]): Map<string, { timezone: string; occurredAt: string }> {
+  const zones = new Map<string, { timezone: string; occurredAt: string }>();
+  for (const u of users) {
+    if (u.timezone === undefined) continue;
+    const seen = zones.get(u.userId);
+    if (!seen || Date.parse(u.occurredAt) >= Date.parse(seen.occurredAt))
+      zones.set(u.userId, { timezone: u.timezone, occurredAt: u.occurredAt });
+  }
+  return zones;
 }
 
 /**
