@@ -141,6 +141,7 @@ export function createEmailService(config: EmailConfig, deps: EmailServiceDeps):
     userGraceMs: config.USER_ADDRESS_GRACE_MS,
     readCheckDelayMs: config.EMAIL_READ_CHECK_DELAY_MS,
     digestPeriod: config.DIGEST_PERIOD,
+    digestLocalHour: config.DIGEST_LOCAL_HOUR,
     now: clock,
   };
   const handleNotification = notificationCreatedHandler(handlerDeps);

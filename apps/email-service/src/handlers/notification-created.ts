@@ -9,6 +9,8 @@ import { isWithdrawn } from '../store/withdrawals';
 
 export interface NotificationHandlerDeps extends ImmediateDeps {
   digestPeriod: DigestPeriod;
+  /** DIGEST_LOCAL_HOUR: daily windows start at this hour of the user's time zone. */
+  digestLocalHour: number;
 }
 
 /** `email-service.send`: one notification.created → an email now, a digest item, or nothing. */
@@ -48,6 +50,7 @@ export function notificationCreatedHandler(deps: NotificationHandlerDeps): Handl
         },
         deps.digestPeriod,
         deps.now(),
+        deps.digestLocalHour,
       );
       return added === 'added' ? 'processed' : 'duplicate';
     }

@@ -4,6 +4,7 @@ import type { NotificationType } from '@community/contracts';
 import { TransientError } from '@community/messaging';
 import { digestKey, nextWindow, windowFor, type DigestPeriod } from '../domain/digest-window';
 import { ITEM_BLOCKED_SQL } from './suppressions';
+import { timeZoneOf } from './users';
 import { ITEM_WITHDRAWN_SQL } from './withdrawals';
 
 export interface DigestItemInput {
@@ -43,9 +44,22 @@ export async function addItem(
   item: DigestItemInput,
   period: DigestPeriod,
   now: Date,
+  digestHour = 0,
 ): Promise<'added' | 'duplicate'> {
   return withTransaction(pool, async (tx) => {
-    let { start, end } = windowFor(now, period);
+    // A daily window is the user's local day from the digest hour (domain/digest-window.ts).
+    const local = { timeZone: await timeZoneOf(tx, item.userId), hour: digestHour };
+    // The user's open window that contains now, if any: after a change of time zone (or of
+    // DIGEST_LOCAL_HOUR) the current window keeps collecting until its end, instead of a second,
+    // overlapping one starting; the next window follows the new setting.
+    const current = await tx.query<{ id: string }>(
+      `SELECT id::text AS id FROM email_digest_windows
+        WHERE user_id = $1 AND status = 'open' AND window_start <= $2 AND window_end > $2
+        ORDER BY window_start LIMIT 1 FOR UPDATE`,
+      [item.userId, now],
+    );
+    if (current.rows[0]) return insertItem(tx, item, current.rows[0].id);
+    let { start, end } = windowFor(now, period, local);
     for (let hops = 0; ; hops++) {
       const w = await tx.query<{ id: string; status: string }>(
         `INSERT INTO email_digest_windows (user_id, window_start, window_end) VALUES ($1, $2, $3)
@@ -60,7 +74,7 @@ export async function addItem(
           `digest windows of user ${item.userId} up to ${end.toISOString()} are already closed`,
           'DIGEST_CLOCK',
         );
-      ({ start, end } = nextWindow(end, period));
+      ({ start, end } = nextWindow(end, period, local));
     }
   });
 }
