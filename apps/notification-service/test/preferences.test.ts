@@ -144,3 +144,76 @@ it("a row stored before the push channel (push NULL) answers the type's default 
   expect(prefs.reply).toEqual({ inApp: false, email: 'digest', push: true });
   expect(prefs.reaction).toEqual({ inApp: true, email: 'off', push: false });
 });
+
+describe('quiet hours (docs/NOTIFICATIONS.md "Delivery timing")', () => {
+  it('none by default; a PUT sets them, keeps them across preference changes, and null removes them', async () => {
+    const user = `u-${randomUUID()}`;
+    expect((await get(user)).json().quietHours).toBeNull();
+    const set = await put(user, { quietHours: { start: '22:00', end: '07:00' } });
+    expect(set.statusCode).toBe(200);
+    expect(set.json()).toEqual({ preferences: DEFAULT_PREFERENCES, quietHours: { start: '22:00', end: '07:00' } });
+    // A change of channels only leaves them as they are, and both can change in one PUT.
+    await put(user, { preferences: { follow: { email: 'off' } } });
+    expect((await get(user)).json().quietHours).toEqual({ start: '22:00', end: '07:00' });
+    const both = await put(user, {
+      preferences: { reaction: { inApp: false } },
+      quietHours: { start: '13:00', end: '14:30' },
+    });
+    expect(both.json().quietHours).toEqual({ start: '13:00', end: '14:30' });
+    expect(both.json().preferences.reaction.inApp).toBe(false);
+    const { rows } = await h.pool.query('SELECT quiet_start, quiet_end FROM notification_counters WHERE user_id = $1', [
+      user,
+    ]);
+    expect(rows).toEqual([{ quiet_start: '13:00', quiet_end: '14:30' }]);
+    const cleared = await put(user, { quietHours: null });
+    expect(cleared.statusCode).toBe(200);
+    expect(cleared.json().quietHours).toBeNull();
+    expect((await get(user)).json().quietHours).toBeNull();
+  });
+
+  it('setting them creates no notification and leaves the inbox empty at version 0', async () => {
+    const user = `u-${randomUUID()}`;
+    await put(user, { quietHours: { start: '22:00', end: '07:00' } });
+    const count = await h.app.inject({
+      url: `/v1/users/${user}/notifications/unread-count`,
+      headers: bearer(h.token(user)),
+    });
+    expect(count.json()).toEqual({ count: 0, version: 0 });
+  });
+
+  it.each([
+    ['start == end', { start: '08:00', end: '08:00' }, /quietHours.start and quietHours.end are both 08:00/],
+    [
+      'an hour without its leading zero',
+      { start: '7:00', end: '08:00' },
+      /quietHours.start must be a 24-hour local time "HH:MM"/,
+    ],
+    [
+      '24:00',
+      { start: '22:00', end: '24:00' },
+      /quietHours.end must be a 24-hour local time "HH:MM" \(00:00 to 23:59\), got "24:00"/,
+    ],
+    ['a missing end', { start: '22:00' }, /quietHours.end must be .* got nothing/],
+    ['a stray field', { start: '22:00', end: '07:00', timezone: 'UTC' }, /unknown field 'timezone' in quietHours/],
+    ['a string', '22:00-07:00', /quietHours must be an object/],
+  ])(
+    'refuses %s with 400 NS_INVALID_PREFERENCES and the reason, changing nothing',
+    async (_what, quietHours, reason) => {
+      const user = `u-${randomUUID()}`;
+      await put(user, { quietHours: { start: '01:00', end: '02:00' } });
+      const res = await put(user, { preferences: { follow: { email: 'off' } }, quietHours });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ code: 'NS_INVALID_PREFERENCES', message: expect.stringMatching(reason) });
+      expect((await get(user)).json()).toEqual({
+        preferences: DEFAULT_PREFERENCES,
+        quietHours: { start: '01:00', end: '02:00' },
+      });
+    },
+  );
+
+  it('a body with neither preferences nor quietHours is refused', async () => {
+    const res = await put(`u-${randomUUID()}`, {});
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toMatch(/'preferences' and\/or 'quietHours'/);
+  });
+});
