@@ -8,6 +8,7 @@ import { renderDigest } from '../templates/digest';
 import { headerSafe } from '../templates/escape';
 import type { RenderedEmail } from '../templates/layout';
 import { renderNotification, type NotificationView } from '../templates/notification';
+import { langOf } from '../templates/strings';
 import {
   isUnsubscribeScope,
   unsubscribeUrl,
@@ -45,6 +46,7 @@ export class Composer {
     const rendered = renderNotification(view, {
       publicBaseUrl: this.options.publicBaseUrl,
       unsubscribeUrl: unsubscribe,
+      lang: langOf(user.locale),
     });
     const mail = this.envelope(
       user,
@@ -61,6 +63,7 @@ export class Composer {
       publicBaseUrl: this.options.publicBaseUrl,
       period: this.options.digestPeriod,
       unsubscribeUrl: unsubscribe,
+      lang: langOf(user.locale),
     });
     return this.envelope(
       user,

@@ -85,8 +85,10 @@ async function sendOne(deps: DigestJobDeps, lease: DigestLease, now: Date): Prom
     type: i.notificationType,
     notificationId: i.notificationId,
     actorName: i.actorId ? names.get(i.actorId) : undefined,
+    actorId: i.actorId,
     resourceType: i.resourceType,
     excerpt: i.excerpt ?? undefined,
+    groupKey: i.groupKey,
   }));
   const mail = deps.composer.digest(user, views, lease.idempotencyKey);
   try {

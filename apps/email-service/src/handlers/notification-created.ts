@@ -46,6 +46,7 @@ export function notificationCreatedHandler(deps: NotificationHandlerDeps): Handl
           resourceType: d.resourceType,
           resourceId: d.resourceId,
           excerpt: d.excerpt,
+          groupKey: d.groupKey,
           occurredAt: decidedAt,
         },
         deps.digestPeriod,

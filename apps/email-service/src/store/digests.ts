@@ -16,6 +16,8 @@ export interface DigestItemInput {
   resourceType: string;
   resourceId: string;
   excerpt?: string;
+  /** notification.created's groupKey: items of one group are one digest line. */
+  groupKey?: string;
   /** When notification-service decided (the event's occurredAt). */
   occurredAt: Date;
 }
@@ -26,6 +28,7 @@ export interface DigestItemRow {
   actorId: string | null;
   resourceType: string;
   excerpt: string | null;
+  groupKey: string | null;
 }
 
 export interface FlushResult {
@@ -82,8 +85,8 @@ export async function addItem(
 async function insertItem(tx: PoolClient, item: DigestItemInput, windowId: string): Promise<'added' | 'duplicate'> {
   const res = await tx.query(
     `INSERT INTO email_digest_items
-       (idempotency_key, window_id, user_id, notification_id, notification_type, actor_id, resource_type, resource_id, excerpt, occurred_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+       (idempotency_key, window_id, user_id, notification_id, notification_type, actor_id, resource_type, resource_id, excerpt, occurred_at, group_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
      ON CONFLICT (idempotency_key) DO NOTHING`,
     [
       item.idempotencyKey,
@@ -96,6 +99,7 @@ async function insertItem(tx: PoolClient, item: DigestItemInput, windowId: strin
       item.resourceId,
       item.excerpt ?? null,
       item.occurredAt,
+      item.groupKey ?? null,
     ],
   );
   return res.rowCount === 1 ? 'added' : 'duplicate';
@@ -153,7 +157,7 @@ export async function flushDue(
 export async function liveItems(pool: Pool, windowId: string): Promise<DigestItemRow[]> {
   const res = await pool.query<DigestItemRow>(
     `SELECT notification_id AS "notificationId", notification_type AS "notificationType", actor_id AS "actorId",
-            resource_type AS "resourceType", excerpt
+            resource_type AS "resourceType", excerpt, group_key AS "groupKey"
        FROM email_digest_items i
       WHERE i.window_id = $1 AND NOT ${ITEM_BLOCKED_SQL} AND NOT ${ITEM_WITHDRAWN_SQL}
       ORDER BY i.occurred_at, i.idempotency_key`,

@@ -1,4 +1,5 @@
 import { escapeHtml } from './escape';
+import { STRINGS, type Lang } from './strings';
 
 /** What every rendered email has: a subject and its two parts. */
 export interface RenderedEmail {
@@ -14,6 +15,8 @@ export interface Footer {
   unsubscribeWhat?: string;
   /** Why the user gets this email. */
   reason: string;
+  /** The email's language (templates/strings.ts); English when absent. */
+  lang?: Lang;
 }
 
 /**
@@ -21,12 +24,14 @@ export interface Footer {
  * values are interpolated here.
  */
 export function htmlDocument(title: string, bodyHtml: string, footer: Footer): string {
+  const lang = footer.lang ?? 'en';
+  const t = STRINGS[lang];
   const unsubscribe = footer.unsubscribeUrl
-    ? ` <a href="${escapeHtml(footer.unsubscribeUrl)}">Unsubscribe from ${escapeHtml(footer.unsubscribeWhat ?? 'these emails')}</a>.`
+    ? ` <a href="${escapeHtml(footer.unsubscribeUrl)}">${escapeHtml(t.unsubscribeFrom(footer.unsubscribeWhat ?? t.theseEmails))}</a>.`
     : '';
   return [
     '<!doctype html>',
-    '<html><head><meta charset="utf-8">',
+    `<html lang="${lang}"><head><meta charset="utf-8">`,
     `<title>${escapeHtml(title)}</title></head>`,
     '<body style="font-family:sans-serif;line-height:1.5;color:#222;max-width:600px">',
     bodyHtml,
@@ -36,9 +41,10 @@ export function htmlDocument(title: string, bodyHtml: string, footer: Footer): s
 }
 
 export function textFooter(footer: Footer): string {
+  const t = STRINGS[footer.lang ?? 'en'];
   const lines = ['--', footer.reason];
   if (footer.unsubscribeUrl)
-    lines.push(`Unsubscribe from ${footer.unsubscribeWhat ?? 'these emails'}: ${footer.unsubscribeUrl}`);
+    lines.push(`${t.unsubscribeFrom(footer.unsubscribeWhat ?? t.theseEmails)}: ${footer.unsubscribeUrl}`);
   return lines.join('\n');
 }
 

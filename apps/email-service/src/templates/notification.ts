@@ -1,6 +1,7 @@
 import { PREFERENCE_LOCKED_TYPES, type NotificationType } from '@community/contracts';
 import { blockHtml, escapeHtml, headerSafe, inlineHtml } from './escape';
 import { htmlDocument, notificationUrl, textFooter, type Footer, type RenderedEmail } from './layout';
+import { STRINGS, type Lang, type Strings } from './strings';
 
 /** A notification as the templates see it (from notification.created or a digest item). */
 export interface NotificationView {
@@ -8,66 +9,74 @@ export interface NotificationView {
   notificationId: string;
   /** The actor's display name from the users projection; undefined when unknown or absent. */
   actorName?: string;
+  /** Who the actor is, to count distinct actors in a digest group; null/absent: unknown or deleted. */
+  actorId?: string | null;
   resourceType: string;
   excerpt?: string;
+  /** The inbox group (notification.created's groupKey): digest lines of one group collapse. */
+  groupKey?: string | null;
 }
 
 export interface RenderOptions {
   publicBaseUrl: string;
   unsubscribeUrl?: string;
+  /** The email's language (templates/strings.ts `langOf`); English when absent. */
+  lang?: Lang;
 }
 
 // Only known words reach the sentence; anything else a producer sends reads as "content".
-const RESOURCE_WORDS: Record<string, string> = { post: 'post', comment: 'comment' };
-const resourceWord = (resourceType: string) => RESOURCE_WORDS[resourceType] ?? 'content';
-
-/** The sentence that says what happened, as plain text (callers escape it for HTML). */
-export function headline(view: NotificationView): string {
-  const actor = view.actorName ? headerSafe(view.actorName, 100) : 'Someone';
-  switch (view.type) {
-    case 'mention':
-      return `${actor} mentioned you in a comment`;
-    case 'reply':
-      return `${actor} replied to your comment`;
-    case 'comment':
-      return `${actor} commented on your post`;
-    case 'reaction':
-      return `${actor} reacted to your ${resourceWord(view.resourceType)}`;
-    case 'follow':
-      return `${actor} started following you`;
-    case 'security_alert':
-      return 'Security alert on your account';
-  }
+function resourceWord(t: Strings, resourceType: string): string {
+  return resourceType === 'post' || resourceType === 'comment' ? t.resource[resourceType] : t.resource.content;
 }
 
-const TYPE_LABEL: Record<NotificationType, string> = {
-  mention: 'mention emails',
-  reply: 'reply emails',
-  comment: 'emails about comments on your posts',
-  reaction: 'reaction emails',
-  follow: 'new-follower emails',
-  security_alert: 'security alerts',
-};
+/** The sentence that says what happened, as plain text (callers escape it for HTML). */
+export function headline(view: NotificationView, lang: Lang = 'en'): string {
+  const t = STRINGS[lang];
+  if (view.type === 'security_alert') return t.securityAlertTitle;
+  const actor = view.actorName ? headerSafe(view.actorName, 100) : t.someone;
+  return `${actor} ${t.predicate(view.type, resourceWord(t, view.resourceType))}`;
+}
 
-export function unsubscribeLabel(type: NotificationType): string {
-  return TYPE_LABEL[type];
+/**
+ * The sentence of a digest group (oldest member first): the latest two distinct actors, then "and
+ * N others" (a deleted or unknown actor is "someone"), and what happened. Plain text.
+ */
+export function groupHeadline(members: NotificationView[], lang: Lang = 'en'): string {
+  const t = STRINGS[lang];
+  const latest = members[members.length - 1];
+  const seen = new Set<string>();
+  const actors: string[] = [];
+  for (const m of [...members].reverse()) {
+    const who = m.actorId && m.actorName ? m.actorId : '';
+    if (seen.has(who)) continue;
+    seen.add(who);
+    actors.push(who === '' ? '' : headerSafe(m.actorName ?? '', 100));
+  }
+  const names = actors.slice(0, 2).map((a, i) => (a !== '' ? a : i === 0 ? t.someone : t.someoneInside));
+  const who = t.actors(names, actors.length - names.length);
+  return `${who} ${t.predicate(latest.type as Exclude<NotificationType, 'security_alert'>, resourceWord(t, latest.resourceType))}`;
+}
+
+export function unsubscribeLabel(type: NotificationType, lang: Lang = 'en'): string {
+  return STRINGS[lang].typeLabel[type];
 }
 
 /** One notification, one email: mention, reply, comment-on-post, reaction, follow, security alert. */
 export function renderNotification(view: NotificationView, options: RenderOptions): RenderedEmail {
-  const title = headline(view);
+  const lang = options.lang ?? 'en';
+  const t = STRINGS[lang];
+  const title = headline(view, lang);
   const link = notificationUrl(options.publicBaseUrl, view.notificationId);
   // A locked type (a security alert) cannot be muted: the email says so and offers no unsubscribe link.
   const locked = PREFERENCE_LOCKED_TYPES.includes(view.type);
   // Wording of this type only (what to do about it), not the mute rule.
   const security = view.type === 'security_alert';
-  const label = TYPE_LABEL[view.type];
+  const label = unsubscribeLabel(view.type, lang);
   const footer: Footer = {
-    reason: locked
-      ? `${label.charAt(0).toUpperCase()}${label.slice(1)} are always sent, whatever your notification settings.`
-      : 'You receive this email because of your notification settings.',
+    reason: locked ? t.lockedReason(label) : t.settingsReason,
     unsubscribeUrl: locked ? undefined : options.unsubscribeUrl,
-    unsubscribeWhat: unsubscribeLabel(view.type),
+    unsubscribeWhat: label,
+    lang,
   };
   const excerpt = view.excerpt?.trim() ? view.excerpt.trim() : undefined;
 
@@ -79,8 +88,8 @@ export function renderNotification(view: NotificationView, options: RenderOption
           .map((l) => `> ${l}`)
           .join('\n')}`
       : '',
-    security ? '\nIf this was not you, change your password now.' : '',
-    `\nView it: ${link}`,
+    security ? `\n${t.securityAdvice}` : '',
+    `\n${t.viewText}: ${link}`,
     '',
     textFooter(footer),
   ]
@@ -92,8 +101,8 @@ export function renderNotification(view: NotificationView, options: RenderOption
     excerpt
       ? `<blockquote style="border-left:3px solid #ccc;margin:0;padding-left:12px">${blockHtml(excerpt)}</blockquote>`
       : '',
-    security ? '<p>If this was not you, change your password now.</p>' : '',
-    `<p><a href="${escapeHtml(link)}">View it on the community</a></p>`,
+    security ? `<p>${escapeHtml(t.securityAdvice)}</p>` : '',
+    `<p><a href="${escapeHtml(link)}">${escapeHtml(t.viewHtml)}</a></p>`,
   ]
     .filter(Boolean)
     .join('\n');
@@ -101,14 +110,29 @@ export function renderNotification(view: NotificationView, options: RenderOption
   return { subject: headerSafe(title), text, html: htmlDocument(title, body, footer) };
 }
 
-/** For digest lines: the headline, escaped, with a link. */
-export function digestLineHtml(view: NotificationView, publicBaseUrl: string): string {
+/**
+ * For digest lines: the headline (of one notification, or of a group: `members`, oldest first,
+ * linking to the latest, which is the inbox item), escaped, with a link.
+ */
+export function digestLineHtml(
+  view: NotificationView,
+  publicBaseUrl: string,
+  lang: Lang = 'en',
+  members?: NotificationView[],
+): string {
   const link = notificationUrl(publicBaseUrl, view.notificationId);
+  const title = members && members.length > 1 ? groupHeadline(members, lang) : headline(view, lang);
   const excerpt = view.excerpt?.trim() ? `<br><span style="color:#555">${inlineHtml(view.excerpt)}</span>` : '';
-  return `<li><a href="${escapeHtml(link)}">${escapeHtml(headline(view))}</a>${excerpt}</li>`;
+  return `<li><a href="${escapeHtml(link)}">${escapeHtml(title)}</a>${excerpt}</li>`;
 }
 
-export function digestLineText(view: NotificationView, publicBaseUrl: string): string {
+export function digestLineText(
+  view: NotificationView,
+  publicBaseUrl: string,
+  lang: Lang = 'en',
+  members?: NotificationView[],
+): string {
+  const title = members && members.length > 1 ? groupHeadline(members, lang) : headline(view, lang);
   const excerpt = view.excerpt?.trim() ? `\n    "${headerSafe(view.excerpt, 160)}"` : '';
-  return `  - ${headline(view)}: ${notificationUrl(publicBaseUrl, view.notificationId)}${excerpt}`;
+  return `  - ${title}: ${notificationUrl(publicBaseUrl, view.notificationId)}${excerpt}`;
 }
