@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { eventually, testLogger } from '@community/testing';
 import { createNotificationService, type NotificationService } from '../src/service';
-import { bearer, mention, startHarness, testConfig, type Harness } from './harness';
+import { bearer, event, mention, startHarness, testConfig, type Harness } from './harness';
 
 /**
  * The SSE stream, read with a plain HTTP client and parsed by hand: notifications published over
@@ -287,4 +287,39 @@ describe('another replica', () => {
     expect(closed).toBe('closed');
     await eventually('stream ended by the server', () => c.ended, 15_000, 10);
   });
+});
+
+it('sends `withdrawn` with the id when a notification is withdrawn (its comment deleted), live and on resume', async () => {
+  const user = `u-${randomUUID()}`;
+  const live = client(user);
+  await live.open();
+  await eventually('initial state', () => live.named('count').length === 1);
+  const m = mention(`c-${randomUUID()}`, 'actor-1', user);
+  await h.publish(m);
+  await eventually('notification pushed', () => live.named('notification').length === 1, 15_000, 10);
+  const id = (live.named('notification')[0].data as { id: string }).id;
+  await eventually('count 1', () => live.named('count').some((e) => (e.data as { count: number }).count === 1));
+  const before = live.lastId();
+
+  await h.publish(
+    event('comment.deleted', { commentId: m.data.commentId, postId: m.data.postId, authorId: 'actor-1' }),
+  );
+  await eventually('withdrawn pushed', () => live.named('withdrawn').length === 1, 15_000, 10);
+  expect(live.named('withdrawn')[0].data).toEqual({ id });
+  // Then the count without it.
+  await eventually('count 0', () => (live.named('count').at(-1)?.data as { count: number }).count === 0);
+  live.close();
+
+  // A client that saw the notification and reconnects after the withdrawal learns it too.
+  const resumed = client(user, before);
+  await resumed.open();
+  await eventually('resumed', () => resumed.named('count').length === 1);
+  expect(resumed.named('withdrawn').map((e) => e.data)).toEqual([{ id }]);
+  resumed.close();
+  // A fresh stream (no Last-Event-ID) starts from the current state: nothing to drop.
+  const fresh = client(user);
+  await fresh.open();
+  await eventually('fresh', () => fresh.named('count').length === 1);
+  expect(fresh.named('withdrawn')).toEqual([]);
+  fresh.close();
 });

@@ -131,6 +131,8 @@ export function createInboxHub(options: InboxHubOptions): InboxHub {
             reason: `more than ${backlogLimit} notifications since the last event; reload the list`,
           });
         for (const item of changes.items) write(s, 'notification', item);
+        // Withdrawn since the last event: the client drops them (after a reset it reloads anyway).
+        if (!changes.truncated) for (const id of changes.withdrawn) write(s, 'withdrawn', { id });
         write(s, 'count', { count: changes.count, version: changes.version }, changes.version);
         s.sentVersion = changes.version;
         s.synced = true;

@@ -279,6 +279,11 @@ export interface InboxChanges extends InboxState {
   items: NotificationItem[];
   /** More than `limit` were created since: `items` holds only the newest. */
   truncated: boolean;
+  /**
+   * Ids withdrawn after `sinceVersion` (their source was deleted, docs/NOTIFICATIONS.md
+   * "Retraction"), oldest first: a client drops them from the list it holds. Empty without `sinceVersion`.
+   */
+  withdrawn: string[];
 }
 
 /**
@@ -292,9 +297,15 @@ export async function inboxChangesSince(
   sinceVersion: number | undefined,
   limit: number,
 ): Promise<InboxChanges> {
-  const res = await pool.query<ItemRow & { inbox_version: string; unread_count: number; id: string | null }>(
-    `SELECT c.version AS inbox_version, c.unread_count, x.*
+  const res = await pool.query<
+    ItemRow & { inbox_version: string; unread_count: number; id: string | null; withdrawn_ids: string[] | null }
+  >(
+    `SELECT c.version AS inbox_version, c.unread_count, w.withdrawn_ids, x.*
      FROM notification_counters c
+     LEFT JOIN LATERAL (
+       SELECT array_agg(n.id ORDER BY n.state_version, n.id) AS withdrawn_ids FROM notification_items n
+       WHERE n.user_id = c.user_id AND n.withdrawn_at IS NOT NULL AND n.state_version > $2::bigint
+     ) w ON true
      LEFT JOIN LATERAL (
        SELECT ${ITEM_COLUMNS} FROM ${ITEM_FROM}
        WHERE n.user_id = c.user_id AND n.in_app AND n.item_head AND n.item_version > COALESCE($2::bigint, c.version)
@@ -304,9 +315,15 @@ export async function inboxChangesSince(
      WHERE c.user_id = $1`,
     [userId, sinceVersion ?? null, limit + 1],
   );
-  if (res.rows.length === 0) return { count: 0, version: 0, items: [], truncated: false };
+  if (res.rows.length === 0) return { count: 0, version: 0, items: [], truncated: false, withdrawn: [] };
   const first = res.rows[0];
   const rows = res.rows.filter((r) => r.id !== null);
   const items = rows.slice(0, limit).map(toItem).reverse();
-  return { count: first.unread_count, version: Number(first.inbox_version), items, truncated: rows.length > limit };
+  return {
+    count: first.unread_count,
+    version: Number(first.inbox_version),
+    items,
+    truncated: rows.length > limit,
+    withdrawn: first.withdrawn_ids ?? [],
+  };
 }
