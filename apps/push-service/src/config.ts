@@ -1,5 +1,13 @@
 import { createECDH } from 'node:crypto';
-import { commonConfig, ConfigError, loadConfig, type ConfigIssue, type ConfigOf } from '@community/config';
+import {
+  commonConfig,
+  ConfigError,
+  DEV_PUSH_SERVICE_SIGNING_KEY,
+  ed25519KeyIssue,
+  loadConfig,
+  type ConfigIssue,
+  type ConfigOf,
+} from '@community/config';
 
 /** Names this service everywhere: logs, metrics, the AMQP connection, the pg application_name. */
 export const SERVICE_NAME = 'push-service';
@@ -121,6 +129,40 @@ export const PUSH_CONFIG_SPEC = [
     description:
       'finished ledger rows older than this are purged; notification.created older than this less a day is refused (its row may be gone)',
   },
+  // Delivery timing (docs/PUSH.md "Quiet hours and delay-then-check").
+  {
+    name: 'PUSH_READ_CHECK_DELAY_MS',
+    kind: 'duration-ms',
+    default: 0,
+    min: 0,
+    max: 3_600_000,
+    description:
+      'hold a push (not a security alert) this long after it arrived, then skip it if it was read in the app meanwhile (0: off, pushed at once)',
+  },
+  {
+    name: 'PUSH_READ_CHECK_TIMEOUT_MS',
+    kind: 'duration-ms',
+    default: 2_000,
+    min: 100,
+    max: 30_000,
+    description: "the read-state call's budget; a check that fails or times out pushes anyway",
+  },
+  {
+    name: 'PUSH_SERVICE_SIGNING_KEY',
+    kind: 'string',
+    default: DEV_PUSH_SERVICE_SIGNING_KEY,
+    secret: true,
+    refuseDefaultInProduction: true,
+    description:
+      "Ed25519 private key (PKCS8 PEM) of push-service's service tokens (the read-state checks); notification-service verifies them with PUSH_SERVICE_VERIFY_KEY",
+  },
+  {
+    name: 'NOTIFICATION_SERVICE_URL',
+    kind: 'url',
+    default: 'http://127.0.0.1:3001',
+    protocols: ['http:', 'https:'],
+    description: 'notification-service, asked whether a held push was read in the app (POST /v1/internal/read-state)',
+  },
 ] as const;
 
 export type PushConfig = ConfigOf<typeof PUSH_CONFIG_SPEC>;
@@ -175,6 +217,8 @@ export function loadPushConfig(env: Record<string, string | undefined> = process
       message: 'PUSH_ALLOW_INSECURE_LOCALHOST: not allowed when NODE_ENV=production (every real push service is https)',
     });
   }
+  const keyIssue = ed25519KeyIssue('PUSH_SERVICE_SIGNING_KEY', 'private', config.PUSH_SERVICE_SIGNING_KEY);
+  if (keyIssue) issues.push(keyIssue);
   if (issues.length > 0) throw new ConfigError(issues);
   return config;
 }

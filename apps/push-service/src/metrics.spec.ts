@@ -9,6 +9,7 @@ it('names every series push_… with base units', async () => {
     'push_attempts_total',
     'push_decisions_total',
     'push_deliveries_purged_total',
+    'push_read_checks_total',
     'push_send_seconds',
     'push_subscription_changes_total',
   ]);

@@ -6,6 +6,7 @@ export interface PushMetrics {
   sendSeconds: Histogram;
   subscriptions: Counter<'action'>;
   purged: Counter;
+  readChecks: Counter<'outcome'>;
 }
 
 /**
@@ -16,7 +17,7 @@ export function pushMetrics(registry: Registry): PushMetrics {
   return {
     decisions: new Counter({
       name: 'push_decisions_total',
-      help: 'notification.created handled, by type and outcome: queued (ledger rows created), duplicate, withdrawn, no_subscriptions, push_off, too_old',
+      help: 'notification.created handled, by type and outcome: queued (ledger rows created, pushed now), held (rows created, due after quiet hours or the read-check delay), duplicate, withdrawn, no_subscriptions, push_off, too_old',
       labelNames: ['type', 'outcome'],
       registers: [registry],
     }),
@@ -41,6 +42,12 @@ export function pushMetrics(registry: Registry): PushMetrics {
     purged: new Counter({
       name: 'push_deliveries_purged_total',
       help: 'Finished ledger rows deleted by retention (PUSH_RETENTION_DAYS)',
+      registers: [registry],
+    }),
+    readChecks: new Counter({
+      name: 'push_read_checks_total',
+      help: 'Held notifications checked with notification-service before their push (PUSH_READ_CHECK_DELAY_MS), by outcome: read (not pushed), unread (pushed), failed (the check failed: pushed anyway)',
+      labelNames: ['outcome'],
       registers: [registry],
     }),
   };

@@ -11,6 +11,7 @@ import {
   databaseAnswers,
   readinessState,
   type ReadinessState,
+  ReadStateClient,
   serviceMessaging,
 } from '@community/service';
 import { buildApp } from './app';
@@ -32,7 +33,7 @@ export interface PushServiceDeps {
   registry: Registry;
   /** COMMUNITY_TOPOLOGY unless a test passes one with short retry delays. */
   topology?: Topology;
-  /** "Now" for the age guard and the retry times; injectable for tests. */
+  /** "Now" for the age guard, the holds, the retry times and what is due; injectable for tests. */
   clock?: () => Date;
   /** Run the poller loop (tests may call `poller.poll()` by hand). Default true. */
   runPoller?: boolean;
@@ -90,6 +91,7 @@ export function createPushService(config: PushConfig, deps: PushServiceDeps): Pu
     publicBaseUrl: config.PUBLIC_BASE_URL,
     // A day's margin below retention: a row purged at PUSH_RETENTION_DAYS must not be re-pushed.
     maxEventAgeMs: (config.PUSH_RETENTION_DAYS - 1) * DAY_MS,
+    readCheckDelayMs: config.PUSH_READ_CHECK_DELAY_MS,
     now: clock,
   });
   const withdrawn = notificationWithdrawnHandler(pool);
@@ -115,7 +117,18 @@ export function createPushService(config: PushConfig, deps: PushServiceDeps): Pu
     },
   });
 
+  // Delay-then-check (docs/PUSH.md "Quiet hours and delay-then-check"): asks notification-service.
+  const readState =
+    config.PUSH_READ_CHECK_DELAY_MS > 0
+      ? new ReadStateClient({
+          baseUrl: config.NOTIFICATION_SERVICE_URL,
+          signingKey: config.PUSH_SERVICE_SIGNING_KEY,
+          issuer: SERVICE_NAME,
+          timeoutMs: config.PUSH_READ_CHECK_TIMEOUT_MS,
+        })
+      : undefined;
   const poller = new Poller({
+    readState,
     deliver: deliverDeps,
     intervalMs: config.PUSH_POLL_INTERVAL_MS,
     leaseMs: config.PUSH_LEASE_MS,

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import * as ledger from '../store/ledger';
 import { deliver, type DeliverDeps } from './deliver';
+import { withoutReadInApp, type ReadState } from './read-check';
 
 export interface PollerOptions {
   deliver: DeliverDeps;
@@ -9,6 +10,8 @@ export interface PollerOptions {
   batchSize: number;
   retentionDays: number;
   logger: Logger;
+  /** Delay-then-check on (PUSH_READ_CHECK_DELAY_MS > 0): held pushes are checked before their first attempt. */
+  readState?: ReadState;
 }
 
 /** Retention runs at the first poll and then at most this often. */
@@ -16,8 +19,9 @@ const PURGE_EVERY_MS = 600_000;
 const PURGE_BATCH = 1_000;
 
 /**
- * The loop every replica runs: claim the ledger rows that are due (a 429's Retry-After has passed,
- * a 5xx's backoff, a crashed sender's lease) and send them; and, every ten minutes, purge finished
+ * The loop every replica runs: claim the ledger rows that are due (a held push whose hold ended,
+ * a 429's Retry-After has passed, a 5xx's backoff, a crashed sender's lease), drop those read in
+ * the app meanwhile when delay-then-check is on, and send the rest; and, every ten minutes, purge finished
  * rows past retention. One poll at a time; `poll()` is also what tests call.
  */
 export class Poller {
@@ -51,9 +55,17 @@ export class Poller {
     let sent = 0;
     for (;;) {
       if (this.stopped) return sent;
-      const leases = await ledger.claimDue(this.options.deliver.pool, this.options.leaseMs, this.options.batchSize);
+      const { deliver: deps, readState } = this.options;
+      const now = deps.now?.() ?? new Date();
+      const leases = await ledger.claimDue(deps.pool, this.options.leaseMs, this.options.batchSize, now);
       if (leases.length === 0) break;
-      await deliver(this.options.deliver, leases);
+      const unread = readState
+        ? await withoutReadInApp(
+            { readState, pool: deps.pool, metrics: deps.metrics, logger: this.options.logger },
+            leases,
+          )
+        : leases;
+      await deliver(deps, unread);
       sent += leases.length;
       if (leases.length < this.options.batchSize) break;
     }

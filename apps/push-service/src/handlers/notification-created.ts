@@ -5,6 +5,7 @@ import type { Handler } from '@community/messaging';
 import { deliver, type DeliverDeps } from '../delivery/deliver';
 import { topicFor, TTL_SECONDS, URGENCY } from '../domain/delivery';
 import { formatPush } from '../domain/payload';
+import { holdUntil } from '../domain/timing';
 import type { PushMetrics } from '../metrics';
 import * as ledger from '../store/ledger';
 
@@ -16,20 +17,24 @@ export interface CreatedDeps {
   publicBaseUrl: string;
   /** notification.created older than this is refused: its ledger rows may have been purged. */
   maxEventAgeMs: number;
+  /** PUSH_READ_CHECK_DELAY_MS: hold every push but a security alert this long (0: off). */
+  readCheckDelayMs: number;
   now: () => Date;
 }
 
 /**
  * `push-service.send`: notification.created. Decides (push or not: the event's `push`, or for an
  * event without it the rule of pushFor), writes one ledger row per subscription of the user in
- * one transaction, then sends the rows it created. A second delivery of the same notification
+ * one transaction, then sends the rows it created; rows held (quiet hours, delay-then-check:
+ * domain/timing.ts) are due at the hold's end, and the poller sends them then. A second delivery of the same notification
  * creates no row and sends nothing; a row left unsent by a crash or a retry is the poller's.
  */
 export function notificationCreatedHandler(deps: CreatedDeps): Handler<EventOf<'notification.created'>> {
   return async (event, ctx) => {
     const d = event.data;
     const count = (outcome: string) => deps.metrics.decisions.inc({ type: d.type, outcome });
-    if (deps.now().getTime() - Date.parse(event.occurredAt) > deps.maxEventAgeMs) {
+    const received = deps.now();
+    if (received.getTime() - Date.parse(event.occurredAt) > deps.maxEventAgeMs) {
       count('too_old');
       ctx.logger.warn({ occurredAt: event.occurredAt }, 'notification.created past the retention window: not pushed');
       return 'skipped';
@@ -38,6 +43,7 @@ export function notificationCreatedHandler(deps: CreatedDeps): Handler<EventOf<'
       count('push_off');
       return 'skipped';
     }
+    const hold = holdUntil(d, received, deps.readCheckDelayMs);
     const decided = await withTransaction(deps.pool, { signal: ctx.signal }, (tx) =>
       ledger.decide(tx, {
         idempotencyKey: d.idempotencyKey,
@@ -50,6 +56,7 @@ export function notificationCreatedHandler(deps: CreatedDeps): Handler<EventOf<'
         ttlSeconds: TTL_SECONDS[d.type],
         urgency: URGENCY[d.type],
         payload: formatPush(d, deps.publicBaseUrl),
+        dueAt: hold ?? received,
       }),
     );
     if (decided.subscriptions === 0) {
@@ -65,8 +72,13 @@ export function notificationCreatedHandler(deps: CreatedDeps): Handler<EventOf<'
       count('duplicate');
       return 'duplicate';
     }
+    if (hold) {
+      count('held');
+      ctx.logger.debug({ idempotencyKey: d.idempotencyKey, until: hold.toISOString() }, 'push held');
+      return 'processed';
+    }
     count('queued');
-    await deliver(deps.deliver, await ledger.claimRows(deps.pool, decided.created, deps.leaseMs), ctx.signal);
+    await deliver(deps.deliver, await ledger.claimRows(deps.pool, decided.created, deps.leaseMs, received), ctx.signal);
     return 'processed';
   };
 }

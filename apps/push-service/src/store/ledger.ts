@@ -13,10 +13,12 @@ import { removeGone } from './subscriptions';
  *                   │                  │ └──413, other 4xx, attempts spent, TTL passed──► failed
  *                   └──429 / 5xx / no answer (next_attempt_at = Retry-After or backoff)──┘
  *   pending ──withdrawn, user erased, subscription removed──► cancelled
+ *   sending ──read in the app before its held push was due (read_in_app)──► cancelled
  *   sending with an expired lease (its sender crashed) ──claim──► sending
  *
- * A row is created `pending`, due at once, in the transaction that decides the push (or directly
- * `cancelled` when the notification was withdrawn first); the consumer then claims and sends the
+ * A row is created `pending`, due at once or at the end of its hold (quiet hours, delay-then-check),
+ * in the transaction that decides the push (or directly `cancelled` when the notification was
+ * withdrawn first); the consumer then claims and sends the
  * rows it created, and every replica's poll claims what is due (a retry, a crashed sender's row).
  * Claims are one statement with FOR UPDATE SKIP LOCKED: two claimers never get the same row. Every
  * later transition is conditional on the lease token, so only the holder moves a row; leases use
@@ -32,6 +34,8 @@ export interface NewPush {
   ttlSeconds: number;
   urgency: Urgency;
   payload: PushPayload;
+  /** When the rows are first due: now, or the end of a hold (quiet hours, delay-then-check). */
+  dueAt: Date;
 }
 
 export interface Decided {
@@ -57,9 +61,10 @@ export async function decide(tx: Pick<PoolClient, 'query'>, push: NewPush): Prom
     `WITH subs AS (SELECT id FROM push_subscriptions WHERE user_id = $2),
           ins AS (
             INSERT INTO push_deliveries (idempotency_key, subscription_id, user_id, notification_id, notification_type,
-                                         state, topic, ttl_seconds, urgency, payload, expires_at, last_error)
+                                         state, topic, ttl_seconds, urgency, payload, next_attempt_at, expires_at, last_error)
             SELECT $1, s.id, $2, $3, $4, $9::text::push_delivery_state, $5, $6::int, $7, $8::jsonb,
-                   now() + make_interval(secs => $6::int), CASE WHEN $9::text = 'cancelled' THEN 'withdrawn' END
+                   $10::timestamptz, $10::timestamptz + make_interval(secs => $6::int),
+                   CASE WHEN $9::text = 'cancelled' THEN 'withdrawn' END
               FROM subs s
             ON CONFLICT (idempotency_key, subscription_id) DO NOTHING
             RETURNING id::text, state)
@@ -75,6 +80,7 @@ export async function decide(tx: Pick<PoolClient, 'query'>, push: NewPush): Prom
       push.urgency,
       JSON.stringify(push.payload),
       withdrawn ? 'cancelled' : 'pending',
+      push.dueAt,
     ],
   );
   return { subscriptions: rows[0].subscriptions, created: rows[0].created, withdrawn };
@@ -83,6 +89,8 @@ export async function decide(tx: Pick<PoolClient, 'query'>, push: NewPush): Prom
 /** A claimed row, with what sending it needs. */
 export interface Lease {
   id: string;
+  idempotencyKey: string;
+  userId: string;
   token: string;
   attempts: number;
   subscriptionId: string;
@@ -99,6 +107,8 @@ export interface Lease {
 
 interface LeaseRow {
   id: string;
+  idempotency_key: string;
+  user_id: string;
   token: string;
   attempts: number;
   subscription_id: string;
@@ -117,7 +127,7 @@ const CLAIM = (which: string) => `
   WITH picked AS (
     SELECT d.id FROM push_deliveries d
      WHERE ${which}
-       AND ((d.state = 'pending' AND d.next_attempt_at <= now()) OR (d.state = 'sending' AND d.lease_until < now()))
+       AND ((d.state = 'pending' AND d.next_attempt_at <= $4::timestamptz) OR (d.state = 'sending' AND d.lease_until < now()))
        AND d.subscription_id IS NOT NULL
      ORDER BY d.next_attempt_at, d.id
      LIMIT $3
@@ -127,11 +137,13 @@ const CLAIM = (which: string) => `
          attempts = d.attempts + 1, updated_at = now()
     FROM picked, push_subscriptions s
    WHERE d.id = picked.id AND s.id = d.subscription_id
-  RETURNING d.id::text, d.lease_token::text AS token, d.attempts, d.subscription_id::text, s.endpoint, s.p256dh, s.auth,
+  RETURNING d.id::text, d.idempotency_key, d.user_id, d.lease_token::text AS token, d.attempts, d.subscription_id::text, s.endpoint, s.p256dh, s.auth,
             d.payload, d.ttl_seconds, d.urgency, d.topic, d.expires_at, d.notification_type`;
 
 const toLease = (r: LeaseRow): Lease => ({
   id: r.id,
+  idempotencyKey: r.idempotency_key,
+  userId: r.user_id,
   token: r.token,
   attempts: r.attempts,
   subscriptionId: r.subscription_id,
@@ -146,21 +158,26 @@ const toLease = (r: LeaseRow): Lease => ({
   notificationType: r.notification_type,
 });
 
-/** Claims these rows (the ones a consumer just created), those still claimable. */
-export async function claimRows(pool: Pool, ids: readonly string[], leaseMs: number): Promise<Lease[]> {
+/** Claims these rows (the ones a consumer just created), those still claimable and due by `now`. */
+export async function claimRows(pool: Pool, ids: readonly string[], leaseMs: number, now: Date): Promise<Lease[]> {
   if (ids.length === 0) return [];
-  const { rows } = await pool.query<LeaseRow>(CLAIM('d.id = ANY($4::bigint[])'), [
+  const { rows } = await pool.query<LeaseRow>(CLAIM('d.id = ANY($5::bigint[])'), [
     randomUUID(),
     leaseMs,
     ids.length,
+    now,
     ids,
   ]);
   return rows.map(toLease);
 }
 
-/** Claims up to `limit` rows that are due: retries whose time has come, rows of a crashed sender. */
-export async function claimDue(pool: Pool, leaseMs: number, limit: number): Promise<Lease[]> {
-  const { rows } = await pool.query<LeaseRow>(CLAIM('true'), [randomUUID(), leaseMs, limit]);
+/**
+ * Claims up to `limit` rows that are due by `now` (the service's clock, which set the due times):
+ * held pushes whose hold ended, retries whose time has come; and rows of a crashed sender (by
+ * the database clock, which leases use).
+ */
+export async function claimDue(pool: Pool, leaseMs: number, limit: number, now: Date): Promise<Lease[]> {
+  const { rows } = await pool.query<LeaseRow>(CLAIM('true'), [randomUUID(), leaseMs, limit, now]);
   return rows.map(toLease);
 }
 
@@ -182,6 +199,17 @@ export async function markFailed(pool: Pool, lease: Lease, status: number | null
             lease_token = NULL, lease_until = NULL, updated_at = now()
       WHERE ${holds}`,
     [lease.id, lease.token, 'sending', status, reason],
+  );
+  return res.rowCount === 1;
+}
+
+/** Not pushed: read in the app before its held push was due (delay-then-check). Final: `cancelled`. */
+export async function markReadInApp(pool: Pool, lease: Lease, reason: string): Promise<boolean> {
+  const res = await pool.query(
+    `UPDATE push_deliveries SET state = 'cancelled', last_error = $4, attempts = attempts - 1,
+            lease_token = NULL, lease_until = NULL, updated_at = now()
+      WHERE ${holds}`,
+    [lease.id, lease.token, 'sending', reason],
   );
   return res.rowCount === 1;
 }

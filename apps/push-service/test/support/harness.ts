@@ -10,7 +10,7 @@ import {
   type TestVhost,
 } from '@community/testing';
 import { loadPushConfig, type PushConfig } from '../../src/config';
-import { createPushService, type PushService } from '../../src/service';
+import { createPushService, type PushService, type PushServiceDeps } from '../../src/service';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 export const OPERATORS = testOperators();
@@ -37,8 +37,15 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** What a test may inject into the service besides its configuration. */
+export type HarnessDeps = Pick<PushServiceDeps, 'clock' | 'runPoller'>;
+
 /** push-service in-process on its own vhost and database, built by its own builder. */
-export async function startHarness(name: string, env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(
+  name: string,
+  env: Record<string, string> = {},
+  deps: HarnessDeps = {},
+): Promise<Harness> {
   const [db, vhost] = await Promise.all([createTestDatabase(`push_${name}`), createTestVhost(`push-${name}`)]);
   const config = loadPushConfig({
     DATABASE_URL: db.url,
@@ -56,7 +63,12 @@ export async function startHarness(name: string, env: Record<string, string> = {
     ...env,
   });
   const registry = new Registry();
-  const svc = createPushService(config, { logger: testLogger(name), registry, topology: FAST_RETRY_TOPOLOGY });
+  const svc = createPushService(config, {
+    logger: testLogger(name),
+    registry,
+    topology: FAST_RETRY_TOPOLOGY,
+    ...deps,
+  });
   await svc.start();
   await svc.app.ready();
   return {
