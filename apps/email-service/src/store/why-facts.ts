@@ -20,6 +20,8 @@ export interface EmailFacts {
     provider: ProviderName | null;
     /** Bound to this provider: an attempt there may have delivered it, no other may send it. */
     pinnedProvider: ProviderName | null;
+    /** A held email (quiet hours, delay-then-check: docs/EMAIL.md "Delivery timing"): due then. */
+    heldUntil?: Date | null;
   }[];
   /** The digest items of these notifications, with their window's status and end. */
   digestItems: {
@@ -51,9 +53,12 @@ export async function emailFactsFor(
       sent_at: Date | null;
       provider: ProviderName | null;
       pinned_provider: ProviderName | null;
+      held_until: Date | null;
     }>(
       `SELECT d.idempotency_key, d.channel::text, d.state::text, d.attempts, d.last_error, d.smtp_response, d.sent_at,
-              d.provider::text, d.pinned_provider::text FROM email_deliveries d
+              d.provider::text, d.pinned_provider::text,
+              CASE WHEN d.held IS NOT NULL AND d.state = 'pending' THEN d.next_attempt_at END AS held_until
+         FROM email_deliveries d
         WHERE d.idempotency_key = ANY($1::text[]) AND d.user_id = $2`,
       [idempotencyKeys, userId],
     ),
@@ -81,6 +86,7 @@ export async function emailFactsFor(
       sentAt: d.sent_at,
       provider: d.provider,
       pinnedProvider: d.pinned_provider,
+      heldUntil: d.held_until,
     })),
     digestItems: digest.rows.map((d) => ({
       idempotencyKey: d.idempotency_key,
