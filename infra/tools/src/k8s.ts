@@ -40,12 +40,13 @@ export const APPS: readonly AppSpec[] = [
     uses: ['rabbitmq', 'postgres', 'smtp', 'notification-service'],
   },
   { name: 'feed-service', port: DEFAULT_PORTS['feed-service'], worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
-  // webpush: the browsers' push services, outside the cluster (docs/PUSH.md).
+  // webpush: the browsers' push services, outside the cluster (docs/PUSH.md); notification-service:
+  // the delay-then-check read-state lookup (docs/NOTIFICATIONS.md "Delivery timing").
   {
     name: 'push-service',
     port: DEFAULT_PORTS['push-service'],
     worker: true,
-    uses: ['rabbitmq', 'postgres', 'webpush'],
+    uses: ['rabbitmq', 'postgres', 'webpush', 'notification-service'],
   },
   // Redis: the feed checks compare feed-service's cached timelines with Postgres (docs/RECONCILER.md).
   { name: 'reconciler', port: DEFAULT_PORTS.reconciler, worker: true, uses: ['rabbitmq', 'postgres', 'redis'] },
