@@ -37,8 +37,11 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** What a test may inject into the service besides its configuration. */
-export type HarnessDeps = Pick<PushServiceDeps, 'clock' | 'runPoller'>;
+/**
+ * What a test may inject into the service besides its configuration, and the database and vhost
+ * when it made them first (another service runs on them too); the harness drops them at close.
+ */
+export type HarnessDeps = Pick<PushServiceDeps, 'clock' | 'runPoller'> & { db?: TestDatabase; vhost?: TestVhost };
 
 /** push-service in-process on its own vhost and database, built by its own builder. */
 export async function startHarness(
@@ -46,7 +49,11 @@ export async function startHarness(
   env: Record<string, string> = {},
   deps: HarnessDeps = {},
 ): Promise<Harness> {
-  const [db, vhost] = await Promise.all([createTestDatabase(`push_${name}`), createTestVhost(`push-${name}`)]);
+  const { db: givenDb, vhost: givenVhost, ...serviceDeps } = deps;
+  const [db, vhost] = await Promise.all([
+    givenDb ?? createTestDatabase(`push_${name}`),
+    givenVhost ?? createTestVhost(`push-${name}`),
+  ]);
   const config = loadPushConfig({
     DATABASE_URL: db.url,
     AMQP_URL: vhost.url,
@@ -67,7 +74,7 @@ export async function startHarness(
     logger: testLogger(name),
     registry,
     topology: FAST_RETRY_TOPOLOGY,
-    ...deps,
+    ...serviceDeps,
   });
   await svc.start();
   await svc.app.ready();
