@@ -96,6 +96,8 @@ export interface WhyFacts {
     provider?: string | null;
     /** Bound to this provider: an attempt there may have delivered it, so no other may send it. */
     pinnedProvider?: string | null;
+    /** A held email (quiet hours, delay then check: docs/EMAIL.md "Delivery timing"): due then (ISO). */
+    heldUntil?: string | null;
   }[];
   digestItems: { idempotencyKey: string; windowStatus: string; windowEnd: string }[];
   emailUser: boolean;

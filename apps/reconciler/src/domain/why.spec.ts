@@ -172,6 +172,26 @@ describe('explain (why)', () => {
     expect(failed.verdict).toBe(
       'email.ledger: ledger immediate: failed after 3 attempt(s), last error: 550 mailbox unavailable',
     );
+    const row = { idempotencyKey: 'k', channel: 'immediate', attempts: 0, smtpResponse: null, sentAt: null };
+    const held = explain(
+      { userId: 'ada', eventId: 'e' },
+      empty({ ...base, deliveries: [{ ...row, state: 'pending', lastError: null, heldUntil: 't9' }] }),
+    );
+    expect(held.steps.find((s) => s.step === 'email.smtp')).toMatchObject({
+      status: 'pending',
+      detail: expect.stringMatching(/^held until t9 \(the user's quiet hours, or the delay before the read check\)/),
+    });
+    const readInApp = explain(
+      { userId: 'ada', eventId: 'e' },
+      empty({
+        ...base,
+        deliveries: [{ ...row, state: 'suppressed', lastError: 'read_in_app: the notification was read in the app' }],
+      }),
+    );
+    expect(readInApp.steps.find((s) => s.step === 'email.smtp')).toMatchObject({
+      status: 'skipped',
+      detail: 'not sent: the user read it in the app while the email waited',
+    });
     const noAddress = explain({ userId: 'ada', eventId: 'e' }, empty({ ...base, emailUser: false }));
     expect(noAddress.verdict).toMatch(/^email.ledger: email-service knows no address for ada/);
   });

@@ -211,8 +211,17 @@ export function explain(
           'failed',
           `refused: ${delivery.lastError ?? delivery.smtpResponse ?? 'no response recorded'}`,
         );
+      else if (delivery.state === 'suppressed' && delivery.lastError?.startsWith('read_in_app'))
+        // Delay then check (docs/EMAIL.md "Delivery timing"): read in the app while the email waited.
+        add('email.smtp', 'skipped', 'not sent: the user read it in the app while the email waited');
       else if (delivery.state === 'suppressed')
         add('email.smtp', 'skipped', `not sent: suppressed (${f.suppressions.join(', ') || 'opt-out'})`);
+      else if (delivery.heldUntil)
+        add(
+          'email.smtp',
+          'pending',
+          `held until ${delivery.heldUntil} (the user's quiet hours, or the delay before the read check), then sent unless read in the app`,
+        );
       else
         add(
           'email.smtp',

@@ -110,7 +110,7 @@ export async function gatherWhy(
     items: items.map((i) => ({ ...i, createdAt: i.createdAt.toISOString(), readAt: iso(i.readAt) })),
     preferences: prefs.map((p) => ({ type: p.type, inApp: p.inApp, email: p.email })),
     created: created.map((c) => ({ eventId: c.eventId, idempotencyKey: c.idempotencyKey, sentAt: iso(c.sentAt) })),
-    deliveries: email.deliveries.map((d) => ({ ...d, sentAt: iso(d.sentAt) })),
+    deliveries: email.deliveries.map((d) => ({ ...d, sentAt: iso(d.sentAt), heldUntil: iso(d.heldUntil ?? null) })),
     digestItems: email.digestItems.map((d) => ({
       idempotencyKey: d.idempotencyKey,
       windowStatus: d.windowStatus,
