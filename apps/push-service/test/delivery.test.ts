@@ -83,7 +83,7 @@ it('pushes once per notification, even when notification.created arrives twice: 
   expect(push.refused).toEqual([]);
 });
 
-it("a group's members: one push each, the latest member's text, with the group's Topic and tag", async () => {
+it("a group's members: one push each, the latest member's excerpt and the group's count, with the group's Topic and tag", async () => {
   const sub = await subscribed('ana');
   const groupKey = 'reaction:post:p-7:2026-12-04';
   // Reactions push only when the user turned their push on.
@@ -101,6 +101,7 @@ it("a group's members: one push each, the latest member's text, with the group's
     resourceType: 'post',
     push: true,
     groupKey,
+    actorId: 'cy',
     excerpt: '🎉',
   });
   const alone = notificationCreated({ userId: 'ana', type: 'mention' });
@@ -124,9 +125,9 @@ it("a group's members: one push each, the latest member's text, with the group's
     title: 'Someone reacted to your post',
     body: '👍',
   });
-  // The event says nothing of the group's size or actors: the push is the latest member's.
+  // The second member's push counts the group so far (test/grouped.test.ts), with its own excerpt.
   expect(JSON.parse(b?.plaintext ?? '')).toEqual({
-    title: 'Someone reacted to your post',
+    title: '2 people reacted to your post',
     body: '🎉',
     url: `${PUBLIC_BASE_URL}/notifications/${second.data.notificationId}`,
     tag: groupTopic,

@@ -26,6 +26,23 @@ export interface PushSource {
   groupKey?: string;
 }
 
+/**
+ * A group so far, for the user, from push-service's ledger (store/ledger.ts `decide`): its members
+ * (distinct idempotency keys, this one included, withdrawn ones not) and their distinct actors.
+ */
+export interface GroupSoFar {
+  members: number;
+  actors: number;
+}
+
+/** The types the inbox groups (docs/NOTIFICATIONS.md "Grouping"); a mention, an alert never. */
+export const GROUPED_TYPES: ReadonlySet<NotificationType> = new Set(['reaction', 'follow', 'reply', 'comment']);
+
+/** The event's group, for a type that groups; none for one that never does, whatever it carries. */
+export function groupOf(source: Pick<PushSource, 'type' | 'groupKey'>): string | undefined {
+  return GROUPED_TYPES.has(source.type) ? source.groupKey : undefined;
+}
+
 /** Of the body; a notification shows two or three lines of it anyway. */
 export const BODY_MAX_LENGTH = 180;
 
@@ -65,6 +82,38 @@ export function titleFor(type: NotificationType, resourceType: string): string {
   }
 }
 
+/**
+ * The grouped title, when the group has more than one member so far: counts, never names
+ * (push-service has no names; docs/PUSH.md "Grouped pushes"). People where the actors are known and
+ * more than one ("3 people reacted to your post"), else the members ("2 reactions to your post").
+ * Undefined: one member, or a type that never groups; the single title stands.
+ */
+export function groupedTitleFor(
+  type: NotificationType,
+  resourceType: string,
+  group: GroupSoFar | undefined,
+): string | undefined {
+  if (!group || group.members < 2) return undefined;
+  const { members, actors } = group;
+  switch (type) {
+    case 'reaction': {
+      const target = RESOURCE_WORDS[resourceType] ?? 'content';
+      return actors >= 2 ? `${actors} people reacted to your ${target}` : `${members} reactions to your ${target}`;
+    }
+    case 'follow':
+      if (actors >= 2) return `${actors} people followed you`;
+      // The same follower twice in a day (unfollowed, followed again) is still one.
+      return actors === 1 ? undefined : `${members} new followers`;
+    case 'reply':
+      return `${members} new replies to your comment`;
+    case 'comment':
+      return `${members} comments on your post`;
+    case 'mention':
+    case 'security_alert':
+      return undefined;
+  }
+}
+
 const DEFAULT_BODY: Record<NotificationType, string> = {
   mention: 'Open the community to read it.',
   reply: 'Open the community to read it.',
@@ -78,14 +127,21 @@ export function notificationUrl(publicBaseUrl: string, notificationId: string): 
   return `${publicBaseUrl.replace(/\/+$/, '')}/notifications/${encodeURIComponent(notificationId)}`;
 }
 
-export function formatPush(source: PushSource, publicBaseUrl: string): PushPayload {
+/**
+ * The payload of one notification; `group`, for a member of a group, is the group so far (its
+ * count makes the title; the body stays the member's own excerpt, the latest).
+ */
+export function formatPush(source: PushSource, publicBaseUrl: string, group?: GroupSoFar): PushPayload {
   const excerpt = source.excerpt ? oneLine(source.excerpt, BODY_MAX_LENGTH) : '';
+  const groupKey = groupOf(source);
   return {
-    title: titleFor(source.type, source.resourceType),
+    title:
+      (groupKey ? groupedTitleFor(source.type, source.resourceType, group) : undefined) ??
+      titleFor(source.type, source.resourceType),
     body: excerpt || DEFAULT_BODY[source.type],
     url: notificationUrl(publicBaseUrl, source.notificationId),
     // A group's pushes share one tag, so the latest replaces the previous on the device.
-    tag: topicFor(source.groupKey ?? source.idempotencyKey),
+    tag: topicFor(groupKey ?? source.idempotencyKey),
     notificationId: source.notificationId,
     type: source.type,
   };

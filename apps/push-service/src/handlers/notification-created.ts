@@ -4,7 +4,7 @@ import { withTransaction } from '@community/db';
 import type { Handler } from '@community/messaging';
 import { deliver, type DeliverDeps } from '../delivery/deliver';
 import { topicFor, TTL_SECONDS, URGENCY } from '../domain/delivery';
-import { formatPush } from '../domain/payload';
+import { formatPush, groupOf } from '../domain/payload';
 import { holdUntil } from '../domain/timing';
 import type { PushMetrics } from '../metrics';
 import * as ledger from '../store/ledger';
@@ -25,7 +25,7 @@ export interface CreatedDeps {
 /**
  * `push-service.send`: notification.created. Decides (push or not: the event's `push`, or for an
  * event without it the rule of pushFor), writes one ledger row per subscription of the user in
- * one transaction, then sends the rows it created; rows held (quiet hours, delay-then-check:
+ * one transaction (a group's member with the group's count so far in its title), then sends the rows it created; rows held (quiet hours, delay-then-check:
  * domain/timing.ts) are due at the hold's end, and the poller sends them then. A second delivery of the same notification
  * creates no row and sends nothing; a row left unsent by a crash or a retry is the poller's.
  */
@@ -44,18 +44,23 @@ export function notificationCreatedHandler(deps: CreatedDeps): Handler<EventOf<'
       return 'skipped';
     }
     const hold = holdUntil(d, received, deps.readCheckDelayMs);
+    // A mention or an alert never groups, whatever the event carries (docs/PUSH.md "Grouped pushes").
+    const groupKey = groupOf(d);
     const decided = await withTransaction(deps.pool, { signal: ctx.signal }, (tx) =>
       ledger.decide(tx, {
         idempotencyKey: d.idempotencyKey,
         userId: d.userId,
         notificationId: d.notificationId,
         notificationType: d.type,
+        groupKey,
+        actorId: d.actorId,
         // A group's members share the Topic as they share the payload's tag: a push service still
         // holding the previous member replaces it, as the device replaces the one it shows.
-        topic: topicFor(d.groupKey ?? d.idempotencyKey),
+        topic: topicFor(groupKey ?? d.idempotencyKey),
         ttlSeconds: TTL_SECONDS[d.type],
         urgency: URGENCY[d.type],
-        payload: formatPush(d, deps.publicBaseUrl),
+        // The title counts the group so far, from the ledger (store/ledger.ts decide).
+        payload: (group) => formatPush(d, deps.publicBaseUrl, group),
         dueAt: hold ?? received,
       }),
     );

@@ -16,6 +16,8 @@ export interface ErasureCounts {
  *   pending pushes are cancelled first, so nothing more is sent to them.
  * - push_deliveries: KEPT without payload (set NULL): a row says what was sent and keeps a late
  *   copy of notification.created from pushing again; it holds the user id and the key, no content.
+ * - push_deliveries of other users whose actor the user was: `actor_id` cleared (the user no longer
+ *   counts among a group's people; the member itself counts until its notification is withdrawn).
  * - push_withdrawals: kept (a key and a user id), so a withdrawn notification stays withdrawn.
  */
 export async function eraseUser(
@@ -30,5 +32,6 @@ export async function eraseUser(
     `UPDATE push_deliveries SET payload = NULL, updated_at = now() WHERE user_id = $1 AND payload IS NOT NULL`,
     [userId],
   );
+  await tx.query(`UPDATE push_deliveries SET actor_id = NULL, updated_at = now() WHERE actor_id = $1`, [userId]);
   return { subscriptions, deliveries: deliveries.rowCount ?? 0 };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { withTransaction } from '@community/db';
-import type { PushPayload } from '../domain/payload';
+import type { GroupSoFar, PushPayload } from '../domain/payload';
 import type { Urgency } from '../domain/delivery';
 import { removeGone } from './subscriptions';
 
@@ -30,10 +30,14 @@ export interface NewPush {
   userId: string;
   notificationId: string;
   notificationType: string;
+  /** The inbox group, for a type that groups (domain/payload.ts groupOf); none: never grouped. */
+  groupKey?: string;
+  actorId?: string;
   topic: string;
   ttlSeconds: number;
   urgency: Urgency;
-  payload: PushPayload;
+  /** The payload, given the group so far (this member included) when the push is a group's member. */
+  payload: (group: GroupSoFar | undefined) => PushPayload;
   /** When the rows are first due: now, or the end of a hold (quiet hours, delay-then-check). */
   dueAt: Date;
 }
@@ -52,19 +56,26 @@ export interface Decided {
  * withdrawal of the same key (an advisory lock on it), so a withdrawal either sees these rows (and
  * cancels them) or is seen here (and they are created cancelled): never a push after its
  * withdrawal committed.
+ *
+ * A group's member also takes the lock of the user's group (in a lock space of its own: two-key
+ * advisory locks never meet the one-key ones), then counts the group so far from the ledger and
+ * makes the payload from it: two members decided at once are counted one after the other, never
+ * both without the other.
  */
 export async function decide(tx: Pick<PoolClient, 'query'>, push: NewPush): Promise<Decided> {
   await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`push-key:${push.idempotencyKey}`]);
   const tomb = await tx.query('SELECT 1 FROM push_withdrawals WHERE idempotency_key = $1', [push.idempotencyKey]);
   const withdrawn = tomb.rows.length > 0;
+  const group = push.groupKey && !withdrawn ? await groupSoFar(tx, push) : undefined;
   const { rows } = await tx.query<{ subscriptions: number; created: string[] }>(
     `WITH subs AS (SELECT id FROM push_subscriptions WHERE user_id = $2),
           ins AS (
             INSERT INTO push_deliveries (idempotency_key, subscription_id, user_id, notification_id, notification_type,
-                                         state, topic, ttl_seconds, urgency, payload, next_attempt_at, expires_at, last_error)
+                                         state, topic, ttl_seconds, urgency, payload, next_attempt_at, expires_at, last_error,
+                                         group_key, actor_id)
             SELECT $1, s.id, $2, $3, $4, $9::text::push_delivery_state, $5, $6::int, $7, $8::jsonb,
                    $10::timestamptz, $10::timestamptz + make_interval(secs => $6::int),
-                   CASE WHEN $9::text = 'cancelled' THEN 'withdrawn' END
+                   CASE WHEN $9::text = 'cancelled' THEN 'withdrawn' END, $11, $12
               FROM subs s
             ON CONFLICT (idempotency_key, subscription_id) DO NOTHING
             RETURNING id::text, state)
@@ -78,12 +89,37 @@ export async function decide(tx: Pick<PoolClient, 'query'>, push: NewPush): Prom
       push.topic,
       push.ttlSeconds,
       push.urgency,
-      JSON.stringify(push.payload),
+      JSON.stringify(push.payload(group)),
       withdrawn ? 'cancelled' : 'pending',
       push.dueAt,
+      push.groupKey ?? null,
+      push.actorId ?? null,
     ],
   );
   return { subscriptions: rows[0].subscriptions, created: rows[0].created, withdrawn };
+}
+
+/**
+ * The user's group so far, under the group's lock: the distinct idempotency keys of its ledger rows
+ * (one row per key and subscription) whose notification was not withdrawn (no tombstone), with
+ * this member's, and their distinct actors. A member whose push was not sent (read in the app,
+ * failed, its subscription gone) is still a member of the inbox's group, and counts.
+ */
+async function groupSoFar(tx: Pick<PoolClient, 'query'>, push: NewPush): Promise<GroupSoFar> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('push-group'), hashtext($1))`, [
+    JSON.stringify([push.userId, push.groupKey]),
+  ]);
+  const { rows } = await tx.query<GroupSoFar>(
+    `SELECT count(DISTINCT m.k)::int AS members, count(DISTINCT m.a)::int AS actors
+       FROM (SELECT d.idempotency_key AS k, d.actor_id AS a
+               FROM push_deliveries d
+              WHERE d.user_id = $1 AND d.group_key = $2
+                AND NOT EXISTS (SELECT 1 FROM push_withdrawals w WHERE w.idempotency_key = d.idempotency_key)
+             UNION ALL
+             SELECT $3::text, $4::text) m`,
+    [push.userId, push.groupKey, push.idempotencyKey, push.actorId ?? null],
+  );
+  return rows[0];
 }
 
 /** A claimed row, with what sending it needs. */
