@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import {
@@ -11,7 +10,7 @@ import {
   DEV_ADMIN_SIGNING_KEY,
 } from '@community/config';
 import { adminTokenSigner } from '@community/service';
-import { eventually, freePort } from '@community/testing';
+import { appProcessArgs, eventually, freePort } from '@community/testing';
 
 /**
  * End-to-end harness: the real apps as separate processes (as `npm start` runs them), against a
@@ -25,18 +24,6 @@ export interface App {
   proc: ChildProcess;
   url: string;
   output: string[];
-}
-
-/**
- * How an app process starts: `npm test` bundles every app once (esbuild) and names the folder in
- * COMMUNITY_TEST_APP_BUNDLES, so each start loads one file instead of compiling each module through
- * @swc-node/register; a jest run of its own (no such folder) compiles on the fly from the sources.
- */
-function appArgs(name: string): string[] {
-  const bundles = process.env.COMMUNITY_TEST_APP_BUNDLES;
-  const bundle = bundles ? path.join(bundles, name, 'main.js') : undefined;
-  if (bundle && existsSync(bundle)) return ['--enable-source-maps', bundle];
-  return ['-r', '@swc-node/register', path.join(ROOT, 'apps', name, 'src', 'main.ts')];
 }
 
 /**
@@ -61,7 +48,7 @@ export function appsEnv(o: {
 }
 
 export async function startApp(name: string, port: number, env: Record<string, string>): Promise<App> {
-  const proc = spawn(process.execPath, appArgs(name), {
+  const proc = spawn(process.execPath, appProcessArgs(name), {
     cwd: ROOT,
     env: {
       ...process.env,

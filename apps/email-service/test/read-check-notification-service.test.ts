@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { buildEvent } from '@community/contracts';
 import { userTokenSigner } from '@community/service';
-import { eventually, testOperators } from '@community/testing';
+import { eventually, startAppProcess, testOperators, type AppProcess } from '@community/testing';
 import { READ_IN_APP_REASON } from '../src/delivery/held';
 import { messageIdFor } from '../src/message-id';
 import {
@@ -12,7 +12,6 @@ import {
   type Infra,
   type StartedService,
 } from './support/harness';
-import { startNotificationService, type RunningApp } from './support/notification-service';
 import { TestSmtp } from './support/smtp';
 
 // Delay-then-check (docs/EMAIL.md "Delivery timing") against the REAL notification-service, a
@@ -32,7 +31,7 @@ const userToken = userTokenSigner({
 let now = new Date();
 let infra: Infra;
 let smtp: TestSmtp;
-let ns: RunningApp;
+let ns: AppProcess;
 let s: StartedService;
 const emailsFor = (key: string) =>
   smtp.received.filter((m) => m.messageId === messageIdFor('immediate', key, 'community.local'));
@@ -40,7 +39,7 @@ const emailsFor = (key: string) =>
 beforeAll(async () => {
   infra = await createInfra('email_readcheck_ns');
   smtp = await new TestSmtp().start();
-  ns = await startNotificationService({
+  ns = await startAppProcess('notification-service', {
     DATABASE_URL: infra.db.url,
     AMQP_URL: infra.vhost.url,
     JWT_SECRET,

@@ -2,12 +2,19 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { buildEvent } from '@community/contracts';
-import { createTestDatabase, createTestVhost, eventually, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  startAppProcess,
+  type AppProcess,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { loadPushConfig } from '../src/config';
 import { READ_IN_APP_REASON } from '../src/delivery/read-check';
 import { createPushService } from '../src/service';
 import { bearer, JWT_SECRET, notificationCreated, OPERATORS, startHarness, type Harness } from './support/harness';
-import { startNotificationService, type RunningApp } from './support/notification-service';
 import { TestPushServer, type TestSubscription } from './support/push-server';
 
 // Delay-then-check (docs/PUSH.md "Quiet hours and delay-then-check") against the real
@@ -18,7 +25,7 @@ import { TestPushServer, type TestSubscription } from './support/push-server';
 // clock is the test's: the test moves it and polls by hand.
 const DELAY_MS = 60_000;
 let h: Harness;
-let ns: RunningApp;
+let ns: AppProcess;
 let push: TestPushServer;
 let now = new Date();
 
@@ -29,7 +36,7 @@ beforeAll(async () => {
   db = await createTestDatabase('push_readcheck');
   vhost = await createTestVhost('push-readcheck');
   push = await new TestPushServer().start();
-  ns = await startNotificationService({
+  ns = await startAppProcess('notification-service', {
     DATABASE_URL: db.url,
     AMQP_URL: vhost.url,
     JWT_SECRET,

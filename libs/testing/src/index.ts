@@ -7,3 +7,4 @@ export * from './names';
 export * from './tokens';
 export * from './net';
 export * from './bundles';
+export * from './app-process';
