@@ -22,4 +22,4 @@ export {
 export type { QueueName } from './topology';
 export { COMMUNITY_VHOST, OBSERVER_USERS, SERVICE_ACCESS, TOPOLOGY_ADMIN_USER } from './access';
 export * from './quiet-hours';
-export * from './local-time';
+export { isKnownTimeZone, nextLocalTime, previousLocalTime } from './local-time';

@@ -36,8 +36,8 @@ export function isKnownTimeZone(timeZone: string): boolean {
   }
 }
 
-/** The local wall clock at instant `ms` (whole seconds), as Date.UTC of its fields. */
-function wallAt(ms: number, timeZone: string): number {
+/** The local wall clock at instant `ms` (whole seconds), as Date.UTC of its fields. Throws a RangeError for an unknown zone. */
+export function wallAt(ms: number, timeZone: string): number {
   const p: Record<string, number> = {};
   for (const part of formatOf(timeZone).formatToParts(new Date(Math.floor(ms / 1000) * 1000)))
     if (part.type !== 'literal') p[part.type] = Number(part.value);
@@ -48,9 +48,10 @@ const offsetAt = (ms: number, timeZone: string) => wallAt(ms, timeZone) - Math.f
 
 /**
  * The instants at which the local clock reads `wall` (Date.UTC of the local fields), earliest first:
- * one, two in an overlap; none in a gap, then the instant the clock jumps past it.
+ * one, or two in an overlap (the autumn hour); in a gap (the spring hour), the one instant the clock
+ * jumps past it. Shared with quiet-hours.ts.
  */
-function instantsOf(wall: number, timeZone: string): number[] {
+export function instantsOf(wall: number, timeZone: string): number[] {
   const offsets = new Set([
     offsetAt(wall - DAY_MS, timeZone),
     offsetAt(wall, timeZone),
@@ -60,7 +61,7 @@ function instantsOf(wall: number, timeZone: string): number[] {
     .map((o) => wall - o)
     .filter((t) => offsetAt(t, timeZone) === wall - t)
     .sort((a, b) => a - b);
-  if (exact.length > 0) return [exact[0]];
+  if (exact.length > 0) return exact;
   // A gap: the first second whose wall clock is at or past `wall`.
   let lo = Math.floor((wall - Math.max(...offsets)) / 1000);
   let hi = Math.ceil((wall - Math.min(...offsets)) / 1000);

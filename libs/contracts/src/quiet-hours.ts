@@ -4,6 +4,8 @@
 // `quietUntil` with the instant it ends; the senders hold until then. Intl only: the runtime's ICU
 // data is the same the contract's `time-zone` format accepts.
 
+import { instantsOf, wallAt } from './local-time';
+
 /** A user's quiet hours: local times "HH:MM" (24 h); `start` > `end` wraps midnight. */
 export interface QuietHours {
   start: string;
@@ -38,76 +40,12 @@ function minutesOf(time: string, field: string): number {
   return Number(time.slice(0, 2)) * 60 + Number(time.slice(3));
 }
 
-const formats = new Map<string, Intl.DateTimeFormat>();
-function formatOf(timeZone: string): Intl.DateTimeFormat {
-  let f = formats.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formats.set(timeZone, f);
-  }
-  return f;
-}
-
-/** The wall clock of `ms` (whole seconds) in `timeZone`, as if it were UTC: Date.UTC of the local fields. */
-function wallOf(ms: number, timeZone: string): number {
-  const parts: Record<string, number> = {};
-  for (const p of formatOf(timeZone).formatToParts(new Date(ms))) if (p.type !== 'literal') parts[p.type] = +p.value;
-  return Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour % 24, parts.minute, parts.second);
-}
-
-/** The zone's offset from UTC at instant `ms` (local wall minus UTC), in ms. */
-function offsetAt(ms: number, timeZone: string): number {
-  const whole = Math.floor(ms / 1000) * 1000;
-  return wallOf(whole, timeZone) - whole;
-}
-
 const DAY_MS = 86_400_000;
-
-/**
- * The first instant after `after` at which the local clock of `timeZone` reads `wall` (a wall time
- * as Date.UTC of its fields), DST-correct:
- * - a wall time that occurs twice (the autumn hour) ends at its first occurrence after `after`;
- * - one that does not occur (the spring gap, 02:30 in Berlin on the last Sunday of March) ends at
- *   the transition, when the clock jumps past it.
- */
-function instantOfWall(wall: number, timeZone: string, after: number): number {
-  const offsets = new Set([
-    offsetAt(wall - DAY_MS, timeZone),
-    offsetAt(wall, timeZone),
-    offsetAt(wall + DAY_MS, timeZone),
-  ]);
-  const exact = [...offsets]
-    .map((o) => wall - o)
-    .filter((t) => offsetAt(t, timeZone) === wall - t)
-    .sort((a, b) => a - b);
-  if (exact.length > 0) return exact.find((t) => t > after) ?? exact[exact.length - 1];
-  // In a gap: the instant before it shows an earlier wall time, the one after it a later one. The
-  // transition is the first instant whose wall clock is at or past `wall` (found to the second).
-  let lo = wall - Math.max(...offsets); // its wall clock is before `wall`
-  let hi = wall - Math.min(...offsets); // its wall clock is past `wall`
-  lo = Math.floor(lo / 1000);
-  hi = Math.ceil(hi / 1000);
-  while (hi - lo > 1) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (wallOf(mid * 1000, timeZone) >= wall) hi = mid;
-    else lo = mid;
-  }
-  return hi * 1000;
-}
 
 /**
  * When the quiet hours around `at` end: null when `at` is outside them (local wall time in
  * `timeZone`, IANA name), else the instant the local clock next reads `quiet.end` (on the next day
- * for a window that wraps midnight and `at` before midnight), DST-correct (instantOfWall). The
+ * for a window that wraps midnight and `at` before midnight), DST-correct (local-time.ts). The
  * window includes `start` and excludes `end`. Throws a RangeError for a malformed time or an
  * unknown zone; `start === end` is an empty window (null).
  */
@@ -117,12 +55,15 @@ export function quietHoursEnd(at: Date, quiet: QuietHours, timeZone: string): Da
   const ms = at.getTime();
   if (Number.isNaN(ms)) throw new RangeError('quietHoursEnd: invalid date');
   if (start === end) return null;
-  const wall = wallOf(Math.floor(ms / 1000) * 1000, timeZone);
+  const wall = wallAt(ms, timeZone);
   const midnight = Math.floor(wall / DAY_MS) * DAY_MS;
   const minute = Math.floor((wall - midnight) / 60_000);
   const inside = start < end ? minute >= start && minute < end : minute >= start || minute < end;
   if (!inside) return null;
   // Before midnight in a wrapping window, it ends tomorrow; otherwise today.
   const endDay = start > end && minute >= start ? midnight + DAY_MS : midnight;
-  return new Date(instantOfWall(endDay + end * 60_000, timeZone, ms));
+  // The end's first instant after `at`: in the autumn overlap the window ends at the occurrence
+  // still ahead; in the spring gap at the jump (local-time.ts instantsOf).
+  const ends = instantsOf(endDay + end * 60_000, timeZone);
+  return new Date(ends.find((t) => t > ms) ?? ends[ends.length - 1]);
 }
