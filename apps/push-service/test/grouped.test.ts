@@ -36,7 +36,7 @@ type Created = EventOf<'notification.created'>;
 
 const handled = () => h.metric('messaging_succeeded_total');
 
-async function publishAndWait(...events: (Created | EventOf<'notification.withdrawn'>)[]): Promise<void> {
+async function publishAndWait(...events: Parameters<Harness['publish']>[0][]): Promise<void> {
   const before = await handled();
   for (const e of events) await h.publish(e);
   await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
