@@ -1,6 +1,6 @@
 import type { NotificationType } from '@community/contracts';
 import { READ_STATE_MAX_KEYS } from '@community/service';
-import type { DigestJobDeps } from '../digest/digest-jobs';
+import { forEachLimit, type DigestJobDeps } from '../digest/digest-jobs';
 import { digestRetryDelayMs } from '../domain/retry-schedules';
 import { SmtpPermanentError } from '../smtp/errors';
 import * as ledger from '../store/ledger';
@@ -126,12 +126,4 @@ async function sendOne(deps: HeldDeps, lease: HeldLease, read: Set<string>, now:
     log.error({ err: err.message }, 'held email refused by the SMTP server (permanent); recorded as failed');
   }
   return false;
-}
-
-async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]);
-  });
-  await Promise.all(workers);
 }

@@ -113,7 +113,8 @@ async function sendOne(deps: DigestJobDeps, lease: DigestLease, now: Date): Prom
   return false;
 }
 
-async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+/** Runs `fn` over `items`, at most `limit` at a time (the ticker's sends). */
+export async function forEachLimit<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) await fn(items[next++]);

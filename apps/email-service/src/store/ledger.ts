@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Pool } from 'pg';
+import type { Pool, QueryResultRow } from 'pg';
 import type { ProviderName } from '../smtp/provider-name';
 import { holderAlive } from './instances';
 
@@ -186,28 +186,18 @@ export async function claimDueDigests(
   leaseMs: number,
   holder?: LeaseHolder,
 ): Promise<DigestLease[]> {
-  const usable = holder?.usable?.() ?? null;
-  const res = await pool.query<DigestLease>(
-    `UPDATE email_deliveries d
-        SET state = 'sending', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
-            lease_until = now() + $3::float8 * interval '1 millisecond', lease_holder = $4::uuid,
-            takeover = ${takeoverOf('c')}, attempt_provider = ${attemptProviderOf('c', '$5')},
-            pinned_provider = ${pinOf('c')}, updated_at = now()
-       FROM (
-        SELECT id, state, lease_until, attempt_provider, pinned_provider FROM email_deliveries e
-         WHERE channel = 'digest'
-           AND ((state = 'pending' AND next_attempt_at <= $1) OR ${takeable('e', '$4')})
-           AND ($6::email_provider[] IS NULL OR ${pinOf('e')} IS NULL OR ${pinOf('e')} = ANY($6::email_provider[]))
-         ORDER BY next_attempt_at
-         LIMIT $2
-         FOR UPDATE SKIP LOCKED) c
-      WHERE d.id = c.id
-      RETURNING d.id::text AS id, d.lease_token::text AS token, d.attempts, d.message_id AS "messageId",
-                d.attempt_provider::text AS provider, d.pinned_provider::text AS pinned,
-                d.idempotency_key AS "idempotencyKey", d.user_id AS "userId", d.digest_window_id::text AS "digestWindowId"`,
-    [now, limit, leaseMs, holder?.id ?? null, holder?.preferred?.() ?? 'primary', usable],
+  return claimDue<DigestLease>(
+    pool,
+    {
+      rows: `channel = 'digest'`,
+      order: 'next_attempt_at',
+      returning: `d.digest_window_id::text AS "digestWindowId"`,
+    },
+    now,
+    limit,
+    leaseMs,
+    holder,
   );
-  return res.rows;
 }
 
 /**
@@ -377,8 +367,36 @@ export async function claimDueHeld(
   leaseMs: number,
   holder?: LeaseHolder,
 ): Promise<HeldLease[]> {
+  return claimDue<HeldLease>(
+    pool,
+    {
+      rows: `channel = 'immediate' AND held IS NOT NULL`,
+      order: 'user_id, next_attempt_at',
+      returning: 'd.held',
+    },
+    now,
+    limit,
+    leaseMs,
+    holder,
+  );
+}
+
+/**
+ * The claim of the rows the ticker sends (digests, held immediate emails): due rows of `rows`
+ * (pending and next_attempt_at reached, or sending with a takeable lease: expired, or its holder
+ * dead), SKIP LOCKED so that concurrent tickers take disjoint rows, each attempt bound to its
+ * provider as in `claim`, rows bound to a provider the holder cannot send through now left due.
+ */
+async function claimDue<T>(
+  pool: Pool,
+  which: { rows: string; order: string; returning: string },
+  now: Date,
+  limit: number,
+  leaseMs: number,
+  holder?: LeaseHolder,
+): Promise<T[]> {
   const usable = holder?.usable?.() ?? null;
-  const res = await pool.query<HeldLease>(
+  const res = await pool.query<T & QueryResultRow>(
     `UPDATE email_deliveries d
         SET state = 'sending', attempts = d.attempts + 1, lease_token = gen_random_uuid(),
             lease_until = now() + $3::float8 * interval '1 millisecond', lease_holder = $4::uuid,
@@ -386,16 +404,16 @@ export async function claimDueHeld(
             pinned_provider = ${pinOf('c')}, updated_at = now()
        FROM (
         SELECT id, state, lease_until, attempt_provider, pinned_provider FROM email_deliveries e
-         WHERE channel = 'immediate' AND held IS NOT NULL
+         WHERE ${which.rows}
            AND ((state = 'pending' AND next_attempt_at <= $1) OR ${takeable('e', '$4')})
            AND ($6::email_provider[] IS NULL OR ${pinOf('e')} IS NULL OR ${pinOf('e')} = ANY($6::email_provider[]))
-         ORDER BY user_id, next_attempt_at
+         ORDER BY ${which.order}
          LIMIT $2
          FOR UPDATE SKIP LOCKED) c
       WHERE d.id = c.id
       RETURNING d.id::text AS id, d.lease_token::text AS token, d.attempts, d.message_id AS "messageId",
                 d.attempt_provider::text AS provider, d.pinned_provider::text AS pinned,
-                d.idempotency_key AS "idempotencyKey", d.user_id AS "userId", d.held`,
+                d.idempotency_key AS "idempotencyKey", d.user_id AS "userId", ${which.returning}`,
     [now, limit, leaseMs, holder?.id ?? null, holder?.preferred?.() ?? 'primary', usable],
   );
   return res.rows;
