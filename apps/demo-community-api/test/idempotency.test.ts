@@ -127,6 +127,24 @@ describe('Idempotency-Key', () => {
 
   it('replays every write route, status and body as first answered, with every field the route sends', async () => {
     const post = (await newPost(as('grace'), { title: 'Replays', body: 'Every route.' })).json();
+    // What the deletions delete: a second DELETE without the key would be a 404, the retry replays the 200.
+    const doomed = (await newPost(as('grace'), { title: 'Doomed', body: 'Deleted below.' })).json();
+    const comment = (
+      await app.inject({
+        method: 'POST',
+        url: `/v1/posts/${post.id}/comments`,
+        headers: as('bob'),
+        payload: { body: 'to delete' },
+      })
+    ).json();
+    const reaction = (
+      await app.inject({
+        method: 'POST',
+        url: '/v1/reactions',
+        headers: as('ada'),
+        payload: { targetType: 'post', targetId: post.id, emoji: '🗑️' },
+      })
+    ).json();
     const writes: Array<{ name: string; run: (key: string) => Promise<LightMyRequestResponse>; fields: string[] }> = [
       {
         name: 'POST /v1/users',
@@ -137,7 +155,7 @@ describe('Idempotency-Key', () => {
             headers: { 'idempotency-key': key },
             payload: { id: 'dora', email: 'dora@example.test', displayName: 'Dora', locale: 'fr' },
           }),
-        fields: ['createdAt', 'displayName', 'email', 'id', 'locale', 'updatedAt'],
+        fields: ['createdAt', 'displayName', 'email', 'id', 'locale', 'timezone', 'updatedAt'],
       },
       {
         name: 'POST /v1/posts/:postId/comments',
@@ -170,6 +188,21 @@ describe('Idempotency-Key', () => {
         name: 'DELETE /v1/users/:userId/follow',
         run: (key) => app.inject({ method: 'DELETE', url: '/v1/users/grace/follow', headers: as('bob', key) }),
         fields: ['followeeId', 'followerId', 'following'],
+      },
+      {
+        name: 'DELETE /v1/posts/:postId',
+        run: (key) => app.inject({ method: 'DELETE', url: `/v1/posts/${doomed.id}`, headers: as('grace', key) }),
+        fields: ['comments', 'deleted', 'id', 'reactions'],
+      },
+      {
+        name: 'DELETE /v1/comments/:commentId',
+        run: (key) => app.inject({ method: 'DELETE', url: `/v1/comments/${comment.id}`, headers: as('bob', key) }),
+        fields: ['commentIds', 'deleted', 'id', 'postId'],
+      },
+      {
+        name: 'DELETE /v1/reactions/:reactionId',
+        run: (key) => app.inject({ method: 'DELETE', url: `/v1/reactions/${reaction.id}`, headers: as('ada', key) }),
+        fields: ['actorId', 'deleted', 'emoji', 'id', 'targetId', 'targetType'],
       },
       {
         name: 'POST /v1/security-alerts',

@@ -43,7 +43,7 @@ function isEmail(value: string): boolean {
  */
 const ZONE_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/;
 
-function isTimeZone(value: string): boolean {
+export function isTimeZone(value: string): boolean {
   // A name, not an offset: ICU also accepts "+07:00", which has no daylight-saving rules.
   if (value.length > 64 || !ZONE_NAME.test(value)) return false;
   try {

@@ -23,3 +23,4 @@ export type { QueueName } from './topology';
 export { COMMUNITY_VHOST, OBSERVER_USERS, SERVICE_ACCESS, TOPOLOGY_ADMIN_USER } from './access';
 export * from './quiet-hours';
 export { isKnownTimeZone, nextLocalTime, previousLocalTime } from './local-time';
+export { isTimeZone } from './formats';

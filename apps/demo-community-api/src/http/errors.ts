@@ -54,6 +54,11 @@ export const ERRORS = defineErrors('', {
     statusCode: 403,
     message: (actor: string, what: string) => `User "${actor}" may not delete ${what}: only its author may`,
   },
+  TIMEZONE_INVALID: {
+    statusCode: 400,
+    message: (zone: string) =>
+      `body/timezone ${JSON.stringify(zone)} is not an IANA time zone name this server knows (e.g. "Asia/Jakarta", "UTC"; not an offset like "+07:00")`,
+  },
   SELF_FOLLOW: { statusCode: 400, message: 'A user cannot follow or unfollow themselves' },
   CORRELATION_ID_INVALID: {
     statusCode: 400,

@@ -14,6 +14,14 @@ export const UpsertUserBody = Type.Object(
     email: Type.String({ format: 'email', maxLength: 254 }),
     displayName: Type.String({ minLength: 1, maxLength: 200 }),
     locale: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$', maxLength: 35 })),
+    timezone: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description:
+          'an IANA time zone name ("Asia/Jakarta"): daily digests and quiet hours follow it; an unknown zone is 400 TIMEZONE_INVALID',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -102,6 +110,7 @@ export const User = Type.Object({
   email: Type.String(),
   displayName: Type.String(),
   locale: Type.Union([Type.String(), Type.Null()]),
+  timezone: Type.Union([Type.String(), Type.Null()]),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { PoolClient } from 'pg';
+import { isTimeZone } from '@community/contracts';
 import { isUniqueViolation } from '@community/db';
 import { EventBatch } from '../store/outbox';
 import { addFollow, emailHolder, removeFollow, upsertUser, userExists, type UserRow } from '../store/users';
@@ -24,6 +25,7 @@ function toUser(r: UserRow) {
     email: r.email,
     displayName: r.display_name,
     locale: r.locale,
+    timezone: r.timezone,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -49,16 +51,17 @@ export function registerUserRoutes(app: FastifyInstance, { pool, guards, answerO
       onRequest: guards.profileWrite,
     },
     async (request, reply) => {
-      const { id, email, displayName, locale } = request.body;
+      const { id, email, displayName, locale, timezone } = request.body;
       assertMayWriteProfile(request, id);
+      if (timezone !== undefined && !isTimeZone(timezone)) throw ERRORS.TIMEZONE_INVALID(timezone);
       try {
         return await answerOnce(request, reply, async (tx) => {
           // 409 without naming the holder: which user owns an address is nobody else's business.
           if ((await emailHolder(tx, email, id)) !== undefined) throw ERRORS.EMAIL_TAKEN();
-          const { row, inserted, changed } = await upsertUser(tx, { id, email, displayName, locale });
+          const { row, inserted, changed } = await upsertUser(tx, { id, email, displayName, locale, timezone });
           if (changed)
             await new EventBatch(request.id)
-              .add('user.upserted', { userId: id, email, displayName, locale }, id)
+              .add('user.upserted', { userId: id, email, displayName, locale, timezone }, id)
               .enqueue(tx);
           return { status: inserted ? 201 : 200, body: toUser(row) };
         });

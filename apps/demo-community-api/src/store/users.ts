@@ -8,6 +8,7 @@ export interface UserRow {
   email: string;
   display_name: string;
   locale: string | null;
+  timezone: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -32,16 +33,17 @@ export async function emailHolder(db: Db, email: string, exceptId: string): Prom
  */
 export async function upsertUser(
   tx: PoolClient,
-  user: { id: string; email: string; displayName: string; locale?: string },
+  user: { id: string; email: string; displayName: string; locale?: string; timezone?: string },
 ): Promise<{ row: UserRow; inserted: boolean; changed: boolean }> {
   const { rows } = await tx.query<UserRow & { inserted: boolean }>(
-    `INSERT INTO community_users (id, email, display_name, locale) VALUES ($1, $2, $3, $4)
+    `INSERT INTO community_users (id, email, display_name, locale, timezone) VALUES ($1, $2, $3, $4, $5)
      ON CONFLICT (id) DO UPDATE
-       SET email = EXCLUDED.email, display_name = EXCLUDED.display_name, locale = EXCLUDED.locale, updated_at = now()
-       WHERE (community_users.email, community_users.display_name, community_users.locale)
-             IS DISTINCT FROM (EXCLUDED.email, EXCLUDED.display_name, EXCLUDED.locale)
+       SET email = EXCLUDED.email, display_name = EXCLUDED.display_name, locale = EXCLUDED.locale,
+           timezone = EXCLUDED.timezone, updated_at = now()
+       WHERE (community_users.email, community_users.display_name, community_users.locale, community_users.timezone)
+             IS DISTINCT FROM (EXCLUDED.email, EXCLUDED.display_name, EXCLUDED.locale, EXCLUDED.timezone)
      RETURNING *, (xmax = 0) AS inserted`,
-    [user.id, user.email, user.displayName, user.locale ?? null],
+    [user.id, user.email, user.displayName, user.locale ?? null, user.timezone ?? null],
   );
   if (rows.length > 0) return { row: rows[0], inserted: rows[0].inserted, changed: true };
   const current = await tx.query<UserRow>('SELECT * FROM community_users WHERE id = $1', [user.id]);
