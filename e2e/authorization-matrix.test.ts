@@ -19,6 +19,7 @@ import { createDemoService, loadDemoConfig } from '../apps/demo-community-api/sr
 import { createEmailService, loadEmailConfig } from '../apps/email-service/src';
 import { createFeedService, loadFeedConfig } from '../apps/feed-service/src';
 import { createNotificationService, loadNotificationConfig } from '../apps/notification-service/src';
+import { createPushService, loadPushConfig } from '../apps/push-service/src';
 import { createReconcilerService, loadReconcilerConfig } from '../apps/reconciler/src';
 import { matrixRows, parseRouteTree, type MatrixRow, type Route } from './authorization-matrix/table';
 
@@ -43,12 +44,14 @@ const alertKeys = generateKeyPairSync('ed25519');
 const spki = (k: typeof emailKeys.publicKey) => k.export({ type: 'spki', format: 'pem' }).toString();
 const pkcs8 = (k: typeof emailKeys.privateKey) => k.export({ type: 'pkcs8', format: 'pem' }).toString();
 
-type AppName = 'demo-community-api' | 'notification-service' | 'email-service' | 'feed-service' | 'reconciler';
+type AppName =
+  'demo-community-api' | 'notification-service' | 'email-service' | 'feed-service' | 'push-service' | 'reconciler';
 const APP_NAMES: readonly AppName[] = [
   'demo-community-api',
   'notification-service',
   'email-service',
   'feed-service',
+  'push-service',
   'reconciler',
 ];
 
@@ -164,6 +167,8 @@ beforeAll(async () => {
       { ...deps('email-service'), runTicker: false },
     ),
     'feed-service': createFeedService(loadFeedConfig(common), { ...deps('feed-service'), messaging: false }),
+    // Its messaging is built but not started (no `messaging: false`), and no poller runs.
+    'push-service': createPushService(loadPushConfig(common), { ...deps('push-service'), runPoller: false }),
     // With messaging (built, not started): the DLQ console's routes exist only then.
     reconciler: createReconcilerService(loadReconcilerConfig({ ...common, BREAKER_METRICS_URLS: 'none' }), {
       ...deps('reconciler'),

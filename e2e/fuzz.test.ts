@@ -22,8 +22,8 @@ import { appsEnv, freePort, http, startApp, startSmtpSink, stopApp, type App } f
 
 /**
  * Fuzz over the public interfaces only: bad messages on the topic exchange and bad HTTP requests
- * to every app (the demo API, notification-service, email-service, feed-service, and the
- * reconciler's admin API and DLQ console), run as real processes. Every bad input must end as a 4xx with a reason or in a
+ * to every app (the demo API, notification-service, email-service, feed-service, push-service, and
+ * the reconciler's admin API and DLQ console), run as real processes. Every bad input must end as a 4xx with a reason or in a
  * DLQ with a reason; no 5xx, no exit, and no PII canary in any log line. The bad authorization is
  * every principal's token form of docs/SECURITY.md with one defect each (fuzz/tokens.ts `badAuth`):
  * user, operator and service tokens, wrong audience or issuer, expired, unsigned, an unknown kid, a
@@ -98,7 +98,8 @@ beforeAll(async () => {
     createTestDatabase('fuzz'),
     startSmtpSink(),
   ]);
-  const [api, notifications, email, feed, reconciler] = await Promise.all([
+  const [api, notifications, email, feed, push, reconciler] = await Promise.all([
+    freePort(),
     freePort(),
     freePort(),
     freePort(),
@@ -117,10 +118,13 @@ beforeAll(async () => {
     LOG_LEVEL: process.env.FUZZ_LOG_LEVEL ?? 'debug',
   };
   apps.notifications = await startApp('notification-service', notifications, env);
-  [apps.email, apps.api, apps.feed, apps.reconciler] = await Promise.all([
+  [apps.email, apps.api, apps.feed, apps.push, apps.reconciler] = await Promise.all([
     startApp('email-service', email, env),
     startApp('demo-community-api', api, env),
     startApp('feed-service', feed, env),
+    // Without PUSH_ALLOW_INSECURE_LOCALHOST: an http endpoint is a bad one. No push is ever sent:
+    // no request subscribes a browser.
+    startApp('push-service', push, env),
     // HTTP and the DLQ console only: no scheduled job runs beside the fuzz, no breaker source.
     startApp('reconciler', reconciler, {
       ...env,
@@ -347,7 +351,7 @@ it(
     // form with one defect). A full-size run sends every one; a reduced one may miss a few.
     const authKinds = countBy(
       requests
-        .map((r) => /^(?:auth|feed-auth|rc-auth|api-auth):([^:]+)/.exec(r.category)?.[1])
+        .map((r) => /^(?:auth|feed-auth|push-auth|rc-auth|api-auth):([^:]+)/.exec(r.category)?.[1])
         .filter((k): k is string => k !== undefined),
     );
     (figures.requests as Record<string, unknown>).authKinds = Object.keys(authKinds).length;

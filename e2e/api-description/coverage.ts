@@ -14,7 +14,10 @@ export interface Coverage {
   undocumented: string[];
   /** Operations of the document no route serves. */
   stale: string[];
-  /** Operations without a described success answer (no 2xx response schema: fastify serialises nothing). */
+  /**
+   * Operations without a described success answer (no 2xx response schema: fastify serialises
+   * nothing). A described 204 counts: it has no body to describe (RFC 9110), only the status.
+   */
   withoutResponseSchema: string[];
 }
 
@@ -54,7 +57,8 @@ export function coverage(routes: readonly Route[], document: OpenApiDocument): C
         ([, op]) =>
           !Object.entries(op.responses ?? {}).some(
             ([status, response]) =>
-              /^2/.test(status) && Object.values(response.content ?? {}).some((media) => media.schema !== undefined),
+              (status === '204' && response.description !== undefined) ||
+              (/^2/.test(status) && Object.values(response.content ?? {}).some((media) => media.schema !== undefined)),
           ),
       )
       .map(([k]) => k),

@@ -18,6 +18,7 @@ import { createDemoService, loadDemoConfig } from '../../apps/demo-community-api
 import { createEmailService, loadEmailConfig } from '../../apps/email-service/src';
 import { createFeedService, loadFeedConfig } from '../../apps/feed-service/src';
 import { createNotificationService, loadNotificationConfig } from '../../apps/notification-service/src';
+import { createPushService, loadPushConfig } from '../../apps/push-service/src';
 import { createReconcilerService, loadReconcilerConfig } from '../../apps/reconciler/src';
 import { coverage, servedRoutes, type OpenApiDocument } from './coverage';
 
@@ -29,12 +30,14 @@ import { coverage, servedRoutes, type OpenApiDocument } from './coverage';
  * builders, as main.ts does and the authorization matrix does, and nothing is started: building
  * consumes nothing.
  */
-type AppName = 'demo-community-api' | 'notification-service' | 'email-service' | 'feed-service' | 'reconciler';
+type AppName =
+  'demo-community-api' | 'notification-service' | 'email-service' | 'feed-service' | 'push-service' | 'reconciler';
 const APP_NAMES: readonly AppName[] = [
   'demo-community-api',
   'notification-service',
   'email-service',
   'feed-service',
+  'push-service',
   'reconciler',
 ];
 /** Apps whose every operation must describe its success answer. */
@@ -42,6 +45,7 @@ const WITH_RESPONSE_SCHEMAS = new Set<AppName>([
   'notification-service',
   'email-service',
   'feed-service',
+  'push-service',
   'reconciler',
   'demo-community-api',
 ]);
@@ -91,6 +95,11 @@ beforeAll(async () => {
   services.set(
     'feed-service',
     createFeedService(loadFeedConfig(common), { ...deps('feed-service'), messaging: false }),
+  );
+  // Its messaging is built, not started (it has no `messaging: false`), and no poller runs.
+  services.set(
+    'push-service',
+    createPushService(loadPushConfig(common), { ...deps('push-service'), runPoller: false }),
   );
   // With messaging (built, not started): the DLQ console's routes exist only then.
   services.set(
@@ -166,7 +175,17 @@ it('an admin or user route carries the security of its guard; the ops routes non
   expect(ops('reconciler', 'get', '/v1/admin/status')).toEqual([{ adminToken: [] }]);
   // A DLQ route's guard is its scope's hook: the route says so itself.
   expect(ops('reconciler', 'post', '/v1/admin/dlq/replay')).toEqual([{ adminToken: [] }]);
+  expect(ops('push-service', 'post', '/v1/users/{userId}/push-subscriptions')).toEqual([
+    { userToken: [] },
+    { adminToken: [] },
+  ]);
+  expect(ops('push-service', 'delete', '/v1/users/{userId}/push-subscriptions')).toEqual([
+    { userToken: [] },
+    { adminToken: [] },
+  ]);
   expect(ops('email-service', 'get', '/v1/unsubscribe')).toBeUndefined();
+  expect(ops('push-service', 'get', '/v1/push/vapid-public-key')).toBeUndefined();
+  expect(ops('push-service', 'get', '/push/')).toBeUndefined();
   expect(ops('feed-service', 'get', '/healthz')).toBeUndefined();
 });
 
@@ -192,6 +211,12 @@ describe('the coverage check', () => {
     );
     app.get('/v1/hidden', { schema: { hide: true } }, async () => ({}));
     app.post('/v1/undescribed', async () => ({}));
+    // No content, by definition: its status is the whole answer.
+    app.delete(
+      '/v1/described/:id',
+      { schema: { response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(404) } } },
+      async (_request, reply) => reply.code(204).send(),
+    );
     await app.ready();
   });
   afterAll(() => app.close());

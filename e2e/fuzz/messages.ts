@@ -21,8 +21,8 @@ export const ROUTES: Record<string, string[]> = {
   'post.published': ['feed-service.activity'],
   // The critical lane gets notification.created through the headers exchange, on the
   // notification-type header (libs/contracts topology.ts): bad messages carry it (see below) so
-  // that both email lanes are fuzzed.
-  'notification.created': ['email-service.send', 'email-service.send-critical'],
+  // that both email lanes are fuzzed. push-service's queue is bound on the routing key.
+  'notification.created': ['email-service.send', 'email-service.send-critical', 'push-service.send'],
 };
 
 /** Producers' headers a routing key's messages carry, so they reach every queue in ROUTES. */
@@ -38,6 +38,7 @@ export const CONSUMED_QUEUES = [
   'email-service.send',
   'email-service.send-critical',
   'feed-service.activity',
+  'push-service.send',
 ];
 
 /** The user every bad message is about: nothing may ever reach their inbox or mailbox. */

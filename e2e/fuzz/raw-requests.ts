@@ -19,9 +19,11 @@ export function rawRequest(
     email: '/v1/unsubscribe',
     api: '/v1/posts',
     feed: `/v1/users/${ctx.owner}/feed`,
+    push: `/v1/users/${ctx.owner}/push-subscriptions`,
     reconciler: '/v1/admin/status',
   }[app];
-  const method = app === 'api' ? 'POST' : 'GET';
+  // push-service's route serves no GET (404 before any guard): POST, which its guard refuses.
+  const method = app === 'api' || app === 'push' ? 'POST' : 'GET';
   const [kind, head] = rng.pick<[string, () => string]>([
     [
       'crlf-header-injection',

@@ -2,8 +2,8 @@
  * The shapes every request generator shares (requests.ts picks one per app). Kept apart so the
  * per-app generators import them without importing the dispatcher that imports them.
  */
-export type AppName = 'api' | 'notifications' | 'email' | 'feed' | 'reconciler';
-export const APP_NAMES: readonly AppName[] = ['api', 'notifications', 'email', 'feed', 'reconciler'];
+export type AppName = 'api' | 'notifications' | 'email' | 'feed' | 'push' | 'reconciler';
+export const APP_NAMES: readonly AppName[] = ['api', 'notifications', 'email', 'feed', 'push', 'reconciler'];
 
 export interface BadRequest {
   n: number;

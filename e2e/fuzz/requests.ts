@@ -4,15 +4,16 @@ import { APP_NAMES, type AppName, type BadRequest, type RequestContext } from '.
 import { enc, HEADER_SAFE, INJECTIONS, json } from './strings';
 import { apiRequest } from './api-requests';
 import { feedRequest } from './feed-requests';
+import { pushRequest } from './push-requests';
 import { rawRequest } from './raw-requests';
 import { reconcilerRequest } from './reconciler-requests';
 import { adminToken, badAuth, goodToken } from './tokens';
 
 /**
  * Bad HTTP requests against the public HTTP API of the apps (docs/CONTRACT.md "HTTP contract",
- * the demo API's routes, feed-service's feed, the reconciler's admin API and DLQ console). Every
- * request is bad by construction: whatever the app, the answer must be a 4xx with a reason, never
- * a 5xx and never a success.
+ * the demo API's routes, feed-service's feed, push-service's subscriptions API, the reconciler's
+ * admin API and DLQ console). Every request is bad by construction: whatever the app, the answer
+ * must be a 4xx with a reason, never a 5xx and never a success.
  */
 export { APP_NAMES, type AppName, type BadRequest, type RequestContext };
 
@@ -328,9 +329,10 @@ export function badRequest(rng: Rng, canaries: Canaries, ctx: RequestContext, n:
   const roll = rng.next();
   if (roll < 0.02) return { n, ...unknownRoute(rng) };
   if (roll < 0.05) return { n, ...rawRequest(rng, canaries, ctx) };
-  if (roll < 0.42) return { n, app: 'notifications', ...inboxRequest(rng, canaries, ctx) };
-  if (roll < 0.5) return { n, app: 'email', ...unsubscribeRequest(rng, canaries, ctx) };
-  if (roll < 0.6) return { n, app: 'feed', ...feedRequest(rng, canaries, ctx) };
-  if (roll < 0.7) return { n, app: 'reconciler', ...reconcilerRequest(rng, canaries, ctx) };
+  if (roll < 0.38) return { n, app: 'notifications', ...inboxRequest(rng, canaries, ctx) };
+  if (roll < 0.46) return { n, app: 'email', ...unsubscribeRequest(rng, canaries, ctx) };
+  if (roll < 0.56) return { n, app: 'feed', ...feedRequest(rng, canaries, ctx) };
+  if (roll < 0.64) return { n, app: 'push', ...pushRequest(rng, canaries, ctx) };
+  if (roll < 0.74) return { n, app: 'reconciler', ...reconcilerRequest(rng, canaries, ctx) };
   return { n, app: 'api', ...apiRequest(rng, canaries, ctx) };
 }

@@ -91,7 +91,14 @@ function serviceWith(claims: Record<string, unknown>, key: string = DEV_EMAIL_SE
 const STRANGER_KEYS = Array.from({ length: 3 }, () =>
   generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
 );
-const OTHER_SERVICES = ['notification-service', 'feed-service', 'reconciler', 'demo-community-api', 'email-service'];
+const OTHER_SERVICES = [
+  'notification-service',
+  'feed-service',
+  'push-service',
+  'reconciler',
+  'demo-community-api',
+  'email-service',
+];
 
 /**
  * The authorization matrix minus its good cells: every way a caller can fail to prove it is

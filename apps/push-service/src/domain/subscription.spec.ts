@@ -21,6 +21,17 @@ it.each([
   ['no endpoint', { keys: keys() }, /'endpoint' must be a non-empty string/],
   ['an http endpoint', { endpoint: 'http://push.example/x', keys: keys() }, /'endpoint' must be an https URL/],
   ['credentials in the endpoint', { endpoint: 'https://u:p@push.example/x', keys: keys() }, /credentials/],
+  // NUL reached PostgreSQL (a 500); the others would be stored as no browser sends them.
+  ...[
+    'https://push.example/a\u0000b',
+    'https://push.example/a\nb',
+    ' https://push.example/x',
+    'https://push.example/\ud800',
+  ].map((endpoint): [string, unknown, RegExp] => [
+    `the endpoint ${JSON.stringify(endpoint)}`,
+    { endpoint, keys: keys() },
+    /printable ASCII/,
+  ]),
   ['no keys', { endpoint: 'https://a' }, /'keys' must be an object/],
   ['a short p256dh', { endpoint: 'https://a', keys: { ...keys(), p256dh: 'AAAA' } }, /'keys.p256dh' must be/],
   ['a non-base64url auth', { endpoint: 'https://a', keys: { ...keys(), auth: 'a+b/' } }, /'keys.auth' must be/],

@@ -23,6 +23,12 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
 export const ENDPOINT_MAX_LENGTH = 2048;
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
 const BASE64URL = /^[A-Za-z0-9_-]+={0,2}$/;
+/**
+ * A URL as a browser serialises it (PushSubscription.endpoint): printable ASCII only. The URL parser
+ * would accept NUL, spaces and line breaks in the raw string, which is what is stored and compared:
+ * PostgreSQL refuses NUL in text (a 500), and a lone surrogate would be stored as another string.
+ */
+const SERIALISED_URL = /^[\x21-\x7e]+$/;
 
 const fail = (message: string): { ok: false; message: string } => ({ ok: false, message });
 
@@ -30,6 +36,9 @@ const fail = (message: string): { ok: false; message: string } => ({ ok: false, 
 export function parseEndpoint(value: unknown, rules: EndpointRules): Parsed<string> {
   if (typeof value !== 'string' || value.length === 0) return fail("'endpoint' must be a non-empty string (a URL)");
   if (value.length > ENDPOINT_MAX_LENGTH) return fail(`'endpoint' is longer than ${ENDPOINT_MAX_LENGTH} characters`);
+  if (!SERIALISED_URL.test(value)) {
+    return fail("'endpoint' must be a serialised URL: printable ASCII, without spaces or control characters");
+  }
   let url: URL;
   try {
     url = new URL(value);
