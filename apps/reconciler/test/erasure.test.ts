@@ -102,6 +102,7 @@ it('writes the audit row and user.erased together; a replica started later publi
       { consumer: 'notification-service.standard', processedAt: null },
       { consumer: 'email-service.users', processedAt: null },
       { consumer: 'feed-service.activity', processedAt: null },
+      { consumer: 'push-service.send', processedAt: null },
     ],
   });
 }, 60_000);
