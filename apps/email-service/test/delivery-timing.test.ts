@@ -21,7 +21,6 @@ let smtp: TestSmtp;
 let s: StartedService;
 const idFor = (key: string) => messageIdFor('immediate', key, 'community.local');
 const emailsFor = (key: string) => smtp.received.filter((m) => m.messageId === idFor(key));
-const handled = async () => s.metric('messaging_succeeded_total');
 
 beforeAll(async () => {
   infra = await createInfra('email_timing');
@@ -39,12 +38,6 @@ afterAll(async () => {
   await infra?.close();
 });
 
-async function publishAndWait(...events: Array<Parameters<StartedService['publish']>[0]>): Promise<void> {
-  const before = await handled();
-  for (const e of events) await s.publish(e);
-  await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
-}
-
 async function row(key: string) {
   const { rows } = await s.svc.pool.query<{ state: string; next: Date | null; held: boolean }>(
     `SELECT state::text, next_attempt_at AS next, held IS NOT NULL AS held FROM email_deliveries WHERE idempotency_key = $1`,
@@ -56,7 +49,7 @@ async function row(key: string) {
 it('an email decided in quiet hours waits in the ledger until they end, then the ticker sends it once', async () => {
   const quietUntil = new Date(now.getTime() + 3_600_000);
   const n = notificationCreated({ userId: 'qt-a', actorId: 'qt-b', quietUntil, excerpt: 'see you at dawn' });
-  await publishAndWait(n, n);
+  await s.publishAndWait(n, n);
   expect(await row(n.data.idempotencyKey)).toEqual({ state: 'pending', next: quietUntil, held: true });
   expect(emailsFor(n.data.idempotencyKey)).toHaveLength(0);
 
@@ -73,7 +66,7 @@ it('an email decided in quiet hours waits in the ledger until they end, then the
   expect(mail.text).toContain('see you at dawn');
   expect((await row(n.data.idempotencyKey)).state).toBe('sent');
   // A late copy of the event after it went out sends nothing more.
-  await publishAndWait(n);
+  await s.publishAndWait(n);
   await s.svc.ticker.tick(now);
   expect(emailsFor(n.data.idempotencyKey)).toHaveLength(1);
   expect(await s.metric('email_held_total', { reason: 'quiet_hours' })).toBe(1);
@@ -96,9 +89,9 @@ it('quietUntil in the past sends at once; a held email withdrawn meanwhile is ne
   await eventually('sent at once', async () => emailsFor(past.data.idempotencyKey).length === 1);
 
   const withdrawnOne = notificationCreated({ userId: 'qt-b', quietUntil: new Date(now.getTime() + 600_000) });
-  await publishAndWait(withdrawnOne);
+  await s.publishAndWait(withdrawnOne);
   const d = withdrawnOne.data;
-  await publishAndWait(
+  await s.publishAndWait(
     buildEvent(
       'notification.withdrawn',
       {

@@ -25,7 +25,6 @@ let readState: ReadStateServer;
 let s: StartedService;
 const idFor = (key: string) => messageIdFor('immediate', key, 'community.local');
 const emailsFor = (key: string) => smtp.received.filter((m) => m.messageId === idFor(key));
-const handled = async () => s.metric('messaging_succeeded_total');
 
 beforeAll(async () => {
   infra = await createInfra('email_readcheck');
@@ -49,12 +48,6 @@ afterAll(async () => {
   await infra?.close();
 });
 
-async function publishAndWait(...events: Array<Parameters<StartedService['publish']>[0]>): Promise<void> {
-  const before = await handled();
-  for (const e of events) await s.publish(e);
-  await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
-}
-
 async function ledgerRow(key: string) {
   const { rows } = await s.svc.pool.query<{ state: string; reason: string | null; next: Date | null }>(
     `SELECT state::text, last_error AS reason, next_attempt_at AS next FROM email_deliveries WHERE idempotency_key = $1`,
@@ -67,7 +60,7 @@ it('holds for the delay, asks once per user, sends the unread ones and records t
   const received = now;
   const [one, two, three] = [1, 2, 3].map(() => notificationCreated({ userId: 'rc-a', type: 'reply' }));
   const other = notificationCreated({ userId: 'rc-b', type: 'comment' });
-  await publishAndWait(one, two, three, other);
+  await s.publishAndWait(one, two, three, other);
   for (const n of [one, two, three, other])
     expect(await ledgerRow(n.data.idempotencyKey)).toMatchObject({
       state: 'pending',
@@ -100,7 +93,7 @@ it('holds for the delay, asks once per user, sends the unread ones and records t
   expect(await s.metric('email_read_checks_total', { outcome: 'unread' })).toBe(3);
 
   // Redelivered after the fact: nothing more goes out, and the read one stays unsent.
-  await publishAndWait(two, one);
+  await s.publishAndWait(two, one);
   now = new Date(now.getTime() + 2 * DELAY_MS);
   await s.svc.ticker.tick(now);
   expect(smtp.received).toHaveLength(3);
@@ -110,7 +103,7 @@ it('a check that fails (5xx) or times out sends the email anyway, and counts it'
   readState.requests.length = 0;
   readState.mode = 'down';
   const down = notificationCreated({ userId: 'rc-c', type: 'mention' });
-  await publishAndWait(down);
+  await s.publishAndWait(down);
   readState.read.add(down.data.idempotencyKey);
   now = new Date(now.getTime() + DELAY_MS + 1_000);
   await s.svc.ticker.tick(now);
@@ -119,7 +112,7 @@ it('a check that fails (5xx) or times out sends the email anyway, and counts it'
 
   readState.mode = 'hang';
   const hung = notificationCreated({ userId: 'rc-c', type: 'mention' });
-  await publishAndWait(hung);
+  await s.publishAndWait(hung);
   readState.read.add(hung.data.idempotencyKey);
   now = new Date(now.getTime() + DELAY_MS + 1_000);
   await s.svc.ticker.tick(now);
@@ -133,7 +126,7 @@ it('waits for quiet hours longer than the delay; a security alert waits for neit
   readState.requests.length = 0;
   const quietUntil = new Date(now.getTime() + 3_600_000);
   const quiet = notificationCreated({ userId: 'rc-b', type: 'follow', quietUntil });
-  await publishAndWait(quiet);
+  await s.publishAndWait(quiet);
   expect((await ledgerRow(quiet.data.idempotencyKey)).next).toEqual(quietUntil);
   now = new Date(now.getTime() + DELAY_MS + 1_000);
   await s.svc.ticker.tick(now);

@@ -48,19 +48,11 @@ function withdrawn(
   );
 }
 
-const handled = async () => s.metric('messaging_succeeded_total');
-
-async function publishAndWait(...events: Array<Parameters<StartedService['publish']>[0]>): Promise<void> {
-  const before = await handled();
-  for (const e of events) await s.publish(e);
-  await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
-}
-
 it('a digest leaves out the withdrawn item and keeps the others', async () => {
   const kept = notificationCreated({ userId: 'wd-a', type: 'follow', emailChannel: 'digest', excerpt: 'kept-one' });
   const gone = notificationCreated({ userId: 'wd-a', type: 'reaction', emailChannel: 'digest', excerpt: 'gone-one' });
-  await publishAndWait(kept, gone);
-  await publishAndWait(withdrawn(gone));
+  await s.publishAndWait(kept, gone);
+  await s.publishAndWait(withdrawn(gone));
 
   await s.svc.ticker.tick(new Date(today.end.getTime() + 60_000));
   const id = messageIdFor('digest', digestKey('wd-a', today.start), 'community.local');
@@ -71,7 +63,7 @@ it('a digest leaves out the withdrawn item and keeps the others', async () => {
 
 it('a digest whose every item was withdrawn is not sent at all', async () => {
   const gone = notificationCreated({ userId: 'wd-b', type: 'follow', emailChannel: 'digest' });
-  await publishAndWait(gone, withdrawn(gone));
+  await s.publishAndWait(gone, withdrawn(gone));
   await s.svc.ticker.tick(new Date(today.end.getTime() + 60_000));
   const { rows } = await s.svc.pool.query(`SELECT status::text FROM email_digest_windows WHERE user_id = 'wd-b'`);
   expect(rows).toEqual([{ status: 'empty' }]);
@@ -81,10 +73,10 @@ it('a digest whose every item was withdrawn is not sent at all', async () => {
 
 it('a withdrawal that arrives before its notification.created: no email; the next notification is emailed', async () => {
   const gone = notificationCreated({ userId: 'wd-c', type: 'mention', emailChannel: 'immediate' });
-  await publishAndWait(withdrawn(gone));
-  await publishAndWait(gone);
+  await s.publishAndWait(withdrawn(gone));
+  await s.publishAndWait(gone);
   const next = notificationCreated({ userId: 'wd-c', type: 'mention', emailChannel: 'immediate' });
-  await publishAndWait(next);
+  await s.publishAndWait(next);
   await eventually('the next email', async () =>
     smtp.received.some((m) => m.messageId === messageIdFor('immediate', next.data.idempotencyKey, 'community.local')),
   );
@@ -106,7 +98,7 @@ it('an immediate email still waiting for a retry is suppressed, with the reason 
      VALUES ($1, 'immediate', 'wd-c', $2, 'pending', 1, now() + interval '1 hour')`,
     [key, messageIdFor('immediate', key, 'community.local')],
   );
-  await publishAndWait(withdrawn(created, 'post:p-9'));
+  await s.publishAndWait(withdrawn(created, 'post:p-9'));
   const { rows } = await s.svc.pool.query(
     `SELECT state::text, last_error FROM email_deliveries WHERE idempotency_key = $1`,
     [key],

@@ -3,7 +3,7 @@ import { eventually } from '@community/testing';
 import { topicFor } from '../src/domain/delivery';
 import { DEV_VAPID_PUBLIC_KEY } from '../src/config';
 import { bearer, notificationCreated, PUBLIC_BASE_URL, startHarness, withdrawn, type Harness } from './support/harness';
-import { TestPushServer, type Answer, type TestSubscription } from './support/push-server';
+import { TestPushServer } from './support/push-server';
 
 // Web Push delivery against the real broker and Postgres and a push service of the test's own,
 // which verifies every request's VAPID token and decrypts its payload with the subscription's keys.
@@ -20,18 +20,6 @@ afterAll(async () => {
   await push?.close();
 });
 
-async function subscribed(userId: string, answers: Answer[] = []): Promise<TestSubscription> {
-  const sub = push.subscribe(answers);
-  const res = await h.svc.app.inject({
-    method: 'POST',
-    url: `/v1/users/${userId}/push-subscriptions`,
-    headers: bearer(h.token(userId)),
-    payload: sub.json,
-  });
-  expect(res.statusCode).toBe(201);
-  return sub;
-}
-
 const ledger = async (key: string) =>
   (
     await h.svc.pool.query<{ state: string; attempts: number; last_status: number | null; last_error: string | null }>(
@@ -40,20 +28,12 @@ const ledger = async (key: string) =>
     )
   ).rows;
 
-const handled = () => h.metric('messaging_succeeded_total');
-
-async function publishAndWait(...events: Parameters<Harness['publish']>[0][]): Promise<void> {
-  const before = await handled();
-  for (const e of events) await h.publish(e);
-  await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
-}
-
 it('pushes once per notification, even when notification.created arrives twice: VAPID-signed, encrypted, with Topic, TTL and Urgency', async () => {
-  const sub = await subscribed('ada');
+  const sub = await h.subscribe(push, 'ada');
   const event = notificationCreated({ userId: 'ada', type: 'mention', excerpt: 'What do you think, <@ada>?' });
   // The same notification again: a redelivery (same event) and a producer retry (a new event id).
   const again = buildEvent('notification.created', event.data, { producer: 'notification-service' });
-  await publishAndWait(event, event, again);
+  await h.publishAndWait(event, event, again);
   await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
 
   const got = push.for(sub);
@@ -84,7 +64,7 @@ it('pushes once per notification, even when notification.created arrives twice: 
 });
 
 it("a group's members: one push each, the latest member's excerpt and the group's count, with the group's Topic and tag", async () => {
-  const sub = await subscribed('ana');
+  const sub = await h.subscribe(push, 'ana');
   const groupKey = 'reaction:post:p-7:2026-12-04';
   // Reactions push only when the user turned their push on.
   const first = notificationCreated({
@@ -105,9 +85,9 @@ it("a group's members: one push each, the latest member's excerpt and the group'
     excerpt: '🎉',
   });
   const alone = notificationCreated({ userId: 'ana', type: 'mention' });
-  await publishAndWait(first);
+  await h.publishAndWait(first);
   await eventually('first sent', async () => (await ledger(first.data.idempotencyKey))[0]?.state === 'sent');
-  await publishAndWait(second, alone);
+  await h.publishAndWait(second, alone);
   await eventually('all sent', async () => {
     for (const e of [second, alone]) if ((await ledger(e.data.idempotencyKey))[0]?.state !== 'sent') return false;
     return true;
@@ -140,19 +120,19 @@ it("a group's members: one push each, the latest member's excerpt and the group'
 });
 
 it("a push to each of the user's browsers, and none to anyone else's", async () => {
-  const one = await subscribed('bea');
-  const two = await subscribed('bea');
-  const other = await subscribed('cy');
+  const one = await h.subscribe(push, 'bea');
+  const two = await h.subscribe(push, 'bea');
+  const other = await h.subscribe(push, 'cy');
   const event = notificationCreated({ userId: 'bea', type: 'reply' });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually('both sent', async () => (await ledger(event.data.idempotencyKey)).every((r) => r.state === 'sent'));
   expect([push.for(one).length, push.for(two).length, push.for(other).length]).toEqual([1, 1, 0]);
 });
 
 it('410 removes the subscription (and its row says gone)', async () => {
-  const sub = await subscribed('dee', [{ status: 410 }]);
+  const sub = await h.subscribe(push, 'dee', [{ status: 410 }]);
   const event = notificationCreated({ userId: 'dee' });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually('gone', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'gone');
   const { rows } = await h.svc.pool.query(`SELECT 1 FROM push_subscriptions WHERE endpoint = $1`, [sub.endpoint]);
   expect(rows).toEqual([]);
@@ -161,15 +141,15 @@ it('410 removes the subscription (and its row says gone)', async () => {
   ]);
   // The next notification finds no subscription: nothing is sent to the endpoint again.
   const next = notificationCreated({ userId: 'dee' });
-  await publishAndWait(next);
+  await h.publishAndWait(next);
   expect(await ledger(next.data.idempotencyKey)).toEqual([]);
   expect(push.for(sub)).toHaveLength(1);
 });
 
 it('404 removes the subscription too', async () => {
-  const sub = await subscribed('dex', [{ status: 404 }]);
+  const sub = await h.subscribe(push, 'dex', [{ status: 404 }]);
   const event = notificationCreated({ userId: 'dex' });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually('gone', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'gone');
   expect((await h.svc.pool.query(`SELECT 1 FROM push_subscriptions WHERE endpoint = $1`, [sub.endpoint])).rows).toEqual(
     [],
@@ -177,9 +157,9 @@ it('404 removes the subscription too', async () => {
 });
 
 it('429 with Retry-After is retried after it, then delivered', async () => {
-  const sub = await subscribed('eve', [{ status: 429, headers: { 'retry-after': '1' } }]);
+  const sub = await h.subscribe(push, 'eve', [{ status: 429, headers: { 'retry-after': '1' } }]);
   const event = notificationCreated({ userId: 'eve' });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
   const got = push.for(sub);
   expect(got.map((r) => r.answered)).toEqual([429, 201]);
@@ -192,17 +172,17 @@ it('429 with Retry-After is retried after it, then delivered', async () => {
 });
 
 it('500 is retried with the backoff, then delivered', async () => {
-  const sub = await subscribed('fay', [{ status: 500 }]);
+  const sub = await h.subscribe(push, 'fay', [{ status: 500 }]);
   const event = notificationCreated({ userId: 'fay', type: 'reply' });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
   expect(push.for(sub).map((r) => r.answered)).toEqual([500, 201]);
 });
 
 it('413 fails permanently, with the reason, and is not retried', async () => {
-  const sub = await subscribed('gus', [{ status: 413 }]);
+  const sub = await h.subscribe(push, 'gus', [{ status: 413 }]);
   const event = notificationCreated({ userId: 'gus' });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually('failed', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'failed');
   expect(await ledger(event.data.idempotencyKey)).toEqual([
     {
@@ -222,7 +202,7 @@ it('413 fails permanently, with the reason, and is not retried', async () => {
 });
 
 it('a security alert is pushed with Urgency high even with the push preference off', async () => {
-  const sub = await subscribed('hal');
+  const sub = await h.subscribe(push, 'hal');
   const alert = notificationCreated({
     userId: 'hal',
     type: 'security_alert',
@@ -230,7 +210,7 @@ it('a security alert is pushed with Urgency high even with the push preference o
     excerpt: 'new_login: Firefox on Linux',
   });
   const muted = notificationCreated({ userId: 'hal', type: 'mention', push: false });
-  await publishAndWait(muted, alert);
+  await h.publishAndWait(muted, alert);
   await eventually('sent', async () => (await ledger(alert.data.idempotencyKey))[0]?.state === 'sent');
   const got = push.for(sub);
   expect(got).toHaveLength(1);
@@ -245,22 +225,22 @@ it('a security alert is pushed with Urgency high even with the push preference o
 });
 
 it('without a push field: a type pushes by its default (mention yes, follow no)', async () => {
-  const sub = await subscribed('ivy');
+  const sub = await h.subscribe(push, 'ivy');
   const mention = notificationCreated({ userId: 'ivy', type: 'mention' });
   const follow = notificationCreated({ userId: 'ivy', type: 'follow', emailChannel: 'digest' });
   delete (mention.data as { push?: boolean }).push;
-  await publishAndWait(follow, mention);
+  await h.publishAndWait(follow, mention);
   await eventually('sent', async () => (await ledger(mention.data.idempotencyKey))[0]?.state === 'sent');
   expect(await ledger(follow.data.idempotencyKey)).toEqual([]);
   expect(push.for(sub)).toHaveLength(1);
 });
 
 it('withdrawn before it was sent: no push, whichever arrives first', async () => {
-  const sub = await subscribed('jo');
+  const sub = await h.subscribe(push, 'jo');
   // Withdrawn first, then created: the row is created cancelled.
   const first = notificationCreated({ userId: 'jo' });
-  await publishAndWait(withdrawn(first));
-  await publishAndWait(first);
+  await h.publishAndWait(withdrawn(first));
+  await h.publishAndWait(first);
   expect(await ledger(first.data.idempotencyKey)).toEqual([
     { state: 'cancelled', attempts: 0, last_status: null, last_error: 'withdrawn' },
   ]);
@@ -273,9 +253,9 @@ it('withdrawn before it was sent: no push, whichever arrives first', async () =>
     payload: slow.json,
   });
   const second = notificationCreated({ userId: 'kai' });
-  await publishAndWait(second);
+  await h.publishAndWait(second);
   await eventually('waiting', async () => (await ledger(second.data.idempotencyKey))[0]?.state === 'pending');
-  await publishAndWait(withdrawn(second));
+  await h.publishAndWait(withdrawn(second));
   expect(await ledger(second.data.idempotencyKey)).toEqual([
     { state: 'cancelled', attempts: 1, last_status: 429, last_error: 'withdrawn' },
   ]);
@@ -284,12 +264,12 @@ it('withdrawn before it was sent: no push, whichever arrives first', async () =>
 });
 
 it("user.erased deletes the user's subscriptions and the payloads of their pushes", async () => {
-  const sub = await subscribed('lee');
+  const sub = await h.subscribe(push, 'lee');
   const event = notificationCreated({ userId: 'lee' });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually('sent', async () => (await ledger(event.data.idempotencyKey))[0]?.state === 'sent');
   const erased = buildEvent('user.erased', { userId: 'lee', erasureId: '42' }, { producer: 'reconciler' });
-  await publishAndWait(erased, erased);
+  await h.publishAndWait(erased, erased);
   const subs = await h.svc.pool.query(`SELECT 1 FROM push_subscriptions WHERE user_id = 'lee'`);
   expect(subs.rows).toEqual([]);
   const rows = await h.svc.pool.query(`SELECT state::text, payload FROM push_deliveries WHERE user_id = 'lee'`);

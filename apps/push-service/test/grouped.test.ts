@@ -1,7 +1,7 @@
 import { buildEvent, type EventOf } from '@community/contracts';
 import { eventually } from '@community/testing';
 import { topicFor } from '../src/domain/delivery';
-import { bearer, notificationCreated, startHarness, withdrawn, type Harness } from './support/harness';
+import { notificationCreated, startHarness, withdrawn, type Harness } from './support/harness';
 import { TestPushServer, type ReceivedPush, type TestSubscription } from './support/push-server';
 
 // Grouped pushes (docs/PUSH.md "Grouped pushes"): a group member's push counts the group so far
@@ -20,31 +20,11 @@ afterAll(async () => {
   await push?.close();
 });
 
-async function subscribed(userId: string): Promise<TestSubscription> {
-  const sub = push.subscribe();
-  const res = await h.svc.app.inject({
-    method: 'POST',
-    url: `/v1/users/${userId}/push-subscriptions`,
-    headers: bearer(h.token(userId)),
-    payload: sub.json,
-  });
-  expect(res.statusCode).toBe(201);
-  return sub;
-}
-
 type Created = EventOf<'notification.created'>;
-
-const handled = () => h.metric('messaging_succeeded_total');
-
-async function publishAndWait(...events: Parameters<Harness['publish']>[0][]): Promise<void> {
-  const before = await handled();
-  for (const e of events) await h.publish(e);
-  await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
-}
 
 /** Publishes one member and waits until its push reached every browser of the user. */
 async function pushed(event: Created): Promise<void> {
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   await eventually(`${event.data.idempotencyKey} sent`, async () => {
     const { rows } = await h.svc.pool.query<{ state: string }>(
       'SELECT state::text FROM push_deliveries WHERE idempotency_key = $1',
@@ -62,7 +42,7 @@ const reaction = (userId: string, groupKey: string, actorId: string, excerpt = '
   notificationCreated({ userId, type: 'reaction', resourceType: 'post', push: true, groupKey, actorId, excerpt });
 
 it("three reactions on one post from three actors: the third push says 3 people, under the first one's tag and Topic", async () => {
-  const sub = await subscribed('ana');
+  const sub = await h.subscribe(push, 'ana');
   const groupKey = 'reaction:post:p-1:20791';
   const members = [
     reaction('ana', groupKey, 'bob', '👍'),
@@ -87,7 +67,7 @@ it("three reactions on one post from three actors: the third push says 3 people,
 });
 
 it('a redelivered member pushes nothing more and is not counted twice', async () => {
-  const sub = await subscribed('bea');
+  const sub = await h.subscribe(push, 'bea');
   const groupKey = 'reaction:post:p-2:20791';
   const [one, two, three] = [
     reaction('bea', groupKey, 'bob'),
@@ -99,7 +79,7 @@ it('a redelivered member pushes nothing more and is not counted twice', async ()
   expect(payload(pushOf(sub, two)).title).toBe('2 people reacted to your post');
 
   // The same member again: the broker's redelivery (same event) and a producer's retry (new event id).
-  await publishAndWait(two, buildEvent('notification.created', two.data, { producer: 'notification-service' }));
+  await h.publishAndWait(two, buildEvent('notification.created', two.data, { producer: 'notification-service' }));
   expect(push.for(sub)).toHaveLength(2);
 
   await pushed(three);
@@ -108,7 +88,7 @@ it('a redelivered member pushes nothing more and is not counted twice', async ()
 });
 
 it('a withdrawn member is not counted in the next push', async () => {
-  const sub = await subscribed('cai');
+  const sub = await h.subscribe(push, 'cai');
   const groupKey = 'reaction:post:p-3:20791';
   const [one, two, three] = [
     reaction('cai', groupKey, 'bob'),
@@ -120,14 +100,14 @@ it('a withdrawn member is not counted in the next push', async () => {
   expect(payload(pushOf(sub, two)).title).toBe('2 people reacted to your post');
 
   // cy took the reaction back: its push was shown already, but the group is one fewer.
-  await publishAndWait(withdrawn(two));
+  await h.publishAndWait(withdrawn(two));
   await pushed(three);
   expect(push.for(sub)).toHaveLength(3);
   expect(payload(pushOf(sub, three)).title).toBe('2 people reacted to your post');
 });
 
 it("replies counted by notification, not by the user's browsers; follows by people", async () => {
-  const [phone, laptop] = [await subscribed('dan'), await subscribed('dan')];
+  const [phone, laptop] = [await h.subscribe(push, 'dan'), await h.subscribe(push, 'dan')];
   const replies = 'reply:c-9:20791';
   const reply = (actorId: string) =>
     notificationCreated({ userId: 'dan', type: 'reply', groupKey: replies, actorId, excerpt: 'Agreed.' });
@@ -156,7 +136,7 @@ it("replies counted by notification, not by the user's browsers; follows by peop
 });
 
 it('a mention never groups, even carrying a groupKey', async () => {
-  const sub = await subscribed('eli');
+  const sub = await h.subscribe(push, 'eli');
   const groupKey = 'mention:bogus:20791';
   const mentions = [
     notificationCreated({ userId: 'eli', type: 'mention', groupKey, actorId: 'bob' }),
@@ -180,14 +160,14 @@ it('a mention never groups, even carrying a groupKey', async () => {
 });
 
 it("an erased actor is cleared from the others' ledger rows: the next push no longer counts them among the people", async () => {
-  const sub = await subscribed('fin');
+  const sub = await h.subscribe(push, 'fin');
   const groupKey = 'reaction:post:p-4:20791';
   const [one, two] = [reaction('fin', groupKey, 'gus'), reaction('fin', groupKey, 'hal')];
   await pushed(one);
   await pushed(two);
   expect(payload(pushOf(sub, two)).title).toBe('2 people reacted to your post');
 
-  await publishAndWait(buildEvent('user.erased', { userId: 'gus', erasureId: '7' }, { producer: 'reconciler' }));
+  await h.publishAndWait(buildEvent('user.erased', { userId: 'gus', erasureId: '7' }, { producer: 'reconciler' }));
   const { rows } = await h.svc.pool.query(`SELECT 1 FROM push_deliveries WHERE actor_id = 'gus'`);
   expect(rows).toEqual([]);
   // gus's reaction stays a member until notification-service withdraws it (the actor's deletion
@@ -195,7 +175,7 @@ it("an erased actor is cleared from the others' ledger rows: the next push no lo
   const three = reaction('fin', groupKey, 'ivo');
   await pushed(three);
   expect(payload(pushOf(sub, three)).title).toBe('2 people reacted to your post');
-  await publishAndWait(withdrawn(one));
+  await h.publishAndWait(withdrawn(one));
   const four = reaction('fin', groupKey, 'jan');
   await pushed(four);
   expect(payload(pushOf(sub, four)).title).toBe('3 people reacted to your post');

@@ -1,6 +1,5 @@
-import { eventually } from '@community/testing';
-import { bearer, notificationCreated, startHarness, withdrawn, type Harness } from './support/harness';
-import { TestPushServer, type TestSubscription } from './support/push-server';
+import { notificationCreated, startHarness, withdrawn, type Harness } from './support/harness';
+import { TestPushServer } from './support/push-server';
 
 // Quiet hours (docs/PUSH.md "Quiet hours and delay-then-check"): a notification.created with
 // quietUntil in the future waits in the ledger until then and the poller pushes it when it is due.
@@ -21,18 +20,6 @@ afterAll(async () => {
   await push?.close();
 });
 
-async function subscribed(userId: string): Promise<TestSubscription> {
-  const sub = push.subscribe();
-  const res = await h.svc.app.inject({
-    method: 'POST',
-    url: `/v1/users/${userId}/push-subscriptions`,
-    headers: bearer(h.token(userId)),
-    payload: sub.json,
-  });
-  expect(res.statusCode).toBe(201);
-  return sub;
-}
-
 const row = async (key: string) =>
   (
     await h.svc.pool.query<{
@@ -47,18 +34,11 @@ const row = async (key: string) =>
     )
   ).rows[0];
 
-const handled = () => h.metric('messaging_succeeded_total');
-async function publishAndWait(...events: Parameters<Harness['publish']>[0][]): Promise<void> {
-  const before = await handled();
-  for (const e of events) await h.publish(e);
-  await eventually(`${events.length} handled`, async () => (await handled()) - before >= events.length);
-}
-
 it('holds a push until quietUntil, then the poller sends it', async () => {
-  const sub = await subscribed('qia');
+  const sub = await h.subscribe(push, 'qia');
   const quietUntil = later(8 * HOUR);
   const event = notificationCreated({ userId: 'qia', type: 'mention', quietUntil: quietUntil.toISOString() });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
 
   // Waiting in the ledger, due at quietUntil, its TTL counted from then; nothing pushed.
   expect(await row(event.data.idempotencyKey)).toEqual({
@@ -83,25 +63,25 @@ it('holds a push until quietUntil, then the poller sends it', async () => {
 });
 
 it('pushes at once what is not held: a passed quietUntil, and a security alert whatever it says', async () => {
-  const sub = await subscribed('qib');
+  const sub = await h.subscribe(push, 'qib');
   const passed = notificationCreated({ userId: 'qib', type: 'reply', quietUntil: later(-HOUR).toISOString() });
   const alert = notificationCreated({
     userId: 'qib',
     type: 'security_alert',
     quietUntil: later(8 * HOUR).toISOString(),
   });
-  await publishAndWait(passed, alert);
+  await h.publishAndWait(passed, alert);
   expect((await row(passed.data.idempotencyKey))?.state).toBe('sent');
   expect((await row(alert.data.idempotencyKey))?.state).toBe('sent');
   expect(push.for(sub)).toHaveLength(2);
 });
 
 it('a held push withdrawn during the quiet hours is never sent', async () => {
-  const sub = await subscribed('qic');
+  const sub = await h.subscribe(push, 'qic');
   const quietUntil = later(6 * HOUR);
   const event = notificationCreated({ userId: 'qic', type: 'mention', quietUntil: quietUntil.toISOString() });
-  await publishAndWait(event);
-  await publishAndWait(withdrawn(event));
+  await h.publishAndWait(event);
+  await h.publishAndWait(withdrawn(event));
   now = later(7 * HOUR);
   expect(await h.svc.poller.poll()).toBe(0);
   expect(await row(event.data.idempotencyKey)).toMatchObject({
@@ -113,9 +93,9 @@ it('a held push withdrawn during the quiet hours is never sent', async () => {
 });
 
 it('holds at most a day, whatever quietUntil says', async () => {
-  const sub = await subscribed('qid');
+  const sub = await h.subscribe(push, 'qid');
   const event = notificationCreated({ userId: 'qid', type: 'mention', quietUntil: later(5 * 24 * HOUR).toISOString() });
-  await publishAndWait(event);
+  await h.publishAndWait(event);
   expect((await row(event.data.idempotencyKey))?.next_attempt_at).toEqual(later(24 * HOUR));
   now = later(24 * HOUR);
   expect(await h.svc.poller.poll()).toBe(1);

@@ -15,7 +15,7 @@ import { loadPushConfig } from '../src/config';
 import { READ_IN_APP_REASON } from '../src/delivery/read-check';
 import { createPushService } from '../src/service';
 import { bearer, JWT_SECRET, notificationCreated, OPERATORS, startHarness, type Harness } from './support/harness';
-import { TestPushServer, type TestSubscription } from './support/push-server';
+import { TestPushServer } from './support/push-server';
 
 // Delay-then-check (docs/PUSH.md "Quiet hours and delay-then-check") against the real
 // notification-service, a process of its own on the same database and vhost: a mention goes through
@@ -57,18 +57,6 @@ afterAll(async () => {
   if (h) await h.close();
   else await Promise.all([db?.drop(), vhost?.delete()]);
 });
-
-async function subscribed(userId: string): Promise<TestSubscription> {
-  const sub = push.subscribe();
-  const res = await h.svc.app.inject({
-    method: 'POST',
-    url: `/v1/users/${userId}/push-subscriptions`,
-    headers: bearer(h.token(userId)),
-    payload: sub.json,
-  });
-  expect(res.statusCode).toBe(201);
-  return sub;
-}
 
 interface Row {
   state: string;
@@ -113,7 +101,7 @@ async function readInApp(userId: string, notificationId: string): Promise<void> 
 }
 
 it('holds a push for the delay; read in the app meanwhile, it is not pushed; unread, it is', async () => {
-  const sub = await subscribed('rya');
+  const sub = await h.subscribe(push, 'rya');
   const read = mentioned('rya');
   const unread = mentioned('rya');
   await h.svc.messaging.publisher.publish(read.event);
@@ -143,7 +131,7 @@ it('holds a push for the delay; read in the app meanwhile, it is not pushed; unr
 });
 
 it('a security alert is neither held nor checked', async () => {
-  const sub = await subscribed('ryb');
+  const sub = await h.subscribe(push, 'ryb');
   const alert = notificationCreated({ userId: 'ryb', type: 'security_alert', excerpt: 'new_login: Firefox' });
   const before = await h.metric('messaging_succeeded_total');
   await h.publish(alert);
@@ -181,7 +169,7 @@ it('a token notification-service does not accept (another signing key) is a fail
     },
   );
   try {
-    const sub = await subscribed('ryd');
+    const sub = await h.subscribe(push, 'ryd');
     const m = mentioned('ryd');
     await h.svc.messaging.publisher.publish(m.event);
     const r = await held(m.key);
@@ -208,7 +196,7 @@ it('a token notification-service does not accept (another signing key) is a fail
 });
 
 it('pushes anyway when the check fails (notification-service down), and counts it', async () => {
-  const sub = await subscribed('ryc');
+  const sub = await h.subscribe(push, 'ryc');
   const event = notificationCreated({ userId: 'ryc', type: 'mention' });
   await ns.stop();
   const before = await h.metric('messaging_succeeded_total');

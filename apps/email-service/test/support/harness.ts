@@ -8,7 +8,14 @@ import {
   type NotificationType,
 } from '@community/contracts';
 import type { Topology } from '@community/messaging';
-import { createTestDatabase, createTestVhost, testLogger, type TestDatabase, type TestVhost } from '@community/testing';
+import {
+  createTestDatabase,
+  createTestVhost,
+  eventually,
+  testLogger,
+  type TestDatabase,
+  type TestVhost,
+} from '@community/testing';
 import { loadEmailConfig, type EmailConfig } from '../../src/config';
 import { createEmailService, type EmailService } from '../../src/service';
 import type { TestSmtp } from './smtp';
@@ -74,6 +81,8 @@ export interface StartedService {
   }): Promise<void>;
   /** A counter or gauge value from the service's registry (summed over matching labels). */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
+  /** Publishes the events (with the header) and waits until the service has handled that many more messages. */
+  publishAndWait(...events: Array<Parameters<StartedService['publish']>[0]>): Promise<void>;
 }
 
 export async function startService(
@@ -97,7 +106,7 @@ export async function startService(
   });
   options.before?.(svc);
   await svc.start();
-  return {
+  const started: StartedService = {
     svc,
     registry,
     config,
@@ -116,7 +125,16 @@ export async function startService(
         )
         .reduce((sum, v) => sum + v.value, 0);
     },
+    async publishAndWait(...events) {
+      const before = await started.metric('messaging_succeeded_total');
+      for (const e of events) await started.publish(e);
+      await eventually(
+        `${events.length} handled`,
+        async () => (await started.metric('messaging_succeeded_total')) - before >= events.length,
+      );
+    },
   };
+  return started;
 }
 
 export function userUpserted(

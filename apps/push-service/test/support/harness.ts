@@ -4,6 +4,7 @@ import type { Topology } from '@community/messaging';
 import {
   createTestDatabase,
   createTestVhost,
+  eventually,
   testLogger,
   testOperators,
   type TestDatabase,
@@ -11,6 +12,7 @@ import {
 } from '@community/testing';
 import { loadPushConfig, type PushConfig } from '../../src/config';
 import { createPushService, type PushService, type PushServiceDeps } from '../../src/service';
+import type { Answer, TestPushServer, TestSubscription } from './push-server';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 export const OPERATORS = testOperators();
@@ -34,6 +36,12 @@ export interface Harness {
   publish(event: EventOf<'notification.created' | 'notification.withdrawn' | 'user.erased'>): Promise<void>;
   /** A runtime or service counter's value (summed over matching label sets). */
   metric(name: string, labels?: Record<string, string>): Promise<number>;
+  /** Publishes the events and waits until the service has handled that many more messages. */
+  publishAndWait(
+    ...events: Array<EventOf<'notification.created' | 'notification.withdrawn' | 'user.erased'>>
+  ): Promise<void>;
+  /** A browser of `push` subscribed for `userId` through the API (201), answering `answers` in turn. */
+  subscribe(push: TestPushServer, userId: string, answers?: Answer[]): Promise<TestSubscription>;
   close(): Promise<void>;
 }
 
@@ -78,7 +86,7 @@ export async function startHarness(
   });
   await svc.start();
   await svc.app.ready();
-  return {
+  const harness: Harness = {
     svc,
     config,
     db,
@@ -94,12 +102,32 @@ export async function startHarness(
         .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
         .reduce((sum, v) => sum + v.value, 0);
     },
+    async publishAndWait(...events) {
+      const before = await harness.metric('messaging_succeeded_total');
+      for (const e of events) await harness.publish(e);
+      await eventually(
+        `${events.length} handled`,
+        async () => (await harness.metric('messaging_succeeded_total')) - before >= events.length,
+      );
+    },
+    async subscribe(push, userId, answers = []) {
+      const sub = push.subscribe(answers);
+      const res = await svc.app.inject({
+        method: 'POST',
+        url: `/v1/users/${userId}/push-subscriptions`,
+        headers: bearer(svc.app.jwt.sign({ sub: userId })),
+        payload: sub.json,
+      });
+      if (res.statusCode !== 201) throw new Error(`subscribing ${userId}: ${res.statusCode} ${res.body}`);
+      return sub;
+    },
     async close() {
       await svc.stop();
       await svc.app.close();
       await Promise.all([db.drop(), vhost.delete()]);
     },
   };
+  return harness;
 }
 
 let seq = 0;
