@@ -126,7 +126,12 @@ it('survives terminated backends and refused connections under load; readiness f
   expect(rounds.every((n) => n > 0)).toBe(true); // every round found connections to end
   const during = readiness.filter((r) => r.inOutage);
   expect(during.length).toBeGreaterThanOrEqual(3);
-  expect(during.every((r) => r.status === 503 && r.database === false)).toBe(true);
+  // Every probe inside the outage says not ready; each that got its checks back names the database.
+  // A probe whose checks took over /readyz's 2 s (a loaded CI machine) is a 503 with no checks: still
+  // not ready, only unnamed, so it is not held against the check, but at least one must name it.
+  expect(during.filter((r) => r.status !== 503)).toEqual([]);
+  expect(during.filter((r) => r.database !== undefined && r.database !== false)).toEqual([]);
+  expect(during.filter((r) => r.database === false).length).toBeGreaterThanOrEqual(1);
   expect(unhandled).toEqual([]);
 
   // Every mention exactly once: rows, distinct keys, counters (and none dead-lettered).
