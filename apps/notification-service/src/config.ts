@@ -9,6 +9,10 @@ import {
   type ConfigSpec,
 } from '@community/config';
 
+/** Where FAULT_CRASH_AT may kill the process: after the commit, after half the confirms, after all of them (before the ack). */
+export const EMISSION_CRASH_POINTS = ['none', 'after-commit', 'after-some-confirms', 'after-confirms'] as const;
+export type EmissionCrashPoint = (typeof EMISSION_CRASH_POINTS)[number];
+
 /** Names this service everywhere: logs, metrics, the AMQP connection, the outbox producer. */
 export const SERVICE_NAME = 'notification-service';
 
@@ -91,6 +95,17 @@ export const NOTIFICATION_CONFIG = [
     refuseDefaultInProduction: true,
     description: "push-service's Ed25519 public key (PEM) for its read-state service tokens",
   },
+  // Fault injection for the kill -9 tests of emission (test/emission-crash.test.ts,
+  // docs/NOTIFICATIONS.md "Emission"): the process SIGKILLs itself at that point of a batch that
+  // has something to emit. Refused when NODE_ENV=production.
+  {
+    name: 'FAULT_CRASH_AT',
+    kind: 'enum',
+    values: EMISSION_CRASH_POINTS,
+    default: 'none',
+    description:
+      'test only: SIGKILL the process at this point of a batch (after-commit, after-some-confirms, after-confirms)',
+  },
 ] as const satisfies ConfigSpec;
 
 export type NotificationConfig = ConfigOf<typeof NOTIFICATION_CONFIG>;
@@ -102,6 +117,11 @@ export function loadNotificationConfig(env: Record<string, string | undefined> =
     ed25519KeyIssue('EMAIL_SERVICE_VERIFY_KEY', 'public', config.EMAIL_SERVICE_VERIFY_KEY),
     ed25519KeyIssue('PUSH_SERVICE_VERIFY_KEY', 'public', config.PUSH_SERVICE_VERIFY_KEY),
   ].filter((i) => i !== undefined);
+  if (config.FAULT_CRASH_AT !== 'none' && env['NODE_ENV'] === 'production')
+    issues.push({
+      name: 'FAULT_CRASH_AT',
+      message: 'FAULT_CRASH_AT: fault injection is refused when NODE_ENV=production (expected it unset or none)',
+    });
   if (issues.length) throw new ConfigError(issues);
   return config;
 }

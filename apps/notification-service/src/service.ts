@@ -17,6 +17,7 @@ import { createRelay, type OutboxRelay } from '@community/outbox';
 import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
 import { createNotificationBatchHandler } from './handlers/notification-batch';
+import { createEmitter } from './handlers/emit';
 import { notificationMetrics, type NotificationMetrics } from './metrics';
 import { BATCH_TIMEOUT_MS, CRITICAL_QUEUE, STANDARD_QUEUE } from './queues';
 import { createInboxHub, type InboxHub } from './sse/hub';
@@ -161,6 +162,10 @@ function registerConsumers(
   batchTimeoutMs: number,
   clock: (() => Date) | undefined,
 ): void {
+  // notification.created goes out on the service's confirm publisher right after each batch's
+  // commit (docs/NOTIFICATIONS.md "Emission"); the outbox relay below carries only what the
+  // retraction and erasure transactions write (notification.withdrawn).
+  const emit = createEmitter(messaging.publisher, config.FAULT_CRASH_AT);
   for (const queue of [CRITICAL_QUEUE, STANDARD_QUEUE]) {
     messaging.consume({
       queue,
@@ -171,7 +176,7 @@ function registerConsumers(
         size: config.CONSUMER_BATCH_SIZE,
         maxWaitMs: config.CONSUMER_BATCH_WAIT_MS,
         concurrency: config.CONSUMER_BATCH_CONCURRENCY,
-        handle: createNotificationBatchHandler({ pool, consumer: queue, metrics, batchTimeoutMs, clock }),
+        handle: createNotificationBatchHandler({ pool, consumer: queue, metrics, batchTimeoutMs, clock, emit }),
       },
     });
   }

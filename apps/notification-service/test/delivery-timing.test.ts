@@ -24,6 +24,7 @@ const uid = (name: string) => `${name}-${randomUUID().slice(0, 8)}`;
 async function ingest(batches: AnyEvent[][], clock: () => Date = () => NOW): Promise<void> {
   const handle = createNotificationBatchHandler({
     pool: h.pool,
+    emit: h.emit,
     consumer: 'timing-test',
     metrics: h.metrics,
     batchTimeoutMs: 10_000,
@@ -35,14 +36,9 @@ async function ingest(batches: AnyEvent[][], clock: () => Date = () => NOW): Pro
   }
 }
 
-/** The data of every notification.created for `userId`, as the senders receive it (the outbox rows). */
+/** The data of every notification.created for `userId`, as the senders receive it. */
 async function created(userId: string): Promise<Array<{ type: string; quietUntil?: string }>> {
-  const { rows } = await h.pool.query<{ payload: { data: { type: string; quietUntil?: string } } }>(
-    `SELECT payload FROM outbox_messages
-      WHERE event_type = 'notification.created' AND payload->'data'->>'userId' = $1 ORDER BY id`,
-    [userId],
-  );
-  return rows.map((r) => r.payload.data);
+  return h.createdFor(userId);
 }
 
 async function setQuietHours(userId: string, quietHours: { start: string; end: string } | null): Promise<void> {

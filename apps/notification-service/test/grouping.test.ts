@@ -41,7 +41,13 @@ async function unread(userId: string): Promise<number> {
 
 /** Runs events through the consumers' batch handler, as the runtime would, in the given batches. */
 async function ingest(consumer: string, batches: AnyEvent[][]): Promise<void> {
-  const handle = createNotificationBatchHandler({ pool: h.pool, consumer, metrics: h.metrics, batchTimeoutMs: 10_000 });
+  const handle = createNotificationBatchHandler({
+    pool: h.pool,
+    emit: h.emit,
+    consumer,
+    metrics: h.metrics,
+    batchTimeoutMs: 10_000,
+  });
   for (const batch of batches) {
     const results = await handle(batchItems(batch), { signal: new AbortController().signal } as never);
     for (const r of results ?? []) if (r instanceof Error) throw r;

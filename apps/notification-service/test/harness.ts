@@ -4,7 +4,14 @@ import type { FastifyInstance } from 'fastify';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
 import { Registry } from 'prom-client';
-import { buildEvent, type AnyEvent, type EventData, type EventOf, type EventType } from '@community/contracts';
+import {
+  buildEvent,
+  EVENTS_EXCHANGE,
+  type AnyEvent,
+  type EventData,
+  type EventOf,
+  type EventType,
+} from '@community/contracts';
 import type { BatchItem, MessageContext } from '@community/messaging';
 import { brokerUserOf, type Messaging, type Topology } from '@community/messaging';
 import type { OutboxRelay } from '@community/outbox';
@@ -20,6 +27,7 @@ import { loadNotificationConfig, type NotificationConfig } from '../src/config';
 import type { NotificationMetrics } from '../src/metrics';
 import { createNotificationService, type NotificationService } from '../src/service';
 import type { InboxHub } from '../src/sse/hub';
+import type { Emit } from '../src/handlers/emit';
 
 export const JWT_SECRET = 'test-secret-0123456789-abcdefghijklmnop';
 /** The operators ADMIN_KEYS trusts here (each with a key of their own). */
@@ -40,6 +48,16 @@ export interface Harness {
    * admin token of operator `sub` (EdDSA, their own key in ADMIN_KEYS): a user token's admin scope grants nothing.
    */
   token(sub: string, scope?: string): string;
+  /**
+   * Every notification.created that reached the broker (a queue of the test's own, bound on the
+   * events exchange, with AMQP) or that a handler built by the test emitted through `emit`, in
+   * arrival order; a re-emission appears again (same id).
+   */
+  created: EventOf<'notification.created'>[];
+  /** The data of `created` for one recipient. */
+  createdFor(userId: string): EventOf<'notification.created'>['data'][];
+  /** For handlers a test builds itself: records into `created` what the service would publish. */
+  emit: Emit;
   /** Publishes through the service's own confirm publisher (routing key = type). */
   publish(event: AnyEvent): Promise<void>;
   /** Publishes raw bytes with a routing key, as a buggy producer would. */
@@ -110,6 +128,8 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
   await service.start();
   const { app, pool, hub, metrics, messaging, relay } = service;
   await app.ready();
+  const created: EventOf<'notification.created'>[] = [];
+  const capture = vhost ? await captureCreated(vhost.url, created) : undefined;
 
   return {
     service,
@@ -121,6 +141,11 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
     vhost,
     messaging,
     relay,
+    created,
+    createdFor: (userId) => created.filter((e) => e.data.userId === userId).map((e) => e.data),
+    emit: async (emissions) => {
+      created.push(...emissions.map((e) => e.event));
+    },
     token: (sub, scope) =>
       scope?.split(' ').includes('admin')
         ? OPERATORS.token(sub, 'notification-service')
@@ -148,11 +173,22 @@ export async function startHarness(prefix: string, options: HarnessOptions = {})
       }
     },
     async close() {
+      await capture?.close().catch(() => undefined);
       await service.stop();
       await app.close(); // ends the pool (onClose)
       await Promise.all([db.drop(), vhost?.delete()]);
     },
   };
+}
+
+/** A consumer of every notification.created on the vhost, into `into` (as email-service and push-service receive them). */
+async function captureCreated(url: string, into: EventOf<'notification.created'>[]): Promise<amqplib.ChannelModel> {
+  const conn = await amqplib.connect(url);
+  const ch = await conn.createChannel();
+  const { queue } = await ch.assertQueue('', { exclusive: true });
+  await ch.bindQueue(queue, EVENTS_EXCHANGE, 'notification.created');
+  await ch.consume(queue, (msg) => msg && into.push(JSON.parse(msg.content.toString())), { noAck: true });
+  return conn;
 }
 
 /** A valid event of `type` with `data`, produced by the community API. */

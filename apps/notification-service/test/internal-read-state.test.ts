@@ -41,6 +41,7 @@ const ask = (token: string | undefined, body: unknown) =>
 async function ingest(batches: AnyEvent[][]): Promise<void> {
   const handle = createNotificationBatchHandler({
     pool: h.pool,
+    emit: h.emit,
     consumer: 'read-state-test',
     metrics: h.metrics,
     batchTimeoutMs: 10_000,

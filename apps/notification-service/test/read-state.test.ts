@@ -16,6 +16,7 @@ beforeAll(async () => {
   h = await startHarness('readstate', { amqp: false });
   const handle = createNotificationBatchHandler({
     pool: h.pool,
+    emit: h.emit,
     consumer: 'test',
     metrics: h.metrics,
     batchTimeoutMs: BATCH_TIMEOUT_MS,

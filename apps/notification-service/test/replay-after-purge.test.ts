@@ -16,19 +16,13 @@ beforeAll(async () => {
 afterAll(async () => h.close());
 
 const bctx = { logger: testLogger(), signal: new AbortController().signal, queue: CRITICAL_QUEUE, handler: 'test' };
-const outboxCount = async (userId: string) =>
-  Number(
-    (
-      await h.pool.query(
-        "SELECT count(*) FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1",
-        [userId],
-      )
-    ).rows[0].count,
-  );
+/** notification.created messages the handler emitted for `userId`. */
+const createdCount = async (userId: string) => h.createdFor(userId).length;
 
 it('a copy replayed after its inbox row was purged changes nothing', async () => {
   const handle = createNotificationBatchHandler({
     pool: h.pool,
+    emit: h.emit,
     consumer: CRITICAL_QUEUE,
     metrics: h.metrics,
     batchTimeoutMs: BATCH_TIMEOUT_MS,
@@ -36,7 +30,7 @@ it('a copy replayed after its inbox row was purged changes nothing', async () =>
   const event = mention('c-retention', 'bob', 'carol');
   await handle(batchItems([event]), bctx);
   expect((await h.pool.query('SELECT 1 FROM notification_items WHERE user_id = $1', ['carol'])).rowCount).toBe(1);
-  expect(await outboxCount('carol')).toBe(1);
+  expect(await createdCount('carol')).toBe(1);
 
   // Eight days on, retention deleted the inbox row (what the reconciler's job does past the horizon).
   expect((await h.pool.query('DELETE FROM processed_events WHERE event_id = $1', [event.id])).rowCount).toBe(1);
@@ -46,7 +40,7 @@ it('a copy replayed after its inbox row was purged changes nothing', async () =>
   const [outcome] = (await handle(batchItems([event]), bctx)) ?? [];
   expect(outcome).not.toBeInstanceOf(Error);
   expect((await h.pool.query('SELECT 1 FROM notification_items WHERE user_id = $1', ['carol'])).rowCount).toBe(1);
-  expect(await outboxCount('carol')).toBe(1);
+  expect(await createdCount('carol')).toBe(1);
   expect((await countersAndRecount(h.pool)).find((c) => c.user_id === 'carol')).toEqual({
     user_id: 'carol',
     counter: 1,

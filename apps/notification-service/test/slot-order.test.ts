@@ -29,6 +29,7 @@ const ORDERS: Order[] = [
 async function deliver(order: Order, m: AnyEvent, reply: AnyEvent): Promise<void> {
   const handle = createNotificationBatchHandler({
     pool: h.pool,
+    emit: h.emit,
     consumer: 'slot-order',
     metrics: h.metrics,
     batchTimeoutMs: BATCH_TIMEOUT_MS,
@@ -66,13 +67,14 @@ async function finalStateOf(user: string, names: Record<string, string> = {}): P
     [user],
   );
   const counter = await h.pool.query('SELECT unread_count FROM notification_counters WHERE user_id = $1', [user]);
-  const outbox = await h.pool.query(
-    "SELECT payload FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id = $1 ORDER BY id",
-    [user],
-  );
-  const events = outbox.rows.map(
-    (r) => r.payload.data as { notificationId: string; type: string; emailChannel: string; idempotencyKey: string },
-  );
+  const events = h
+    .createdFor(user)
+    .map(({ notificationId, type, emailChannel, idempotencyKey }) => ({
+      notificationId,
+      type,
+      emailChannel,
+      idempotencyKey,
+    }));
   const ids = new Map(rows.map((r, i) => [r.id as string, `row${i}`]));
   const anonymous = (id: string) => ids.get(id) ?? 'a notification that no longer exists';
   const final: Final = {
@@ -187,6 +189,7 @@ describe('mention and reply for the same comment end the same in every order', (
     });
     const handle = createNotificationBatchHandler({
       pool: h.pool,
+      emit: h.emit,
       consumer: 'slot-order',
       metrics: h.metrics,
       batchTimeoutMs: BATCH_TIMEOUT_MS,

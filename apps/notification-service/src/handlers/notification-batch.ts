@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import {
-  buildEvent,
   onePerSlot,
   planNotifications,
   quietHoursEnd,
@@ -24,7 +23,6 @@ import {
 import { traceCarrier, type TraceCarrier } from '@community/outbox';
 import { deliveryFor, effectivePreferences } from '../domain/preferences';
 import type { NotificationMetrics } from '../metrics';
-import { SERVICE_NAME } from '../config';
 import { transactionBudgetMs } from '../queues';
 import {
   claimAndLockInboxes,
@@ -34,6 +32,9 @@ import {
   type NotificationRow,
 } from '../store/ingest';
 import { applyItemDelta, refreshItems, unreadItemsOf, type GroupRef } from '../store/items';
+import { writtenBy } from '../store/emission';
+import { notificationCreatedOf, type StoredNotification } from '../domain/notification-created';
+import type { Emission, Emit } from './emit';
 import { handleUserErased } from './user-erased';
 import { handleRetraction } from './retraction';
 
@@ -46,6 +47,8 @@ export interface NotificationBatchDeps {
   batchTimeoutMs: number;
   /** "Now" for quiet hours: the instant a batch creates its notifications (default: the system clock). */
   clock?: () => Date;
+  /** Publishes notification.created after the commit and resolves on the broker's confirms (handlers/emit.ts). */
+  emit: Emit;
 }
 
 const HANDLED = new Set<AnyEvent['type']>([
@@ -70,8 +73,11 @@ const ON_THEIR_OWN = new Set<AnyEvent['type']>(['user.erased', 'comment.deleted'
  * 4. apply preferences to the fresh events' notifications, keep one per slot, build each one's
  *    notification.created (with `quietUntil` when it is created in the user's quiet hours);
  * 5. insert the notifications (a higher rank replaces a lower one of its slot) + move the counters
- *    + NOTIFY the SSE hubs + notification.created into the outbox for the rows written (one
- *    statement); COMMIT. The runtime acks the messages only after this returns.
+ *    + NOTIFY the SSE hubs (one statement); COMMIT;
+ * 6. publish the notification.created of every row written and wait for the broker's confirms; a
+ *    redelivered event (a duplicate in step 2) re-publishes the ones its first delivery wrote,
+ *    read back from the rows. The runtime acks the messages only after this returns, so a crash
+ *    anywhere before the ack redelivers them and step 6 runs again (docs/NOTIFICATIONS.md "Emission").
  *
  * A batch that fails with a permanent error (say one event whose text Postgres refuses) is rerun
  * one event per transaction, so only the culprit is dead-lettered and the rest commit.
@@ -206,11 +212,13 @@ async function processEvents(
   const traces = new Map<string, TraceCarrier | null>();
   for (const { event, ctx } of items)
     if (!traces.has(event.id)) traces.set(event.id, traceCarrier(messageTraceContext(ctx)));
-  const outcomes = await withTransaction(
+  const { outcomes, emissions } = await withTransaction(
     deps.pool,
     { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) },
     (tx) => applyEvents(tx, deps, [...events.values()], deadline.signal, traces),
   );
+  // Committed: now announce, and return (so the runtime acks) only once the broker confirmed all.
+  await deps.emit(emissions);
   const decided = new Set<string>();
   items.forEach(({ event }, i) => {
     if (results[i] instanceof Error || decided.has(event.id)) return; // the same id twice in one batch: the second copy is the duplicate
@@ -222,8 +230,10 @@ async function processEvents(
 
 /**
  * The batch transaction: claim + lock (one statement), the users projection if any, decisions,
- * then rows + counters + outbox (one statement). Returns the outcome of each fresh event; an event
- * id absent from the map was already processed (a duplicate).
+ * then rows + counters (one statement). Returns the outcome of each fresh event (an event id absent
+ * from the map was already processed: a duplicate) and the notification.created messages to
+ * publish once it has committed: those of the rows written now, and those the duplicates wrote
+ * before.
  */
 async function applyEvents(
   tx: PoolClient,
@@ -231,7 +241,7 @@ async function applyEvents(
   events: AnyEvent[],
   signal: AbortSignal,
   traces: ReadonlyMap<string, TraceCarrier | null>,
-): Promise<Map<string, Outcome>> {
+): Promise<{ outcomes: Map<string, Outcome>; emissions: Emission[] }> {
   const planned = events.flatMap((e) => (planNotifications(e) ?? []).map((p) => ({ ...p, sourceEventId: e.id })));
   const { fresh, inboxes } = await claimAndLockInboxes(
     tx,
@@ -241,6 +251,7 @@ async function applyEvents(
   );
   const outcomes = new Map<string, Outcome>();
   for (const e of events) if (fresh.has(e.id)) outcomes.set(e.id, 'skipped');
+  const emissions = await reEmissionsOf(tx, planned, fresh, traces);
 
   const users = events.filter((e): e is EventOf<'user.upserted'> => e.type === 'user.upserted' && fresh.has(e.id));
   if (users.length) {
@@ -282,6 +293,7 @@ async function applyEvents(
     rows.push({
       ...p,
       id: randomUUID(),
+      correlationId: correlationOf.get(p.sourceEventId) ?? p.sourceEventId,
       inApp: delivery.inApp,
       emailChannel: delivery.email,
       push: delivery.push,
@@ -289,23 +301,14 @@ async function applyEvents(
     });
   }
   const unique = onePerSlot(rows);
-  if (unique.length === 0) return outcomes;
-  // Built (and validated against the contract) for every candidate; the statement keeps those of
-  // the rows it actually inserts.
-  const created = unique.map((r) => notificationCreated(r, correlationOf.get(r.sourceEventId) ?? r.sourceEventId));
+  if (unique.length === 0) return { outcomes, emissions };
   signal.throwIfAborted();
   // The unread items, before, of the recipients whose items this batch may move rather than add to:
   // grouped rows, and thread rows (a mention replaces a reply or comment of its slot).
   const moving = unique.filter((r) => r.groupKey !== undefined || r.slotRank > 0).map((r) => r.userId);
   const before = moving.length ? await unreadItemsOf(tx, moving) : new Map<string, number>();
   signal.throwIfAborted();
-  const written = await writeNotifications(
-    tx,
-    unique,
-    inboxes,
-    created,
-    unique.map((r) => traces.get(r.sourceEventId) ?? null),
-  );
+  const written = await writeNotifications(tx, unique, inboxes);
   // Grouped rows and replaced rows change items, not just rows: refresh those groups' items and
   // move those users' counters by the unread items gained (store/items.ts), under the same locks.
   const groups: GroupRef[] = [];
@@ -330,29 +333,62 @@ async function applyEvents(
   for (const w of [...inserted, ...upgraded]) outcomes.set(w.sourceEventId, 'processed');
   for (const w of inserted) deps.metrics.created.inc({ type: w.type, in_app: String(w.inApp) });
   deps.metrics.upgraded.inc(upgraded.length);
-  return outcomes;
+  // The notification.created of every row written (inserted, or replacing a lower rank), in batch
+  // order, built from what the row now holds, exactly as a re-emission will rebuild it. Built
+  // inside the transaction: one the contract refuses rolls the batch back (a permanent error).
+  const byId = new Map(unique.map((r) => [r.id, r]));
+  for (const w of written) {
+    const r = w.id === null ? undefined : byId.get(w.id);
+    if (!r || w.inserted === null || !w.createdAt) continue;
+    emissions.push({
+      event: notificationCreatedOf(storedOf(r, w.createdAt)),
+      trace: traces.get(r.sourceEventId) ?? null,
+    });
+  }
+  return { outcomes, emissions };
 }
 
-function notificationCreated(r: NotificationRow, correlationId: string): EventOf<'notification.created'> {
-  return buildEvent(
-    'notification.created',
-    {
-      notificationId: r.id,
-      userId: r.userId,
-      type: r.type,
-      idempotencyKey: r.idempotencyKey,
-      actorId: r.actorId,
-      resourceType: r.resourceType,
-      resourceId: r.resourceId,
-      emailChannel: r.emailChannel,
-      excerpt: r.excerpt,
-      groupKey: r.groupKey,
-      push: r.push,
-      quietUntil: r.quietUntil,
-    },
-    // The source event's correlation id: one id follows a comment from the API to the email.
-    { producer: SERVICE_NAME, correlationId },
+/** The row as stored, from the batch's input and the created_at the insert returned. */
+function storedOf(r: NotificationRow, createdAt: Date): StoredNotification {
+  return {
+    id: r.id,
+    userId: r.userId,
+    type: r.type,
+    idempotencyKey: r.idempotencyKey,
+    actorId: r.actorId ?? null,
+    resourceType: r.resourceType,
+    resourceId: r.resourceId,
+    excerpt: r.excerpt ?? null,
+    emailChannel: r.emailChannel,
+    groupKey: r.groupKey ?? null,
+    push: r.push,
+    quietUntil: r.quietUntil ?? null,
+    createdAt,
+    sourceEventId: r.sourceEventId,
+    correlationId: r.correlationId,
+  };
+}
+
+/**
+ * A redelivered event (claimed before: not `fresh`) has no second effect, but it announces again
+ * what its first delivery wrote: that delivery may have committed and then died before its
+ * confirms (docs/NOTIFICATIONS.md "Emission"). Consumers deduplicate on the idempotency key, and
+ * the message is the same one (same id), so a second copy sends nothing twice.
+ */
+async function reEmissionsOf(
+  tx: PoolClient,
+  planned: ReadonlyArray<{ sourceEventId: string; slotKey: string }>,
+  fresh: ReadonlySet<string>,
+  traces: ReadonlyMap<string, TraceCarrier | null>,
+): Promise<Emission[]> {
+  const again = planned.filter((p) => !fresh.has(p.sourceEventId));
+  if (again.length === 0) return [];
+  const rows = await writtenBy(
+    tx,
+    again.map((p) => p.sourceEventId),
+    again.map((p) => p.slotKey),
   );
+  return rows.map((n) => ({ event: notificationCreatedOf(n), trace: traces.get(n.sourceEventId) ?? null }));
 }
 
 /**

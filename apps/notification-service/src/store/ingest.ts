@@ -1,10 +1,8 @@
 import type { PoolClient } from 'pg';
-import type { EmailChannel, EventOf, NotificationType, PlannedNotification, QuietHours } from '@community/contracts';
+import type { EmailChannel, NotificationType, PlannedNotification, QuietHours } from '@community/contracts';
 import { inboxClaim } from '@community/idempotency';
-import { outboxWrite, type TraceCarrier } from '@community/outbox';
 import sql, { raw, type Sql } from 'sql-template-tag';
 import type { StoredPreference } from '../domain/preferences';
-import { SERVICE_NAME } from '../config';
 import { RETRACTION_LOCK_KEY } from './retraction-lock';
 
 /**
@@ -14,7 +12,9 @@ import { RETRACTION_LOCK_KEY } from './retraction-lock';
  *
  * 1. claimAndLockInboxes: the inbox claim + the recipients' counter locks + their preferences,
  *    quiet hours and time zone;
- * 2. writeNotifications: the rows + the counters + the SSE NOTIFY + the outbox rows + its NOTIFY.
+ * 2. writeNotifications: the rows + the counters + the SSE NOTIFY; it returns what the handler
+ *    emits as notification.created once the transaction has committed (no outbox: docs/NOTIFICATIONS.md
+ *    "Emission").
  *
  * The order of the steps is the lock order every writer of a user's inbox follows: the counter row
  * first, then notification rows. Rows are locked in sorted order, so two concurrent batches never
@@ -32,9 +32,11 @@ export interface NotificationRow extends PlannedNotification {
   emailChannel: EmailChannel;
   /** Whether push-service pushes it (notification.created `push`; not stored here). */
   push: boolean;
-  /** Created in the user's quiet hours, which end then (notification.created `quietUntil`; not stored). */
+  /** Created in the user's quiet hours, which end then (notification.created `quietUntil`). */
   quietUntil?: string;
   sourceEventId: string;
+  /** The source event's correlation id, stored for notification.created. */
+  correlationId: string;
 }
 
 /** What the handler needs back of each written row (outcomes and metrics). */
@@ -51,6 +53,9 @@ export interface WrittenRow {
   /** The row's group now (null: ungrouped) and, for a replaced row, the group it left. */
   groupKey: string | null;
   oldGroupKey: string | null;
+  /** The row's id (null when not written) and created_at: with the input row, its notification.created. */
+  id: string | null;
+  createdAt: Date | null;
 }
 
 export interface LockedInbox {
@@ -172,18 +177,18 @@ export const textAndValues = (statement: Sql): { text: string; values: unknown[]
 });
 
 /**
- * Inserts the notifications, adds the inserted in-app ones to their users' unread counters,
- * announces the changed inboxes and writes `created` (each row's notification.created, prebuilt)
- * into the outbox for the rows actually inserted, in ONE statement: the counter cannot change
- * without the rows it counts, the event exists if and only if its row does, and both NOTIFYs
- * (delivered at commit, dropped on rollback) go with them.
+ * Inserts the notifications, adds the inserted in-app ones to their users' unread counters and
+ * announces the changed inboxes, in ONE statement: the counter cannot change without the rows it
+ * counts, and the NOTIFY (delivered at commit, dropped on rollback) goes with them. It returns the
+ * rows written, from which the handler builds each one's notification.created and publishes it
+ * after the commit.
  *
  * ON CONFLICT on the slot: a duplicate (same business key, whatever its event id) inserts nothing
  * and publishes nothing. A higher-ranked notification of the same slot (a mention after a reply)
  * REPLACES the row: every column becomes what the higher-ranked one would have inserted had it
  * arrived first (its id, its in-app flag and email channel from its own preferences, unread, the
  * new inbox version), the counter moves by the difference (the old row counted if it was in-app
- * and unread, the new one if in-app), and its notification.created goes to the outbox. Otherwise a
+ * and unread, the new one if in-app), and it gets its own notification.created. Otherwise a
  * mention arriving after a read or hidden reply would be silent: no email, nothing to see.
  * `existing` reads the replaced rows as they were: a CTE sees the statement's snapshot, and the
  * counter locks taken in claimAndLockInboxes keep every other writer of these inboxes out.
@@ -192,18 +197,10 @@ export async function writeNotifications(
   tx: PoolClient,
   rows: NotificationRow[],
   inboxes: Map<string, LockedInbox>,
-  /** `created[i]` is the notification.created of `rows[i]`. */
-  created: EventOf<'notification.created'>[],
-  /**
-   * `traceContexts[i]`: the trace context `created[i]` continues (its source message's consumer
-   * span; docs/TRACING.md), stored with its outbox row; null or absent when tracing is off.
-   */
-  traceContexts: ReadonlyArray<TraceCarrier | null> = [],
 ): Promise<WrittenRow[]> {
   if (rows.length === 0) return [];
   const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
   const versions = rows.map((r) => inboxes.get(r.userId)?.version);
-  const traces = rows.map((_, i) => (traceContexts[i] ? JSON.stringify(traceContexts[i]) : null));
   const res = await tx.query<{
     source_event_id: string;
     type: NotificationType;
@@ -212,6 +209,8 @@ export async function writeNotifications(
     user_id: string;
     group_key: string | null;
     old_group_key: string | null;
+    id: string | null;
+    created_at: Date | null;
   }>({
     name: 'ns-write-notifications',
     ...textAndValues(sql`WITH input AS (
@@ -219,13 +218,13 @@ export async function writeNotifications(
                             ${col('slotKey')}::text[], ${col('slotRank')}::int2[], ${col('actorId')}::text[],
                             ${col('resourceType')}::text[], ${col('resourceId')}::text[], ${col('excerpt')}::text[],
                             ${col('inApp')}::bool[], ${col('emailChannel')}::text[], ${col('sourceEventId')}::text[],
-                            ${versions}::int8[], ${col('id')}::uuid[], ${created.map((e) => e.id)}::uuid[],
-                            ${created.map((e) => JSON.stringify(e))}::jsonb[], ${traces}::jsonb[],
+                            ${versions}::int8[], ${col('id')}::uuid[],
                             ${rows.map((r) => JSON.stringify(r.subjects))}::jsonb[], ${col('groupKey')}::text[],
-                            ${col('occurredAt')}::timestamptz[]) WITH ORDINALITY
+                            ${col('occurredAt')}::timestamptz[], ${col('push')}::bool[],
+                            ${col('quietUntil')}::timestamptz[], ${col('correlationId')}::text[])
          AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
-              excerpt, in_app, email_channel, source_event_id, version, id, event_id, payload, trace_context,
-              subjects_json, group_key, occurred_at, ord)
+              excerpt, in_app, email_channel, source_event_id, version, id,
+              subjects_json, group_key, occurred_at, push, quiet_until, correlation_id)
      ),
      subjected AS (
        SELECT input.*, ARRAY(SELECT jsonb_array_elements_text(input.subjects_json)) AS subjects FROM input
@@ -244,10 +243,11 @@ export async function writeNotifications(
      written AS (
        INSERT INTO notification_items AS n (id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
               resource_id, excerpt, in_app, email_channel, source_event_id, created_version, state_version, subjects,
-              group_key, occurred_at, item_version, item_actors, item_actor_count)
+              group_key, occurred_at, item_version, item_actors, item_actor_count, push, quiet_until, correlation_id)
        SELECT id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id, excerpt,
               in_app, email_channel, source_event_id, version, version, subjects,
-              group_key, occurred_at, version, array_remove(ARRAY[actor_id], NULL), (actor_id IS NOT NULL)::int
+              group_key, occurred_at, version, array_remove(ARRAY[actor_id], NULL), (actor_id IS NOT NULL)::int,
+              push, quiet_until, correlation_id
        FROM subjected s WHERE s.slot_key NOT IN (SELECT slot_key FROM retracted) ORDER BY slot_key
        ON CONFLICT (slot_key) DO UPDATE
          SET id = EXCLUDED.id, type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
@@ -257,9 +257,11 @@ export async function writeNotifications(
              created_version = EXCLUDED.created_version, state_version = EXCLUDED.state_version,
              subjects = EXCLUDED.subjects, group_key = EXCLUDED.group_key, occurred_at = EXCLUDED.occurred_at,
              item_head = true, item_version = EXCLUDED.item_version, item_count = 1, item_actors = EXCLUDED.item_actors,
-             item_actor_count = EXCLUDED.item_actor_count, item_unread = true
+             item_actor_count = EXCLUDED.item_actor_count, item_unread = true,
+             push = EXCLUDED.push, quiet_until = EXCLUDED.quiet_until, correlation_id = EXCLUDED.correlation_id
          WHERE n.slot_rank < EXCLUDED.slot_rank AND n.withdrawn_at IS NULL
-       RETURNING n.id, n.user_id, n.slot_key, n.type, n.in_app, n.source_event_id, n.group_key, (n.xmax = 0) AS inserted
+       RETURNING n.id, n.user_id, n.slot_key, n.type, n.in_app, n.source_event_id, n.group_key, n.created_at,
+                 (n.xmax = 0) AS inserted
      ),
      changed AS (
        -- The inbox change of each written row: +1 for a new ungrouped in-app row, its own unread item.
@@ -277,19 +279,11 @@ export async function writeNotifications(
      notified AS (
        -- One NOTIFY per chunk of changed in-app inboxes (none when nothing changed).
        ${notifyInboxesSql(raw('changed WHERE visible'))}
-     ),
-     created AS (
-       -- notification.created of every written row (inserted or replacing a lower rank), ordered
-       -- per recipient as the batch was. A replaced row took the new id, so the join finds it.
-       SELECT i.user_id AS aggregate_id, i.event_id, 'notification.created' AS event_type, i.payload, i.trace_context, i.ord
-       FROM written w JOIN input i ON i.id = w.id
-     ),
-     ${outboxWrite({ from: 'created', producer: SERVICE_NAME, traceContext: true })}
-     SELECT w.source_event_id, w.type, w.in_app, w.inserted, w.user_id, w.group_key, e.old_group_key
-     FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key,
-          (SELECT count(*) FROM notified) AS announce, (SELECT count(*) FROM outbox_notified) AS published
+     )
+     SELECT w.source_event_id, w.type, w.in_app, w.inserted, w.user_id, w.group_key, e.old_group_key, w.id, w.created_at
+     FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key, (SELECT count(*) FROM notified) AS announce
      UNION ALL
-     SELECT source_event_id, type, in_app, NULL, user_id, NULL, NULL FROM retracted`),
+     SELECT source_event_id, type, in_app, NULL, user_id, NULL, NULL, NULL, NULL FROM retracted`),
   });
   return res.rows.map((r) => ({
     sourceEventId: r.source_event_id,
@@ -299,6 +293,8 @@ export async function writeNotifications(
     userId: r.user_id,
     groupKey: r.group_key,
     oldGroupKey: r.inserted === false ? r.old_group_key : null,
+    id: r.id,
+    createdAt: r.created_at,
   }));
 }
 
