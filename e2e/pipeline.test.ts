@@ -162,18 +162,15 @@ it('a mention reaches the inbox and the mailbox once, and survives a SIGKILL of 
     },
     60_000,
   );
-  // Exactly once, from the rows: one mention row per comment and person, one notification.created
-  // per row in the outbox, and every counter equal to its rows.
+  // Exactly once, from the rows: one mention row per comment and person, and every counter equal
+  // to its rows. (Each row's notification.created is published after its batch commits, and again
+  // if the source is redelivered: the emails below count what the receivers made of it.)
   const perComment = await observer.query<{ user_id: string; resource_id: string; n: number }>(
     "SELECT user_id, resource_id, count(*)::int AS n FROM notification_items WHERE type = 'mention' GROUP BY 1, 2 ORDER BY 1, 2",
   );
   expect(perComment.rows.filter((r) => r.user_id === 'ada')).toHaveLength(6);
   expect(perComment.rows.filter((r) => r.user_id === 'bob')).toHaveLength(5);
   expect(perComment.rows.every((r) => r.n === 1)).toBe(true);
-  const announced = await observer.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id IN ('ada', 'bob')",
-  );
-  expect(announced.rows[0].n).toBe(11);
   const counters = await observer.query<{ user_id: string; unread_count: number; rows: number }>(
     `SELECT c.user_id, c.unread_count, (SELECT count(*)::int FROM notification_items i WHERE i.user_id = c.user_id AND i.in_app AND i.item_head AND i.item_unread) AS rows
      FROM notification_counters c WHERE c.user_id IN ('ada', 'bob') ORDER BY 1`,
