@@ -31,7 +31,7 @@ import {
   writeNotifications,
   type NotificationRow,
 } from '../store/ingest';
-import { applyItemDelta, refreshItems, unreadItemsOf, type GroupRef } from '../store/items';
+import { applyItemDelta, refreshItems, type GroupRef } from '../store/items';
 import { writtenBy } from '../store/emission';
 import { notificationCreatedOf, type StoredNotification } from '../domain/notification-created';
 import type { Emission, Emit } from './emit';
@@ -303,12 +303,11 @@ async function applyEvents(
   const unique = onePerSlot(rows);
   if (unique.length === 0) return { outcomes, emissions };
   signal.throwIfAborted();
-  // The unread items, before, of the recipients whose items this batch may move rather than add to:
-  // grouped rows, and thread rows (a mention replaces a reply or comment of its slot).
+  // The recipients whose items this batch may move rather than add to: grouped rows, and thread
+  // rows (a mention replaces a reply or comment of its slot). The statement reads their unread
+  // items before its own writes, in the same round trip.
   const moving = unique.filter((r) => r.groupKey !== undefined || r.slotRank > 0).map((r) => r.userId);
-  const before = moving.length ? await unreadItemsOf(tx, moving) : new Map<string, number>();
-  signal.throwIfAborted();
-  const written = await writeNotifications(tx, unique, inboxes);
+  const { written, before } = await writeNotifications(tx, unique, inboxes, moving);
   // Grouped rows and replaced rows change items, not just rows: refresh those groups' items and
   // move those users' counters by the unread items gained (store/items.ts), under the same locks.
   const groups: GroupRef[] = [];
@@ -319,7 +318,9 @@ async function applyEvents(
     if (w.oldGroupKey !== null) groups.push({ userId: w.userId, groupKey: w.oldGroupKey });
     if (w.inserted && w.groupKey === null && w.inApp) added.set(w.userId, (added.get(w.userId) ?? 0) + 1);
   }
-  if (before.size) {
+  // Only a grouped row or a replaced one moves items; fresh ungrouped rows were counted by the
+  // statement itself, so a batch of those (mentions, security alerts) ends here: two statements.
+  if (groups.length > 0 || written.some((w) => w.inserted === false)) {
     signal.throwIfAborted();
     await refreshItems(tx, groups);
     await applyItemDelta(tx, before, added);

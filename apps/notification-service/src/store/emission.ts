@@ -69,3 +69,58 @@ export async function writtenBy(
   const { rows } = await db.query<StoredNotificationRow>(q.text, q.values);
   return rows.map(storedNotificationOf);
 }
+
+/** Binds a value as a parameter of the statement being built and returns its placeholder (`$n`). */
+export type BindParam = (value: unknown) => string;
+
+/** The SQL expressions of one notification row, for the predicates a caller adds to `createdNotificationsSql`. */
+export interface CreatedNotificationRef {
+  /** The row's id as text: its notification.created's event id, the message id consumers deduplicate on. */
+  eventId: string;
+  /**
+   * The event's identifying data as jsonb, shaped as the envelope is (`payload->'data'->>'userId'`,
+   * `type`, `idempotencyKey`, `emailChannel`, `notificationId`, `actorId`, `resourceType`,
+   * `resourceId`, `groupKey`), for predicates written over envelopes. Not the envelope as published:
+   * that is `notificationCreatedOf(storedNotificationOf(row))`.
+   */
+  payload: string;
+}
+
+/**
+ * A SELECT of the notification rows created in [since, until) that still announce a
+ * notification.created (not withdrawn: a withdrawn row's source was deleted, nothing to announce),
+ * narrowed by the caller's predicates over each row (`and`): "no consumer has a record of it yet",
+ * written by whoever owns that record. Columns: `at` (created_at: the event's occurredAt; the batch
+ * emits it right after its commit, or re-emits it when its source event is redelivered) and
+ * STORED_NOTIFICATION_COLUMNS (a `StoredNotificationRow`, for `storedNotificationOf`).
+ */
+export function createdNotificationsSql(
+  bind: BindParam,
+  w: { since: Date; until: Date },
+  and: (row: CreatedNotificationRef) => readonly string[] = () => [],
+): string {
+  const row: CreatedNotificationRef = {
+    eventId: 'n.id::text',
+    payload: `jsonb_build_object('data', jsonb_build_object('notificationId', n.id::text, 'userId', n.user_id, 'type', n.type,
+       'idempotencyKey', n.idempotency_key, 'emailChannel', n.email_channel, 'actorId', n.actor_id,
+       'resourceType', n.resource_type, 'resourceId', n.resource_id, 'groupKey', n.group_key))`,
+  };
+  const where = [
+    `n.withdrawn_at IS NULL AND n.created_at >= ${bind(w.since)} AND n.created_at < ${bind(w.until)}`,
+    ...and(row),
+  ];
+  return `SELECT n.created_at AS at, ${STORED_NOTIFICATION_COLUMNS.text} FROM notification_items n WHERE ${where.join(' AND ')}`;
+}
+
+/**
+ * A LEFT JOIN LATERAL that finds, for each row of the caller's query, the notification row of this
+ * user and idempotency key (SQL expressions of the caller's row; the key is unique), if it still
+ * announces a notification.created (not withdrawn). It yields `<alias>.*`: STORED_NOTIFICATION_COLUMNS
+ * (a `StoredNotificationRow`), all NULL when there is no such row (withdrawn, erased, or replaced by
+ * a higher rank under another key).
+ */
+export function createdNotificationLookupSql(o: { alias: string; userId: string; idempotencyKey: string }): string {
+  return `LEFT JOIN LATERAL (SELECT ${STORED_NOTIFICATION_COLUMNS.text} FROM notification_items n
+                              WHERE n.idempotency_key = ${o.idempotencyKey} AND n.user_id = ${o.userId}
+                                AND n.withdrawn_at IS NULL LIMIT 1) ${o.alias} ON true`;
+}

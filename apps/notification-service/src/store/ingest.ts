@@ -4,6 +4,7 @@ import { inboxClaim } from '@community/idempotency';
 import sql, { raw, type Sql } from 'sql-template-tag';
 import type { StoredPreference } from '../domain/preferences';
 import { RETRACTION_LOCK_KEY } from './retraction-lock';
+import { unreadItemsSql } from './items';
 
 /**
  * The SQL of the consumers' batch transaction: two statements, each covering the whole batch
@@ -197,8 +198,15 @@ export async function writeNotifications(
   tx: PoolClient,
   rows: NotificationRow[],
   inboxes: Map<string, LockedInbox>,
-): Promise<WrittenRow[]> {
-  if (rows.length === 0) return [];
+  /**
+   * Users whose items this statement may move rather than add to (grouped rows, thread rows a higher
+   * rank may replace): their unread items BEFORE it, read by the statement itself (its snapshot is
+   * the state before its own writes, taken after the counter locks), for the caller's item delta.
+   */
+  movingUsers: readonly string[] = [],
+): Promise<{ written: WrittenRow[]; before: Map<string, number> }> {
+  if (rows.length === 0) return { written: [], before: new Map() };
+  const moving = [...new Set(movingUsers)].sort();
   const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
   const versions = rows.map((r) => inboxes.get(r.userId)?.version);
   const res = await tx.query<{
@@ -211,6 +219,7 @@ export async function writeNotifications(
     old_group_key: string | null;
     id: string | null;
     created_at: Date | null;
+    before: Record<string, number> | null;
   }>({
     name: 'ns-write-notifications',
     ...textAndValues(sql`WITH input AS (
@@ -279,13 +288,19 @@ export async function writeNotifications(
      notified AS (
        -- One NOTIFY per chunk of changed in-app inboxes (none when nothing changed).
        ${notifyInboxesSql(raw('changed WHERE visible'))}
-     )
-     SELECT w.source_event_id, w.type, w.in_app, w.inserted, w.user_id, w.group_key, e.old_group_key, w.id, w.created_at
-     FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key, (SELECT count(*) FROM notified) AS announce
+     ),
+     before_items AS (
+       -- The moving users' unread items as they were before this statement (see movingUsers).
+       ${unreadItemsSql(sql`unnest(${moving}::text[]) AS u(user_id)`)}
+     ),
+     before AS (SELECT json_object_agg(user_id, unread) AS before FROM before_items)
+     SELECT w.source_event_id, w.type, w.in_app, w.inserted, w.user_id, w.group_key, e.old_group_key, w.id, w.created_at,
+            b.before
+     FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key, (SELECT count(*) FROM notified) AS announce, before b
      UNION ALL
-     SELECT source_event_id, type, in_app, NULL, user_id, NULL, NULL, NULL, NULL FROM retracted`),
+     SELECT source_event_id, type, in_app, NULL, user_id, NULL, NULL, NULL, NULL, b.before FROM retracted, before b`),
   });
-  return res.rows.map((r) => ({
+  const written = res.rows.map((r) => ({
     sourceEventId: r.source_event_id,
     type: r.type,
     inApp: r.in_app,
@@ -296,6 +311,7 @@ export async function writeNotifications(
     id: r.id,
     createdAt: r.created_at,
   }));
+  return { written, before: new Map(Object.entries(res.rows[0]?.before ?? {})) };
 }
 
 export interface UserUpsert {

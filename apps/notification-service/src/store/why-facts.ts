@@ -1,6 +1,4 @@
 import type { Pool } from 'pg';
-import { outboxEventsWith } from '@community/outbox';
-import { SERVICE_NAME } from '../config';
 
 // What this service holds about one user's notifications, for a diagnosis: the reconciler's "why"
 // (docs/RECONCILER.md) composes these reads, exported from the public entry, with the other owners'.
@@ -54,21 +52,43 @@ export async function notificationsAbout(
   }));
 }
 
+/** A notification.created of one of the user's notifications, as its row records it. */
+export interface CreatedFact {
+  /** The event id, which is the row's id (domain/notification-created.ts). */
+  eventId: string;
+  idempotencyKey: string;
+  /**
+   * The row's created_at, the event's occurredAt. There is no published-at: the batch emits the
+   * event right after its commit (and acks its source only after the broker's confirms), and a
+   * redelivered source event re-emits it from the row. So the row's existence means notification-service
+   * emitted it, or will once the source event is redelivered.
+   */
+  createdAt: Date;
+  /** Withdrawn since (its source was deleted, or the user erased): not re-emitted any more. */
+  withdrawnAt: Date | null;
+}
+
 /**
- * The notification.created this service wrote for the user's notifications with these keys (its
- * outbox: the aggregate is the user), and when its relay published each (null: not yet).
+ * The notification.created of the user's notifications with these keys, from the rows themselves
+ * (each row is the record of its event since the emission went direct: docs/NOTIFICATIONS.md
+ * "Emission"). A key whose row a higher rank replaced is no longer found: the row now announces the
+ * replacement, under its own key.
  */
 export async function notificationsCreated(
   pool: Pick<Pool, 'query'>,
   userId: string,
   idempotencyKeys: readonly string[],
-): Promise<{ eventId: string; idempotencyKey: string; sentAt: Date | null }[]> {
-  const rows = await outboxEventsWith(pool, {
-    producer: SERVICE_NAME,
-    aggregateId: userId,
-    eventType: 'notification.created',
-    field: 'idempotencyKey',
-    values: idempotencyKeys,
-  });
-  return rows.map((r) => ({ eventId: r.eventId, idempotencyKey: r.value, sentAt: r.sentAt }));
+): Promise<CreatedFact[]> {
+  if (idempotencyKeys.length === 0) return [];
+  const res = await pool.query<{ id: string; idempotency_key: string; created_at: Date; withdrawn_at: Date | null }>(
+    `SELECT id::text, idempotency_key, created_at, withdrawn_at FROM notification_items
+      WHERE user_id = $1 AND idempotency_key = ANY($2::text[]) ORDER BY created_at, id`,
+    [userId, [...idempotencyKeys]],
+  );
+  return res.rows.map((r) => ({
+    eventId: r.id,
+    idempotencyKey: r.idempotency_key,
+    createdAt: r.created_at,
+    withdrawnAt: r.withdrawn_at,
+  }));
 }
