@@ -166,7 +166,7 @@ export interface Figures {
  * duplicate notification; one email per immediate notification at the SMTP server (a resend with
  * the same Message-ID is the documented crash window, counted apart); unread counters equal to a
  * recount. DLQ messages are matched to ledger events by message id through the outbox (event_id →
- * payload → ledger key).
+ * payload → ledger key) and, for notification.created, the notification rows (id → idempotency key).
  */
 /**
  * What the check needs of feed-service besides its tables: users who follow every poster since
@@ -189,7 +189,9 @@ export async function checkInvariants(
     if (examples.length < 5) examples.push(what);
   };
 
-  // Message id → ledger event id, through the outbox of every producer (API and notification-service).
+  // Message id → ledger event id, through the outbox of every producer (the API's events,
+  // notification-service's notification.withdrawn) and the notification rows: notification.created
+  // leaves without an outbox row, with the notification's id as its message id.
   const outbox = await db.query<{ event_id: string; event_type: string; payload: { data?: Record<string, string> } }>(
     'SELECT event_id, event_type, payload FROM outbox_messages',
   );
@@ -198,6 +200,10 @@ export async function checkInvariants(
     const key = r.payload?.data ? eventKey(r.event_type, r.payload.data) : undefined;
     if (key !== undefined) eventOf.set(r.event_id, `${r.event_type}|${key}`);
   }
+  const announced = await db.query<{ id: string; idempotency_key: string }>(
+    'SELECT id, idempotency_key FROM notification_items',
+  );
+  for (const r of announced.rows) eventOf.set(r.id, `notification.created|${r.idempotency_key}`);
   const dlqByEvent = new Map<string, string>();
   let dlqUnmatched = 0;
   let dlqWithoutReason = 0;

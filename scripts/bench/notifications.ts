@@ -2,20 +2,27 @@
  * npm run bench:notifications — the notification-service as a real child process (main.ts) on its
  * own vhost and database, measured three ways in one run:
  *
- * 1. Sustained throughput: N user.mentioned events published with confirms → committed
- *    notification row + unread counter + outbox row (one transaction per batch), beside a bare
- *    amqplib pipeline on the same broker (publish with confirms → quorum queue → consume + ack).
- *    Both publish the same prebuilt bodies through the same windowed publisher, while consuming.
- * 2. Latency at a fixed offered rate (default 1,000 events/s): publish → committed and visible.
- *    "Visible" is the service's own inbox NOTIFY (sent at commit, the signal SSE streams push on),
- *    received by the bench on a LISTEN connection; every event targets its own user, so each
- *    notification names exactly one event. Baseline in the same run: the same publisher at the
- *    same rate into a quorum queue with a bare amqplib consumer (publish → delivered).
+ * 1. Sustained throughput, end to end through the public contract: N user.mentioned events
+ *    published with confirms → committed notification row + unread counter → its
+ *    notification.created received by the bench on a quorum queue of its own, bound on the events
+ *    exchange as email-service's is. Baselines on the same broker, in the same run, publishing the
+ *    same prebuilt bodies through the same windowed publisher: the bare one-hop pipeline (publish
+ *    with confirms → quorum queue → consume + ack) and the bare two-hop pipeline (→ quorum queue →
+ *    a consumer that publishes each message on with confirms and acks it after the confirm →
+ *    second quorum queue → consume + ack), which is what the service's path costs the broker.
+ *    CPU per event: CPU seconds of the service, RabbitMQ, every postgres process and this script
+ *    over the phase, divided by the events; the same for the two-hop baseline.
+ * 2. Latency at a fixed offered rate (default 1,000 events/s): publish → committed and visible,
+ *    and publish → its notification.created received. "Visible" is the service's own inbox NOTIFY
+ *    (sent at commit, the signal SSE streams push on), received by the bench on a LISTEN
+ *    connection; every event targets its own user, so each notification names exactly one event.
+ *    Baseline in the same run: the same publisher at the same rate into a quorum queue with a bare
+ *    amqplib consumer (publish → delivered).
  * 3. The service's resident memory (VmRSS of the child's /proc/<pid>/status), sampled throughout.
  *
  * Order of the run: the bare latency baseline; the service's latency (after a warm-up of
- * BENCH_WARMUP_SECONDS at the same rate and a wait for a quiet machine); the bare throughput; the
- * service's throughput; then the relay's drain of that phase's outbox backlog (printed as rows/s).
+ * BENCH_WARMUP_SECONDS at the same rate and a wait for a quiet machine); the bare one-hop and
+ * two-hop throughput; the service's throughput.
  * Latency comes first because a burst leaves the broker busy for a while after it (see
  * docs/BENCHMARKS.md), which would be measured as latency of whatever comes next.
  *
@@ -122,6 +129,16 @@ async function declareBare(url: string): Promise<void> {
         bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare.latency'] }],
         retryDelaysMs: [1000],
       },
+      {
+        name: 'bench.bare.hop1',
+        bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare.hop1'] }],
+        retryDelaysMs: [1000],
+      },
+      {
+        name: 'bench.bare.hop2',
+        bindings: [{ exchange: 'community.events', routingKeys: ['bench.bare.hop2'] }],
+        retryDelaysMs: [1000],
+      },
     ],
   };
   const setup = createMessaging({
@@ -161,52 +178,110 @@ async function bare(url: string): Promise<number> {
   return rate;
 }
 
-/** Waits until the relay has published every outbox row; returns rows/s over the wait. */
-async function relayDrain(pool: pg.Pool): Promise<{ seconds: number; rate: number }> {
+/**
+ * The bare two-hop pipeline: publish with confirms → hop1 (quorum) → a consumer (prefetch 500)
+ * that parses each message, publishes it on to hop2 on its own confirm channel and acks it once
+ * that is confirmed → hop2 (quorum) → a consumer that parses and acks. Done when hop2 has all N.
+ */
+async function bareTwoHop(url: string): Promise<number> {
+  const bodies = Array.from({ length: N }, (_, i) => mentionBody(i, `user-${i % USERS}`, 'bare2'));
+  const relayConn = await amqplib.connect(url);
+  const rin = await relayConn.createChannel();
+  await rin.prefetch(500);
+  const rout = await relayConn.createConfirmChannel();
+  await rin.consume('bench.bare.hop1', (msg) => {
+    if (!msg) return;
+    JSON.parse(msg.content.toString());
+    rout.publish(
+      'community.events',
+      'bench.bare.hop2',
+      msg.content,
+      { ...msg.properties, persistent: true, userId: PUBLISHER_USER },
+      (err) => (err ? rin.nack(msg) : rin.ack(msg)),
+    );
+  });
+  const sinkConn = await amqplib.connect(url);
+  const sink = await sinkConn.createChannel();
+  await sink.prefetch(500);
+  let received = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  await sink.consume('bench.bare.hop2', (msg) => {
+    if (!msg) return;
+    JSON.parse(msg.content.toString());
+    sink.ack(msg);
+    if (++received === N) done();
+  });
+  const publisherConn = await amqplib.connect(url);
+  const pch = await publisherConn.createConfirmChannel();
   const t0 = performance.now();
-  const sql = "SELECT count(*) AS n FROM outbox_messages WHERE producer = 'notification-service' AND sent_at IS NULL";
-  const left = await count(pool, sql);
-  for (let n = left; n > 0; n = await count(pool, sql)) {
-    if (performance.now() - t0 > 300_000) throw new Error(`relay still has ${n} unsent rows after 300 s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  const seconds = (performance.now() - t0) / 1000;
-  return { seconds, rate: left / Math.max(seconds, 0.001) };
+  await publishAll(pch, 'community.events', 'bench.bare.hop1', bodies);
+  await finished;
+  const rate = N / ((performance.now() - t0) / 1000);
+  await Promise.all([relayConn.close(), sinkConn.close(), publisherConn.close()]);
+  return rate;
+}
+
+/** The bench's own queue of every notification.created on the service's vhost (quorum, as email-service's). */
+const CREATED_QUEUE = 'bench.notification-created';
+
+async function declareCreatedQueue(url: string): Promise<void> {
+  const conn = await amqplib.connect(url);
+  const ch = await conn.createChannel();
+  await ch.assertQueue(CREATED_QUEUE, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await ch.bindQueue(CREATED_QUEUE, 'community.events', 'notification.created');
+  await conn.close();
+}
+
+/**
+ * Consumes CREATED_QUEUE, calling `onUser` with each notification.created's recipient (a
+ * re-emission is counted again: the caller counts distinct recipients where it matters).
+ */
+async function consumeCreated(url: string, onUser: (userId: string) => void): Promise<() => Promise<void>> {
+  const conn = await amqplib.connect(url);
+  const ch = await conn.createChannel();
+  await ch.prefetch(500);
+  await ch.consume(CREATED_QUEUE, (msg) => {
+    if (!msg) return;
+    onUser((JSON.parse(msg.content.toString()) as { data: { userId: string } }).data.userId);
+    ch.ack(msg);
+  });
+  return () => conn.close();
 }
 
 async function count(pool: pg.Pool, sql: string): Promise<number> {
   return Number((await pool.query(sql)).rows[0].n);
 }
 
-/** Service pipeline: publish N mentions with confirms; done when N notification rows are committed. */
+/**
+ * Service pipeline: publish N mentions with confirms; done when N notification.created (one per
+ * notification) have been received from the broker, i.e. every row committed and announced.
+ */
 async function pipeline(url: string, pool: pg.Pool): Promise<number> {
   const bodies = Array.from({ length: N }, (_, i) => mentionBody(i, `user-${i % USERS}`, 'tp'));
+  let announced = 0;
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  const stop = await consumeCreated(url, (userId) => {
+    if (userId.startsWith('user-') && ++announced === N) done();
+  });
   const conn = await amqplib.connect(url);
   const ch = await conn.createConfirmChannel();
-  const before = await count(pool, 'SELECT count(*) AS n FROM notification_items'); // the latency phases' rows
   const t0 = performance.now();
-  const publishing = publishAll(ch, 'community.events', 'user.mentioned', bodies);
-  let committed = 0;
-  let tLast = t0;
-  while (committed < N) {
-    await new Promise((r) => setTimeout(r, 50));
-    committed = (await count(pool, 'SELECT count(*) AS n FROM notification_items')) - before;
-    tLast = performance.now();
-  }
-  await publishing;
-  await conn.close();
-  // The invariant the rate is about: every row counted, every row announced in the outbox.
+  await publishAll(ch, 'community.events', 'user.mentioned', bodies);
+  await finished;
+  const rate = N / ((performance.now() - t0) / 1000);
+  await Promise.all([conn.close(), stop()]);
+  // The invariant the rate is about: every notification counted, and each announced once (no
+  // redelivery happened in this phase, so no re-emission either).
+  const rows = await count(pool, "SELECT count(*) AS n FROM notification_items WHERE user_id LIKE 'user-%'");
   const counters = await count(
     pool,
     "SELECT coalesce(sum(unread_count), 0) AS n FROM notification_counters WHERE user_id LIKE 'user-%'",
   );
-  const outbox = await count(
-    pool,
-    "SELECT count(*) AS n FROM outbox_messages WHERE producer = 'notification-service' AND aggregate_id LIKE 'user-%'",
-  );
-  if (counters !== N || outbox !== N)
-    throw new Error(`invariant broken: rows ${N}, counters ${counters}, outbox rows ${outbox}`);
-  return N / ((tLast - t0) / 1000);
+  if (rows !== N || counters !== N || announced !== N)
+    throw new Error(`invariant broken: rows ${rows}, counters ${counters}, notification.created ${announced}, of ${N}`);
+  return rate;
 }
 
 /** Offered load at RATE/s for LATENCY_SECONDS; latency = publish → the commit's NOTIFY arrives. */
@@ -215,13 +290,30 @@ async function latency(
   databaseUrl: string,
   tag: string,
   seconds: number,
-): Promise<{ p50: number; p99: number; max: number; offered: number; samples: number }> {
+): Promise<{
+  p50: number;
+  p99: number;
+  max: number;
+  offered: number;
+  samples: number;
+  announced: { p50: number; p99: number; max: number };
+}> {
   const total = RATE * seconds;
   const prefix = `${tag}-`;
   const bodies = Array.from({ length: total }, (_, i) => mentionBody(i, `${prefix}${i}`, tag));
   const sentAt = new Float64Array(total);
   const seenAt = new Float64Array(total);
+  const announcedAt = new Float64Array(total);
   let seen = 0;
+  let announced = 0;
+  const stopCreated = await consumeCreated(url, (userId) => {
+    if (!userId.startsWith(prefix)) return;
+    const i = Number(userId.slice(prefix.length));
+    if (announcedAt[i] === 0) {
+      announcedAt[i] = performance.now();
+      announced++;
+    }
+  });
   const listener = new pg.Client({ connectionString: databaseUrl });
   await listener.connect();
   listener.on('notification', (msg) => {
@@ -240,9 +332,9 @@ async function latency(
   const ch = await conn.createConfirmChannel();
   const offered = await publishPaced(ch, 'user.mentioned', bodies, sentAt);
   await waitUntil(() => seen === total, `only ${seen} of ${total} events became visible within 30 s`);
-  await conn.close();
-  await listener.end();
-  return { ...percentiles(sentAt, seenAt), offered, samples: total };
+  await waitUntil(() => announced === total, `only ${announced} of ${total} events were announced within 30 s`);
+  await Promise.all([conn.close(), listener.end(), stopCreated()]);
+  return { ...percentiles(sentAt, seenAt), offered, samples: total, announced: percentiles(sentAt, announcedAt) };
 }
 
 /**
@@ -382,16 +474,29 @@ function cpuSnapshot(servicePid: number): Record<string, number> {
   };
 }
 
-/** Runs `fn` and says where the CPU went meanwhile (percent of one core), and how busy the machine was. */
-async function measured<T>(pid: number, fn: () => Promise<T>): Promise<{ result: T; usage: string }> {
+/**
+ * Runs `fn` and says where the CPU went meanwhile (percent of one core), how busy the machine was,
+ * and the CPU milliseconds per event over all the processes (`events` of them) and per process.
+ */
+async function measured<T>(
+  pid: number,
+  fn: () => Promise<T>,
+  events: number,
+): Promise<{ result: T; usage: string; cpuMsPerEvent: number; perProcess: string }> {
   const [c0, m0, t0] = [cpuSnapshot(pid), machineCpu(), performance.now()];
   const result = await fn();
   const [c1, m1, seconds] = [cpuSnapshot(pid), machineCpu(), (performance.now() - t0) / 1000];
   const parts = Object.keys(c0).map((k) => `${k} ${(((c1[k] - c0[k]) / seconds) * 100).toFixed(0)}%`);
   const machine = ((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100;
+  const used = Object.keys(c0).reduce((a, k) => a + (c1[k] - c0[k]), 0);
+  const perProcess = Object.keys(c0)
+    .map((k) => `${k} ${(((c1[k] - c0[k]) * 1000) / events).toFixed(3)}`)
+    .join(', ');
   return {
     result,
     usage: `CPU (% of one core): ${parts.join(', ')}; machine ${machine.toFixed(0)}% busy over both cores`,
+    cpuMsPerEvent: (used * 1000) / events,
+    perProcess,
   };
 }
 
@@ -473,13 +578,14 @@ async function main(): Promise<void> {
   ]);
   const pool = new pg.Pool({ connectionString: db.url, max: 2 });
   let child: ChildProcess | undefined;
-  const peaks = { started: 0, throughput: 0, relayDrain: 0, latency: 0 };
+  const peaks = { started: 0, throughput: 0, latency: 0 };
   let phase: keyof typeof peaks = 'started';
   let sampler: NodeJS.Timeout | undefined;
   try {
     const port = await freePort();
     child = await startService({ AMQP_URL: svcVhost.url, DATABASE_URL: db.url, PORT: String(port) });
     const pid = child.pid ?? 0;
+    await declareCreatedQueue(svcVhost.url);
     sampler = setInterval(() => (peaks[phase] = Math.max(peaks[phase], rssMb(pid))), 100);
     await new Promise((r) => setTimeout(r, 1000));
 
@@ -495,32 +601,47 @@ async function main(): Promise<void> {
     const settled = await settle();
     console.log(`latency: ${RATE} events/s offered for ${LATENCY_SECONDS} s ...`);
     const m2 = await scrape(port);
-    const { result: lat, usage: usage2 } = await measured(pid, () =>
-      latency(svcVhost.url, db.url, 'lat', LATENCY_SECONDS),
+    const { result: lat, usage: usage2 } = await measured(
+      pid,
+      () => latency(svcVhost.url, db.url, 'lat', LATENCY_SECONDS),
+      RATE * LATENCY_SECONDS,
     );
     const m3 = await scrape(port);
 
-    console.log(`bare amqplib pipeline: ${N} messages ...`);
+    console.log(`bare amqplib pipeline, one hop: ${N} messages ...`);
     const bareRate = await bare(bareVhost.url);
+    console.log(`bare amqplib pipeline, two hops: ${N} messages ...`);
+    const { result: bare2Rate, cpuMsPerEvent: bare2Cpu } = await measured(pid, () => bareTwoHop(bareVhost.url), N);
     console.log(`notification-service pipeline: ${N} mentions to ${USERS} users ...`);
     phase = 'throughput';
     const m0 = await scrape(port);
-    const { result: svcRate, usage: usage1 } = await measured(pid, () => pipeline(svcVhost.url, pool));
+    const {
+      result: svcRate,
+      usage: usage1,
+      cpuMsPerEvent: svcCpu,
+      perProcess,
+    } = await measured(pid, () => pipeline(svcVhost.url, pool), N);
     const m1 = await scrape(port);
-    phase = 'relayDrain';
-    const drain = await relayDrain(pool);
 
     console.log(`\nResults (one run; ${RUNNER} runner; 2 cores shared by broker, Postgres, service and this script)`);
     console.log(`  bare publish(confirm) -> quorum queue -> ack : ${bareRate.toFixed(0)} msg/s`);
-    console.log(`  mention -> row + counter + outbox row        : ${svcRate.toFixed(0)} events/s (target >= 10000)`);
-    console.log(`    consumer, throughput phase: ${consumerDelta(m0, m1)}`);
-    console.log(`    ${usage1}`);
-    console.log(`  ratio service / bare                         : ${(svcRate / bareRate).toFixed(2)} (target >= 0.5)`);
     console.log(
-      `  relay backlog of the throughput phase, sent in: ${drain.seconds.toFixed(1)} s (${drain.rate.toFixed(0)} rows/s while draining)`,
+      `  bare two hops (consume -> publish(confirm) -> ack -> consume): ${bare2Rate.toFixed(0)} msg/s, CPU ${bare2Cpu.toFixed(3)} ms/msg (all processes)`,
     );
     console.log(
-      `  latency at ${lat.offered.toFixed(0)} events/s offered (${lat.samples} events): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms (target p99 <= 50)`,
+      `  mention -> row + counter -> notification.created received: ${svcRate.toFixed(0)} events/s, CPU ${svcCpu.toFixed(3)} ms/event (all processes; target <= 0.3)`,
+    );
+    console.log(`    CPU ms/event by process: ${perProcess}`);
+    console.log(`    consumer, throughput phase: ${consumerDelta(m0, m1)}`);
+    console.log(`    ${usage1}`);
+    console.log(
+      `  ratio service / bare two hops                : ${(svcRate / bare2Rate).toFixed(2)} (target >= 0.6); / one hop ${(svcRate / bareRate).toFixed(2)}`,
+    );
+    console.log(
+      `  latency at ${lat.offered.toFixed(0)} events/s offered (${lat.samples} events), publish -> committed (inbox NOTIFY): p50 ${lat.p50.toFixed(1)} ms, p99 ${lat.p99.toFixed(1)} ms, max ${lat.max.toFixed(1)} ms (target p99 <= bare p99 + 25)`,
+    );
+    console.log(
+      `    publish -> notification.created received: p50 ${lat.announced.p50.toFixed(1)} ms, p99 ${lat.announced.p99.toFixed(1)} ms, max ${lat.announced.max.toFixed(1)} ms`,
     );
     console.log(
       `    after the warm-up, waited ${settled.toFixed(0)} s for a quiet machine (< ${QUIET_PERCENT}% busy over 1 s)`,
@@ -531,7 +652,7 @@ async function main(): Promise<void> {
     console.log(`    consumer, latency phase: ${consumerDelta(m2, m3)}`);
     console.log(`    ${usage2}`);
     console.log(
-      `  service RSS peak (${RUNNER} runner): started ${peaks.started.toFixed(0)} MB, latency ${peaks.latency.toFixed(0)} MB, throughput ${peaks.throughput.toFixed(0)} MB, relay drain ${peaks.relayDrain.toFixed(0)} MB (target <= 250)`,
+      `  service RSS peak (${RUNNER} runner): started ${peaks.started.toFixed(0)} MB, latency ${peaks.latency.toFixed(0)} MB, throughput ${peaks.throughput.toFixed(0)} MB (target <= 250)`,
     );
   } finally {
     clearInterval(sampler);
