@@ -1,8 +1,9 @@
 // Every lost-work kind from its rows: the reconciler alone on a database and a vhost of its own
 // (no consumer runs, so whatever the re-drive publishes stays in the queues to be read). Rows are
-// written as their owners write them; their messages were never published, as after a purge.
+// written as their owners write them (a notification row is the record of its notification.created:
+// no outbox row); their messages never reached a queue, as after a purge.
 import { randomUUID } from 'node:crypto';
-import { buildEvent, type AnyEvent } from '@community/contracts';
+import { buildEvent, validate, type AnyEvent } from '@community/contracts';
 import { createTestDatabase, createTestVhost, type TestDatabase, type TestVhost } from '@community/testing';
 import { bearer, startReconciler, type Reconciler } from './harness';
 
@@ -34,25 +35,37 @@ async function published(producer: string, event: AnyEvent, aggregateId: string)
     [producer, aggregateId, event.id, event.type, JSON.stringify(event)],
   );
 }
-const created = (
+
+interface Notified {
+  /** The row's id: its notification.created's event id. */
+  id: string;
+  userId: string;
+  key: string;
+  createdAt: Date;
+}
+
+/**
+ * A notification row as notification-service writes it, an hour ago: the record of its
+ * notification.created, which it emitted right after the commit (no outbox row; the message never
+ * reached a queue here).
+ */
+async function notified(
   userId: string,
   key: string,
   type: 'mention' | 'comment' | 'security_alert',
-  emailChannel: 'immediate' | 'digest',
-) =>
-  buildEvent(
-    'notification.created',
-    {
-      notificationId: randomUUID(),
-      userId,
-      type,
-      idempotencyKey: key,
-      resourceType: 'comment',
-      resourceId: 'c1',
-      emailChannel,
-    },
-    { producer: 'notification-service' },
+  emailChannel: 'immediate' | 'digest' | 'off',
+  o: { withdrawn?: boolean } = {},
+): Promise<Notified> {
+  const { rows } = await q<{ id: string; created_at: Date }>(
+    `INSERT INTO notification_items (user_id, type, idempotency_key, slot_key, resource_type, resource_id, excerpt, email_channel,
+                                     source_event_id, created_version, state_version, push, correlation_id, created_at, withdrawn_at)
+     VALUES ($1, $2, $3, $3, 'comment', 'c1', 'hi', $4, $5, 1, 1, true, $6, now() - interval '1 hour',
+             CASE WHEN $7::boolean THEN now() - interval '30 minutes' END)
+     RETURNING id::text, created_at`,
+    [userId, type, key, emailChannel, randomUUID(), `corr-${key}`, o.withdrawn === true],
   );
+  return { id: rows[0].id, userId, key, createdAt: rows[0].created_at };
+}
 
 const api = async (method: 'GET' | 'POST', url: string, payload?: unknown) => {
   const res = await rc.svc.app.inject({
@@ -83,22 +96,42 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   ]);
 
   // email: an immediate email and a security alert (always immediate, whatever its channel says), no ledger row.
-  const email = created('ada', 'mention:c1:ada', 'mention', 'immediate');
-  const alert = created('ada', 'security:1:ada', 'security_alert', 'digest');
+  const email = await notified('ada', 'mention:c1:ada', 'mention', 'immediate');
+  const alert = await notified('ada', 'security:1:ada', 'security_alert', 'digest');
   // digest: one item never collected; one the user opted out of (never collected by design: not due).
-  const digest = created('ada', 'comment:c3:ada', 'comment', 'digest');
-  const optedOut = created('cy', 'comment:c4:cy', 'comment', 'digest');
+  const digest = await notified('ada', 'comment:c3:ada', 'comment', 'digest');
+  await notified('cy', 'comment:c4:cy', 'comment', 'digest');
   // a sent email: not due.
-  const sent = created('ada', 'mention:c5:ada', 'mention', 'immediate');
-  // email-lease: its ledger row left 'sending' with the lease expired an hour ago.
-  const leased = created('ada', 'mention:c6:ada', 'mention', 'immediate');
-  for (const e of [email, alert, digest, optedOut, sent, leased])
-    await published('notification-service', e, e.data.userId);
+  await notified('ada', 'mention:c5:ada', 'mention', 'immediate');
+  // not due either: email off, and a notification withdrawn since (its comment deleted: nothing to announce).
+  await notified('ada', 'mention:c7:ada', 'mention', 'off');
+  await notified('ada', 'mention:c8:ada', 'mention', 'immediate', { withdrawn: true });
+  // email-lease: its ledger row left 'sending' with the lease expired an hour ago; and another whose
+  // notification was withdrawn since (counted, but there is nothing to re-drive it with).
+  const leased = await notified('ada', 'mention:c6:ada', 'mention', 'immediate');
+  await notified('ada', 'mention:c9:ada', 'mention', 'immediate', { withdrawn: true });
+  // A notification.created in notification-service's outbox, as before the direct emission, without
+  // its notification row: not the record of anything any more, so not counted.
+  const legacy = buildEvent(
+    'notification.created',
+    {
+      notificationId: randomUUID(),
+      userId: 'ada',
+      type: 'mention',
+      idempotencyKey: 'mention:c10:ada',
+      resourceType: 'comment',
+      resourceId: 'c10',
+      emailChannel: 'immediate',
+    },
+    { producer: 'notification-service' },
+  );
+  await published('notification-service', legacy, 'ada');
   await q(`INSERT INTO email_suppressions (user_id, scope) VALUES ('cy', 'digest')`);
   await q(
     `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, state, attempts, lease_token, lease_until, sent_at)
      VALUES ('mention:c5:ada', 'immediate', 'ada', 'm5', 'sent', 1, NULL, NULL, now() - interval '50 minutes'),
-            ('mention:c6:ada', 'immediate', 'ada', 'm6', 'sending', 1, gen_random_uuid(), now() - interval '1 hour', NULL)`,
+            ('mention:c6:ada', 'immediate', 'ada', 'm6', 'sending', 1, gen_random_uuid(), now() - interval '1 hour', NULL),
+            ('mention:c9:ada', 'immediate', 'ada', 'm9', 'sending', 1, gen_random_uuid(), now() - interval '1 hour', NULL)`,
   );
 
   // fanout-chunk: a fan-out planned an hour ago whose second chunk never ran.
@@ -130,14 +163,14 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   );
   expect(byQueue).toEqual({
     'notification-service.critical': { due: 1, lost: 1, kinds: { event: 1 } },
-    'email-service.send': { due: 4, lost: 4, kinds: { email: 2, digest: 1, 'email-lease': 1 } },
+    'email-service.send': { due: 5, lost: 5, kinds: { email: 2, digest: 1, 'email-lease': 2 } },
     'feed-service.fanout': { due: 1, lost: 1, kinds: { 'fanout-chunk': 1 } },
   });
   expect(check.body.ok).toBe(false);
   const status = await api('GET', '/v1/admin/status');
   expect(status.body.checks.find((c: { name: string }) => c.name === 'lost-work')).toMatchObject({
     ok: false,
-    value: 6,
+    value: 7,
     runbook: 'docs/RUNBOOK.md#check-lost-work',
   });
 
@@ -147,13 +180,18 @@ it('counts each kind against the queue that should hold it, and re-drives each o
   expect(dry.body).toMatchObject({ kind: 'email', dryRun: true, matched: 2, republished: 0, more: false });
   expect((await vhost.depth('email-service.send')).total).toBe(0);
 
-  // Applied, kind by kind: each message goes to its queue, with the outbox row's event id as message id.
+  // Applied, kind by kind: each message goes to its queue, with the event id as message id (the
+  // outbox row's; for notification.created, the notification row's id).
+  const messages = new Map<string, unknown>();
   const ids = async (queue: string) =>
-    (await vhost.take(queue, 50)).map((m) => ({
-      id: m.properties.message_id,
-      type: m.properties.type,
-      header: m.properties.headers?.['notification-type'],
-    }));
+    (await vhost.take(queue, 50)).map((m) => {
+      messages.set(m.properties.message_id as string, JSON.parse(m.body));
+      return {
+        id: m.properties.message_id,
+        type: m.properties.type,
+        header: m.properties.headers?.['notification-type'],
+      };
+    });
   expect((await api('POST', '/v1/admin/lost-work/event/redrive', { since, apply: true })).body).toMatchObject({
     republished: 1,
   });
@@ -169,7 +207,20 @@ it('counts each kind against the queue that should hold it, and re-drives each o
     republished: 1,
   });
   const lease = await api('POST', '/v1/admin/lost-work/email-lease/redrive', { since, apply: true });
-  expect(lease.body).toMatchObject({ republished: 1, sample: [{ id: leased.id, idempotencyKey: 'mention:c6:ada' }] });
+  expect(lease.body).toMatchObject({ matched: 2, republished: 1 });
+  expect(lease.body.sample).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ id: leased.id, idempotencyKey: 'mention:c6:ada' }),
+      expect.objectContaining({ id: 'key:mention:c9:ada', idempotencyKey: 'mention:c9:ada' }),
+    ]),
+  );
+  expect(lease.body.skipped).toEqual([
+    {
+      id: 'key:mention:c9:ada',
+      reason:
+        'no notification row for this key any more (withdrawn, erased, or replaced under another key): nothing to announce; mark the ledger row failed',
+    },
+  ]);
   expect(new Set(await ids('email-service.send'))).toEqual(
     new Set([
       { id: email.id, type: 'notification.created', header: 'mention' },
@@ -178,6 +229,20 @@ it('counts each kind against the queue that should hold it, and re-drives each o
       { id: leased.id, type: 'notification.created', header: 'mention' },
     ]),
   );
+  // Each is the notification.created notification-service emitted, rebuilt from its row: the
+  // contract accepts it, its occurredAt is the row's created_at and its correlation id the source's.
+  for (const n of [email, alert, digest, leased]) {
+    const body = messages.get(n.id);
+    expect(validate(body).ok).toBe(true);
+    expect(body).toMatchObject({
+      id: n.id,
+      type: 'notification.created',
+      producer: 'notification-service',
+      occurredAt: n.createdAt.toISOString(),
+      correlationId: `corr-${n.key}`,
+      data: { notificationId: n.id, userId: n.userId, idempotencyKey: n.key, excerpt: 'hi', push: true },
+    });
+  }
   // Straight to the queue: the critical lane, bound by header on the topic's route, gets no copy.
   expect((await vhost.depth('email-service.send-critical')).total).toBe(0);
 

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { buildEvent, mentionKey, type AnyEvent } from '@community/contracts';
 import { managementTargetFor } from '@community/messaging';
+import {
+  createdNotificationsSql,
+  notificationCreatedOf,
+  storedNotificationOf,
+  type StoredNotificationRow,
+} from '@community/notification-service';
 import type { TestDatabase } from '@community/testing';
 import { gatherWhy } from '../src/store/why';
 import { bearer, createTestDatabase, startReconciler, type Reconciler } from './harness';
@@ -30,6 +36,8 @@ const mention = (user: string): AnyEvent =>
   );
 const events = { [ADA]: mention(ADA), [BOB]: mention(BOB) };
 const key = (user: string) => mentionKey(COMMENT, user);
+/** Each user's notification.created id (their notification row's id). */
+const createdIds: Record<string, string> = {};
 
 beforeAll(async () => {
   db = await createTestDatabase('rc_why_scope');
@@ -44,29 +52,21 @@ beforeAll(async () => {
     await pool.query(`INSERT INTO processed_events (consumer, event_id) VALUES ('notification-service.critical', $1)`, [
       e.id,
     ]);
-    await pool.query(
-      `INSERT INTO notification_items (user_id, type, idempotency_key, slot_key, actor_id, resource_type, resource_id, email_channel, source_event_id, created_version, state_version)
-       VALUES ($1, 'mention', $2, $2, $3, 'comment', $4, 'digest', $5, 1, 1)`,
-      [user, key(user), CAROL, COMMENT, e.id],
+    // The notification row is the record of its notification.created (the event id is the row's
+    // id): notification-service emits it after the commit, without an outbox row.
+    const row = await pool.query<{ id: string; created_at: Date }>(
+      `INSERT INTO notification_items (user_id, type, idempotency_key, slot_key, actor_id, resource_type, resource_id, email_channel, source_event_id, created_version, state_version, correlation_id)
+       VALUES ($1, 'mention', $2, $2, $3, 'comment', $4, 'digest', $5, 1, 1, $6) RETURNING id::text, created_at`,
+      [user, key(user), CAROL, COMMENT, e.id, e.correlationId],
     );
-    const created = buildEvent(
-      'notification.created',
-      {
-        notificationId: randomUUID(),
-        userId: user,
-        type: 'mention',
-        idempotencyKey: key(user),
-        actorId: CAROL,
-        resourceType: 'comment',
-        resourceId: COMMENT,
-        emailChannel: 'digest',
-      },
-      { producer: 'notification-service' },
+    const params: unknown[] = [];
+    const bind = (v: unknown) => `$${params.push(v)}`;
+    const window = { since: new Date(row.rows[0].created_at.getTime() - 1), until: new Date(Date.now() + 60_000) };
+    const sql = createdNotificationsSql(bind, window, (n) => [`${n.eventId} = ${bind(row.rows[0].id)}`]);
+    const created = notificationCreatedOf(
+      storedNotificationOf((await pool.query<StoredNotificationRow>(sql, params)).rows[0]),
     );
-    await pool.query(
-      `INSERT INTO outbox_messages (producer, aggregate_id, event_id, event_type, routing_key, payload, sent_at) VALUES ('notification-service', $1, $2, 'notification.created', 'notification.created', $3, now())`,
-      [user, created.id, created],
-    );
+    createdIds[user] = created.id;
     await pool.query(
       `INSERT INTO email_deliveries (idempotency_key, channel, user_id, message_id, state, attempts, last_error) VALUES ($1, 'immediate', $2, $3, 'failed', 3, $4)`,
       [key(user), user, `<${randomUUID()}@test>`, `550 mailbox of ${user} unavailable`],
@@ -105,8 +105,14 @@ it("by comment: only the asked user's event, inbox rows, notification, delivery,
   expect(f.deliveries.map((d) => d.idempotencyKey)).toEqual([key(ADA)]);
   expect(f.digestItems.map((d) => d.idempotencyKey)).toEqual([key(ADA)]);
   expect(f.dead.map((d) => d.cause)).toEqual([`permanent: PermanentError: no address for ${ADA}`]);
+  // The notification.created of the notification is its row (same id): found without an outbox row.
+  expect(f.created).toEqual([
+    { eventId: createdIds[ADA], idempotencyKey: key(ADA), createdAt: expect.any(String), withdrawnAt: null },
+  ]);
+  expect(f.dead.map((d) => d.messageId)).toEqual([createdIds[ADA]]);
   expect(JSON.stringify(f)).not.toContain(BOB);
   expect(JSON.stringify(f)).not.toContain(events[BOB].id);
+  expect(JSON.stringify(f)).not.toContain(createdIds[BOB]);
 });
 
 it("by the other user's event id or idempotency key: nothing of theirs", async () => {
@@ -131,6 +137,7 @@ it('GET /v1/admin/why: no line of the explanation names the other user or their 
     expect(res.statusCode).toBe(200);
     expect(res.body).not.toContain(BOB);
     expect(res.body).not.toContain(events[BOB].id);
+    expect(res.body).not.toContain(createdIds[BOB]);
   }
   const own = await rc.svc.app.inject({
     url: `/v1/admin/why?userId=${ADA}&commentId=${COMMENT}`,
@@ -138,5 +145,8 @@ it('GET /v1/admin/why: no line of the explanation names the other user or their 
   });
   expect(own.json().steps.find((s: { step: string }) => s.step === 'dead-letter').detail).toContain(
     `no address for ${ADA}`,
+  );
+  expect(own.json().steps.find((s: { step: string }) => s.step === 'email.decision').detail).toContain(
+    `digest email; notification.created ${createdIds[ADA]} emitted after its row's commit (created at `,
   );
 });

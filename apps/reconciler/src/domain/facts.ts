@@ -82,8 +82,11 @@ export interface WhyFacts {
     readAt: string | null;
   }[];
   preferences: { type: string; inApp: boolean; email: string }[];
-  /** notification.created of the items (outbox of notification-service). */
-  created: { eventId: string; idempotencyKey: string; sentAt: string | null }[];
+  /**
+   * notification.created of the items, from their rows (the event id is the row id; no outbox row,
+   * no published-at: emitted after the row's commit, or again at its source's redelivery).
+   */
+  created: { eventId: string; idempotencyKey: string; createdAt: string; withdrawnAt: string | null }[];
   deliveries: {
     idempotencyKey: string;
     channel: string;

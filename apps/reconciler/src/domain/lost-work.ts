@@ -8,8 +8,10 @@ import type { QueueSample } from './facts';
  *
  * - `event`: a community event its producer's outbox marked published, with no inbox row of the
  *   notification-service queue it routes to (notification-service.critical / .standard);
- * - `email`: a notification.created published with an immediate email decision and no ledger row;
- * - `digest`: one published with a digest decision and no digest item;
+ * - `email`: a notification row (not withdrawn) with an immediate email decision and no ledger row:
+ *   the row is the record of its notification.created, which notification-service emits after the
+ *   row's commit (and again when the source event is redelivered);
+ * - `digest`: one with a digest decision and no digest item;
  * - `email-lease`: an immediate ledger row left `sending` with its lease expired: the message that
  *   drives it (and would take the lease over) is gone;
  * - `fanout-chunk`: a feed-service fan-out chunk not done, of a job planned long ago.
@@ -23,7 +25,7 @@ export interface DueWork {
   /** The work queue a message for each of these rows should be in. */
   queue: string;
   rows: number;
-  /** ISO time of the oldest of them (when it was published / its lease expired / planned). */
+  /** ISO time of the oldest of them (when it was published / its notification created / its lease expired / planned). */
   oldest: string | null;
 }
 
@@ -79,7 +81,8 @@ const KIND_LABEL: Record<LostWorkKind, [string, string]> = {
  * due rows, at least the difference has no message anywhere. The sample must be taken BEFORE the
  * rows are counted (store/lost-work.ts): a message consumed in between has written its row by the
  * time the rows are counted, so it is not counted as due; the rows are older than a grace period,
- * so a message still on its way from the relay to the queue is not counted either.
+ * so a message still on its way to the queue (from a relay, or from notification-service right after
+ * its commit) is not counted either.
  *
  * Never a false "lost" for a row whose message exists (that message is counted as held), but it
  * misses a loss while the queue holds as many unrelated messages (a burst behind it): it is a lower

@@ -50,7 +50,7 @@ describe('explain (why)', () => {
             readAt: null,
           },
         ],
-        created: [{ eventId: 'e2', idempotencyKey: 'mention:c1:ada', sentAt: 't3' }],
+        created: [{ eventId: 'n1', idempotencyKey: 'mention:c1:ada', createdAt: 't2', withdrawnAt: null }],
         deliveries: [
           {
             idempotencyKey: 'mention:c1:ada',
@@ -71,6 +71,10 @@ describe('explain (why)', () => {
     // Which provider took it (docs/EMAIL.md "Two providers").
     expect(r.steps.find((s) => s.step === 'email.smtp')?.detail).toBe(
       'accepted by SMTP (the fallback provider) at t4: 250 OK',
+    );
+    // The row is the record of its notification.created: its id, and no published-at any more.
+    expect(r.steps.find((s) => s.step === 'email.decision')?.detail).toBe(
+      "immediate email; notification.created n1 emitted after its row's commit (created at t2)",
     );
   });
 
@@ -214,7 +218,9 @@ describe('explain (why) of a notification whose email message was purged', () =>
           readAt: null,
         },
       ],
-      created: [{ eventId: 'e2', idempotencyKey: 'mention:c1:ada', sentAt: '2026-12-02T05:00:01.000Z' }],
+      created: [
+        { eventId: 'n1', idempotencyKey: 'mention:c1:ada', createdAt: '2026-12-02T05:00:00.000Z', withdrawnAt: null },
+      ],
     });
   const lost = { queue: 'email-service.send', due: 9_240, held: 12, lost: 9_228, kinds: [] };
 
@@ -226,7 +232,10 @@ describe('explain (why) of a notification whose email message was purged', () =>
     expect(statuses(r)['email.ledger']).toBe('failed');
     expect(r.verdict).toContain('is not in email-service.send');
     expect(r.verdict).toContain('at least 9228 lost');
-    expect(r.verdict).toContain('npm run ops -- email redrive --since 2026-12-02T05:00:01.000Z');
+    expect(r.verdict).toContain('npm run ops -- email redrive --since 2026-12-02T05:00:00.000Z');
+    expect(r.verdict).toContain(
+      "its notification.created (emitted after its row's commit, created at 2026-12-02T05:00:00.000Z)",
+    );
     expect(r.verdict).not.toContain('queued');
   });
 
@@ -239,5 +248,17 @@ describe('explain (why) of a notification whose email message was purged', () =>
     const noLoss = explain({ userId: 'ada', eventId: 'e' }, facts(), { dueBefore: '2026-12-02T05:10:00.000Z' });
     expect(statuses(noLoss)['email.ledger']).toBe('pending');
     expect(noLoss.steps.find((s) => s.step === 'email.ledger')?.detail).toContain('the lost-work check finds no loss');
+  });
+
+  it('a withdrawn notification is not due (nothing re-emits it): no loss named, and the decision says so', () => {
+    const f = facts();
+    f.created = [{ ...f.created[0], withdrawnAt: '2026-12-02T05:01:00.000Z' }];
+    const r = explain({ userId: 'ada', eventId: 'e' }, f, { emailQueue: lost, dueBefore: '2026-12-02T05:10:00.000Z' });
+    expect(r.verdict).toBe(
+      'email.ledger: no ledger row: the notification was withdrawn at 2026-12-02T05:01:00.000Z: nothing to send any more',
+    );
+    expect(r.steps.find((s) => s.step === 'email.decision')?.detail).toBe(
+      'immediate email; notification.created n1 withdrawn at 2026-12-02T05:01:00.000Z (not re-emitted any more)',
+    );
   });
 });

@@ -41,8 +41,8 @@ export function explain(
   f: WhyFacts,
   /**
    * The lost-work rule's verdict on email-service.send (domain/lost-work.ts) and the time before
-   * which a published notification.created is due (now − LOST_WORK_GRACE_MS): a row with no ledger
-   * row then is not "queued" but most likely lost.
+   * which a notification row is due (now − LOST_WORK_GRACE_MS; its notification.created is emitted
+   * right after the row's commit): one with no ledger row then is not "queued" but most likely lost.
    */
   lostWork?: { emailQueue?: LostQueue; dueBefore: string },
 ): { userId: string; steps: WhyStep[]; verdict: string } {
@@ -177,11 +177,21 @@ export function explain(
   } else if (item.emailChannel === 'off') {
     add('email.decision', 'skipped', `email off for ${item.type} (the user's preference at ingest)`);
   } else {
+    // The row is the record of its notification.created (same id): there is no published-at, the
+    // batch emits it right after its commit, and a redelivered source event re-emits it.
     const created = f.created.find((c) => c.idempotencyKey === item.idempotencyKey);
     add(
       'email.decision',
       'ok',
-      `${item.emailChannel} email${created ? `; notification.created ${created.eventId} ${created.sentAt ? `published at ${created.sentAt}` : 'NOT yet published'}` : ''}`,
+      `${item.emailChannel} email${
+        created
+          ? `; notification.created ${created.eventId} ${
+              created.withdrawnAt
+                ? `withdrawn at ${created.withdrawnAt} (not re-emitted any more)`
+                : `emitted after its row's commit (created at ${created.createdAt})`
+            }`
+          : ''
+      }`,
     );
     const delivery = f.deliveries.find((d) => d.idempotencyKey === item.idempotencyKey);
     const digest = f.digestItems.find((d) => d.idempotencyKey === item.idempotencyKey);
@@ -244,17 +254,24 @@ export function explain(
       );
     } else {
       const lost = lostWork?.emailQueue;
+      // Due as the lost-work rule counts it: a row not withdrawn, created longer ago than the grace.
       const due =
-        created?.sentAt !== undefined &&
-        created.sentAt !== null &&
+        created !== undefined &&
+        created.withdrawnAt === null &&
         lostWork !== undefined &&
-        created.sentAt < lostWork.dueBefore;
+        created.createdAt < lostWork.dueBefore;
       if (deadEmail.length) add('email.ledger', 'failed', 'no ledger row: the notification.created was dead-lettered');
-      else if (lost && due && created?.sentAt) {
+      else if (created?.withdrawnAt)
+        add(
+          'email.ledger',
+          'skipped',
+          `no ledger row: the notification was withdrawn at ${created.withdrawnAt}: nothing to send any more`,
+        );
+      else if (lost && due && created) {
         add(
           'email.ledger',
           'failed',
-          `no ledger row, and its notification.created (published at ${created.sentAt}) is not in ${lost.queue}: the queue holds ${lost.held} message(s) for ${lost.due} due row(s), at least ${lost.lost} lost (check lost-work). Re-drive: npm run ops -- ${item.emailChannel === 'digest' ? 'digest' : 'email'} redrive --since ${created.sentAt}`,
+          `no ledger row, and its notification.created (emitted after its row's commit, created at ${created.createdAt}) is not in ${lost.queue}: the queue holds ${lost.held} message(s) for ${lost.due} due row(s), at least ${lost.lost} lost (check lost-work). Re-drive: npm run ops -- ${item.emailChannel === 'digest' ? 'digest' : 'email'} redrive --since ${created.createdAt}`,
         );
       } else
         add(

@@ -47,7 +47,10 @@ export interface RedriveResult {
   /** More due rows than `limit` remain in the window: run again (after this one, with --since). */
   more: boolean;
   republished: number;
-  /** Rows that cannot be re-driven from the database, with why (an expired lease whose outbox row retention removed). */
+  /**
+   * Rows that cannot be re-driven from the database, with why (an expired lease whose notification
+   * row is gone or withdrawn: there is nothing to announce any more).
+   */
   skipped: { id: string; reason: string }[];
   /** The first rows, for the operator to see what the dry run matched. */
   sample: { id: string; queue: string; at: string; idempotencyKey?: string }[];
@@ -75,11 +78,7 @@ export async function redrive(
   const publishable: DueRow[] = [];
   for (const r of rows) {
     if (r.kind !== 'fanout-chunk' && r.payload === null)
-      skipped.push({
-        id: r.id,
-        reason:
-          'no outbox row left for this key (OUTBOX_RETENTION_DAYS): re-send it from the notification, or mark the ledger row failed',
-      });
+      skipped.push({ id: r.id, reason: r.unavailable ?? 'no envelope to re-drive it with' });
     else publishable.push(r);
   }
   let republished = 0;
@@ -122,7 +121,8 @@ function publishOne(publisher: Publisher, r: DueRow): Promise<void> {
     occurredAt: string;
     correlationId: string;
   };
-  // The producer's own headers (notification-type on notification.created), as its relay sets them.
+  // The producer's own headers (notification-type on notification.created), as notification-service
+  // sets them when it emits.
   const headers = notificationHeaders(envelope);
   return publisher.publish(envelope, { exchange: '', routingKey: r.queue, ...(headers ? { headers } : {}) });
 }

@@ -109,7 +109,12 @@ export async function gatherWhy(
     inbox: inbox.map((r) => ({ consumer: r.consumer, eventId: r.eventId, processedAt: r.processedAt.toISOString() })),
     items: items.map((i) => ({ ...i, createdAt: i.createdAt.toISOString(), readAt: iso(i.readAt) })),
     preferences: prefs.map((p) => ({ type: p.type, inApp: p.inApp, email: p.email })),
-    created: created.map((c) => ({ eventId: c.eventId, idempotencyKey: c.idempotencyKey, sentAt: iso(c.sentAt) })),
+    created: created.map((c) => ({
+      eventId: c.eventId,
+      idempotencyKey: c.idempotencyKey,
+      createdAt: c.createdAt.toISOString(),
+      withdrawnAt: iso(c.withdrawnAt),
+    })),
     deliveries: email.deliveries.map((d) => ({ ...d, sentAt: iso(d.sentAt), heldUntil: iso(d.heldUntil ?? null) })),
     digestItems: email.digestItems.map((d) => ({
       idempotencyKey: d.idempotencyKey,
