@@ -52,6 +52,13 @@ export const NOTIFICATION_CONFIG = [
     description: 'batches in flight per queue',
   },
   {
+    name: 'CONSUMER_PARTITION_BY_USER',
+    kind: 'bool',
+    default: true,
+    description:
+      "one batch lane per unit of CONSUMER_BATCH_CONCURRENCY, an event in its recipient's lane: a consumer's concurrent batches never wait on each other's counter-row locks",
+  },
+  {
     name: 'SSE_HEARTBEAT_MS',
     kind: 'duration-ms',
     default: 15_000,

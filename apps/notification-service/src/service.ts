@@ -18,6 +18,7 @@ import { buildApp } from './app';
 import { SERVICE_NAME, type NotificationConfig } from './config';
 import { createNotificationBatchHandler } from './handlers/notification-batch';
 import { createEmitter } from './handlers/emit';
+import { recipientKey } from './handlers/partition';
 import { notificationMetrics, type NotificationMetrics } from './metrics';
 import { BATCH_TIMEOUT_MS, CRITICAL_QUEUE, STANDARD_QUEUE } from './queues';
 import { createInboxHub, type InboxHub } from './sse/hub';
@@ -176,6 +177,7 @@ function registerConsumers(
         size: config.CONSUMER_BATCH_SIZE,
         maxWaitMs: config.CONSUMER_BATCH_WAIT_MS,
         concurrency: config.CONSUMER_BATCH_CONCURRENCY,
+        ...(config.CONSUMER_PARTITION_BY_USER ? { partitionKey: recipientKey } : {}),
         handle: createNotificationBatchHandler({ pool, consumer: queue, metrics, batchTimeoutMs, clock, emit }),
       },
     });

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { RuntimeMetrics } from '../metrics';
-import type { Batcher } from './batcher';
+import type { BatchSink } from './batcher';
 import { withDeadline } from './deadline';
 import { deriveContext, DELIVERY, type RuntimeContext } from './delivery';
 import type { ConsumerSeries } from './middleware/metrics';
@@ -19,7 +19,7 @@ export interface BatchEntry<E> {
  * its pipeline resumes with its own result once the batch handler returned. So every per-message
  * middleware (failure routing, metrics, an app's own) works unchanged in batch mode.
  */
-export function joinBatch<E>(batcher: Batcher<BatchEntry<E>>): Handler<E> {
+export function joinBatch<E>(batcher: BatchSink<BatchEntry<E>>): Handler<E> {
   return (event, ctx) => new Promise((resolve, reject) => batcher.add({ event, ctx, resolve, reject }));
 }
 

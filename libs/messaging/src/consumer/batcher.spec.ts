@@ -1,4 +1,4 @@
-import { Batcher } from './batcher';
+import { Batcher, laneOf, PartitionedBatcher } from './batcher';
 
 const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -36,5 +36,66 @@ describe('Batcher', () => {
     [1, 2, 3, 4, 5].forEach((i) => b.add(i));
     // [1,2] runs, [3,4] waits for the slot, 5 is in the buffer
     expect(b.drainBuffered().sort()).toEqual([3, 4, 5]);
+  });
+});
+
+describe('PartitionedBatcher', () => {
+  it('never runs one key in two batches at once, and runs other keys beside it', async () => {
+    const running = new Map<string, number>(); // key -> batches holding it now
+    let overlap = 0;
+    let parallel = 0;
+    let inFlight = 0;
+    const releases: Array<() => void> = [];
+    const keys = ['ana', 'budi', 'citra', 'dewi', 'eko', 'fajar'];
+    const b = new PartitionedBatcher<{ key: string; n: number }>(
+      3,
+      1,
+      2,
+      (item) => item.key,
+      async (items) => {
+        inFlight++;
+        parallel = Math.max(parallel, inFlight);
+        const held = [...new Set(items.map((i) => i.key))];
+        for (const k of held) {
+          if ((running.get(k) ?? 0) > 0) overlap++;
+          running.set(k, (running.get(k) ?? 0) + 1);
+        }
+        await new Promise<void>((r) => releases.push(r));
+        for (const k of held) running.set(k, (running.get(k) ?? 1) - 1);
+        inFlight--;
+      },
+    );
+    for (let n = 0; n < 60; n++) b.add({ key: keys[n % keys.length], n });
+    // Release batches one by one until every item has run.
+    let ran = 0;
+    while (ran < 25) {
+      await tick(3);
+      const r = releases.shift();
+      if (!r) break;
+      r();
+      ran++;
+    }
+    expect(overlap).toBe(0);
+    expect(parallel).toBe(2); // both lanes busy at once: the partitioning did not serialise everything
+  });
+
+  it('puts a key in the same lane every time, spread over the lanes', () => {
+    expect(laneOf('user-42', 4)).toBe(laneOf('user-42', 4));
+    const counts = [0, 0, 0, 0];
+    for (let i = 0; i < 4000; i++) counts[laneOf(`user-${i}`, 4)]++;
+    for (const c of counts) expect(c).toBeGreaterThan(800);
+  });
+
+  it('gives back what no lane started', async () => {
+    const b = new PartitionedBatcher<string>(
+      2,
+      1000,
+      2,
+      (k) => k,
+      () => new Promise(() => undefined),
+    );
+    ['a', 'a', 'a', 'a', 'a'].forEach((k) => b.add(k));
+    // one lane: [a,a] runs, [a,a] waits for it, one a is buffered
+    expect(b.drainBuffered()).toEqual(['a', 'a', 'a']);
   });
 });

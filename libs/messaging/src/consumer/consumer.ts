@@ -11,7 +11,7 @@ import type { PolicyGate } from '../policy-guard';
 import { declareOwnQueues, declareTopology, type QueueSpec, type TopologyPlan } from '../topology';
 import { Acker } from './acker';
 import { batchRunner, joinBatch, type BatchEntry } from './batch';
-import { Batcher } from './batcher';
+import { Batcher, PartitionedBatcher, type BatchSink } from './batcher';
 import { DELIVERY, newDelivery, type Delivery, type RuntimeContext } from './delivery';
 import { Limiter } from './limiter';
 import { ConsumerSeries } from './middleware/metrics';
@@ -86,23 +86,31 @@ export function createConsumer<E>(deps: ConsumerDeps, options: ConsumerOptions<E
   const deliveries = new Set<Delivery>();
   let onIdle: (() => void) | undefined;
 
-  const batcher = batch
-    ? new Batcher<BatchEntry<E>>(
-        batch.size,
-        batch.maxWaitMs,
-        batch.concurrency ?? 1,
-        batchRunner({
-          handle: batch.handle,
-          timeoutMs,
-          shutdown: forced.signal,
-          logger: log,
-          queue,
-          handler,
-          metrics,
-          series,
-        }),
-      )
+  const runBatch = batch
+    ? batchRunner({
+        handle: batch.handle,
+        timeoutMs,
+        shutdown: forced.signal,
+        logger: log,
+        queue,
+        handler,
+        metrics,
+        series,
+      })
     : undefined;
+  const partitionKey = batch?.partitionKey;
+  const batcher: BatchSink<BatchEntry<E>> | undefined =
+    batch && runBatch
+      ? partitionKey
+        ? new PartitionedBatcher<BatchEntry<E>>(
+            batch.size,
+            batch.maxWaitMs,
+            batch.concurrency ?? 1,
+            (entry) => partitionKey(entry.event),
+            runBatch,
+          )
+        : new Batcher<BatchEntry<E>>(batch.size, batch.maxWaitMs, batch.concurrency ?? 1, runBatch)
+      : undefined;
   const pipeline = buildPipeline<E>({
     queue,
     handler,

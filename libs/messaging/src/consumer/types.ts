@@ -90,6 +90,13 @@ export interface BatchConsumerOptions<E> extends ConsumerCommon<E> {
     handle: BatchHandler<E>;
     /** Batches in flight at once. Default 1 (more needs prefetch ≥ size × concurrency). */
     concurrency?: number;
+    /**
+     * Partitions the batches by this key (e.g. the user an event is for): one lane per unit of
+     * `concurrency`, a key always in the same lane, one batch per lane at a time. Messages of one
+     * key then never run in two concurrent batches of this consumer, so batches that lock rows per
+     * key do not wait on each other. Absent: any message may join any batch.
+     */
+    partitionKey?: (event: E) => string;
   };
 }
 
