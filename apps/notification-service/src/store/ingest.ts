@@ -207,8 +207,28 @@ export async function writeNotifications(
 ): Promise<{ written: WrittenRow[]; before: Map<string, number> }> {
   if (rows.length === 0) return { written: [], before: new Map() };
   const moving = [...new Set(movingUsers)].sort();
-  const col = <K extends keyof NotificationRow>(k: K) => rows.map((r) => r[k] ?? null);
-  const versions = rows.map((r) => inboxes.get(r.userId)?.version);
+  const input = rows.map((r) => ({
+    user_id: r.userId,
+    type: r.type,
+    idempotency_key: r.idempotencyKey,
+    slot_key: r.slotKey,
+    slot_rank: r.slotRank,
+    actor_id: r.actorId ?? null,
+    resource_type: r.resourceType,
+    resource_id: r.resourceId,
+    excerpt: r.excerpt ?? null,
+    in_app: r.inApp,
+    email_channel: r.emailChannel,
+    source_event_id: r.sourceEventId,
+    version: inboxes.get(r.userId)?.version ?? null,
+    id: r.id,
+    subjects: r.subjects,
+    group_key: r.groupKey ?? null,
+    occurred_at: r.occurredAt ?? null,
+    push: r.push,
+    quiet_until: r.quietUntil ?? null,
+    correlation_id: r.correlationId,
+  }));
   const res = await tx.query<{
     source_event_id: string;
     type: NotificationType;
@@ -223,24 +243,18 @@ export async function writeNotifications(
   }>({
     name: 'ns-write-notifications',
     ...textAndValues(sql`WITH input AS (
-       SELECT * FROM unnest(${col('userId')}::text[], ${col('type')}::text[], ${col('idempotencyKey')}::text[],
-                            ${col('slotKey')}::text[], ${col('slotRank')}::int2[], ${col('actorId')}::text[],
-                            ${col('resourceType')}::text[], ${col('resourceId')}::text[], ${col('excerpt')}::text[],
-                            ${col('inApp')}::bool[], ${col('emailChannel')}::text[], ${col('sourceEventId')}::text[],
-                            ${versions}::int8[], ${col('id')}::uuid[],
-                            ${rows.map((r) => JSON.stringify(r.subjects))}::jsonb[], ${col('groupKey')}::text[],
-                            ${col('occurredAt')}::timestamptz[], ${col('push')}::bool[],
-                            ${col('quietUntil')}::timestamptz[], ${col('correlationId')}::text[])
-         AS r(user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type, resource_id,
-              excerpt, in_app, email_channel, source_event_id, version, id,
-              subjects_json, group_key, occurred_at, push, quiet_until, correlation_id)
-     ),
-     subjected AS (
-       SELECT input.*, ARRAY(SELECT jsonb_array_elements_text(input.subjects_json)) AS subjects FROM input
+       -- The batch's rows as one JSON document (one parameter, serialised natively by JSON.stringify,
+       -- parsed once by PostgreSQL) rather than twenty arrays that node-postgres escapes element by
+       -- element in JavaScript (docs/BENCHMARKS.md).
+       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
+         AS r(user_id text, type text, idempotency_key text, slot_key text, slot_rank int2, actor_id text,
+              resource_type text, resource_id text, excerpt text, in_app bool, email_channel text,
+              source_event_id text, version int8, id uuid, subjects text[], group_key text,
+              occurred_at timestamptz, push bool, quiet_until timestamptz, correlation_id text)
      ),
      retracted AS (
        -- A retraction of one of its subjects came first (a tombstone): the row is never written.
-       SELECT s.source_event_id, s.type, s.in_app, s.slot_key, s.user_id FROM subjected s
+       SELECT s.source_event_id, s.type, s.in_app, s.slot_key, s.user_id FROM input s
        WHERE EXISTS (SELECT 1 FROM notification_retractions t WHERE t.subject = ANY (s.subjects))
      ),
      existing AS (
@@ -257,7 +271,7 @@ export async function writeNotifications(
               in_app, email_channel, source_event_id, version, version, subjects,
               group_key, occurred_at, version, array_remove(ARRAY[actor_id], NULL), (actor_id IS NOT NULL)::int,
               push, quiet_until, correlation_id
-       FROM subjected s WHERE s.slot_key NOT IN (SELECT slot_key FROM retracted) ORDER BY slot_key
+       FROM input s WHERE s.slot_key NOT IN (SELECT slot_key FROM retracted) ORDER BY slot_key
        ON CONFLICT (slot_key) DO UPDATE
          SET id = EXCLUDED.id, type = EXCLUDED.type, idempotency_key = EXCLUDED.idempotency_key, slot_rank = EXCLUDED.slot_rank,
              actor_id = EXCLUDED.actor_id, resource_type = EXCLUDED.resource_type, resource_id = EXCLUDED.resource_id,
