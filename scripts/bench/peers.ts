@@ -23,9 +23,12 @@
  *   BENCH_BULLMQ_BULK in the throughput phase, at most BENCH_WINDOW jobs unacknowledged). A Worker of
  *   BENCH_BULLMQ_CONCURRENCY (32) runs in a child process of its own, as the service does (this file
  *   with the argument `bullmq-worker`, on @swc-node/register), with a pg Pool of 10 (the service's
- *   DATABASE_POOL_MAX default): per job, one transaction (INSERT … ON CONFLICT DO NOTHING + counter
- *   upsert), then Queue.add of the follow-up to a second queue (jobId from the notification key, so a
- *   retried job's follow-up is deduplicated while it is queued). A second Worker (same concurrency)
+ *   DATABASE_POOL_MAX default): per job, one transaction (INSERT … ON CONFLICT DO NOTHING, and the
+ *   counter upsert when a row was inserted), then Queue.add of the follow-up to a second queue (jobId
+ *   from the notification key, so a retried job's follow-up is deduplicated while it is queued). The
+ *   transaction is, by default (BENCH_BULLMQ_SQL=statement), one statement with two data-modifying
+ *   CTEs (atomic, one round trip: the strongest per-job form); BENCH_BULLMQ_SQL=transaction runs the
+ *   everyday form, BEGIN / INSERT / counter / COMMIT on one pooled client (four round trips). A second Worker (same concurrency)
  *   in this process receives the follow-ups. removeOnComplete on every job, so Redis does not grow.
  *   Tables of its own in a fresh database (createTestDatabase, dropped at the end).
  * - notification-service: the real service as a child process, started the way
@@ -38,22 +41,27 @@
  * Durability, as each stack is normally run: RabbitMQ quorum queues with publisher confirms (a
  * confirm follows the fsync of the Raft log), Postgres synchronous_commit on (both stacks, same
  * server). BullMQ acknowledges an add when Redis has applied it; appendfsync everysec writes the AOF
- * to disk once a second, so up to ~1 s of acknowledged jobs can be lost on a power failure (process
- * crashes lose nothing). So the BullMQ stack does less durable work per event at the queue.
+ * to disk once a second (it is written to the file before the reply, so a crash of the Redis process
+ * loses nothing; an OS crash or power loss loses up to ~1-2 s of acknowledged jobs). So the BullMQ
+ * stack does less durable work per event at the queue, and its p99 does not include an fsync there.
  *
  * Fairness caveats:
  * - BullMQ runs one Postgres transaction per job (BullMQ has no batch consumption; BullMQ Pro has);
  *   the service batches (CONSUMER_BATCH_SIZE events per transaction, up to CONSUMER_BATCH_WAIT_MS).
  *   That is how each is normally used, and much of the throughput gap.
- * - The BullMQ follow-up is added after the commit (no outbox): a crash between the two loses it
- *   unless the job is retried (it then re-emits). The service writes the row and its
- *   notification.created atomically with respect to redelivery (its own emission path), and does
- *   more per event (slots, read state, inbox NOTIFY, metrics, tracing hooks).
+ * - The BullMQ follow-up is added after the commit (no outbox): a worker that dies between the two
+ *   leaves the job to be retried as stalled, and the retry re-emits. How the service emits
+ *   notification.created is its own business (it may change); this bench relies only on it arriving
+ *   on the events exchange. The service also does more per event than this job (thread slots, the
+ *   inbox NOTIFY, quiet hours, metrics).
  * - The BullMQ worker process runs on @swc-node/register, the service as a bundle: same JS at run
  *   time, ~100 MB more RSS for swc, not measured here.
  * - Two cores shared by everything: broker or Redis, Postgres, the worker or service, and this
- *   producer/consumer process (its CPU share is printed). Other work on the machine shows in the
- *   printed "machine % busy"; run it on a quiet machine, and more than once.
+ *   producer/consumer process (each one's CPU in the phase is printed; BullMQ's second Worker in this
+ *   process costs more CPU than an amqplib consumer). Other work on the machine shows as "anything
+ *   else": a figure measured while it was large is not a figure of the stack; run it on a quiet
+ *   machine, and more than once. At 1,000 events/s BullMQ's stack uses most of both cores here, so
+ *   its p99 is very sensitive to any other load.
  * - BENCH_FIRST (bullmq | service, default bullmq) says which stack goes first in each pair of phases.
  *
  * Copied from scripts/bench/notifications.ts (it runs main() when imported, exports nothing):
@@ -64,7 +72,8 @@
  * Env: BENCH_EVENTS (20000), BENCH_RATE (1000), BENCH_LATENCY_SECONDS (10), BENCH_WARMUP_SECONDS (3),
  * BENCH_USERS (10000), BENCH_WINDOW (2000 unacknowledged), BENCH_BULLMQ_CONCURRENCY (32),
  * BENCH_BULLMQ_BULK (500 jobs per addBulk in the throughput phase), BENCH_SETTLE_MAX_SECONDS (30),
- * BENCH_FIRST (bullmq), BENCH_RUNNER (bundle | swc); the service's own tunables pass through.
+ * BENCH_BULLMQ_SQL (statement | transaction), BENCH_FIRST (bullmq), BENCH_ONLY (bullmq | service: one
+ * stack alone, for tuning), BENCH_RUNNER (bundle | swc); the service's own tunables pass through.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -87,12 +96,18 @@ const USERS = Number(process.env.BENCH_USERS ?? 10_000);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_BULLMQ_CONCURRENCY ?? 32);
 const BULK = Number(process.env.BENCH_BULLMQ_BULK ?? 500);
+const SQL_MODE = process.env.BENCH_BULLMQ_SQL === 'transaction' ? 'transaction' : 'statement';
+/** BENCH_ONLY=bullmq | service: one stack alone (for tuning it; the comparison is the default run). */
+const ONLY =
+  process.env.BENCH_ONLY === 'bullmq' || process.env.BENCH_ONLY === 'service' ? process.env.BENCH_ONLY : undefined;
 const SETTLE_MAX_SECONDS = Number(process.env.BENCH_SETTLE_MAX_SECONDS ?? 30);
 const FIRST = process.env.BENCH_FIRST === 'service' ? 'service' : 'bullmq';
 const RUNNER = process.env.BENCH_RUNNER === 'swc' ? 'swc' : 'bundle';
 const ROOT = path.resolve(__dirname, '../..');
 const BULLMQ_PG_POOL = 10;
 const QUIET_PERCENT = 15;
+/** "anything else" (% of one core) over which a phase's figures are flagged as disturbed. */
+const OTHER_WARN = 20;
 const EVENTS_QUEUE = 'peers-events';
 const FOLLOWUP_QUEUE = 'peers-followups';
 const SERVICE_FOLLOWUP_QUEUE = 'bench.peers.created';
@@ -304,6 +319,8 @@ const followUpReceived = (resourceId: unknown) => phase?.received(resourceId, pe
 interface Stack {
   name: string;
   durability: string;
+  /** The same, in a table cell. */
+  durabilityShort: string;
   /** Whether it uses the shared RabbitMQ (whose CPU then counts). */
   broker: boolean;
   /** Pids whose CPU is this stack's: [label, pid]. */
@@ -419,6 +436,7 @@ async function startBullmq(): Promise<Stack> {
   return {
     name: 'BullMQ + Redis',
     durability: 'Redis AOF appendfsync everysec (add acked before fsync); Postgres synchronous_commit on',
+    durabilityShort: 'Redis AOF everysec',
     broker: false,
     pids: () => [
       ['worker', worker.pid ?? 0],
@@ -480,6 +498,43 @@ async function startBullmq(): Promise<Stack> {
   };
 }
 
+const INSERT_NOTIFICATION = `INSERT INTO peer_notifications
+    (idempotency_key, user_id, type, actor_id, resource_type, resource_id, excerpt, source_event_id)
+  VALUES ($1, $2, 'mention', $3, 'comment', $4, $5, $6)
+  ON CONFLICT (idempotency_key) DO NOTHING RETURNING id, user_id`;
+const BUMP_COUNTER = `ON CONFLICT (user_id) DO UPDATE SET unread_count = peer_unread_counters.unread_count + 1`;
+
+/** BENCH_BULLMQ_SQL=statement: row and counter in one statement (its own transaction), one round trip. */
+async function oneStatement(pool: pg.Pool, params: string[]): Promise<string | undefined> {
+  const r = await pool.query<{ id: string }>(
+    `WITH ins AS (${INSERT_NOTIFICATION}),
+     bump AS (INSERT INTO peer_unread_counters (user_id, unread_count) SELECT user_id, 1 FROM ins ${BUMP_COUNTER})
+     SELECT id FROM ins`,
+    params,
+  );
+  return r.rows[0]?.id;
+}
+
+/** BENCH_BULLMQ_SQL=transaction: BEGIN, the insert, the counter if inserted, COMMIT (four round trips). */
+async function transaction(pool: pg.Pool, params: string[]): Promise<string | undefined> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const id = (await client.query<{ id: string }>(INSERT_NOTIFICATION, params)).rows[0]?.id;
+    if (id)
+      await client.query(`INSERT INTO peer_unread_counters (user_id, unread_count) VALUES ($1, 1) ${BUMP_COUNTER}`, [
+        params[1],
+      ]);
+    await client.query('COMMIT');
+    return id;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
 /** The BullMQ worker process: one transaction per job, then the follow-up to the second queue. */
 async function bullmqWorkerMain(): Promise<void> {
   const connection = { host: '127.0.0.1', port: Number(process.env.PEERS_REDIS_PORT), maxRetriesPerRequest: null };
@@ -495,30 +550,9 @@ async function bullmqWorkerMain(): Promise<void> {
       const d = e.data;
       if (d.mentionedUserId === d.actorId) return;
       const key = `mention:${d.commentId}:${d.mentionedUserId}`;
-      const client = await pool.connect();
-      let notificationId: string | undefined;
-      try {
-        await client.query('BEGIN');
-        const r = await client.query<{ id: string }>(
-          `INSERT INTO peer_notifications (idempotency_key, user_id, type, actor_id, resource_type, resource_id, excerpt, source_event_id)
-           VALUES ($1, $2, 'mention', $3, 'comment', $4, $5, $6)
-           ON CONFLICT (idempotency_key) DO NOTHING RETURNING id`,
-          [key, d.mentionedUserId, d.actorId, d.commentId, d.excerpt, e.id],
-        );
-        notificationId = r.rows[0]?.id;
-        if (notificationId)
-          await client.query(
-            `INSERT INTO peer_unread_counters (user_id, unread_count) VALUES ($1, 1)
-             ON CONFLICT (user_id) DO UPDATE SET unread_count = peer_unread_counters.unread_count + 1`,
-            [d.mentionedUserId],
-          );
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw err;
-      } finally {
-        client.release();
-      }
+      const params = [key, d.mentionedUserId, d.actorId, d.commentId, d.excerpt, e.id];
+      let notificationId =
+        SQL_MODE === 'statement' ? await oneStatement(pool, params) : await transaction(pool, params);
       // A duplicate event emits nothing; a retry of this job (its earlier attempt may have
       // committed, then failed before the add) emits again, deduplicated by the jobId.
       if (!notificationId && job.attemptsStarted <= 1) return;
@@ -587,6 +621,7 @@ async function startNotificationService(): Promise<Stack> {
   return {
     name: `notification-service (${RUNNER})`,
     durability: 'RabbitMQ quorum queues + publisher confirms (after fsync); Postgres synchronous_commit on',
+    durabilityShort: 'quorum queues + confirms',
     broker: true,
     pids: () => [['service', svc.pid ?? 0]],
     async latency(tag, seconds) {
@@ -639,7 +674,7 @@ function pidsOf(comm: string): number[] {
 }
 
 /** Runs `fn` and says where the CPU went meanwhile (percent of one core), and how busy the machine was. */
-async function measured<T>(stack: Stack, fn: () => Promise<T>): Promise<{ result: T; usage: string }> {
+async function measured<T>(stack: Stack, fn: () => Promise<T>): Promise<{ result: T; usage: string; other: number }> {
   // Per pid, so that a process starting or ending meanwhile (another database's backend) is counted
   // for what it used in the phase, never as a negative delta.
   const snapshot = (): Map<string, Map<number, number>> => {
@@ -665,15 +700,28 @@ async function measured<T>(stack: Stack, fn: () => Promise<T>): Promise<{ result
   const parts = used.map(([label, v]) => `${label} ${v.toFixed(0)}%`);
   return {
     result,
+    other,
     usage: `CPU (% of one core): ${parts.join(', ')}, anything else ${other.toFixed(0)}%; machine ${machine.toFixed(0)}% of ${os.cpus().length * 100}%`,
   };
 }
 
 type Row = {
   stack: Stack;
-  lat?: { offered: number; p50: number; p99: number; max: number; settled: string; usage: string; dup: number };
-  tp?: { rate: number; check: string; usage: string; dup: number };
+  lat?: {
+    offered: number;
+    p50: number;
+    p99: number;
+    max: number;
+    settled: string;
+    usage: string;
+    other: number;
+    dup: number;
+  };
+  tp?: { rate: number; check: string; usage: string; other: number; dup: number };
 };
+
+/** The "other" cell: a disturbed row is marked with '!'. */
+const otherCell = (v: number) => `${v.toFixed(0)}%${v > OTHER_WARN ? '!' : ' '}`.padStart(5);
 
 const settledNote = (s: { seconds: number; quiet: boolean }) =>
   s.quiet ? `quiet after ${s.seconds.toFixed(0)} s` : `NOT quiet after ${s.seconds.toFixed(0)} s`;
@@ -681,8 +729,11 @@ const settledNote = (s: { seconds: number; quiet: boolean }) =>
 async function main(): Promise<void> {
   const stacks: Stack[] = [];
   try {
-    console.log('starting: private redis-server + BullMQ worker process; notification-service child ...');
-    const started = await Promise.allSettled([startBullmq(), startNotificationService()]);
+    console.log(`starting: ${ONLY ?? 'private redis-server + BullMQ worker process; notification-service child'} ...`);
+    const started = await Promise.allSettled([
+      ...(ONLY !== 'service' ? [startBullmq()] : []),
+      ...(ONLY !== 'bullmq' ? [startNotificationService()] : []),
+    ]);
     for (const s of started) if (s.status === 'fulfilled') stacks.push(s.value);
     for (const s of started) if (s.status === 'rejected') throw s.reason;
     if (FIRST === 'service') stacks.reverse();
@@ -694,16 +745,25 @@ async function main(): Promise<void> {
       await stack.latency(`warm-${rows.indexOf(row)}`, WARMUP_SECONDS);
       const settled = settledNote(await settle());
       console.log(`${stack.name}: latency, ${RATE} events/s offered for ${LATENCY_SECONDS} s ...`);
-      const { result, usage } = await measured(stack, () => stack.latency(`lat-${rows.indexOf(row)}`, LATENCY_SECONDS));
+      const { result, usage, other } = await measured(stack, () =>
+        stack.latency(`lat-${rows.indexOf(row)}`, LATENCY_SECONDS),
+      );
       const dup = result.phase.duplicates;
-      row.lat = { offered: result.offered, ...percentiles(result.sentAt, result.phase.seenAt), settled, usage, dup };
+      row.lat = {
+        offered: result.offered,
+        ...percentiles(result.sentAt, result.phase.seenAt),
+        settled,
+        usage,
+        other,
+        dup,
+      };
     }
     for (const row of rows) {
       const { stack } = row;
       const settled = settledNote(await settle());
       console.log(`${stack.name}: throughput, ${N} events to ${USERS} users (${settled}) ...`);
-      const { result, usage } = await measured(stack, () => stack.throughput(`tp-${rows.indexOf(row)}`));
-      row.tp = { rate: result.rate, check: result.check, usage, dup: result.phase.duplicates };
+      const { result, usage, other } = await measured(stack, () => stack.throughput(`tp-${rows.indexOf(row)}`));
+      row.tp = { rate: result.rate, check: result.check, usage, other, dup: result.phase.duplicates };
     }
 
     const w = Math.max(...rows.map((r) => r.stack.name.length));
@@ -711,16 +771,20 @@ async function main(): Promise<void> {
       `\nResults (one run; 2 cores shared by broker/Redis, Postgres, worker/service and this script; ${FIRST} first)`,
     );
     console.log(
-      `  ${'stack'.padEnd(w)}  ${'events/s'.padStart(8)}  ${'p50 ms'.padStart(7)}  ${'p99 ms'.padStart(7)}  ${'max ms'.padStart(7)}  at offered`,
+      `  ${'stack'.padEnd(w)}  ${'events/s'.padStart(8)}  ${'p50 ms'.padStart(7)}  ${'p99 ms'.padStart(7)}  ${'max ms'.padStart(7)}  ${'offered'.padStart(7)}  ${'other'.padStart(5)}  durability`,
     );
     for (const { stack, lat, tp } of rows) {
       if (!lat || !tp) continue;
       console.log(
-        `  ${stack.name.padEnd(w)}  ${tp.rate.toFixed(0).padStart(8)}  ${lat.p50.toFixed(1).padStart(7)}  ${lat.p99.toFixed(1).padStart(7)}  ${lat.max.toFixed(1).padStart(7)}  ${lat.offered.toFixed(0)}/s`,
+        `  ${stack.name.padEnd(w)}  ${tp.rate.toFixed(0).padStart(8)}  ${lat.p50.toFixed(1).padStart(7)}  ${lat.p99.toFixed(1).padStart(7)}  ${lat.max.toFixed(1).padStart(7)}  ${`${lat.offered.toFixed(0)}/s`.padStart(7)}  ${otherCell(Math.max(lat.other, tp.other))}  ${stack.durabilityShort}`,
       );
     }
     console.log(
-      `\n  events/s: ${N} events end to end (all follow-ups received); p50/p99/max: ${RATE * LATENCY_SECONDS} events at the offered rate, enqueue/publish -> follow-up received`,
+      `\n  other: CPU of anything else on the machine during the stack's phases (the larger, % of one core);` +
+        ` over ${OTHER_WARN}% (marked !) the row's figures are not the stack's alone: run again`,
+    );
+    console.log(
+      `  events/s: ${N} events end to end (all follow-ups received); p50/p99/max: ${RATE * LATENCY_SECONDS} events at the offered rate, enqueue/publish -> follow-up received`,
     );
     for (const { stack, lat, tp } of rows) {
       if (!lat || !tp) continue;
@@ -732,7 +796,7 @@ async function main(): Promise<void> {
       console.log(`    throughput phase (${tp.check}): ${tp.usage}${tp.dup ? `; ${tp.dup} duplicate follow-ups` : ''}`);
     }
     console.log(
-      `\n  BullMQ: worker concurrency ${CONCURRENCY}, pg pool ${BULLMQ_PG_POOL}, one transaction per job, addBulk of ${BULK}; service: its defaults (batched transactions)`,
+      `\n  BullMQ: worker concurrency ${CONCURRENCY}, pg pool ${BULLMQ_PG_POOL}, one transaction per job (${SQL_MODE}), addBulk of ${BULK}; service: its defaults (batched transactions)`,
     );
   } finally {
     phase = undefined;
