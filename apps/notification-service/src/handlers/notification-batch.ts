@@ -64,7 +64,8 @@ const HANDLED = new Set<AnyEvent['type']>([
 const ON_THEIR_OWN = new Set<AnyEvent['type']>(['user.erased', 'comment.deleted', 'post.deleted', 'reaction.removed']);
 
 /**
- * The consumers' batch handler (both queues): one transaction for the whole batch, two statements.
+ * The consumers' batch handler (both queues): one transaction for the whole batch, two statements
+ * for ungrouped notifications.
  *
  * 1. plan the notifications (pure; self-actions plan nothing);
  * 2. claim the event ids (processed_events: redelivered events are duplicates at once) + lock the
@@ -74,10 +75,12 @@ const ON_THEIR_OWN = new Set<AnyEvent['type']>(['user.erased', 'comment.deleted'
  *    notification.created (with `quietUntil` when it is created in the user's quiet hours);
  * 5. insert the notifications (a higher rank replaces a lower one of its slot) + move the counters
  *    + NOTIFY the SSE hubs (one statement); COMMIT;
- * 6. publish the notification.created of every row written and wait for the broker's confirms; a
- *    redelivered event (a duplicate in step 2) re-publishes the ones its first delivery wrote,
- *    read back from the rows. The runtime acks the messages only after this returns, so a crash
- *    anywhere before the ack redelivers them and step 6 runs again (docs/NOTIFICATIONS.md "Emission").
+ * 6. release the batch's lane (the next batch may start: this one holds no lock or connection any
+ *    more), publish the notification.created of every row written and wait for the broker's
+ *    confirms; a redelivered event (a duplicate in step 2) re-publishes the ones its first
+ *    delivery wrote, read back from the rows. The runtime acks the messages only after this
+ *    returns, so a crash anywhere before the ack redelivers them and step 6 runs again
+ *    (docs/NOTIFICATIONS.md "Emission").
  *
  * A batch that fails with a permanent error (say one event whose text Postgres refuses) is rerun
  * one event per transaction, so only the culprit is dead-lettered and the rest commit.
@@ -96,7 +99,14 @@ export function createNotificationBatchHandler(deps: NotificationBatchDeps): Bat
     const timer = setTimeout(() => budget.abort(new HandlerTimeoutError(budgetMs)), budgetMs);
     const deadline = { signal: AbortSignal.any([ctx.signal, budget.signal]), endsAt: Date.now() + budgetMs };
     try {
-      return await isolateOnPermanentFailure(deps, items, ctx, deadline);
+      const emissions: Emission[] = [];
+      const results = await isolateOnPermanentFailure(deps, items, ctx, deadline, emissions);
+      // Committed. The lane is free for the next batch (its locks and its connection are released):
+      // this one only waits for the broker now. Then announce, and return (so the runtime acks)
+      // only once the broker confirmed every message.
+      ctx.release?.();
+      await deps.emit(emissions);
+      return results;
     } finally {
       clearTimeout(timer);
     }
@@ -114,9 +124,10 @@ async function isolateOnPermanentFailure(
   items: BatchItem<AnyEvent>[],
   ctx: BatchContext,
   deadline: BatchDeadline,
+  emissions: Emission[],
 ): Promise<Array<Outcome | Error>> {
   try {
-    return await processBatch(deps, items, deadline);
+    return await processBatch(deps, items, deadline, emissions);
   } catch (err) {
     if (classify(err, [classifyPgError]) !== 'permanent') throw err; // the whole batch goes to a retry tier
     if (items.length === 1) throw describeFailure(err);
@@ -124,7 +135,7 @@ async function isolateOnPermanentFailure(
     const results: Array<Outcome | Error> = [];
     for (const item of items) {
       try {
-        results.push((await processBatch(deps, [item], deadline))[0]);
+        results.push((await processBatch(deps, [item], deadline, emissions))[0]);
       } catch (itemErr) {
         results.push(describeFailure(itemErr));
       }
@@ -163,12 +174,13 @@ async function processBatch(
   deps: NotificationBatchDeps,
   items: BatchItem<AnyEvent>[],
   deadline: BatchDeadline,
+  emissions: Emission[],
 ): Promise<Array<Outcome | Error>> {
-  if (!items.some(({ event }) => ON_THEIR_OWN.has(event.type))) return processEvents(deps, items, deadline);
+  if (!items.some(({ event }) => ON_THEIR_OWN.has(event.type))) return processEvents(deps, items, deadline, emissions);
   const results: Array<Outcome | Error> = [];
   let run: BatchItem<AnyEvent>[] = [];
   const flush = async () => {
-    if (run.length) results.push(...(await processEvents(deps, run, deadline)));
+    if (run.length) results.push(...(await processEvents(deps, run, deadline, emissions)));
     run = [];
   };
   for (const item of items) {
@@ -189,10 +201,12 @@ async function processBatch(
   return results;
 }
 
+/** Runs one transaction; once it committed, adds what it has to announce to `emissions`. */
 async function processEvents(
   deps: NotificationBatchDeps,
   items: BatchItem<AnyEvent>[],
   deadline: BatchDeadline,
+  emissions: Emission[],
 ): Promise<Array<Outcome | Error>> {
   const results: Array<Outcome | Error> = items.map(() => 'duplicate');
   const events = new Map<string, AnyEvent>();
@@ -212,13 +226,13 @@ async function processEvents(
   const traces = new Map<string, TraceCarrier | null>();
   for (const { event, ctx } of items)
     if (!traces.has(event.id)) traces.set(event.id, traceCarrier(messageTraceContext(ctx)));
-  const { outcomes, emissions } = await withTransaction(
+  const committed = await withTransaction(
     deps.pool,
     { signal: deadline.signal, statementTimeoutMs: Math.max(1, deadline.endsAt - Date.now()) },
     (tx) => applyEvents(tx, deps, [...events.values()], deadline.signal, traces),
   );
-  // Committed: now announce, and return (so the runtime acks) only once the broker confirmed all.
-  await deps.emit(emissions);
+  const { outcomes } = committed;
+  emissions.push(...committed.emissions);
   const decided = new Set<string>();
   items.forEach(({ event }, i) => {
     if (results[i] instanceof Error || decided.has(event.id)) return; // the same id twice in one batch: the second copy is the duplicate

@@ -40,9 +40,11 @@ export interface BatchRunnerOptions<E> {
  * gets its own result (an Error fails only that message). Each message is acked only after this,
  * i.e. after the batch handler's transaction committed.
  */
-export function batchRunner<E>(o: BatchRunnerOptions<E>): (entries: BatchEntry<E>[]) => Promise<void> {
+export function batchRunner<E>(
+  o: BatchRunnerOptions<E>,
+): (entries: BatchEntry<E>[], release: () => void) => Promise<void> {
   const { handle, timeoutMs, shutdown, logger, queue, handler } = o;
-  return async (entries) => {
+  return async (entries, release) => {
     o.metrics.batchSize.observe({ queue, handler }, entries.length);
     const startedAt = performance.now();
     let results: ReadonlyArray<Outcome | Error | void> | void;
@@ -50,7 +52,7 @@ export function batchRunner<E>(o: BatchRunnerOptions<E>): (entries: BatchEntry<E
       results = await withDeadline(timeoutMs, shutdown, (deadline) => {
         const signal = deadline.signal; // a batch handler always gets it: it runs a transaction
         const items = entries.map((e) => ({ event: e.event, ctx: deriveContext(e.ctx, { signal: () => signal }) }));
-        return handle(items, { logger, signal, queue, handler });
+        return handle(items, { logger, signal, queue, handler, release });
       });
     } catch (err) {
       for (const e of entries) e.reject(err);

@@ -31,6 +31,30 @@ describe('Batcher', () => {
     expect(batches).toEqual([[0], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]]);
   });
 
+  it('starts the next batch once the running one releases its slot, before it settles', async () => {
+    const started: number[][] = [];
+    const settle: Array<() => void> = [];
+    const b = new Batcher<number>(2, 1000, 1, (items, release) => {
+      started.push(items);
+      if (items[0] === 1) release(); // its exclusive part is over; it keeps running
+      return new Promise<void>((r) => settle.push(r));
+    });
+    [1, 2, 3, 4, 5, 6].forEach((i) => b.add(i));
+    await tick(5);
+    // [1,2] released at once: [3,4] started beside it; [3,4] did not release, so [5,6] waits.
+    expect(started).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    settle[1]();
+    await tick(5);
+    expect(started).toEqual([
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]);
+  });
+
   it('gives back everything not yet started', async () => {
     const b = new Batcher<number>(2, 1000, 1, () => new Promise(() => undefined));
     [1, 2, 3, 4, 5].forEach((i) => b.add(i));

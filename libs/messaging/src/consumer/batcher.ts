@@ -14,7 +14,8 @@ export class Batcher<T> {
     private readonly size: number,
     private readonly maxWaitMs: number,
     private readonly concurrency: number,
-    private readonly run: (items: T[]) => Promise<void>,
+    /** Runs a batch; calling `release` frees its slot before it settles (BatchContext.release). */
+    private readonly run: (items: T[], release: () => void) => Promise<void>,
   ) {
     this.limiter = new Limiter<T[]>(concurrency);
   }
@@ -35,15 +36,22 @@ export class Batcher<T> {
     if (this.limiter.active >= this.concurrency && this.buffer.length < this.size) return;
     const items = this.buffer;
     this.buffer = [];
-    this.limiter.submit(items, () =>
-      this.run(items).finally(() => {
-        // A slot frees once this settles (the limiter counts it down right after): then send what
-        // waited for it. No timer pending means its wait is already over.
+    this.limiter.submit(items, () => {
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const settled = this.run(items, release).then(
+        () => undefined,
+        () => undefined,
+      );
+      // The slot frees when the batch releases it or settles, whichever comes first (the limiter
+      // counts it down right after): then send what waited for it. No timer pending means its wait
+      // is already over.
+      return Promise.race([released, settled]).finally(() => {
         setImmediate(() => {
           if (this.buffer.length > 0 && this.timer === undefined) this.flush();
         });
-      }),
-    );
+      });
+    });
   }
 
   /** Everything not yet handed to `run`: the current buffer and batches waiting for a slot. */
@@ -75,7 +83,7 @@ export class PartitionedBatcher<T> implements BatchSink<T> {
     maxWaitMs: number,
     lanes: number,
     private readonly keyOf: (item: T) => string,
-    run: (items: T[]) => Promise<void>,
+    run: (items: T[], release: () => void) => Promise<void>,
   ) {
     this.lanes = Array.from({ length: lanes }, () => new Batcher<T>(size, maxWaitMs, 1, run));
   }

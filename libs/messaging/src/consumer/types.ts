@@ -44,6 +44,13 @@ export interface BatchContext {
   signal: AbortSignal;
   queue: string;
   handler: string;
+  /**
+   * Frees this batch's slot (or lane) early: the next batch may start while this one finishes, for
+   * a handler whose exclusive part is over (its transaction committed) and that only waits now
+   * (for publisher confirms). Its messages are still settled only when it returns, and the
+   * consumer's prefetch still bounds the messages in flight. Absent when a test calls a handler directly.
+   */
+  release?: () => void;
 }
 
 /**
