@@ -30,8 +30,10 @@ beforeAll(async () => {
     AMQP_URL: vhost.url,
     DATABASE_URL: db.url,
     ...appsEnv({ secret: SECRET, smtpPort: smtp.port, notificationsPort: notifications, emailPort: email }),
-    // Mentions published together share one batch: the crash then falls between its messages' steps.
+    // Mentions published together share one batch (one lane, a wait long enough to collect them):
+    // the crash then falls between the steps of a batch that holds all of them.
     CONSUMER_BATCH_WAIT_MS: '300',
+    CONSUMER_BATCH_CONCURRENCY: '1',
   };
   // notification-service first: its queues must exist before the first event is published.
   apps.notifications = await startApp('notification-service', notifications, env);
