@@ -325,6 +325,8 @@ interface Stack {
   broker: boolean;
   /** Pids whose CPU is this stack's: [label, pid]. */
   pids(): Array<[string, number]>;
+  /** Its database: URL and name (the Postgres backends whose CPU is this stack's). */
+  db: { url: string; name: string };
   /** Offered load at RATE for `seconds`; resolves with the rate offered once every follow-up arrived. */
   latency(tag: string, seconds: number): Promise<{ offered: number; phase: Phase; sentAt: Float64Array }>;
   /** N events as fast as acknowledgements allow; resolves with events/s end to end. */
@@ -438,6 +440,7 @@ async function startBullmq(): Promise<Stack> {
     durability: 'Redis AOF appendfsync everysec (add acked before fsync); Postgres synchronous_commit on',
     durabilityShort: 'Redis AOF everysec',
     broker: false,
+    db,
     pids: () => [
       ['worker', worker.pid ?? 0],
       ['redis', redis.proc.pid ?? 0],
@@ -624,6 +627,7 @@ async function startNotificationService(): Promise<Stack> {
     durabilityShort: 'quorum queues + confirms',
     broker: true,
     pids: () => [['service', svc.pid ?? 0]],
+    db,
     async latency(tag, seconds) {
       const total = RATE * seconds;
       const p = (phase = new Phase(tag, total));
@@ -673,22 +677,42 @@ function pidsOf(comm: string): number[] {
     .map(Number);
 }
 
+/**
+ * The Postgres processes that work for a stack: its database's backends (autovacuum included) and
+ * the server's WAL writer, checkpointer and background writer (shared with whatever else writes;
+ * other databases' backends count as "anything else").
+ */
+async function postgresPids(db: { url: string; name: string }): Promise<number[]> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    const r = await client.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()
+         AND (datname = $1 OR backend_type IN ('walwriter', 'checkpointer', 'background writer'))`,
+      [db.name],
+    );
+    return r.rows.map((row) => row.pid);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Runs `fn` and says where the CPU went meanwhile (percent of one core), and how busy the machine was. */
 async function measured<T>(stack: Stack, fn: () => Promise<T>): Promise<{ result: T; usage: string; other: number }> {
   // Per pid, so that a process starting or ending meanwhile (another database's backend) is counted
   // for what it used in the phase, never as a negative delta.
-  const snapshot = (): Map<string, Map<number, number>> => {
+  const snapshot = async (): Promise<Map<string, Map<number, number>>> => {
     const groups: Array<[string, number[]]> = [
       ...stack.pids().map(([label, pid]): [string, number[]] => [label, [pid]]),
       ...(stack.broker ? [['rabbitmq', pidsOf('beam.smp')] as [string, number[]]] : []),
-      ['postgres', pidsOf('postgres')],
+      ['postgres', await postgresPids(stack.db)],
       ['bench', [process.pid]],
     ];
     return new Map(groups.map(([label, pids]) => [label, new Map(pids.map((pid) => [pid, cpuSeconds(pid)]))]));
   };
-  const [c0, m0, t0] = [snapshot(), machineCpu(), performance.now()];
+  const [c0, m0, t0] = [await snapshot(), machineCpu(), performance.now()];
   const result = await fn();
-  const [c1, m1, seconds] = [snapshot(), machineCpu(), (performance.now() - t0) / 1000];
+  const [c1, m1, seconds] = [await snapshot(), machineCpu(), (performance.now() - t0) / 1000];
   const used = [...c1].map(([label, pids]): [string, number] => {
     let cpu = 0;
     for (const [pid, s1] of pids) cpu += s1 - (c0.get(label)?.get(pid) ?? 0);
@@ -720,8 +744,8 @@ type Row = {
   tp?: { rate: number; check: string; usage: string; other: number; dup: number };
 };
 
-/** The "other" cell: a disturbed row is marked with '!'. */
-const otherCell = (v: number) => `${v.toFixed(0)}%${v > OTHER_WARN ? '!' : ' '}`.padStart(5);
+/** The mark of a figure measured while other work used more than OTHER_WARN of a core. */
+const flag = (other: number) => (other > OTHER_WARN ? '!' : ' ');
 
 const settledNote = (s: { seconds: number; quiet: boolean }) =>
   s.quiet ? `quiet after ${s.seconds.toFixed(0)} s` : `NOT quiet after ${s.seconds.toFixed(0)} s`;
@@ -770,18 +794,34 @@ async function main(): Promise<void> {
     console.log(
       `\nResults (one run; 2 cores shared by broker/Redis, Postgres, worker/service and this script; ${FIRST} first)`,
     );
+    const cells = (xs: Array<[string, number]>) => xs.map(([x, width]) => x.padStart(width)).join('  ');
     console.log(
-      `  ${'stack'.padEnd(w)}  ${'events/s'.padStart(8)}  ${'p50 ms'.padStart(7)}  ${'p99 ms'.padStart(7)}  ${'max ms'.padStart(7)}  ${'offered'.padStart(7)}  ${'other'.padStart(5)}  durability`,
+      `  ${'stack'.padEnd(w)}  ${cells([
+        ['events/s', 9],
+        ['p50 ms', 8],
+        ['p99 ms', 8],
+        ['max ms', 8],
+        ['offered', 7],
+        ['other lat/tp', 12],
+      ])}  durability`,
     );
     for (const { stack, lat, tp } of rows) {
       if (!lat || !tp) continue;
+      const [l, t] = [flag(lat.other), flag(tp.other)];
       console.log(
-        `  ${stack.name.padEnd(w)}  ${tp.rate.toFixed(0).padStart(8)}  ${lat.p50.toFixed(1).padStart(7)}  ${lat.p99.toFixed(1).padStart(7)}  ${lat.max.toFixed(1).padStart(7)}  ${`${lat.offered.toFixed(0)}/s`.padStart(7)}  ${otherCell(Math.max(lat.other, tp.other))}  ${stack.durabilityShort}`,
+        `  ${stack.name.padEnd(w)}  ${cells([
+          [`${tp.rate.toFixed(0)}${t}`, 9],
+          [`${lat.p50.toFixed(1)}${l}`, 8],
+          [`${lat.p99.toFixed(1)}${l}`, 8],
+          [`${lat.max.toFixed(1)}${l}`, 8],
+          [`${lat.offered.toFixed(0)}/s`, 7],
+          [`${lat.other.toFixed(0)}%/${tp.other.toFixed(0)}%`, 12],
+        ])}  ${stack.durabilityShort}`,
       );
     }
     console.log(
-      `\n  other: CPU of anything else on the machine during the stack's phases (the larger, % of one core);` +
-        ` over ${OTHER_WARN}% (marked !) the row's figures are not the stack's alone: run again`,
+      `\n  other lat/tp: CPU of anything else on the machine (% of one core) in the latency / throughput phase;` +
+        ` over ${OTHER_WARN}% the phase's figures are marked ! (not the stack's alone: run again)`,
     );
     console.log(
       `  events/s: ${N} events end to end (all follow-ups received); p50/p99/max: ${RATE * LATENCY_SECONDS} events at the offered rate, enqueue/publish -> follow-up received`,
