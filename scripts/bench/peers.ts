@@ -397,108 +397,146 @@ const BULLMQ_SCHEMA = `
   CREATE TABLE peer_unread_counters (user_id text PRIMARY KEY, unread_count integer NOT NULL);`;
 
 async function startBullmq(): Promise<Stack> {
-  const [redis, db] = await Promise.all([startRedis(), createTestDatabase('bench_peers_bullmq')]);
-  const admin = new pg.Pool({ connectionString: db.url, max: 1 });
-  await admin.query(BULLMQ_SCHEMA);
-  const connection = { host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null };
-  const events = new Queue<MentionEvent>(EVENTS_QUEUE, {
-    connection,
-    defaultJobOptions: {
-      removeOnComplete: true,
-      removeOnFail: { count: 1000 },
-      attempts: 5,
-      backoff: { type: 'exponential', delay: 1000 },
-    },
-  });
-  const followups = new Worker<FollowUp>(
-    FOLLOWUP_QUEUE,
-    async (job: Job<FollowUp>) => followUpReceived(job.data.resourceId),
-    { connection, concurrency: CONCURRENCY, removeOnComplete: { count: 0 }, removeOnFail: { count: 1000 } },
-  );
-  followups.on('error', (err) => console.error('bullmq follow-up worker:', err));
-  await Promise.all([events.waitUntilReady(), followups.waitUntilReady()]);
-
-  const worker = spawn(process.execPath, ['-r', '@swc-node/register', __filename, 'bullmq-worker'], {
-    cwd: ROOT,
-    env: { ...process.env, PEERS_REDIS_PORT: String(redis.port), PEERS_DATABASE_URL: db.url },
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('bullmq worker not ready within 60 s')), 60_000);
-    worker.once('message', () => (clearTimeout(timer), resolve()));
-    worker.once('exit', (code) => (clearTimeout(timer), reject(new Error(`bullmq worker exited with ${code}`))));
-  });
-
-  const jobsOf = (tag: string, from: number, to: number, user: (i: number) => string) =>
-    Array.from({ length: to - from }, (_, k) => {
-      const data = JSON.parse(mentionBody(from + k, user(from + k), tag).toString()) as MentionEvent;
-      return { name: 'user.mentioned', data, opts: { jobId: data.id } };
-    });
-
-  return {
-    name: 'BullMQ + Redis',
-    durability: 'Redis AOF appendfsync everysec (add acked before fsync); Postgres synchronous_commit on',
-    durabilityShort: 'Redis AOF everysec',
-    broker: false,
-    db,
-    pids: () => [
-      ['worker', worker.pid ?? 0],
-      ['redis', redis.proc.pid ?? 0],
-    ],
-    async latency(tag, seconds) {
-      const total = RATE * seconds;
-      const p = (phase = new Phase(tag, total));
-      const sentAt = new Float64Array(total);
-      // Jobs built before the clock starts, as the AMQP bodies are.
-      const jobs = jobsOf(tag, 0, total, (i) => `${tag}-${i}`);
-      const adds: Promise<unknown>[] = [];
-      let failed: unknown;
-      const offered = await paced(total, sentAt, (from, to) => {
-        adds.push(events.addBulk(jobs.slice(from, to)).catch((err: unknown) => (failed ??= err)));
+  // What was started so far, undone in reverse order by stop() or by a failed start.
+  const undo: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const step of undo.reverse()) await step().catch((err) => console.error('bullmq cleanup:', err));
+  };
+  try {
+    const [redisResult, dbResult] = await Promise.allSettled([startRedis(), createTestDatabase('bench_peers_bullmq')]);
+    if (redisResult.status === 'fulfilled') {
+      const { proc, dir } = redisResult.value;
+      undo.push(async () => {
+        if (proc.exitCode === null) {
+          proc.kill('SIGTERM');
+          await new Promise((r) => proc.once('exit', r));
+        }
+        rmSync(dir, { recursive: true, force: true });
       });
-      await Promise.all(adds);
-      if (failed) throw failed;
-      await p.complete(30_000);
-      return { offered, phase: p, sentAt };
-    },
-    async throughput(tag) {
-      const p = (phase = new Phase(tag, N));
-      const jobs = jobsOf(tag, 0, N, (i) => `${tag}-u${i % USERS}`);
-      const before = await admin.query<{ rows: string; unread: string }>(
-        'SELECT (SELECT count(*) FROM peer_notifications) AS rows, (SELECT coalesce(sum(unread_count), 0) FROM peer_unread_counters) AS unread',
-      );
-      const t0 = performance.now();
-      const inFlight = new Set<Promise<unknown>>();
-      for (let from = 0; from < N; from += BULK) {
-        while (inFlight.size * BULK >= WINDOW) await Promise.race(inFlight);
-        const add: Promise<unknown> = events.addBulk(jobs.slice(from, from + BULK)).finally(() => inFlight.delete(add));
-        inFlight.add(add);
-      }
-      await Promise.all(inFlight);
-      const tLast = await p.complete(300_000);
-      const after = await admin.query<{ rows: string; unread: string }>(
-        'SELECT (SELECT count(*) FROM peer_notifications) AS rows, (SELECT coalesce(sum(unread_count), 0) FROM peer_unread_counters) AS unread',
-      );
-      const rows = Number(after.rows[0].rows) - Number(before.rows[0].rows);
-      const unread = Number(after.rows[0].unread) - Number(before.rows[0].unread);
-      if (rows !== N || unread !== N)
-        throw new Error(`BullMQ invariant broken: ${N} events, ${rows} rows, +${unread} unread`);
-      return { rate: N / ((tLast - t0) / 1000), phase: p, check: `${rows} rows, unread +${unread}` };
-    },
-    async stop() {
-      if (worker.exitCode === null) {
+    }
+    if (dbResult.status === 'fulfilled') undo.push(() => dbResult.value.drop());
+    if (redisResult.status === 'rejected') throw redisResult.reason;
+    if (dbResult.status === 'rejected') throw dbResult.reason;
+    const [redis, db] = [redisResult.value, dbResult.value];
+    const admin = new pg.Pool({ connectionString: db.url, max: 1 });
+    undo.push(() => admin.end());
+    await admin.query(BULLMQ_SCHEMA);
+    const connection = { host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: null };
+    const events = new Queue<MentionEvent>(EVENTS_QUEUE, {
+      connection,
+      defaultJobOptions: {
+        removeOnComplete: true,
+        removeOnFail: { count: 1000 },
+        attempts: 5,
+        backoff: { type: 'exponential', delay: 1000 },
+      },
+    });
+    undo.push(() => events.close());
+    const followups = new Worker<FollowUp>(
+      FOLLOWUP_QUEUE,
+      async (job: Job<FollowUp>) => followUpReceived(job.data.resourceId),
+      { connection, concurrency: CONCURRENCY, removeOnComplete: { count: 0 }, removeOnFail: { count: 1000 } },
+    );
+    undo.push(() => followups.close());
+    followups.on('error', (err) => console.error('bullmq follow-up worker:', err));
+    await Promise.all([events.waitUntilReady(), followups.waitUntilReady()]);
+
+    const worker = spawn(process.execPath, ['-r', '@swc-node/register', __filename, 'bullmq-worker'], {
+      cwd: ROOT,
+      env: { ...process.env, PEERS_REDIS_PORT: String(redis.port), PEERS_DATABASE_URL: db.url },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    undo.push(async () => {
+      if (worker.exitCode === null && worker.signalCode === null) {
         worker.kill('SIGTERM');
         await new Promise((r) => worker.once('exit', r));
       }
-      await followups.close();
-      await events.close();
-      await admin.end();
-      redis.proc.kill('SIGTERM');
-      await new Promise((r) => (redis.proc.exitCode === null ? redis.proc.once('exit', r) : r(null)));
-      rmSync(redis.dir, { recursive: true, force: true });
-      await db.drop();
-    },
-  };
+    });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('bullmq worker not ready within 60 s')), 60_000);
+      worker.once('message', () => (clearTimeout(timer), resolve()));
+      worker.once('exit', (code) => (clearTimeout(timer), reject(new Error(`bullmq worker exited with ${code}`))));
+    });
+    return bullmqStack({ redis, db, admin, events, worker });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+
+  function bullmqStack({
+    redis,
+    db,
+    admin,
+    events,
+    worker,
+  }: {
+    redis: { proc: ChildProcess };
+    db: { url: string; name: string };
+    admin: pg.Pool;
+    events: Queue<MentionEvent>;
+    worker: ChildProcess;
+  }): Stack {
+    const jobsOf = (tag: string, from: number, to: number, user: (i: number) => string) =>
+      Array.from({ length: to - from }, (_, k) => {
+        const data = JSON.parse(mentionBody(from + k, user(from + k), tag).toString()) as MentionEvent;
+        return { name: 'user.mentioned', data, opts: { jobId: data.id } };
+      });
+
+    return {
+      name: 'BullMQ + Redis',
+      durability: 'Redis AOF appendfsync everysec (add acked before fsync); Postgres synchronous_commit on',
+      durabilityShort: 'Redis AOF everysec',
+      broker: false,
+      db,
+      pids: () => [
+        ['worker', worker.pid ?? 0],
+        ['redis', redis.proc.pid ?? 0],
+      ],
+      async latency(tag, seconds) {
+        const total = RATE * seconds;
+        const p = (phase = new Phase(tag, total));
+        const sentAt = new Float64Array(total);
+        // Jobs built before the clock starts, as the AMQP bodies are.
+        const jobs = jobsOf(tag, 0, total, (i) => `${tag}-${i}`);
+        const adds: Promise<unknown>[] = [];
+        let failed: unknown;
+        const offered = await paced(total, sentAt, (from, to) => {
+          adds.push(events.addBulk(jobs.slice(from, to)).catch((err: unknown) => (failed ??= err)));
+        });
+        await Promise.all(adds);
+        if (failed) throw failed;
+        await p.complete(30_000);
+        return { offered, phase: p, sentAt };
+      },
+      async throughput(tag) {
+        const p = (phase = new Phase(tag, N));
+        const jobs = jobsOf(tag, 0, N, (i) => `${tag}-u${i % USERS}`);
+        const before = await admin.query<{ rows: string; unread: string }>(
+          'SELECT (SELECT count(*) FROM peer_notifications) AS rows, (SELECT coalesce(sum(unread_count), 0) FROM peer_unread_counters) AS unread',
+        );
+        const t0 = performance.now();
+        const inFlight = new Set<Promise<unknown>>();
+        for (let from = 0; from < N; from += BULK) {
+          while (inFlight.size * BULK >= WINDOW) await Promise.race(inFlight);
+          const add: Promise<unknown> = events
+            .addBulk(jobs.slice(from, from + BULK))
+            .finally(() => inFlight.delete(add));
+          inFlight.add(add);
+        }
+        await Promise.all(inFlight);
+        const tLast = await p.complete(300_000);
+        const after = await admin.query<{ rows: string; unread: string }>(
+          'SELECT (SELECT count(*) FROM peer_notifications) AS rows, (SELECT coalesce(sum(unread_count), 0) FROM peer_unread_counters) AS unread',
+        );
+        const rows = Number(after.rows[0].rows) - Number(before.rows[0].rows);
+        const unread = Number(after.rows[0].unread) - Number(before.rows[0].unread);
+        if (rows !== N || unread !== N)
+          throw new Error(`BullMQ invariant broken: ${N} events, ${rows} rows, +${unread} unread`);
+        return { rate: N / ((tLast - t0) / 1000), phase: p, check: `${rows} rows, unread +${unread}` };
+      },
+      stop,
+    };
+  }
 }
 
 const INSERT_NOTIFICATION = `INSERT INTO peer_notifications
@@ -592,8 +630,31 @@ async function bullmqWorkerMain(): Promise<void> {
 
 // ---- stack 2: the notification-service on RabbitMQ + PostgreSQL ------------------------------
 
+/**
+ * createTestVhost, tried three times: its management calls give up after 10 s, which a shared broker
+ * busy with others' suites sometimes needs. (A given-up PUT may still create the vhost later; its
+ * name carries this process's pid, so npm test's leftover sweep removes it once this process is gone.)
+ */
+async function vhostWithRetries(): Promise<Awaited<ReturnType<typeof createTestVhost>>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await createTestVhost('bench-peers');
+    } catch (err) {
+      if (attempt === 3) throw err;
+      console.error(`createTestVhost failed (${(err as Error).message}), trying again ...`);
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+}
+
 async function startNotificationService(): Promise<Stack> {
-  const [vhost, db] = await Promise.all([createTestVhost('bench-peers'), createTestDatabase('bench_peers_ns')]);
+  const [vhostResult, dbResult] = await Promise.allSettled([vhostWithRetries(), createTestDatabase('bench_peers_ns')]);
+  if (vhostResult.status === 'rejected' || dbResult.status === 'rejected') {
+    if (vhostResult.status === 'fulfilled') await vhostResult.value.delete().catch(() => undefined);
+    if (dbResult.status === 'fulfilled') await dbResult.value.drop().catch(() => undefined);
+    throw vhostResult.status === 'rejected' ? vhostResult.reason : (dbResult as PromiseRejectedResult).reason;
+  }
+  const [vhost, db] = [vhostResult.value, dbResult.value];
   let child: ChildProcess | undefined;
   let conn: amqplib.ChannelModel | undefined;
   try {
