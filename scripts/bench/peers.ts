@@ -60,7 +60,7 @@
  *   producer/consumer process (each one's CPU in the phase is printed; BullMQ's second Worker in this
  *   process costs more CPU than an amqplib consumer). Other work on the machine shows as "anything
  *   else": a figure measured while it was large is not a figure of the stack; run it on a quiet
- *   machine, and more than once. At 1,000 events/s BullMQ's stack uses most of both cores here, so
+ *   machine, and more than once. At 1,000 events/s BullMQ's stack uses ~1.5 of the 2 cores here, so
  *   its p99 is very sensitive to any other load.
  * - BENCH_FIRST (bullmq | service, default bullmq) says which stack goes first in each pair of phases.
  *
