@@ -317,11 +317,9 @@ async function applyEvents(
   const unique = onePerSlot(rows);
   if (unique.length === 0) return { outcomes, emissions };
   signal.throwIfAborted();
-  // The recipients whose items this batch may move rather than add to: grouped rows, and thread
-  // rows (a mention replaces a reply or comment of its slot). The statement reads their unread
-  // items before its own writes, in the same round trip.
-  const moving = unique.filter((r) => r.groupKey !== undefined || r.slotRank > 0).map((r) => r.userId);
-  const { written, before } = await writeNotifications(tx, unique, inboxes, moving);
+  // The statement also reads, before its own writes, the unread items of the recipients whose
+  // items it may move (grouped rows, a mention replacing a reply of its slot): `before`.
+  const { written, before } = await writeNotifications(tx, unique, inboxes);
   // Grouped rows and replaced rows change items, not just rows: refresh those groups' items and
   // move those users' counters by the unread items gained (store/items.ts), under the same locks.
   const groups: GroupRef[] = [];

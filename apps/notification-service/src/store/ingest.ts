@@ -198,15 +198,17 @@ export async function writeNotifications(
   tx: PoolClient,
   rows: NotificationRow[],
   inboxes: Map<string, LockedInbox>,
+): Promise<{
+  written: WrittenRow[];
   /**
-   * Users whose items this statement may move rather than add to (grouped rows, thread rows a higher
-   * rank may replace): their unread items BEFORE it, read by the statement itself (its snapshot is
-   * the state before its own writes, taken after the counter locks), for the caller's item delta.
+   * The unread items, before this statement, of the users whose items it may move rather than add
+   * to: those with a grouped row in the batch, or with a row a higher rank may replace. Read by the
+   * statement itself (its snapshot is the state before its own writes, taken after the counter
+   * locks), for the caller's item delta; empty for a batch of fresh ungrouped rows.
    */
-  movingUsers: readonly string[] = [],
-): Promise<{ written: WrittenRow[]; before: Map<string, number> }> {
+  before: Map<string, number>;
+}> {
   if (rows.length === 0) return { written: [], before: new Map() };
-  const moving = [...new Set(movingUsers)].sort();
   const input = rows.map((r) => ({
     user_id: r.userId,
     type: r.type,
@@ -304,28 +306,37 @@ export async function writeNotifications(
        ${notifyInboxesSql(raw('changed WHERE visible'))}
      ),
      before_items AS (
-       -- The moving users' unread items as they were before this statement (see movingUsers).
-       ${unreadItemsSql(sql`unnest(${moving}::text[]) AS u(user_id)`)}
-     ),
-     before AS (SELECT json_object_agg(user_id, unread) AS before FROM before_items)
+       -- The unread items before this statement of the users whose items may move (the result's before).
+       ${unreadItemsSql(
+         raw(`(SELECT user_id FROM input WHERE group_key IS NOT NULL
+               UNION SELECT i.user_id FROM existing e JOIN input i ON i.slot_key = e.slot_key) AS u`),
+       )}
+     )
      SELECT w.source_event_id, w.type, w.in_app, w.inserted, w.user_id, w.group_key, e.old_group_key, w.id, w.created_at,
-            b.before
-     FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key, (SELECT count(*) FROM notified) AS announce, before b
+            NULL::json AS before
+     FROM written w LEFT JOIN existing e ON e.slot_key = w.slot_key, (SELECT count(*) FROM notified) AS announce
      UNION ALL
-     SELECT source_event_id, type, in_app, NULL, user_id, NULL, NULL, NULL, NULL, b.before FROM retracted, before b`),
+     SELECT source_event_id, type, in_app, NULL, user_id, NULL, NULL, NULL, NULL, NULL FROM retracted
+     UNION ALL
+     -- One row more, only when some items may move: those users' unread items before.
+     SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, json_object_agg(user_id, unread)
+     FROM before_items HAVING count(*) > 0`),
   });
-  const written = res.rows.map((r) => ({
-    sourceEventId: r.source_event_id,
-    type: r.type,
-    inApp: r.in_app,
-    inserted: r.inserted,
-    userId: r.user_id,
-    groupKey: r.group_key,
-    oldGroupKey: r.inserted === false ? r.old_group_key : null,
-    id: r.id,
-    createdAt: r.created_at,
-  }));
-  return { written, before: new Map(Object.entries(res.rows[0]?.before ?? {})) };
+  const before = res.rows.find((r) => r.before !== null)?.before ?? {};
+  const written = res.rows
+    .filter((r) => r.before === null)
+    .map((r) => ({
+      sourceEventId: r.source_event_id,
+      type: r.type,
+      inApp: r.in_app,
+      inserted: r.inserted,
+      userId: r.user_id,
+      groupKey: r.group_key,
+      oldGroupKey: r.inserted === false ? r.old_group_key : null,
+      id: r.id,
+      createdAt: r.created_at,
+    }));
+  return { written, before: new Map(Object.entries(before)) };
 }
 
 export interface UserUpsert {
