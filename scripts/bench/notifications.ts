@@ -35,84 +35,40 @@
  * BENCH_RUNNER (bundle | swc), BENCH_NODE_ARGS (node flags for the service, e.g. --cpu-prof); the
  * service's own tunables (CONSUMER_BATCH_SIZE, ...) pass through.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import amqplib from 'amqplib';
 import pg from 'pg';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { buildEvent, COMMUNITY_TOPOLOGY } from '@community/contracts';
-import { brokerUserOf, createMessaging, type Topology } from '@community/messaging';
+import { COMMUNITY_TOPOLOGY } from '@community/contracts';
+import { createMessaging, type Topology } from '@community/messaging';
 import { createTestDatabase, createTestVhost, freePort } from '@community/testing';
+import {
+  cpuSeconds,
+  machineCpu,
+  mentionBody,
+  percentiles,
+  pidsOf,
+  publishAll as publishWindowed,
+  PUBLISHER_USER,
+  startNotificationServiceProcess,
+} from './support';
 
-/** The user every connection of this benchmark is (test vhosts keep AMQP_URL's): the user-id its raw publishes carry. */
-const PUBLISHER_USER = brokerUserOf(process.env.AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672');
+/** Publishes every body with confirms, at most WINDOW unconfirmed at a time. */
+const publishAll = (ch: amqplib.ConfirmChannel, exchange: string, routingKey: string, bodies: Buffer[]) =>
+  publishWindowed(ch, exchange, routingKey, bodies, WINDOW);
+
 const N = Number(process.env.BENCH_EVENTS ?? 60_000);
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10);
 const USERS = Number(process.env.BENCH_USERS ?? 10_000);
 const WINDOW = Number(process.env.BENCH_WINDOW ?? 2000);
-const ROOT = path.resolve(__dirname, '../..');
 const RUNNER = process.env.BENCH_RUNNER === 'swc' ? 'swc' : 'bundle';
 /** Machine busy percentage under which the latency phases may start. */
 const QUIET_PERCENT = 15;
 /** Seconds of offered load before the latency phase, not measured (JIT, connection pool, plans). */
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
-
-function mentionBody(i: number, user: string, run: string): Buffer {
-  const e = buildEvent(
-    'user.mentioned',
-    {
-      commentId: `c-${run}-${i}`,
-      postId: 'post-42',
-      actorId: 'actor-1',
-      mentionedUserId: user,
-      excerpt: 'x'.repeat(80),
-    },
-    { producer: 'bench' },
-  );
-  return Buffer.from(JSON.stringify(e));
-}
-
-/** Publishes every body with confirms, at most WINDOW unconfirmed at a time. */
-async function publishAll(
-  ch: amqplib.ConfirmChannel,
-  exchange: string,
-  routingKey: string,
-  bodies: Buffer[],
-): Promise<void> {
-  let outstanding = 0;
-  let wake: (() => void) | undefined;
-  let failed: Error | undefined;
-  for (const [i, body] of bodies.entries()) {
-    while (outstanding >= WINDOW) await new Promise<void>((r) => (wake = r));
-    if (failed) throw failed;
-    outstanding++;
-    // A messageId is required (consumers dead-letter a message without one); the index, as below.
-    const ok = ch.publish(
-      exchange,
-      routingKey,
-      body,
-      {
-        persistent: true,
-        contentType: 'application/json',
-        type: routingKey,
-        messageId: String(i),
-        userId: PUBLISHER_USER,
-      },
-      (err) => {
-        if (err) failed = err;
-        outstanding--;
-        wake?.();
-      },
-    );
-    if (!ok) await new Promise((r) => ch.once('drain', r));
-  }
-  await ch.waitForConfirms();
-  if (failed) throw failed;
-}
 
 /** The bare pipelines' topology on their own vhost: the exchange and two quorum queues. */
 async function declareBare(url: string): Promise<void> {
@@ -208,6 +164,7 @@ const CREATED_FANOUT =
 async function bareTwoHop(url: string, fanout: boolean): Promise<number> {
   const bodies = Array.from({ length: N }, (_, i) => mentionBody(i, `user-${i % USERS}`, 'bare2'));
   const relayConn = await amqplib.connect(url);
+  relayConn.on('error', (err) => console.error('bare two-hop relay connection:', err));
   const rin = await relayConn.createChannel();
   await rin.prefetch(500);
   const rout = await relayConn.createConfirmChannel();
@@ -225,8 +182,8 @@ async function bareTwoHop(url: string, fanout: boolean): Promise<number> {
       msg.content,
       { ...msg.properties, persistent: true, userId: PUBLISHER_USER },
       (err) => {
-        if (err) rin.nack(msg);
-        else rin.ack(msg);
+        if (err) return; // the connection is going away (its error is reported below): the run fails
+        rin.ack(msg);
         if (++settled === N) allSettled();
       },
     );
@@ -448,12 +405,6 @@ async function waitUntil(done: () => boolean, failure: string): Promise<void> {
   if (!done()) throw new Error(failure);
 }
 
-function percentiles(sentAt: Float64Array, seenAt: Float64Array): { p50: number; p99: number; max: number } {
-  const lat = Array.from(sentAt, (s, i) => seenAt[i] - s).sort((a, b) => a - b);
-  const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { p50: q(0.5), p99: q(0.99), max: lat[lat.length - 1] };
-}
-
 function rssMb(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -461,38 +412,6 @@ function rssMb(pid: number): number {
   } catch {
     return 0; // the process is gone
   }
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return 0;
-  }
-}
-
-/** Busy and total jiffies of the whole machine, from /proc/stat. */
-function machineCpu(): { busy: number; total: number } {
-  const cols = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = cols[3] + cols[4];
-  const total = cols.reduce((a, b) => a + b, 0);
-  return { busy: total - idle, total };
-}
-
-/** Pids whose command name is `comm` (e.g. every postgres backend). */
-function pidsOf(comm: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }
 
 /** CPU seconds of the service, the broker, every postgres process (whatever database) and this script. */
@@ -544,42 +463,6 @@ async function settle(): Promise<number> {
   }
 }
 
-/**
- * The bundle `npm start` runs (scripts/dev/setup/bundle.mjs): main.ts and the @community libs
- * (tsconfig paths) in one file, npm packages external (resolved from the repository's node_modules).
- */
-async function bundle(): Promise<string> {
-  const { bundleApp } = (await import(path.join(ROOT, 'scripts/dev/setup/bundle.mjs'))) as {
-    bundleApp: (name: string) => Promise<string>;
-  };
-  return bundleApp('notification-service');
-}
-
-async function startService(env: Record<string, string>): Promise<ChildProcess> {
-  // BENCH_NODE_ARGS: extra node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
-  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const args = [
-    ...nodeArgs,
-    ...(RUNNER === 'swc' ? ['-r', '@swc-node/register', 'apps/notification-service/src/main.ts'] : [await bundle()]),
-  ];
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`notification-service exited with ${child.exitCode} during start`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200) return child;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error('notification-service not ready within 60 s');
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** Sums of a Prometheus series (all label sets) from the service's /metrics. */
 async function scrape(port: number): Promise<(name: string, filter?: string) => number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -615,7 +498,12 @@ async function main(): Promise<void> {
   let sampler: NodeJS.Timeout | undefined;
   try {
     const port = await freePort();
-    child = await startService({ AMQP_URL: svcVhost.url, DATABASE_URL: db.url, PORT: String(port) });
+    // BENCH_NODE_ARGS: extra node flags for the service, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+    child = await startNotificationServiceProcess(
+      { AMQP_URL: svcVhost.url, DATABASE_URL: db.url, PORT: String(port) },
+      RUNNER,
+      (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    );
     const pid = child.pid ?? 0;
     await declareCreatedQueue(svcVhost.url);
     sampler = setInterval(() => (peaks[phase] = Math.max(peaks[phase], rssMb(pid))), 100);

@@ -76,18 +76,26 @@
  * stack alone, for tuning), BENCH_RUNNER (bundle | swc); the service's own tunables pass through.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import amqplib from 'amqplib';
 import { Queue, Worker, type Job } from 'bullmq';
 import Redis from 'ioredis';
 import pg from 'pg';
-import { buildEvent } from '@community/contracts';
-import { brokerUserOf } from '@community/messaging';
 import { createTestDatabase, createTestVhost, freePort } from '@community/testing';
+import {
+  cpuSeconds,
+  machineCpu,
+  mentionBody,
+  percentiles,
+  pidsOf,
+  publishAll,
+  publishOptions,
+  ROOT,
+  startNotificationServiceProcess,
+} from './support';
 
-const PUBLISHER_USER = brokerUserOf(process.env.AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672');
 const N = Number(process.env.BENCH_EVENTS ?? 20_000);
 const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10);
@@ -103,7 +111,6 @@ const ONLY =
 const SETTLE_MAX_SECONDS = Number(process.env.BENCH_SETTLE_MAX_SECONDS ?? 30);
 const FIRST = process.env.BENCH_FIRST === 'service' ? 'service' : 'bullmq';
 const RUNNER = process.env.BENCH_RUNNER === 'swc' ? 'swc' : 'bundle';
-const ROOT = path.resolve(__dirname, '../..');
 const BULLMQ_PG_POOL = 10;
 const QUIET_PERCENT = 15;
 /** "anything else" (% of one core) over which a phase's figures are flagged as disturbed. */
@@ -130,53 +137,7 @@ type FollowUp = {
   excerpt: string;
 };
 
-// ---- copied from scripts/bench/notifications.ts ---------------------------------------------
-
-function mentionBody(i: number, user: string, run: string): Buffer {
-  const e = buildEvent(
-    'user.mentioned',
-    {
-      commentId: `c-${run}-${i}`,
-      postId: 'post-42',
-      actorId: 'actor-1',
-      mentionedUserId: user,
-      excerpt: 'x'.repeat(80),
-    },
-    { producer: 'bench' },
-  );
-  return Buffer.from(JSON.stringify(e));
-}
-
-function publishOptions(routingKey: string, i: number): amqplib.Options.Publish {
-  // A messageId is required (consumers dead-letter a message without one): the index.
-  return {
-    persistent: true,
-    contentType: 'application/json',
-    type: routingKey,
-    messageId: String(i),
-    userId: PUBLISHER_USER,
-  };
-}
-
-/** Publishes every body with confirms, at most WINDOW unconfirmed at a time. */
-async function publishAll(ch: amqplib.ConfirmChannel, routingKey: string, bodies: Buffer[]): Promise<void> {
-  let outstanding = 0;
-  let wake: (() => void) | undefined;
-  let failed: Error | undefined;
-  for (const [i, body] of bodies.entries()) {
-    while (outstanding >= WINDOW) await new Promise<void>((r) => (wake = r));
-    if (failed) throw failed;
-    outstanding++;
-    const ok = ch.publish('community.events', routingKey, body, publishOptions(routingKey, i), (err) => {
-      if (err) failed = err;
-      outstanding--;
-      wake?.();
-    });
-    if (!ok) await new Promise((r) => ch.once('drain', r));
-  }
-  await ch.waitForConfirms();
-  if (failed) throw failed;
-}
+// ---- pacing and settling (scripts/bench/support.ts has the rest these benchmarks share) ----
 
 /**
  * Calls `send(from, to)` every 5 ms for the items due by the schedule start + i/RATE (a slow tick
@@ -203,30 +164,6 @@ async function paced(total: number, sentAt: Float64Array, send: (from: number, t
   return total / ((performance.now() - t0) / 1000);
 }
 
-function percentiles(sentAt: Float64Array, seenAt: Float64Array): { p50: number; p99: number; max: number } {
-  const lat = Array.from(sentAt, (s, i) => seenAt[i] - s).sort((a, b) => a - b);
-  const q = (p: number) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
-  return { p50: q(0.5), p99: q(0.99), max: lat[lat.length - 1] };
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return 0;
-  }
-}
-
-/** Busy and total jiffies of the whole machine, from /proc/stat. */
-function machineCpu(): { busy: number; total: number } {
-  const cols = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  const idle = cols[3] + cols[4];
-  const total = cols.reduce((a, b) => a + b, 0);
-  return { busy: total - idle, total };
-}
-
 /** Waits until the machine is under QUIET_PERCENT busy over a second (at most SETTLE_MAX_SECONDS). */
 async function settle(): Promise<{ seconds: number; quiet: boolean }> {
   const t0 = performance.now();
@@ -237,35 +174,6 @@ async function settle(): Promise<{ seconds: number; quiet: boolean }> {
     const busy = ((m1.busy - m0.busy) / Math.max(1, m1.total - m0.total)) * 100;
     const seconds = (performance.now() - t0) / 1000;
     if (busy < QUIET_PERCENT || seconds > SETTLE_MAX_SECONDS) return { seconds, quiet: busy < QUIET_PERCENT };
-  }
-}
-
-/** The bundle `npm start` runs (scripts/dev/setup/bundle.mjs). */
-async function bundle(): Promise<string> {
-  const { bundleApp } = (await import(path.join(ROOT, 'scripts/dev/setup/bundle.mjs'))) as {
-    bundleApp: (name: string) => Promise<string>;
-  };
-  return bundleApp('notification-service');
-}
-
-async function startService(env: Record<string, string>): Promise<ChildProcess> {
-  const args =
-    RUNNER === 'swc' ? ['-r', '@swc-node/register', 'apps/notification-service/src/main.ts'] : [await bundle()];
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`notification-service exited with ${child.exitCode} during start`);
-    try {
-      if ((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status === 200) return child;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error('notification-service not ready within 60 s');
-    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
@@ -659,7 +567,10 @@ async function startNotificationService(): Promise<Stack> {
   let conn: amqplib.ChannelModel | undefined;
   try {
     const port = await freePort();
-    child = await startService({ AMQP_URL: vhost.url, DATABASE_URL: db.url, PORT: String(port) });
+    child = await startNotificationServiceProcess(
+      { AMQP_URL: vhost.url, DATABASE_URL: db.url, PORT: String(port) },
+      RUNNER,
+    );
     conn = await amqplib.connect(vhost.url);
     const cch = await conn.createChannel();
     await cch.checkExchange('community.events'); // declared by the service at start
@@ -706,7 +617,7 @@ async function startNotificationService(): Promise<Stack> {
       const p = (phase = new Phase(tag, N));
       const bodies = Array.from({ length: N }, (_, i) => mentionBody(i, `${tag}-u${i % USERS}`, tag));
       const t0 = performance.now();
-      await publishAll(pch, 'user.mentioned', bodies);
+      await publishAll(pch, 'community.events', 'user.mentioned', bodies, WINDOW);
       const tLast = await p.complete(300_000);
       return { rate: N / ((tLast - t0) / 1000), phase: p, check: `${p.seen} distinct notification.created` };
     },
@@ -723,20 +634,6 @@ async function startNotificationService(): Promise<Stack> {
 }
 
 // ---- the run -------------------------------------------------------------------------------
-
-/** Pids whose command name is `comm` (e.g. every postgres backend). */
-function pidsOf(comm: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .filter((d) => {
-      try {
-        return readFileSync(`/proc/${d}/comm`, 'utf8').trim() === comm;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 /**
  * The Postgres processes that work for a stack: its database's backends (autovacuum included) and
