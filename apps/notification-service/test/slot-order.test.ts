@@ -67,14 +67,12 @@ async function finalStateOf(user: string, names: Record<string, string> = {}): P
     [user],
   );
   const counter = await h.pool.query('SELECT unread_count FROM notification_counters WHERE user_id = $1', [user]);
-  const events = h
-    .createdFor(user)
-    .map(({ notificationId, type, emailChannel, idempotencyKey }) => ({
-      notificationId,
-      type,
-      emailChannel,
-      idempotencyKey,
-    }));
+  const events = h.createdFor(user).map(({ notificationId, type, emailChannel, idempotencyKey }) => ({
+    notificationId,
+    type,
+    emailChannel,
+    idempotencyKey,
+  }));
   const ids = new Map(rows.map((r, i) => [r.id as string, `row${i}`]));
   const anonymous = (id: string) => ids.get(id) ?? 'a notification that no longer exists';
   const final: Final = {
