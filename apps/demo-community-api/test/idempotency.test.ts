@@ -303,11 +303,15 @@ describe('Idempotency-Key', () => {
     // Hold the first request inside its transaction (after its claim, before its post is written)
     // by locking community_posts against inserts; the second then queues on the first's claim.
     const locker = new pg.Client({ connectionString: db.url });
-    await locker.connect();
+    // Asks outside any transaction: inside the locker's, pg_stat_activity is a snapshot taken at its
+    // first read, and a backend the service's pool opened after it (the second request's) never
+    // shows up (CI run of 2026-12-07: timed out waiting for the second request).
+    const watcher = new pg.Client({ connectionString: db.url });
+    await Promise.all([locker.connect(), watcher.connect()]);
     /** The backend blocked by `pid` (pg_blocking_pids: the lock it waits for is held by `pid`). */
     const blockedBy = (what: string, pid: number) =>
       eventually(what, async () => {
-        const { rows } = await locker.query<{ pid: number }>(
+        const { rows } = await watcher.query<{ pid: number }>(
           'SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))',
           [pid],
         );
@@ -326,7 +330,7 @@ describe('Idempotency-Key', () => {
       await locker.query('COMMIT');
       answers = await Promise.all([first, second]);
     } finally {
-      await locker.end();
+      await Promise.all([locker.end(), watcher.end()]);
     }
     expectReplayOf(answers[1], answers[0]);
     expect(await postsTitled(payload.title)).toEqual({ posts: 1, events: 1 });
