@@ -264,6 +264,11 @@ export async function writeNotifications(
        SELECT n.slot_key, n.in_app AS was_in_app, n.group_key AS old_group_key,
               (n.in_app AND n.item_head AND n.item_unread) AS was_counted
        FROM notification_items n JOIN input i ON i.slot_key = n.slot_key
+       -- Probes the slot index by construction: jsonb_to_recordset is estimated at 100 rows
+       -- whatever the batch holds, and with statistics a growing table has outrun (a fresh
+       -- deployment, a burst) the join above was planned as a scan of the whole table
+       -- (docs/BENCHMARKS.md, 2026-12-07).
+       WHERE n.slot_key = ANY (ARRAY(SELECT slot_key FROM input))
      ),
      written AS (
        INSERT INTO notification_items AS n (id, user_id, type, idempotency_key, slot_key, slot_rank, actor_id, resource_type,
@@ -298,7 +303,7 @@ export async function writeNotifications(
      counted AS (
        UPDATE notification_counters AS c SET unread_count = c.unread_count + d.added
        FROM (SELECT user_id, sum(delta)::int AS added FROM changed GROUP BY user_id HAVING sum(delta) <> 0) AS d
-       WHERE c.user_id = d.user_id
+       WHERE c.user_id = d.user_id AND c.user_id = ANY (ARRAY(SELECT user_id FROM changed)) -- the primary key, probed (as above)
        RETURNING 1
      ),
      notified AS (
