@@ -463,13 +463,70 @@ async function settle(): Promise<number> {
   }
 }
 
+/**
+ * Where the service's PostgreSQL connections spend a phase: pg_stat_activity sampled every 10 ms
+ * for the backends whose application_name is the service's, each sample counted under its state and
+ * wait event. "idle in transaction / Client:ClientRead" is a transaction waiting for the service's
+ * next statement (a round trip and the event loop), "active" without a wait is executing; the rest
+ * are PostgreSQL's own waits (locks, WAL flush at commit, ...). Plus, when the pg_stat_statements
+ * extension is loaded (shared_preload_libraries), the time PostgreSQL spent executing each
+ * statement of the service in the phase.
+ */
+async function postgresWaits(databaseUrl: string): Promise<{ stop: () => Promise<string[]> }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  let statements = false;
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await client.query('SELECT pg_stat_statements_reset()');
+    statements = true;
+  } catch {
+    // not in shared_preload_libraries: the waits alone
+  }
+  const counts = new Map<string, number>();
+  let samples = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const { rows } = await client.query<{ key: string; n: number }>(
+        `SELECT state || coalesce(' / ' || wait_event_type || ':' || wait_event, '') AS key, count(*)::int AS n
+         FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'notification-service'
+         GROUP BY 1`,
+      );
+      samples++;
+      for (const r of rows) counts.set(r.key, (counts.get(r.key) ?? 0) + r.n);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      const lines = [...counts.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .map(([k, n]) => `${k}: ${(n / Math.max(1, samples)).toFixed(2)} connections on average`);
+      if (statements) {
+        const { rows } = await client.query<{ query: string; calls: string; mean: number; total: number }>(
+          `SELECT regexp_replace(left(query, 60), '\\s+', ' ', 'g') AS query, calls, mean_exec_time AS mean, total_exec_time AS total
+           FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+           WHERE d.datname = current_database() ORDER BY total_exec_time DESC LIMIT 6`,
+        );
+        for (const r of rows)
+          lines.push(`pg_stat_statements: ${r.calls} calls, ${r.mean.toFixed(2)} ms mean execution: ${r.query}`);
+      } else lines.push('pg_stat_statements: not loaded (shared_preload_libraries), statement times not shown');
+      await client.end();
+      return lines;
+    },
+  };
+}
+
 /** Sums of a Prometheus series (all label sets) from the service's /metrics. */
 async function scrape(port: number): Promise<(name: string, filter?: string) => number> {
   const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   return (name, filter = '') =>
     text
       .split('\n')
-      .filter((l) => l.startsWith(`${name}{`) && l.includes(filter))
+      .filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(filter))
       .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 
@@ -521,12 +578,14 @@ async function main(): Promise<void> {
     const settled = await settle();
     console.log(`latency: ${RATE} events/s offered for ${LATENCY_SECONDS} s ...`);
     const m2 = await scrape(port);
+    const waits = await postgresWaits(db.url);
     const { result: lat, usage: usage2 } = await measured(
       pid,
       () => latency(svcVhost.url, db.url, 'lat', LATENCY_SECONDS),
       RATE * LATENCY_SECONDS,
     );
     const m3 = await scrape(port);
+    const pgWaits = await waits.stop();
 
     console.log(`bare amqplib pipeline, one hop: ${N} messages ...`);
     const bareRate = await bare(bareVhost.url);
@@ -583,7 +642,16 @@ async function main(): Promise<void> {
       `    bare baseline, same rate and run: p50 ${bareLat.p50.toFixed(1)} ms, p99 ${bareLat.p99.toFixed(1)} ms, max ${bareLat.max.toFixed(1)} ms (publish -> delivered to a bare consumer)`,
     );
     console.log(`    consumer, latency phase: ${consumerDelta(m2, m3)}`);
+    // prom-client resets its event-loop delay histogram at every scrape: m3's covers the phase. Its
+    // samples are the time between two ticks of a 10 ms timer (eventLoopMonitoringPrecision), so a
+    // loop that is never late reads 10 ms: the delay is what exceeds it.
+    const lag = (q: string) => Math.max(0, m3(`nodejs_eventloop_lag_${q}_seconds`) * 1000 - 10).toFixed(1);
+    console.log(
+      `    service event-loop delay over the phase (beyond prom-client's 10 ms sampling tick): p50 ${lag('p50')} ms, p99 ${lag('p99')} ms, max ${lag('max')} ms`,
+    );
     console.log(`    ${usage2}`);
+    console.log(`    the service's PostgreSQL connections over the phase (sampled every 10 ms):`);
+    for (const line of pgWaits) console.log(`      ${line}`);
     console.log(
       `  service RSS peak (${RUNNER} runner): started ${peaks.started.toFixed(0)} MB, latency ${peaks.latency.toFixed(0)} MB, throughput ${peaks.throughput.toFixed(0)} MB (target <= 250)`,
     );

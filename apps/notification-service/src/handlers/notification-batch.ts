@@ -71,10 +71,11 @@ const ON_THEIR_OWN = new Set<AnyEvent['type']>(['user.erased', 'comment.deleted'
  * 2. claim the event ids (processed_events: redelivered events are duplicates at once) + lock the
  *    recipients' counter rows, advance their inbox versions, read their preferences (one statement);
  * 3. user.upserted → the display-name projection (only when the batch has some);
- * 4. apply preferences to the fresh events' notifications, keep one per slot, build each one's
- *    notification.created (with `quietUntil` when it is created in the user's quiet hours);
+ * 4. apply preferences to the fresh events' notifications, keep one per slot, decide each one's
+ *    `quietUntil` (when it is created in the user's quiet hours);
  * 5. insert the notifications (a higher rank replaces a lower one of its slot) + move the counters
- *    + NOTIFY the SSE hubs (one statement); COMMIT;
+ *    + NOTIFY the SSE hubs (one statement), build the notification.created of every row written
+ *    from what the row holds (a grouped or replaced row also refreshes its items); COMMIT;
  * 6. release the batch's lane (the next batch may start: this one holds no lock or connection any
  *    more), publish the notification.created of every row written and wait for the broker's
  *    confirms; a redelivered event (a duplicate in step 2) re-publishes the ones its first
