@@ -17,6 +17,11 @@ import { unreadItemsSql } from './items';
  *    emits as notification.created once the transaction has committed (no outbox: docs/NOTIFICATIONS.md
  *    "Emission").
  *
+ * Two statements, not one: a statement reads the snapshot taken when it starts, before its lock
+ * waits, so the write (which reads tombstones, the rows it may replace and the unread items) must
+ * start after the locks are held, or it would miss what the holder it waited for committed
+ * (docs/NOTIFICATIONS.md "The batch transaction, step by step").
+ *
  * The order of the steps is the lock order every writer of a user's inbox follows: the counter row
  * first, then notification rows. Rows are locked in sorted order, so two concurrent batches never
  * wait on each other in a cycle.
