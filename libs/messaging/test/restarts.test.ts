@@ -128,9 +128,32 @@ it('a backlog survives 33 consumer restarts (graceful stops and dropped connecti
   consumeWith(consumer);
   await consumer.start();
   let drops = 0;
+  /**
+   * What the test and the consumer were doing, for a failure message. A fresh-clone run beside the
+   * fault suite once waited 20 s here for restart 30's permit to be taken (run 28 in docs/TESTING.md),
+   * with no way to tell a slow machine from a consumer that received nothing.
+   */
+  const state = async () =>
+    JSON.stringify({
+      permits: {
+        ...permits,
+        waiting: permits.waiting.map((w) => (w.tag === undefined ? null : dropped.has(w.tag) ? 'dropped' : 'live')),
+      },
+      connection: connectionNameOf(consumer) === undefined ? 'none' : 'up',
+      readiness: consumer.readiness(),
+      inFlight: await inFlight(consumer, 'test.backlog'),
+      queue: await vhost.depth('test.backlog'),
+      effects: effects.size,
+      maxDeliveryCount,
+    });
   for (let restart = 1; restart <= 33; restart++) {
     grant();
-    await eventually(`progress before restart ${restart}`, () => permits.used === permits.granted, 20_000, 10);
+    // 60 s: a deadline, not a pace (the permit is normally taken within milliseconds).
+    await eventually(`progress before restart ${restart}`, () => permits.used === permits.granted, 60_000, 10).catch(
+      async (err: Error) => {
+        throw new Error(`${err.message}; state: ${await state()}`);
+      },
+    );
     if (restart % 3 === 0) {
       // Graceful: cancel, return the unstarted, finish in-flight. The permit of the message in
       // flight comes once the unstarted are back at the broker (only it is left unsettled), so no
