@@ -506,8 +506,8 @@ async function postgresWaits(databaseUrl: string): Promise<{ stop: () => Promise
         .sort((a, b) => b[1] - a[1])
         .map(([k, n]) => `${k}: ${(n / Math.max(1, samples)).toFixed(2)} connections on average`);
       if (statements) {
-        const { rows } = await client.query<{ query: string; calls: string; mean: number; total: number }>(
-          `SELECT regexp_replace(left(query, 60), '\\s+', ' ', 'g') AS query, calls, mean_exec_time AS mean, total_exec_time AS total
+        const { rows } = await client.query<{ query: string; calls: string; mean: number }>(
+          `SELECT regexp_replace(left(query, 60), '\\s+', ' ', 'g') AS query, calls, mean_exec_time AS mean
            FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
            WHERE d.datname = current_database() ORDER BY total_exec_time DESC LIMIT 6`,
         );

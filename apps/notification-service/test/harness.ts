@@ -71,7 +71,7 @@ export interface HarnessOptions {
   heartbeatMs?: number;
   /** Notifications an SSE resume replays at most. */
   backlogLimit?: number;
-  /** CONSUMER_BATCH_WAIT_MS (default 5): longer makes messages published together share a batch. */
+  /** CONSUMER_BATCH_WAIT_MS (here 5 unless given; the service's own default is 10): longer makes messages published together share a batch. */
   batchWaitMs?: number;
   /** The service's logger (default: silent), e.g. to observe what it logs. */
   logger?: Logger;
